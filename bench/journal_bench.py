@@ -1,0 +1,176 @@
+"""Journal group commit: durable appends from W concurrent threads through one Journal, vs unbatched fsync.
+
+    .venv/bin/python bench/journal_bench.py [--quick] [--writers 16,64] [-n TOTAL]
+
+Each writer thread appends realistic `received` records (~600 bytes encoded) with `journal.append(rec)`, which
+returns only once the record is fsynced. The baseline, measured in the same run and the same temp dir under /tmp,
+is one thread doing write + fsync per record on a plain file (half before, half after the journal runs).
+Target: concurrent journal appends >= 4x the unbatched fsync rate. `journal.batches` counts fsync rounds.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # bench/ is not a package
+
+from _common import (
+    emit_result,
+    exit_on_sigterm,
+    figure,
+    make_tmp,
+    print_machine,
+    remove_tmp,
+    run_threads,
+)
+
+TARGET_RATIO = 4.0
+RECORD_BYTES = 600
+
+
+def make_record() -> dict:
+    """A `received` record like the receiver writes, its text sized so the encoded line is about 600 bytes."""
+    from crosstalk.core.message import new_message
+    from crosstalk.core.sender import Sender, SenderClass
+    from crosstalk.journal import records as R
+    from crosstalk.journal.codec import encode
+
+    sender = Sender(SenderClass.EXTERNAL, name="@bench:journal")
+    bind = R.binding("0123456789abcdef0123456789abcdef", "bench", None)
+
+    def build(text: str) -> dict:
+        msg = new_message("bench", text, from_="@bench:journal")
+        return R.received(msg, sender, dedupe_key=sender.dedupe_key, transport="uds", bind=bind)
+
+    overhead = len(encode(build("x"))) - 1
+    text = ("please rerun the flaky login test " * 20)[: max(1, RECORD_BYTES - overhead)]
+    return build(text)
+
+
+def unbatched(path: Path, data: bytes, n: int) -> float:
+    """Seconds for n records, one write + fsync each, one thread."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+    try:
+        t0 = time.perf_counter()
+        for _ in range(n):
+            os.write(fd, data)
+            os.fsync(fd)
+        return time.perf_counter() - t0
+    finally:
+        os.close(fd)
+
+
+def through_journal(path: Path, record: dict, total: int, writers: int) -> tuple[float, int, float]:
+    """(seconds, batches, seconds spent inside fsync) for `total` durable appends over `writers` threads."""
+    from crosstalk.journal.writer import FsOps, Journal
+
+    in_fsync = [0.0]
+    clock = time.perf_counter
+
+    def timed_fsync(fd: int) -> None:
+        t0 = clock()
+        os.fsync(fd)
+        in_fsync[0] += clock() - t0
+
+    journal, _ = Journal.open(path, path.with_suffix(".lock"), fs=FsOps(fsync=timed_fsync))
+    try:
+        for _ in range(min(20, total)):  # warm the flusher thread and the file
+            journal.append(record)
+        before = journal.batches
+        in_fsync[0] = 0.0
+        wall = run_threads(total, writers, lambda: journal.append(record))
+        return wall, journal.batches - before, in_fsync[0]
+    finally:
+        journal.close()
+
+
+def one_round(tmp: Path, r: int, record: dict, data: bytes, total: int, base_n: int,
+              writer_counts: list[int]) -> dict:
+    """Baseline half, Journal with 1 writer, Journal with each W, baseline half: rates, ratios and batch counts."""
+    half = base_n // 2
+    base_wall = unbatched(tmp / f"plain{r}.data", data, half)
+    single_wall, _, _ = through_journal(tmp / f"r{r}j1.jsonl", record, base_n, 1)
+    runs = {w: through_journal(tmp / f"r{r}j{w}.jsonl", record, total, w) for w in writer_counts}
+    base_wall += unbatched(tmp / f"plain{r}.data", data, base_n - half)
+    base_rate = base_n / base_wall
+    out = {"base": base_rate, "single": base_n / single_wall, "w": {}}
+    for w, (wall, batches, fsync_s) in runs.items():
+        out["w"][w] = {"rate": total / wall, "ratio": total / wall / base_rate, "batches": batches,
+                       "per_fsync": total / max(1, batches), "fsync_us": fsync_s / max(1, batches) * 1e6,
+                       "busy": fsync_s / wall}
+    return out
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--quick", action="store_true", help="a short run")
+    ap.add_argument("--writers", default="16,64", help="comma-separated writer thread counts (default 16,64)")
+    ap.add_argument("-n", type=int, default=None, help="records per journal run (default 8000, quick 2000)")
+    ap.add_argument("--baseline-n", type=int, default=None, help="unbatched records per round (default 1000, "
+                    "quick 300)")
+    ap.add_argument("--rounds", type=int, default=None, help="rounds; medians are reported (default 3, quick 1)")
+    args = ap.parse_args()
+    exit_on_sigterm()
+    from crosstalk.journal.codec import encode
+
+    writer_counts = [int(x) for x in args.writers.split(",") if x.strip()]
+    total = args.n or (2000 if args.quick else 8000)
+    base_n = max(2, args.baseline_n or (300 if args.quick else 1000))
+    rounds = max(1, args.rounds or (1 if args.quick else 3))
+    record = make_record()
+    data = encode(record)
+    print_machine()
+    print(f"record: {len(data)} bytes encoded; {rounds} round(s), each: {base_n} unbatched write+fsync (half before, "
+          f"half after), {base_n} appends with 1 writer, {total} durable appends per writer count")
+
+    tmp = make_tmp()
+    results = []
+    try:
+        unbatched(tmp / "warm.data", data, min(50, base_n))
+        for r in range(rounds):
+            res = one_round(tmp, r, record, data, total, base_n, writer_counts)
+            results.append(res)
+            ws = "  ".join(f"W={w}: {x['rate']:.0f} ({x['ratio']:.2f}x, {x['per_fsync']:.1f}/fsync)"
+                           for w, x in res["w"].items())
+            print(f"  round {r + 1}: unbatched {res['base']:.0f} rec/s  1 writer {res['single']:.0f}  {ws}")
+    finally:
+        remove_tmp(tmp)
+
+    med = statistics.median
+    base_rate = med(x["base"] for x in results)
+    single_rate = med(x["single"] for x in results)
+    single_ratio = med(x["single"] / x["base"] for x in results)
+    print(f"\nmedians over {rounds} round(s):")
+    print(f"  unbatched: 1 thread, write+fsync per record     {base_rate:9.0f} records/s   (baseline)")
+    print(f"  Journal, 1 writer thread                        {single_rate:9.0f} records/s   {single_ratio:5.2f}x")
+    figures = [
+        figure("journal 1 writer", single_rate, "rec/s", baseline=base_rate, baseline_name="unbatched fsync",
+               ratio=single_ratio),
+    ]
+    for w in writer_counts:
+        rate = med(x["w"][w]["rate"] for x in results)
+        ratio = med(x["w"][w]["ratio"] for x in results)
+        batches = med(x["w"][w]["batches"] for x in results)
+        per_fsync = med(x["w"][w]["per_fsync"] for x in results)
+        fsync_us = med(x["w"][w]["fsync_us"] for x in results)
+        busy = med(x["w"][w]["busy"] for x in results)
+        ok = ratio >= TARGET_RATIO
+        print(f"  Journal, {w:3d} writer threads                    {rate:9.0f} records/s   {ratio:5.2f}x   "
+              f"batches {batches:.0f} ({per_fsync:.1f} records/fsync, {fsync_us:.0f} us/fsync, "
+              f"fsync busy {busy:.0%})   target >= {TARGET_RATIO:.0f}x: {'PASS' if ok else 'MISS'}")
+        figures.append(figure(
+            f"journal {w} writers", rate, "rec/s", baseline=base_rate, baseline_name="unbatched fsync",
+            ratio=ratio, target=f">= {TARGET_RATIO:.0f}x unbatched", passed=ok,
+            summary=f"{rate:.0f} rec/s vs {base_rate:.0f} rec/s unbatched, {batches:.0f} batches "
+                    f"({per_fsync:.1f} rec/fsync, fsync busy {busy:.0%} of wall)"))
+    emit_result("journal", figures, {"record_bytes": len(data), "rounds": results})
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# One entry point for a fresh machine: creates .venv, installs crosstalk with its dev extras, then runs
+#   demo   the crosstalk demo (fake-harness agents exchanging messages over real sockets)
+#   test   ruff + the whole pytest suite (what CI runs)
+#   bench  the benchmarks in bench/ (figures beside same-run baselines)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+pick_python() {
+  for candidate in "${PYTHON:-}" python3.11 python3.12 python3.13 python3; do
+    [ -n "$candidate" ] || continue
+    if command -v "$candidate" >/dev/null 2>&1 &&
+       "$candidate" -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else 1)' 2>/dev/null; then
+      echo "$candidate"; return 0
+    fi
+  done
+  echo "crosstalk needs Python >= 3.11 (set PYTHON=/path/to/python3.11)" >&2
+  return 1
+}
+
+setup() {
+  if [ ! -x .venv/bin/python ]; then
+    "$(pick_python)" -m venv .venv
+  fi
+  # Reinstall only when the project metadata changed since the last install.
+  local stamp=.venv/.crosstalk-installed want
+  want="$(sha256sum pyproject.toml | cut -d' ' -f1)"
+  if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
+    .venv/bin/python -m pip install -q --disable-pip-version-check -e '.[dev]'
+    echo "$want" > "$stamp"
+  fi
+}
+
+cmd="${1:-}"
+case "$cmd" in
+  demo)  setup; exec .venv/bin/crosstalk demo ;;
+  test)  setup; shift
+         .venv/bin/ruff check src tests bench
+         exec .venv/bin/python -m pytest "$@" ;;
+  bench) setup; exec .venv/bin/python bench/run_all.py ;;
+  *) echo "usage: scripts/dev.sh demo|test|bench" >&2; exit 2 ;;
+esac

@@ -1,0 +1,176 @@
+"""One live agent: registration, journal, receiver chain, uds ingress and its harness adapter, started in the
+order of seed 000 §3 and stopped in reverse.
+
+    take the agent and name locks → replay the journal (retention, reconcile) → bind the uds socket and key
+    → confirm the harness binding → publish the descriptor
+
+The descriptor is written last, so an agent that others can find is always one that can receive.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import time
+from dataclasses import dataclass, field
+
+from crosstalk.core.ids import hop_entry
+from crosstalk.harness.base import AgentInfo, Harness
+from crosstalk.ingress.uds import UdsIngress
+from crosstalk.journal import Journal, JournalState
+from crosstalk.journal import records as R
+from crosstalk.journal.retention import select_retained
+from crosstalk.policy import Limits, ReceiverView, Role
+from crosstalk.receiver import AgentIdentity, Receiver
+from crosstalk.registry.credentials import create_key, remove_key
+from crosstalk.registry.descriptor import Descriptor
+from crosstalk.registry.discovery import find_by_peer, list_descriptors
+from crosstalk.registry.paths import StatePaths, check_socket_path
+from crosstalk.registry.registration import Registration
+
+log = logging.getLogger(__name__)
+
+CHILDREN_CACHE_S = 1.0
+
+
+@dataclass(slots=True)
+class AgentConfig:
+    harness: Harness
+    session_ref: str
+    preferred_name: str | None
+    cwd: str = field(default_factory=os.getcwd)
+    role: Role = Role.PRIMARY
+    owner: str | None = None  # agent_id of a parent given at start (a worker launched for an orchestrator)
+    peers: tuple[str, ...] = ()
+    accept_from: tuple[str, ...] | None = None
+    limits: Limits = field(default_factory=Limits)
+    harness_pid: int | None = None
+    inject_timeout_s: float = 30.0
+
+
+class AgentHost:
+    """A running agent. Create with `await AgentHost.start(paths, config)`; stop with `await host.close()`."""
+
+    def __init__(self, paths: StatePaths, config: AgentConfig, registration: Registration) -> None:
+        self.paths = paths
+        self.config = config
+        self.registration = registration
+        self.journal: Journal | None = None
+        self.state = JournalState()
+        self.receiver: Receiver | None = None
+        self.ingress: UdsIngress | None = None
+        self.descriptor: Descriptor | None = None
+        self.replay_report: dict[str, int] = {}
+        self._children: tuple[float, frozenset[str]] = (0.0, frozenset())
+
+    @property
+    def agent_id(self) -> str:
+        return self.registration.agent_id
+
+    @property
+    def name(self) -> str:
+        return self.registration.name
+
+    @classmethod
+    async def start(cls, paths: StatePaths, config: AgentConfig) -> AgentHost:
+        paths.ensure()
+        harness_name = config.harness.name
+        registration = Registration.acquire(paths, harness=harness_name, session_ref=config.session_ref,
+                                            preferred_name=config.preferred_name, cwd=config.cwd)
+        host = cls(paths, config, registration)
+        try:
+            await host._open()
+        except BaseException:
+            await host.close()
+            raise
+        return host
+
+    async def _open(self) -> None:
+        paths, agent_id = self.paths, self.agent_id
+        uds_path = check_socket_path(paths.uds_path(agent_id))
+        bind = R.binding(self.registration.instance_id, self.config.session_ref, None)
+
+        # 1. journal: lock, replay, retention, reconcile — before anything can reach the agent.
+        journal, read = Journal.open(paths.journal_file(agent_id), paths.journal_lock(agent_id))
+        self.journal = journal
+        state = JournalState.replay(read.records)
+        kept = select_retained(read.records, state.unresolved_ids())
+        if len(kept) < len(read.records):
+            journal.rewrite(kept)
+            state = JournalState.replay(kept)
+        self.state = state
+        identity = AgentIdentity(agent_id=agent_id, name=self.name, hop_entry=hop_entry(agent_id),
+                                 binding=bind, reply_address=str(uds_path))
+        self.receiver = Receiver(identity, journal, state, self.config.harness, self.view,
+                                 limits=self.config.limits, inject_timeout_s=self.config.inject_timeout_s)
+        reconciled = self.receiver.reconcile()
+        self.replay_report = {
+            "records": len(read.records),
+            "dropped_by_retention": len(read.records) - len(kept),
+            "torn_tail_bytes": read.torn_tail_bytes,
+            "bad_lines": read.bad_lines,
+            "reconciled": len(reconciled),
+        }
+
+        # 2. the socket and its key.
+        token = create_key(paths.key_path(agent_id))
+        self.ingress = UdsIngress(uds_path, token, self.receiver, lambda pid: find_by_peer(paths, pid))
+        await self.ingress.start()
+
+        # 3. the harness binding.
+        info = AgentInfo(agent_id=agent_id, name=self.name, session_ref=self.config.session_ref,
+                         uds_path=str(uds_path), cwd=self.config.cwd)
+        bound = await self.config.harness.bind(info)
+
+        # 4. publish: from now on others can find us.
+        view = self.view()
+        self.descriptor = self.registration.publish(
+            uds_path=str(uds_path),
+            role=view.role.value,
+            owner=view.owner,
+            peers=self.config.peers,
+            accept_from=self.config.accept_from,
+            harness_pid=self.config.harness_pid,
+            harness_endpoint=bound.endpoint,
+            harness_version=bound.version,
+        )
+
+    def view(self) -> ReceiverView:
+        """What the policy needs to know about this agent, current as of this message."""
+        role, owner = self.config.role, self.config.owner
+        claim = self.state.claim
+        if claim is not None:
+            role = Role(claim.get("role", "primary"))
+            owner = claim.get("owner") if claim.get("action") == "claimed" else None
+        return ReceiverView(
+            agent_id=self.agent_id,
+            name=self.name,
+            role=role,
+            owner=owner,
+            children=self._child_ids(),
+            peers=frozenset(self.config.peers),
+            accept_from=frozenset(self.config.accept_from) if self.config.accept_from is not None else None,
+        )
+
+    def _child_ids(self) -> frozenset[str]:
+        at, ids = self._children
+        now = time.monotonic()
+        if now - at > CHILDREN_CACHE_S:
+            ids = frozenset(d.agent_id for d in list_descriptors(self.paths) if d.owner == self.agent_id)
+            self._children = (now, ids)
+        return ids
+
+    async def close(self) -> None:
+        """Stop in reverse: unpublish, close the socket, drop the key, close the journal, release the locks."""
+        if self.ingress is not None:
+            await self.ingress.close()
+            self.ingress = None
+        with contextlib.suppress(Exception):
+            await self.config.harness.close()
+        with contextlib.suppress(FileNotFoundError):
+            remove_key(self.paths.key_path(self.agent_id))
+        if self.journal is not None:
+            self.journal.close()
+            self.journal = None
+        self.registration.close()

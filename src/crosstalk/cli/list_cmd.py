@@ -1,0 +1,67 @@
+"""`crosstalk list` and `crosstalk who NAME`."""
+
+from __future__ import annotations
+
+import click
+
+from crosstalk.cli.common import EXIT_NO_AGENT, fail, print_json, state_paths
+
+_COLUMNS = ("name", "agent_id", "harness", "role", "owner", "pid", "cwd")
+
+
+@click.command("list")
+@click.option("--json", "as_json", is_flag=True, help="Print a JSON array of descriptors.")
+@click.option("--all", "include_stale", is_flag=True, help="Include descriptors whose process is gone.")
+def list_agents(as_json: bool, include_stale: bool) -> None:
+    """List the live crosstalk agents on this machine."""
+    from crosstalk.registry.discovery import is_live, list_descriptors
+
+    paths = state_paths()
+    descs = list_descriptors(paths, include_stale=include_stale)
+    names = {d.agent_id: d.name for d in descs}
+    rows = []
+    for d in descs:
+        row = d.to_dict()
+        row["live"] = is_live(paths, d) if include_stale else True
+        row["owner_name"] = names.get(d.owner) if d.owner else None
+        rows.append(row)
+    if as_json:
+        print_json(rows)
+        return
+    if not rows:
+        click.echo(f"no live agents under {paths.root}")
+        return
+    table = [[str(_cell(r, c)) for c in _COLUMNS] for r in rows]
+    widths = [max(len(c), *(len(t[i]) for t in table)) for i, c in enumerate(_COLUMNS)]
+    click.echo("  ".join(c.upper().ljust(w) for c, w in zip(_COLUMNS, widths, strict=True)).rstrip())
+    for t, r in zip(table, rows, strict=True):
+        line = "  ".join(v.ljust(w) for v, w in zip(t, widths, strict=True)).rstrip()
+        click.echo(line + ("" if r["live"] else "  (stale)"))
+
+
+def _cell(row: dict[str, object], column: str) -> object:
+    if column == "owner":
+        return row.get("owner_name") or row.get("owner") or "-"
+    value = row.get(column)
+    return "-" if value is None else value
+
+
+@click.command()
+@click.argument("target")
+@click.option("--json", "as_json", is_flag=True, help="Print the descriptor as JSON.")
+def who(target: str, as_json: bool) -> None:
+    """Resolve TARGET (a name or agent_id) to its live agent and show where it listens."""
+    from crosstalk.registry.discovery import resolve
+    from crosstalk.registry.errors import RegistryError
+
+    try:
+        desc = resolve(state_paths(), target)
+    except RegistryError as exc:
+        fail(str(exc), EXIT_NO_AGENT)
+    data = desc.to_dict()
+    if as_json:
+        print_json(data)
+        return
+    width = max(len(k) for k in data)
+    for key, value in data.items():
+        click.echo(f"{key.ljust(width)}  {'-' if value is None else value}")

@@ -1,0 +1,108 @@
+"""`crosstalk send NAME|AGENT_ID [TEXT|-]`: one message to a live agent over its socket."""
+
+from __future__ import annotations
+
+import getpass
+import sys
+
+import click
+
+from crosstalk.cli.common import (
+    EXIT_NO_AGENT,
+    EXIT_OK,
+    EXIT_REJECTED,
+    EXIT_USAGE,
+    EXIT_WIRE,
+    fail,
+    print_json,
+    state_paths,
+)
+
+_MODE_TO_DELIVERY = {"auto": "auto", "steer": "steer", "followUp": "next_turn"}
+
+
+def _default_from() -> str:
+    try:
+        user = getpass.getuser()
+    except (KeyError, OSError):
+        user = "unknown"
+    return f"@cli:{user}"
+
+
+@click.command()
+@click.argument("target")
+@click.argument("text", required=False)
+@click.option("--kind", type=click.Choice(["inform", "meta", "ping"]), default="inform", show_default=True,
+              help="inform: a message for the model; meta: context that never starts a turn; ping: liveness only.")
+@click.option("--delivery", type=click.Choice(["auto", "steer", "next_turn"]), default=None,
+              help="auto (default): soonest without breaking a tool call; steer: into the running turn; "
+                   "next_turn: after the current turn.")
+@click.option("--mode", type=click.Choice(["auto", "steer", "followUp"]), default=None,
+              help="pi-style spelling of --delivery (followUp = next_turn).")
+@click.option("--from", "from_", metavar="@SCHEME:TOPIC", default=None,
+              help="Who this is from, as the receiver will label it (default @cli:$USER).")
+@click.option("--timeout", type=click.FloatRange(0.1, 600), default=60.0, show_default=True,
+              help="Seconds to wait for the agent's answer.")
+@click.option("--json", "as_json", is_flag=True, help="Print the answer as JSON.")
+def send(target: str, text: str | None, kind: str, delivery: str | None, mode: str | None, from_: str | None,
+         timeout: float, as_json: bool) -> None:
+    """Send TEXT to the live agent TARGET (a name or an agent_id).
+
+    The body is read from stdin when TEXT is omitted or is '-'; trailing whitespace is stripped.
+    Exit codes: 0 accepted or queued, 1 wire/protocol error or unknown outcome, 2 usage,
+    3 rejected (the reason is printed), 4 no such agent or unreachable.
+    """
+    from crosstalk.core.errors import MessageError
+    from crosstalk.core.message import new_message
+    from crosstalk.core.sender import is_external_tag
+
+    if delivery and mode and _MODE_TO_DELIVERY[mode] != delivery:
+        fail(f"--delivery {delivery} and --mode {mode} disagree; give one", EXIT_USAGE)
+    chosen = delivery or (_MODE_TO_DELIVERY[mode] if mode else "auto")
+    sender_tag = from_ if from_ is not None else _default_from()
+    if not is_external_tag(sender_tag):
+        fail(f"--from {sender_tag!r} must look like @scheme:topic (for example @ci:build)", EXIT_USAGE)
+
+    if text is None or text == "-":
+        if sys.stdin is None or sys.stdin.isatty():
+            fail("no TEXT given and stdin is a terminal; pass TEXT or pipe the body in", EXIT_USAGE)
+        try:
+            text = sys.stdin.read()
+        except UnicodeDecodeError:
+            fail("stdin is not valid UTF-8 text", EXIT_USAGE)
+    text = text.rstrip()
+    if not text:
+        fail("the message is empty", EXIT_USAGE)
+
+    try:
+        msg = new_message(target, text, from_=sender_tag, kind=kind, delivery=chosen)
+    except MessageError as exc:
+        fail(f"invalid message: {exc}", EXIT_USAGE)
+
+    from crosstalk.client import send as send_message
+    from crosstalk.ingress.uds_client import DeliveryError
+    from crosstalk.registry.errors import AmbiguousName, NoSuchAgent, RegistryError
+
+    try:
+        result = send_message(state_paths(), msg, timeout=timeout)
+    except (NoSuchAgent, AmbiguousName) as exc:
+        fail(str(exc), EXIT_NO_AGENT)
+    except DeliveryError as exc:
+        fail(str(exc), exc.exit_code)
+    except RegistryError as exc:
+        fail(str(exc), EXIT_WIRE)
+
+    outcome = result.outcome
+    state = outcome.state.value
+    if as_json:
+        print_json({**outcome.to_dict(), "to": result.target.name, "agent_id": result.target.agent_id})
+    else:
+        line = f"{state} {outcome.message_id} → {result.target.name}"
+        click.echo(line + (f" ({outcome.reason})" if outcome.reason and state != "rejected" else ""))
+    if state in ("accepted", "queued"):
+        sys.exit(EXIT_OK)
+    if state == "rejected":
+        fail(f"rejected by {result.target.name}: {outcome.reason or 'no reason given'}", EXIT_REJECTED)
+    if state == "unreachable":
+        fail(f"{result.target.name} could not take the message: {outcome.reason or 'unreachable'}", EXIT_NO_AGENT)
+    fail(f"delivery to {result.target.name} is {state}: {outcome.reason or 'no evidence either way'}", EXIT_WIRE)

@@ -1,0 +1,57 @@
+"""Message kinds and delivery modes, with the aliases other designs use for them."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+from crosstalk.core.errors import MessageError
+
+
+class Kind(StrEnum):
+    INFORM = "inform"  # a message for the model; no answer owed
+    ASK = "ask"  # an inform that opens a reply obligation; verified senders only
+    COMMAND = "command"  # work for a worker, only from its parent
+    META = "meta"  # context that never starts a turn
+    PING = "ping"  # liveness only; never injected
+
+
+class Delivery(StrEnum):
+    AUTO = "auto"  # reach the model soonest without breaking a tool call
+    STEER = "steer"  # into the running turn now, where the harness can
+    NEXT_TURN = "next_turn"  # after the current turn; never wakes an idle session where avoidable
+
+
+KIND_ALIASES: dict[str, Kind] = {"user": Kind.INFORM}  # seed 004 calls an ordinary user turn "user"
+DELIVERY_ALIASES: dict[str, Delivery] = {
+    "immediate": Delivery.AUTO,  # seed 000
+    "followUp": Delivery.NEXT_TURN,  # seed 004 / pi deliverAs
+    "follow_up": Delivery.NEXT_TURN,
+}
+
+
+def parse_kind(value: object) -> Kind:
+    if isinstance(value, Kind):
+        return value
+    if not isinstance(value, str):
+        raise MessageError("kind", f"must be a string, got {type(value).__name__}")
+    if value in KIND_ALIASES:
+        return KIND_ALIASES[value]
+    try:
+        return Kind(value)
+    except ValueError:
+        allowed = ", ".join(k.value for k in Kind)
+        raise MessageError("kind", f"unknown kind {value!r} (expected one of: {allowed})") from None
+
+
+def parse_delivery(value: object) -> Delivery:
+    if isinstance(value, Delivery):
+        return value
+    if not isinstance(value, str):
+        raise MessageError("delivery", f"must be a string, got {type(value).__name__}")
+    if value in DELIVERY_ALIASES:
+        return DELIVERY_ALIASES[value]
+    try:
+        return Delivery(value)
+    except ValueError:
+        allowed = ", ".join([*(d.value for d in Delivery), *DELIVERY_ALIASES])
+        raise MessageError("delivery", f"unknown delivery {value!r} (expected one of: {allowed})") from None

@@ -1,0 +1,236 @@
+"""The demo: real agents in a temporary state root exchanging messages through real sockets.
+
+Three fake-harness agents run as `crosstalk agent run` subprocesses; the demo itself hosts a fourth agent
+("orchestrator") in-process so its sends are verified by SO_PEERCRED. Every delivery is printed with its state,
+then a receiver is killed with SIGKILL and restarted to show that acknowledged messages survive and are never
+injected twice. Everything is removed at the end.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import select
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from crosstalk.core.message import Message, new_message
+from crosstalk.core.states import Outcome
+
+START_TIMEOUT_S = 20.0
+STOP_TIMEOUT_S = 10.0
+
+
+@dataclass
+class DemoAgent:
+    name: str
+    proc: subprocess.Popen[bytes]
+    agent_id: str
+    inbox: Path
+
+
+class Demo:
+    def __init__(self, out: Callable[[str], None] = print) -> None:
+        self.out = out
+        self.root = Path(tempfile.mkdtemp(prefix="xtdemo.", dir="/tmp"))
+        self.env = {**os.environ, "CROSSTALK_HOME": str(self.root)}
+        self.agents: dict[str, DemoAgent] = {}
+        self._host_loop: asyncio.AbstractEventLoop | None = None
+        self._host_thread: threading.Thread | None = None
+        self._host = None
+        self.delivered = 0
+
+    # -------------------------------------------------------------- agents
+    def start_agent(self, name: str, *extra: str) -> DemoAgent:
+        inbox = self.root / f"{name}.inbox.jsonl"
+        cmd = [sys.executable, "-m", "crosstalk", "agent", "run", "--harness", "fake", "--name", name,
+               "--inbox", str(inbox), "--json", *extra]
+        proc = subprocess.Popen(cmd, env=self.env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                cwd=self.root)
+        ready = _read_ready(proc, START_TIMEOUT_S)
+        agent = DemoAgent(name, proc, ready["agent_id"], inbox)
+        self.agents[name] = agent
+        replay = ready.get("replay") or {}
+        again = f", replayed {replay.get('records', 0)} journal records" if replay.get("records") else ""
+        self.out(f"  started {name:<12} agent_id {agent.agent_id}  pid {proc.pid}{again}")
+        return agent
+
+    def kill_agent(self, name: str) -> None:
+        agent = self.agents.pop(name)
+        agent.proc.kill()
+        agent.proc.wait(STOP_TIMEOUT_S)
+        self.out(f"  killed  {name:<12} with SIGKILL (no clean shutdown)")
+
+    def start_orchestrator(self) -> None:
+        """Host an agent in this process, so messages it sends are verified by the socket, not by a claim."""
+        from crosstalk.agent import AgentConfig, AgentHost
+        from crosstalk.harness.fake import FakeHarness
+        from crosstalk.registry.paths import StatePaths
+
+        loop = asyncio.new_event_loop()
+        self._host_loop = loop
+        self._host_thread = threading.Thread(target=loop.run_forever, name="demo-orchestrator", daemon=True)
+        self._host_thread.start()
+        config = AgentConfig(harness=FakeHarness(inbox=self.root / "orchestrator.inbox.jsonl"),
+                             session_ref="demo-orchestrator", preferred_name="orchestrator", cwd=str(self.root))
+        fut = asyncio.run_coroutine_threadsafe(AgentHost.start(StatePaths(self.root), config), loop)
+        self._host = fut.result(START_TIMEOUT_S)
+        self.out(f"  started {'orchestrator':<12} agent_id {self._host.agent_id}  (in this process)")
+
+    # -------------------------------------------------------------- sending
+    def send(self, to: str, text: str, *, from_: str = "orchestrator", kind: str = "inform",
+             delivery: str = "auto", message_id: str | None = None, note: str = "") -> Outcome | None:
+        from crosstalk.client import send
+        from crosstalk.core.errors import CrosstalkError
+        from crosstalk.registry.paths import StatePaths
+
+        msg = new_message(to, text, from_=from_, kind=kind, delivery=delivery, message_id=message_id)
+        try:
+            outcome = send(StatePaths(self.root), msg, timeout=30).outcome
+        except CrosstalkError as exc:
+            self._line(msg, from_, "unreachable", str(exc), note)
+            return None
+        duplicate = bool(outcome.evidence.get("duplicate"))
+        reason = ", ".join(x for x in (outcome.reason, "duplicate" if duplicate else None) if x) or None
+        self._line(msg, from_, outcome.state.value, reason, note)
+        if outcome.state.value in ("accepted", "queued") and not duplicate:
+            self.delivered += 1
+        return outcome
+
+    def send_cli(self, to: str, text: str, *args: str) -> int:
+        """Send with the real `crosstalk send` command, as a shell script or CI hook would."""
+        cmd = [sys.executable, "-m", "crosstalk", "send", to, text, "--json", *args]
+        res = subprocess.run(cmd, env=self.env, capture_output=True, timeout=60, check=False)
+        try:
+            answer = json.loads(res.stdout.decode().strip().splitlines()[0])
+        except (ValueError, IndexError):
+            answer = {"state": "error", "reason": res.stderr.decode().strip()}
+        sender = args[args.index("--from") + 1] if "--from" in args else "@cli"
+        kind = args[args.index("--kind") + 1] if "--kind" in args else "inform"
+        self.out(f"  {sender:<14} → {to:<12} {kind:<7} {answer.get('state', '?'):<11}"
+                 f"{_reason(answer.get('reason'))} {_quote(text)}   [crosstalk send, exit {res.returncode}]")
+        if answer.get("state") in ("accepted", "queued"):
+            self.delivered += 1
+        return res.returncode
+
+    def _line(self, msg: Message, sender: str, state: str, reason: str | None, note: str) -> None:
+        self.out(f"  {sender:<14} → {msg.to:<12} {msg.kind.value:<7} {state:<11}{_reason(reason)} "
+                 f"{_quote(msg.text)}{('   ' + note) if note else ''}")
+
+    # -------------------------------------------------------------- showing
+    def show_inboxes(self) -> None:
+        self.out("\nWhat each session saw (one line per injection, from the fake harness's inbox file):")
+        for name in ("alice", "bob", "carol"):
+            path = self.root / f"{name}.inbox.jsonl"
+            text = path.read_text() if path.exists() else ""
+            lines = [json.loads(x) for x in text.splitlines() if x.strip()]
+            ids = [x["message_id"] for x in lines]
+            dup = len(ids) - len(set(ids))
+            self.out(f"  {name:<12} {len(lines)} message(s), {dup} injected twice")
+        first = next((p for p in sorted(self.root.glob("alice.inbox.jsonl"))), None)
+        if first and first.read_text().strip():
+            rendered = json.loads(first.read_text().splitlines()[0])["rendered"]
+            self.out("\nThe first message as alice's model sees it:")
+            for ln in rendered.splitlines():
+                self.out(f"    {ln}")
+
+    # -------------------------------------------------------------- cleanup
+    def close(self) -> None:
+        for agent in list(self.agents.values()):
+            with contextlib.suppress(ProcessLookupError):
+                agent.proc.send_signal(signal.SIGTERM)
+        for agent in list(self.agents.values()):
+            try:
+                agent.proc.wait(STOP_TIMEOUT_S)
+            except subprocess.TimeoutExpired:
+                agent.proc.kill()
+                agent.proc.wait(STOP_TIMEOUT_S)
+            for stream in (agent.proc.stdout, agent.proc.stderr):
+                if stream:
+                    stream.close()
+        self.agents.clear()
+        if self._host is not None and self._host_loop is not None:
+            with contextlib.suppress(Exception):
+                asyncio.run_coroutine_threadsafe(self._host.close(), self._host_loop).result(STOP_TIMEOUT_S)
+            self._host_loop.call_soon_threadsafe(self._host_loop.stop)
+            if self._host_thread is not None:
+                self._host_thread.join(STOP_TIMEOUT_S)
+            self._host_loop.close()
+            self._host = None
+        shutil.rmtree(self.root, ignore_errors=True)
+
+
+def _read_ready(proc: subprocess.Popen[bytes], timeout: float) -> dict[str, object]:
+    assert proc.stdout is not None
+    deadline = time.monotonic() + timeout
+    buf = b""
+    while time.monotonic() < deadline:
+        ready, _, _ = select.select([proc.stdout], [], [], 0.1)
+        if ready:
+            chunk = os.read(proc.stdout.fileno(), 65536)
+            if not chunk:
+                break
+            buf += chunk
+            if b"\n" in buf:
+                return json.loads(buf.split(b"\n", 1)[0])
+        elif proc.poll() is not None:
+            break
+    proc.kill()
+    err = proc.stderr.read().decode() if proc.stderr else ""
+    raise RuntimeError(f"agent did not start: {err.strip() or 'no ready line within the timeout'}")
+
+
+def _reason(reason: str | None) -> str:
+    return f" ({reason})" if reason else ""
+
+
+def _quote(text: str) -> str:
+    return repr(text if len(text) <= 48 else text[:45] + "...")
+
+
+def run_demo(out: Callable[[str], None] = print) -> int:
+    demo = Demo(out)
+    try:
+        out(f"crosstalk demo: agents in a temporary state root {demo.root}\n")
+        demo.start_agent("alice")
+        demo.start_agent("bob", "--script", "accept,accept,queue")
+        demo.start_agent("carol", "--role", "worker", "--parent", "alice")
+        demo.start_orchestrator()
+
+        out("\nDeliveries (sender → receiver, kind, state):")
+        demo.send_cli("alice", "build 481 failed: test_login timed out", "--from", "@ci:build")
+        first = demo.send("bob", "please review the retry change in client.py")
+        demo.send("bob", "and check the timeout default while you are there")
+        demo.send("bob", "FYI: main is frozen for the release", kind="meta", note="(bob's session was busy)")
+        if first is not None:
+            demo.send("bob", "please review the retry change in client.py", message_id=first.message_id,
+                      note="(same message_id again: answered from the journal)")
+        demo.send("carol", "drop what you are doing", note="(carol is alice's worker)")
+        demo.send_cli("carol", "nightly job finished", "--from", "@cron:nightly")
+        demo.send("alice", "are you there?", kind="ping")
+
+        out("\nCrash and restart:")
+        demo.kill_agent("bob")
+        demo.send("bob", "are you still there?", note="(bob is down)")
+        demo.start_agent("bob")
+        if first is not None:
+            demo.send("bob", "please review the retry change in client.py", message_id=first.message_id,
+                      note="(retry after the restart: still not injected twice)")
+        demo.send("bob", "welcome back")
+
+        demo.show_inboxes()
+        out(f"\n{demo.delivered} messages delivered (accepted or queued), none twice.")
+        return 0
+    finally:
+        demo.close()
+        out(f"cleaned up {demo.root}")

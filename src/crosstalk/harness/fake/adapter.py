@@ -1,0 +1,175 @@
+"""A harness with scriptable outcomes. Each injection consumes the next step of its script; when the script runs
+out, the default step repeats. Every write to the "session" is counted and, with an inbox file, appended there as
+one JSON line, so tests can prove what reached the session and how often.
+
+Steps (seed 000 test 16 names the branches they model):
+  accept      write; accepted
+  queue       write; queued (a verified no-wake hand-off)
+  race        an idle→active race during turn start: the write joins the active turn; accepted
+  fallback    the harness refuses (review/compact), the adapter falls back to one no-wake append; queued
+  malformed   write; the harness answers something that is not a valid success (→ unknown)
+  refuse      definite refusal, no write (→ unreachable)
+  presend     failure before any write (→ unreachable)
+  disconnect  write, then the connection drops before the answer (→ unknown, never resent)
+  block       wait until `release()` (or the test's timeout), then accept
+  hang        never answer (the receiver's inject timeout turns it into unknown)
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import threading
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from crosstalk.core.states import State
+from crosstalk.harness.base import (
+    AgentInfo,
+    BindResult,
+    HarnessDisconnected,
+    HarnessRefused,
+    InjectRequest,
+    InjectResult,
+    PreSendFailure,
+    SessionRow,
+    render_envelope,
+)
+
+STEPS = ("accept", "queue", "race", "fallback", "malformed", "refuse", "presend", "disconnect", "block", "hang")
+BLOCK_TIMEOUT_S = 60.0
+
+
+def parse_script(text: str) -> list[str]:
+    """Parse 'accept,refuse,queue' into steps; an unknown step is a clear error."""
+    steps = [s.strip() for s in text.split(",") if s.strip()]
+    for s in steps:
+        if s not in STEPS:
+            raise ValueError(f"unknown fake step {s!r} (expected one of: {', '.join(STEPS)})")
+    return steps
+
+
+class FakeHarness:
+    name = "fake"
+
+    def __init__(self, script: list[str] | None = None, *, default: str = "accept",
+                 inbox: str | os.PathLike[str] | None = None) -> None:
+        for s in [*(script or []), default]:
+            if s not in STEPS:
+                raise ValueError(f"unknown fake step {s!r}")
+        self._script = list(script or [])
+        self._default = default
+        self._inbox = Path(inbox) if inbox else None
+        self._lock = threading.Lock()
+        self.writes: list[dict[str, Any]] = []
+        self.attempts = 0
+        self._release = asyncio.Event()
+        self.blocked = asyncio.Event()  # set while an injection waits in a `block` step
+        self.agent: AgentInfo | None = None
+
+    # --------------------------------------------------------------- the protocol
+    def identify(self, request: Mapping[str, Any]) -> str | None:
+        ref = request.get("session_ref")
+        return ref if isinstance(ref, str) and ref else None
+
+    async def bind(self, agent: AgentInfo) -> BindResult:
+        self.agent = agent
+        return BindResult(endpoint=str(self._inbox) if self._inbox else None, version="fake-1")
+
+    def discover(self) -> list[SessionRow]:
+        if self.agent is None:
+            return []
+        a = self.agent
+        return [SessionRow("fake", a.session_ref, a.name, a.cwd, "idle", True)]
+
+    def status(self) -> str:
+        return "idle"
+
+    def render(self, request: InjectRequest) -> str:
+        return render_envelope(request)
+
+    def native_reply_address(self, agent: AgentInfo) -> str | None:
+        return agent.uds_path
+
+    async def close(self) -> None:
+        self._release.set()
+
+    # --------------------------------------------------------------- scripting
+    def push(self, *steps: str) -> None:
+        for s in steps:
+            if s not in STEPS:
+                raise ValueError(f"unknown fake step {s!r}")
+        self._script.extend(steps)
+
+    def release(self) -> None:
+        """Let every `block` step (now and later) proceed."""
+        self._release.set()
+
+    def _next_step(self) -> str:
+        with self._lock:
+            self.attempts += 1
+            return self._script.pop(0) if self._script else self._default
+
+    def _write(self, request: InjectRequest, how: str) -> None:
+        msg = request.message
+        line = {
+            "message_id": msg.message_id,
+            "from": request.sender.label,
+            "sender_class": request.sender.sender_class.value,
+            "kind": msg.kind.value,
+            "delivery": request.delivery.value,
+            "in_reply_to": msg.in_reply_to,
+            "text": msg.text,
+            "rendered": self.render(request),
+            "how": how,
+            "at": time.time(),
+        }
+        with self._lock:
+            self.writes.append(line)
+            if self._inbox is not None:
+                # One write(2) of a whole line in append mode: concurrent lines never interleave, and a kill -9
+                # after it returns still leaves the line in the file.
+                fd = os.open(self._inbox, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+                try:
+                    os.write(fd, (json.dumps(line, ensure_ascii=False) + "\n").encode())
+                finally:
+                    os.close(fd)
+
+    async def inject(self, request: InjectRequest) -> InjectResult:
+        step = self._next_step()
+        if step == "block":
+            self.blocked.set()
+            try:
+                await asyncio.wait_for(self._release.wait(), BLOCK_TIMEOUT_S)
+            finally:
+                self.blocked.clear()
+            step = "accept"
+        if step == "hang":
+            await asyncio.sleep(3600)
+        if step == "refuse":
+            raise HarnessRefused("fake: the session refused the input")
+        if step == "presend":
+            raise PreSendFailure("fake: no connection to the session")
+        how = "meta" if request.meta else "turn"
+        if step == "accept":
+            self._write(request, how)
+            return InjectResult(State.ACCEPTED, evidence={"fake": "written", "how": how})
+        if step == "queue":
+            self._write(request, "append")
+            return InjectResult(State.QUEUED, evidence={"fake": "appended"})
+        if step == "race":
+            self._write(request, "joined_active_turn")
+            return InjectResult(State.ACCEPTED, evidence={"fake": "joined_active_turn"})
+        if step == "fallback":
+            self._write(request, "append_after_refusal")
+            return InjectResult(State.QUEUED, reason="turn_refused_appended", evidence={"fake": "append"})
+        if step == "malformed":
+            self._write(request, how)
+            return InjectResult(State.REJECTED, reason="fake: malformed success")  # not a valid inject state
+        if step == "disconnect":
+            self._write(request, how)
+            raise HarnessDisconnected("fake: connection dropped after the write")
+        raise AssertionError(f"unhandled fake step {step}")

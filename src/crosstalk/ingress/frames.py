@@ -1,0 +1,148 @@
+"""The uds wire format, pure: parsing and building lines. Newline-delimited JSON, Claude's shape.
+
+Two connection shapes reach an agent's socket:
+  (a) crosstalk frame:  {"type":"auth","token":T}\\n  then  {"type":"user","message":{...},"crosstalk":{...}}\\n
+      answered with one state line {"message_id","state","reason"} and EOF;
+  (b) native frame:     one {"type":"user","message":{"role":"user","content":C}, "msgV":1, ...}\\n with no
+      "crosstalk" field (Claude's own SendMessage), accepted only from a verified peer and answered with bare EOF,
+      because Claude's sender treats any reply bytes as an error.
+An auth line may precede a native frame too (Claude authenticates when it has our key); the answer is still EOF.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from crosstalk.core.errors import CrosstalkError
+from crosstalk.core.message import Message
+from crosstalk.core.states import Outcome, State
+
+MAX_LINE_BYTES = 256 * 1024  # one frame line: 64 KiB of text plus escaping and metadata, with room to spare
+CROSSTALK_FRAME_VERSION = 1
+
+
+class FrameError(CrosstalkError):
+    """A line on the socket is not a valid frame. The message names what is wrong."""
+
+
+@dataclass(frozen=True, slots=True)
+class AuthLine:
+    token: str
+
+
+@dataclass(frozen=True, slots=True)
+class UserLine:
+    content: str
+    crosstalk: dict[str, Any] | None  # present → a crosstalk frame; absent → a native frame
+    native_from: str | None = None  # Claude's top-level "from" (display only)
+    native_msg_id: str | None = None  # Claude's "msg_id" (display only)
+
+    @property
+    def is_native(self) -> bool:
+        return self.crosstalk is None
+
+
+def parse_line(raw: bytes) -> AuthLine | UserLine:
+    if len(raw) > MAX_LINE_BYTES:
+        raise FrameError(f"frame line is {len(raw)} bytes, over the {MAX_LINE_BYTES}-byte limit")
+    try:
+        obj = json.loads(raw)
+    except (ValueError, UnicodeDecodeError, RecursionError) as exc:  # RecursionError: nesting too deep
+        raise FrameError(f"frame line is not JSON: {exc}") from None
+    if not isinstance(obj, dict):
+        raise FrameError("frame line must be a JSON object")
+    ftype = obj.get("type")
+    if ftype == "auth":
+        token = obj.get("token")
+        if not isinstance(token, str) or not token:
+            raise FrameError("auth line needs a non-empty string 'token'")
+        return AuthLine(token)
+    if ftype == "user":
+        message = obj.get("message")
+        if not isinstance(message, dict):
+            raise FrameError("user line needs a 'message' object")
+        if message.get("role", "user") != "user":
+            raise FrameError("user line message.role must be 'user'")
+        content = message.get("content")
+        if not isinstance(content, str):
+            raise FrameError("user line message.content must be a string")
+        meta = obj.get("crosstalk")
+        if meta is not None and not isinstance(meta, dict):
+            raise FrameError("'crosstalk' must be an object")
+        nfrom = obj.get("from")
+        nid = obj.get("msg_id")
+        return UserLine(content, meta, nfrom if isinstance(nfrom, str) else None, nid if isinstance(nid, str) else None)
+    raise FrameError(f"unknown frame type {ftype!r} (expected 'auth' or 'user')")
+
+
+def message_from_crosstalk(line: UserLine, to: str) -> Message:
+    """Build the record from a crosstalk frame. The receiver, not the frame, decides the sender's identity."""
+    meta = dict(line.crosstalk or {})
+    version = meta.get("v", CROSSTALK_FRAME_VERSION)
+    if version != CROSSTALK_FRAME_VERSION:
+        raise FrameError(f"crosstalk frame version {version!r} is not supported (this agent speaks 1)")
+    data = {
+        "message_id": meta.get("message_id"),
+        "to": to,
+        "from": meta.get("from"),
+        "kind": meta.get("kind"),
+        "delivery": meta.get("delivery"),
+        "in_reply_to": meta.get("in_reply_to"),
+        "context_id": meta.get("context_id"),
+        "deadline_seconds": meta.get("deadline_seconds", 0),
+        "hop_chain": meta.get("hop_chain") or [],
+        "sent_at": meta.get("sent_at"),
+        "parts": [{"type": "text", "text": line.content}],
+    }
+    return Message.from_dict(data, check_size=False)  # size is the admission step's to answer
+
+
+def encode_auth(token: str) -> bytes:
+    return json.dumps({"type": "auth", "token": token}).encode() + b"\n"
+
+
+def encode_crosstalk_user(msg: Message) -> bytes:
+    meta: dict[str, Any] = {
+        "v": CROSSTALK_FRAME_VERSION,
+        "message_id": msg.message_id,
+        "from": msg.from_,
+        "to": msg.to,
+        "kind": msg.kind.value,
+        "delivery": msg.delivery.value,
+        "sent_at": msg.sent_at,
+    }
+    if msg.in_reply_to:
+        meta["in_reply_to"] = msg.in_reply_to
+    if msg.context_id:
+        meta["context_id"] = msg.context_id
+    if msg.deadline_seconds:
+        meta["deadline_seconds"] = msg.deadline_seconds
+    if msg.hop_chain:
+        meta["hop_chain"] = list(msg.hop_chain)
+    line = {"type": "user", "message": {"role": "user", "content": msg.text}, "crosstalk": meta}
+    return json.dumps(line, ensure_ascii=False).encode() + b"\n"
+
+
+def encode_answer(outcome: Outcome) -> bytes:
+    return json.dumps(outcome.to_dict()).encode() + b"\n"
+
+
+def encode_error_answer(reason: str, message_id: str | None = None) -> bytes:
+    return json.dumps({"message_id": message_id, "state": State.REJECTED.value, "reason": reason}).encode() + b"\n"
+
+
+def parse_answer(raw: bytes) -> Outcome:
+    try:
+        obj = json.loads(raw)
+    except (ValueError, UnicodeDecodeError, RecursionError):
+        raise FrameError("the agent's answer is not JSON") from None
+    if not isinstance(obj, dict) or "state" not in obj:
+        raise FrameError("the agent's answer has no state")
+    try:
+        state = State(obj["state"])
+    except ValueError:
+        raise FrameError(f"the agent answered an unknown state {obj['state']!r}") from None
+    evidence = obj.get("evidence") if isinstance(obj.get("evidence"), dict) else {}
+    return Outcome(str(obj.get("message_id") or ""), state, obj.get("reason"), evidence)

@@ -1,0 +1,207 @@
+"""The uds ingress: one unix socket per agent (sock/<agent_id>.sock), feeding the receiver chain.
+
+Sender identity comes from the socket, never from the frame: SO_PEERCRED gives the peer pid, whose kernel start
+time must match exactly one live descriptor (its shim pid or harness pid) for the sender to be verified. The key
+file proves only that the peer is this user; a keyed but unmatched peer is unverified.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hmac
+import logging
+import os
+import socket
+import struct
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from crosstalk.core import envelope
+from crosstalk.core.errors import EnvelopeError, MessageError
+from crosstalk.core.ids import new_message_id
+from crosstalk.core.message import Message, TextPart
+from crosstalk.core.sender import Sender, SenderClass
+from crosstalk.core.states import Outcome, State
+from crosstalk.ingress.frames import (
+    MAX_LINE_BYTES,
+    AuthLine,
+    FrameError,
+    UserLine,
+    encode_answer,
+    encode_error_answer,
+    message_from_crosstalk,
+    parse_line,
+)
+from crosstalk.receiver import Inbound, Receiver
+from crosstalk.registry.descriptor import Descriptor
+
+log = logging.getLogger(__name__)
+
+LINE_TIMEOUT_S = 10.0
+_PEERCRED = struct.Struct("3i")
+PeerResolver = Callable[[int], Descriptor | None]
+
+
+def peer_credentials(sock: socket.socket) -> tuple[int, int]:
+    """(pid, uid) of the process on the other end of a unix socket (Linux SO_PEERCRED)."""
+    pid, uid, _gid = _PEERCRED.unpack(sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, _PEERCRED.size))
+    return pid, uid
+
+
+class _PeerCache:
+    """Map a peer pid to its descriptor, briefly cached: one connection per message must not rescan the registry
+    each time, but a registration that ends must stop verifying soon after."""
+
+    def __init__(self, resolve: PeerResolver, ttl_s: float = 2.0) -> None:
+        self._resolve = resolve
+        self._ttl = ttl_s
+        self._cache: dict[int, tuple[float, Descriptor | None]] = {}
+
+    def get(self, pid: int) -> Descriptor | None:
+        now = time.monotonic()
+        hit = self._cache.get(pid)
+        if hit and now - hit[0] < self._ttl:
+            desc = hit[1]
+            # The pid may have been reused since: the resolver checks start times, the cache must too.
+            if desc is None or _still_same(desc, pid):
+                return desc
+        desc = self._resolve(pid)
+        if len(self._cache) > 1024:
+            self._cache.clear()
+        self._cache[pid] = (now, desc)
+        return desc
+
+
+def _still_same(desc: Descriptor, pid: int) -> bool:
+    from crosstalk.registry.procinfo import proc_start_time
+
+    start = proc_start_time(pid)
+    return start is not None and start in (desc.started_at, desc.harness_started_at)
+
+
+class UdsIngress:
+    def __init__(self, path: Path, token: str, receiver: Receiver, resolve_peer: PeerResolver) -> None:
+        self.path = path
+        self._token = token
+        self._receiver = receiver
+        self._peers = _PeerCache(resolve_peer)
+        self._server: asyncio.AbstractServer | None = None
+        self._handlers: set[asyncio.Task[None]] = set()
+
+    async def start(self) -> None:
+        self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        with contextlib.suppress(FileNotFoundError):
+            self.path.unlink()  # a socket left by a crashed instance; we hold the agent lock, so it is ours
+        self._server = await asyncio.start_unix_server(self._on_connect, path=str(self.path),
+                                                       limit=MAX_LINE_BYTES + 2, backlog=512)
+        os.chmod(self.path, 0o600)
+
+    async def close(self) -> None:
+        if self._server is not None:
+            self._server.close()
+            # Cancel handlers before waiting: a stuck peer must not hold up shutdown.
+            for task in list(self._handlers):
+                task.cancel()
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(self._server.wait_closed(), 5)
+            self._server = None
+        with contextlib.suppress(FileNotFoundError):
+            self.path.unlink()
+
+    async def _on_connect(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        task = asyncio.current_task()
+        if task is not None:
+            self._handlers.add(task)
+        try:
+            answer = await self._serve(reader, writer)
+            if answer:
+                writer.write(answer)
+                await asyncio.wait_for(writer.drain(), LINE_TIMEOUT_S)
+        except (TimeoutError, ConnectionError, asyncio.CancelledError):
+            pass
+        except Exception:
+            log.exception("uds connection failed")
+        finally:
+            if task is not None:
+                self._handlers.discard(task)
+            writer.close()
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(writer.wait_closed(), 1)
+
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> bytes | None:
+        """Handle one connection; return the bytes to answer with (None = bare EOF)."""
+        sock = writer.get_extra_info("socket")
+        pid, uid = peer_credentials(sock)
+        if uid != os.getuid():
+            return encode_error_answer("auth: peer runs as another user")
+        try:
+            first = parse_line(await _read_line(reader))
+            authed = False
+            if isinstance(first, AuthLine):
+                if not hmac.compare_digest(first.token.encode(), self._token.encode()):
+                    return encode_error_answer("auth: wrong key for this agent")
+                authed = True
+                second = parse_line(await _read_line(reader))
+                if not isinstance(second, UserLine):
+                    raise FrameError("expected a user line after the auth line")
+                user = second
+            else:
+                user = first
+            peer = self._peers.get(pid)
+            if user.is_native:
+                if not (authed or peer):
+                    return None  # a native frame from an unregistered process: closed with no state
+                await self._receive_native(user, peer)
+                return None  # Claude's sender reads any bytes as failure: EOF is the answer
+            if not (authed or peer):
+                return encode_error_answer("auth: send an auth line with the agent's key first")
+            return encode_answer(await self._receive_crosstalk(user, peer))
+        except FrameError as exc:
+            return encode_error_answer(f"frame: {exc}")
+
+    async def _receive_crosstalk(self, user: UserLine, peer: Descriptor | None) -> Outcome:
+        claimed = user.crosstalk.get("from") if user.crosstalk else None
+        mid = user.crosstalk.get("message_id") if user.crosstalk else None
+        try:
+            msg = message_from_crosstalk(user, self._receiver.identity.name)
+        except MessageError as exc:
+            return Outcome(mid if isinstance(mid, str) else "", State.REJECTED, f"invalid: {exc}")
+        sender = _verified(peer) if peer else Sender.unverified(claimed if isinstance(claimed, str) else None)
+        return await self._receiver.receive(Inbound(msg, sender, "uds"))
+
+    async def _receive_native(self, user: UserLine, peer: Descriptor | None) -> Outcome:
+        text, claimed_name, kind = user.content, None, None
+        if envelope.looks_like_envelope(text):
+            try:
+                env = envelope.parse(text)
+                text, claimed_name, kind = env.body, env.from_name, env.kind
+            except EnvelopeError:
+                pass  # not a well-formed envelope: the whole content is the body
+        sender = _verified(peer) if peer else Sender.unverified(claimed_name)
+        msg = Message(message_id=new_message_id(), to=self._receiver.identity.name, parts=(TextPart(text),),
+                      from_=claimed_name)
+        inbound = Inbound(msg, sender, "uds", native=True)
+        if kind not in (None, "", "inform"):
+            # A native frame is an inform; one that asks to be anything else is refused, whatever the sender.
+            return self._receiver.reject(inbound, "kind:native_inform_only")
+        return await self._receiver.receive(inbound)
+
+
+def _verified(desc: Descriptor) -> Sender:
+    return Sender(SenderClass.VERIFIED, desc.agent_id, desc.name, "uds")
+
+
+async def _read_line(reader: asyncio.StreamReader) -> bytes:
+    try:
+        line = await asyncio.wait_for(reader.readuntil(b"\n"), LINE_TIMEOUT_S)
+    except asyncio.IncompleteReadError as exc:
+        if not exc.partial.strip():
+            raise FrameError("connection closed before a complete frame") from None
+        return exc.partial  # a last line without its newline, followed by EOF, is still a line
+    except asyncio.LimitOverrunError:
+        raise FrameError(f"frame line is over the {MAX_LINE_BYTES}-byte limit") from None
+    except TimeoutError:
+        raise FrameError(f"no complete line within {LINE_TIMEOUT_S:.0f} s") from None
+    return line

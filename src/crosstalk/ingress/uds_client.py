@@ -1,0 +1,77 @@
+"""The sending side of the uds ingress: write an auth line and one crosstalk user line, read the state answer.
+
+Kept free of asyncio and of the receiver so `crosstalk send` starts fast.
+"""
+
+from __future__ import annotations
+
+import socket
+from pathlib import Path
+
+from crosstalk.core.errors import CrosstalkError
+from crosstalk.core.message import Message
+from crosstalk.core.states import Outcome
+from crosstalk.ingress.frames import MAX_LINE_BYTES, FrameError, encode_auth, encode_crosstalk_user, parse_answer
+
+DEFAULT_TIMEOUT_S = 60.0  # covers the receiver's own 30 s inject timeout plus two journal writes
+
+
+class DeliveryError(CrosstalkError):
+    exit_code = 1
+
+
+class AgentUnreachable(DeliveryError):
+    """Nothing listens on the agent's socket (it stopped, or never started)."""
+
+    exit_code = 4
+
+
+class WireError(DeliveryError):
+    """The connection broke or the answer was not a valid frame."""
+
+    exit_code = 1
+
+
+def deliver(uds_path: str | Path, token: str, msg: Message, *, timeout: float = DEFAULT_TIMEOUT_S) -> Outcome:
+    payload = encode_auth(token) + encode_crosstalk_user(msg)
+    if len(payload) > 2 * MAX_LINE_BYTES:
+        raise WireError(f"message frame is {len(payload)} bytes, too large for the socket protocol")
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    sock.settimeout(timeout)
+    try:
+        try:
+            sock.connect(str(uds_path))
+        except (FileNotFoundError, ConnectionRefusedError) as exc:
+            raise AgentUnreachable(f"nothing listens on {uds_path} ({exc.strerror})") from None
+        except OSError as exc:
+            raise AgentUnreachable(f"cannot connect to {uds_path}: {exc.strerror or exc}") from None
+        try:
+            sock.sendall(payload)
+            sock.shutdown(socket.SHUT_WR)
+            answer = _read_answer(sock)
+        except TimeoutError:
+            raise WireError(f"no answer from {uds_path} within {timeout:.0f} s") from None
+        except OSError as exc:
+            raise WireError(f"connection to {uds_path} failed: {exc.strerror or exc}") from None
+    finally:
+        sock.close()
+    if not answer.strip():
+        raise WireError("the agent closed the connection without an answer")
+    try:
+        return parse_answer(answer)
+    except FrameError as exc:
+        raise WireError(str(exc)) from None
+
+
+def _read_answer(sock: socket.socket) -> bytes:
+    chunks: list[bytes] = []
+    total = 0
+    while True:
+        data = sock.recv(65536)
+        if not data:
+            break
+        chunks.append(data)
+        total += len(data)
+        if b"\n" in data or total > MAX_LINE_BYTES:
+            break
+    return b"".join(chunks).split(b"\n", 1)[0]

@@ -1,0 +1,51 @@
+"""Encoding and reading journal lines. A journal is JSONL: one object per line, each ending in a newline."""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+from typing import Any
+
+MAX_RECORD_BYTES = 512 * 1024  # the persisted-record cap equals the reader's limit, so every record stays readable
+
+
+def encode(record: dict[str, Any]) -> bytes:
+    data = json.dumps(record, separators=(",", ":"), ensure_ascii=False).encode("utf-8") + b"\n"
+    if len(data) > MAX_RECORD_BYTES:
+        raise ValueError(f"journal record is {len(data)} bytes, over the {MAX_RECORD_BYTES}-byte cap")
+    return data
+
+
+@dataclass(slots=True)
+class ReadResult:
+    records: list[dict[str, Any]] = field(default_factory=list)
+    good_size: int = 0  # bytes up to the end of the last complete line
+    torn_tail_bytes: int = 0  # a trailing partial line (a crash mid-append), dropped
+    bad_lines: int = 0  # complete lines that did not parse (outside damage), skipped
+
+
+def read_journal(path: str | os.PathLike[str]) -> ReadResult:
+    """Read every complete record. A trailing line without its newline is a torn append and is dropped."""
+    result = ReadResult()
+    try:
+        with open(path, "rb") as f:
+            data = f.read()
+    except FileNotFoundError:
+        return result
+    end = data.rfind(b"\n") + 1
+    result.good_size = end
+    result.torn_tail_bytes = len(data) - end
+    for line in data[:end].splitlines():
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except (ValueError, RecursionError):  # RecursionError: outside damage nesting too deep
+            result.bad_lines += 1
+            continue
+        if isinstance(record, dict) and isinstance(record.get("type"), str):
+            result.records.append(record)
+        else:
+            result.bad_lines += 1
+    return result

@@ -1,0 +1,93 @@
+"""Journal record builders. Every record is a JSON object with a `type`, a `ts` (epoch seconds) and, where it
+matters, the `binding` (instance, session_ref, endpoint) it was written under: records bound to another
+conversation are never injected or routed into the current one."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from crosstalk.core.message import Message
+from crosstalk.core.sender import Sender
+from crosstalk.core.states import State
+
+RECEIVED = "received"  # an inbound message passed the chain's checks and is now owed an outcome
+DISPATCH = "dispatch"  # the dispatch claim: the harness write may start after this is durable
+OUTCOME = "outcome"  # the final (or reconciled) delivery state of an inbound message
+REJECTED = "rejected"  # audit of a refused inbound message (no body; acknowledges nothing)
+RESOLVED = "resolved"  # a mailbox entry the agent has dealt with (retention may then drop it)
+CLAIM = "claim"  # a claim on / release of this agent by an owner
+SENT = "sent"  # an outbound message this agent sent, with its answer
+TASK = "task"  # an A2A task change (kept generic here; the A2A ingress owns its fields)
+ROUTE = "route"  # a reply route (an outbound ask awaiting its answer)
+OBLIGATION = "obligation"  # a reply owed for an inbound ask
+NUDGE = "nudge"  # the send-count nudge fired for a peer
+BOUNCED = "bounced"  # a native reply bounced back into this agent's own session
+
+
+def _base(rtype: str, binding: dict[str, Any] | None = None) -> dict[str, Any]:
+    rec: dict[str, Any] = {"type": rtype, "ts": round(time.time(), 6)}
+    if binding is not None:
+        rec["binding"] = binding
+    return rec
+
+
+def binding(instance_id: str, session_ref: str, endpoint: str | None = None) -> dict[str, Any]:
+    return {"instance_id": instance_id, "session_ref": session_ref, "endpoint": endpoint}
+
+
+def received(msg: Message, sender: Sender, *, dedupe_key: str | None, transport: str,
+             bind: dict[str, Any], native: bool = False) -> dict[str, Any]:
+    rec = _base(RECEIVED, bind)
+    rec.update(message=msg.to_dict(), sender=sender.to_dict(), dedupe_key=dedupe_key, transport=transport,
+               native=native)
+    return rec
+
+
+def dispatch(message_id: str, bind: dict[str, Any]) -> dict[str, Any]:
+    rec = _base(DISPATCH, bind)
+    rec["message_id"] = message_id
+    return rec
+
+
+def outcome(message_id: str, state: State, reason: str | None, bind: dict[str, Any],
+            evidence: dict[str, Any] | None = None, *, reconciled: bool = False) -> dict[str, Any]:
+    rec = _base(OUTCOME, bind)
+    rec.update(message_id=message_id, state=state.value, reason=reason)
+    if evidence:
+        rec["evidence"] = evidence
+    if reconciled:
+        rec["reconciled"] = True
+    return rec
+
+
+def rejected(msg: Message | None, sender: Sender, reason: str, *, transport: str,
+             message_id: str | None = None) -> dict[str, Any]:
+    rec = _base(REJECTED)
+    rec.update(
+        message_id=msg.message_id if msg else message_id,
+        kind=msg.kind.value if msg else None,
+        text_bytes=msg.text_bytes() if msg else None,
+        sender=sender.to_dict(),
+        transport=transport,
+        reason=reason,
+    )
+    return rec
+
+
+def resolved(message_id: str, how: str) -> dict[str, Any]:
+    rec = _base(RESOLVED)
+    rec.update(message_id=message_id, how=how)
+    return rec
+
+
+def claim(action: str, owner: str | None, owner_name: str | None, role: str) -> dict[str, Any]:
+    rec = _base(CLAIM)
+    rec.update(action=action, owner=owner, owner_name=owner_name, role=role)
+    return rec
+
+
+def sent(msg: Message, to_agent: str | None, state: str, reason: str | None) -> dict[str, Any]:
+    rec = _base(SENT)
+    rec.update(message=msg.to_dict(), to_agent=to_agent, state=state, reason=reason)
+    return rec

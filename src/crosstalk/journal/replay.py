@@ -1,0 +1,137 @@
+"""Rebuilding an agent's state from its journal: dedupe keys, message states, tasks, routes, obligations, claims.
+
+The same `apply` runs during replay and live (the receiver applies each record right after it is durable), so
+what a restarted agent knows is exactly what the running one knew at its last acknowledgement.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from crosstalk.core.states import State
+from crosstalk.journal import records as R
+
+TERMINAL_TASK_STATES = frozenset({"completed", "failed", "canceled", "rejected"})
+
+
+@dataclass(slots=True)
+class MessageEntry:
+    """One inbound message as the journal knows it."""
+
+    message: dict[str, Any]
+    sender: dict[str, Any]
+    transport: str
+    dedupe_key: str | None
+    binding: dict[str, Any] | None
+    ts: float
+    native: bool = False
+    state: State = State.SUBMITTED
+    reason: str | None = None
+    claimed: bool = False  # a dispatch claim was journaled
+    resolved: bool = False  # the agent has dealt with it in its mailbox
+    evidence: dict[str, Any] = field(default_factory=dict)
+    seq: int = 0  # position in the journal: the mailbox cursor
+
+    @property
+    def message_id(self) -> str:
+        return str(self.message["message_id"])
+
+    @property
+    def unresolved(self) -> bool:
+        if self.resolved:
+            return False
+        return self.state in (State.SUBMITTED, State.DISPATCHING, State.UNKNOWN, State.RECOVERED)
+
+
+@dataclass(slots=True)
+class JournalState:
+    messages: dict[str, MessageEntry] = field(default_factory=dict)
+    dedupe: dict[tuple[str, str], str] = field(default_factory=dict)
+    tasks: dict[str, dict[str, Any]] = field(default_factory=dict)
+    routes: dict[str, dict[str, Any]] = field(default_factory=dict)
+    obligations: dict[str, dict[str, Any]] = field(default_factory=dict)
+    claim: dict[str, Any] | None = None  # the latest claim record, if any
+    sent: dict[str, dict[str, Any]] = field(default_factory=dict)
+    records_applied: int = 0
+
+    @classmethod
+    def replay(cls, records: Iterable[dict[str, Any]]) -> JournalState:
+        state = cls()
+        for rec in records:
+            state.apply(rec)
+        return state
+
+    def apply(self, rec: dict[str, Any]) -> None:
+        self.records_applied += 1
+        rtype = rec.get("type")
+        if rtype == R.RECEIVED:
+            msg = rec.get("message") or {}
+            mid = msg.get("message_id")
+            if not isinstance(mid, str):
+                return
+            entry = MessageEntry(
+                message=msg,
+                sender=rec.get("sender") or {},
+                transport=rec.get("transport", "uds"),
+                dedupe_key=rec.get("dedupe_key"),
+                binding=rec.get("binding"),
+                ts=float(rec.get("ts", 0.0)),
+                native=bool(rec.get("native")),
+                seq=self.records_applied,
+            )
+            self.messages[mid] = entry
+            if entry.dedupe_key:
+                self.dedupe[(entry.dedupe_key, mid)] = mid
+        elif rtype == R.DISPATCH:
+            entry = self.messages.get(rec.get("message_id", ""))
+            if entry is not None and entry.state is State.SUBMITTED:
+                entry.claimed = True
+                entry.state = State.DISPATCHING
+        elif rtype == R.OUTCOME:
+            entry = self.messages.get(rec.get("message_id", ""))
+            if entry is not None:
+                try:
+                    entry.state = State(rec.get("state"))
+                except ValueError:
+                    entry.state = State.UNKNOWN
+                entry.reason = rec.get("reason")
+                entry.evidence = rec.get("evidence") or {}
+        elif rtype == R.RESOLVED:
+            entry = self.messages.get(rec.get("message_id", ""))
+            if entry is not None:
+                entry.resolved = True
+        elif rtype == R.CLAIM:
+            self.claim = rec
+        elif rtype == R.SENT:
+            msg = rec.get("message") or {}
+            if isinstance(msg.get("message_id"), str):
+                self.sent[msg["message_id"]] = rec
+        elif rtype == R.TASK:
+            if isinstance(rec.get("task_id"), str):
+                self.tasks[rec["task_id"]] = {**self.tasks.get(rec["task_id"], {}), **rec}
+        elif rtype == R.ROUTE:
+            if isinstance(rec.get("message_id"), str):
+                self.routes[rec["message_id"]] = {**self.routes.get(rec["message_id"], {}), **rec}
+        elif rtype == R.OBLIGATION and isinstance(rec.get("message_id"), str):
+            self.obligations[rec["message_id"]] = {**self.obligations.get(rec["message_id"], {}), **rec}
+
+    # ----------------------------------------------------------------- queries
+    def lookup_dedupe(self, dedupe_key: str, message_id: str) -> MessageEntry | None:
+        mid = self.dedupe.get((dedupe_key, message_id))
+        return self.messages.get(mid) if mid else None
+
+    def unresolved_ids(self) -> set[str]:
+        """Ids whose whole dependency set retention must keep."""
+        ids = {mid for mid, e in self.messages.items() if e.unresolved}
+        ids |= {tid for tid, t in self.tasks.items() if t.get("state") not in TERMINAL_TASK_STATES}
+        ids |= {mid for mid, r in self.routes.items() if r.get("state") == "open"}
+        ids |= {mid for mid, o in self.obligations.items() if o.get("state") not in ("delivered", "closed")}
+        return ids
+
+    def pending_count(self) -> int:
+        return sum(1 for e in self.messages.values() if e.state in (State.SUBMITTED, State.DISPATCHING))
+
+    def open_asks(self) -> int:
+        return sum(1 for o in self.obligations.values() if o.get("state") not in ("delivered", "closed"))

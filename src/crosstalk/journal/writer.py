@@ -1,0 +1,201 @@
+"""The journal writer: one per agent, held under a lock, group commit with one fsync per batch.
+
+Every append returns only after its bytes are fsynced (unless the caller marks it non-durable, e.g. an audit record
+of a rejection that acknowledges nothing). Concurrent appends are batched by a single flusher thread: while one
+fsync runs, new records gather and the next write + fsync covers all of them. A batch that fails is truncated back,
+so a half-written line can never glue onto the next record.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import fcntl
+import os
+import threading
+import time
+from collections.abc import Callable, Iterable
+from concurrent.futures import Future
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from crosstalk.journal.codec import ReadResult, encode, read_journal
+from crosstalk.journal.errors import JournalError, JournalLocked, JournalWriteError
+
+APPEND_TIMEOUT_S = 30.0
+
+
+@dataclass(slots=True)
+class FsOps:
+    """The file-system calls the writer makes; tests replace them to inject failures."""
+
+    write: Callable[[int, memoryview], int] = os.write
+    fsync: Callable[[int], None] = os.fsync
+    ftruncate: Callable[[int, int], None] = os.ftruncate
+
+
+@dataclass(slots=True)
+class _Pending:
+    data: bytes
+    durable: bool
+    future: Future[int]
+
+
+class Journal:
+    """An open, locked journal file. Use `Journal.open`, then `append`/`append_async`, then `close`."""
+
+    def __init__(self, path: Path, lock_path: Path, lock_fd: int, fd: int, size: int, fs: FsOps) -> None:
+        self.path = path
+        self.lock_path = lock_path
+        self._lock_fd = lock_fd
+        self._fd = fd
+        self._size = size
+        self._truncate_to: int | None = None  # set when a failed batch could not be truncated back yet
+        self._fs = fs
+        self._cv = threading.Condition()
+        self._queue: list[_Pending] = []
+        self._closed = False
+        self.batches = 0  # number of write+fsync rounds, for tests and benchmarks
+        self._thread = threading.Thread(target=self._flush_loop, name=f"journal-{path.stem}", daemon=True)
+        self._thread.start()
+
+    # ----------------------------------------------------------------- opening
+    @classmethod
+    def open(cls, path: str | os.PathLike[str], lock_path: str | os.PathLike[str] | None = None,
+             *, fs: FsOps | None = None) -> tuple[Journal, ReadResult]:
+        """Take the writer lock, read every complete record, drop a torn tail, and open for appending."""
+        path = Path(path)
+        lock = Path(lock_path) if lock_path else path.with_suffix(".lock")
+        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        # The lock lives in its own file, never unlinked, because compaction replaces the journal's inode.
+        lock_fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            fcntl.flock(lock_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(lock_fd)
+            raise JournalLocked(f"journal {path} is held by another writer") from None
+        try:
+            result = read_journal(path)
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+            if result.torn_tail_bytes:
+                os.ftruncate(fd, result.good_size)
+                os.fsync(fd)
+        except BaseException:
+            os.close(lock_fd)
+            raise
+        return cls(path, lock, lock_fd, fd, result.good_size, fs or FsOps()), result
+
+    # ----------------------------------------------------------------- appending
+    def submit(self, records: Iterable[dict[str, Any]], *, durable: bool = True) -> Future[int]:
+        """Queue records for the next batch; the future resolves to the end offset once they are on disk."""
+        data = b"".join(encode(r) for r in records)
+        fut: Future[int] = Future()
+        with self._cv:
+            if self._closed:
+                raise JournalError(f"journal {self.path} is closed")
+            self._queue.append(_Pending(data, durable, fut))
+            self._cv.notify()
+        return fut
+
+    def append(self, record: dict[str, Any], *, durable: bool = True) -> int:
+        return self.append_many([record], durable=durable)
+
+    def append_many(self, records: Iterable[dict[str, Any]], *, durable: bool = True) -> int:
+        return self.submit(records, durable=durable).result(timeout=APPEND_TIMEOUT_S)
+
+    async def append_async(self, record: dict[str, Any], *, durable: bool = True) -> int:
+        return await self.append_many_async([record], durable=durable)
+
+    async def append_many_async(self, records: Iterable[dict[str, Any]], *, durable: bool = True) -> int:
+        fut = asyncio.wrap_future(self.submit(records, durable=durable))
+        return await asyncio.wait_for(fut, APPEND_TIMEOUT_S)
+
+    def _flush_loop(self) -> None:
+        while True:
+            with self._cv:
+                while not self._queue and not self._closed:
+                    self._cv.wait()
+                if not self._queue:
+                    return  # closed and drained
+                batch, self._queue = self._queue, []
+            self._write_batch(batch)
+
+    def _write_batch(self, batch: list[_Pending]) -> None:
+        data = b"".join(p.data for p in batch)
+        start = self._size
+        try:
+            if self._truncate_to is not None:
+                # An earlier failed batch left bytes we could not remove; nothing may follow them.
+                self._fs.ftruncate(self._fd, self._truncate_to)
+                start = self._size = self._truncate_to
+                self._truncate_to = None
+            view = memoryview(data)
+            while view:
+                n = self._fs.write(self._fd, view)
+                view = view[n:]
+            if any(p.durable for p in batch):
+                self._fs.fsync(self._fd)
+        except OSError as exc:
+            self._undo(start)
+            err = JournalWriteError(f"journal append to {self.path} failed: {exc.strerror or exc}")
+            for p in batch:
+                p.future.set_exception(err)
+            return
+        self._size = start + len(data)
+        self.batches += 1
+        for p in batch:
+            p.future.set_result(self._size)
+
+    def _undo(self, start: int) -> None:
+        try:
+            self._fs.ftruncate(self._fd, start)
+            self._size = start
+        except OSError:
+            self._truncate_to = start  # retried before the next batch; if it fails again, that batch fails too
+
+    # ----------------------------------------------------------------- compaction and close
+    def rewrite(self, records: list[dict[str, Any]]) -> None:
+        """Replace the whole journal with `records` (retention). Temp file, fsync, rename, fsync the directory."""
+        with self._cv:
+            if self._queue:
+                raise JournalError("rewrite needs a quiet journal")
+            data = b"".join(encode(r) for r in records)  # before the temp file, so a refused record leaves none
+            tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.{time.monotonic_ns()}.tmp")
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+            try:
+                view = memoryview(data)
+                while view:
+                    view = view[os.write(fd, view):]
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+            os.replace(tmp, self.path)
+            dir_fd = os.open(self.path.parent, os.O_RDONLY)
+            try:
+                os.fsync(dir_fd)
+            finally:
+                os.close(dir_fd)
+            os.close(self._fd)
+            self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND)
+            self._size = len(data)
+            self._truncate_to = None  # a pending undo belonged to the old file; the new one holds no partial bytes
+
+    @property
+    def size(self) -> int:
+        return self._size
+
+    def close(self) -> None:
+        with self._cv:
+            if self._closed:
+                return
+            self._closed = True
+            self._cv.notify_all()
+        self._thread.join(timeout=APPEND_TIMEOUT_S)
+        os.close(self._fd)
+        os.close(self._lock_fd)  # releases the flock; the lock file stays
+
+    def __enter__(self) -> Journal:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

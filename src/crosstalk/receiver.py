@@ -1,0 +1,292 @@
+"""The one receiver chain (ARCHITECTURE.md §5). Every ingress feeds it; it answers one Outcome per message.
+
+    dedupe → hop guard → policy → admission → journal (fsync) → inject → outcome (fsync)
+
+No acknowledgement outruns the journal: a message is acknowledged only after its `received` and `dispatch` records
+are durable, and its final state only after its `outcome` record is. A failed journal write before the harness
+write answers unreachable (nothing reached the session); after it, unknown (never accepted, never resent).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from crosstalk.core.kinds import Kind
+from crosstalk.core.message import Message
+from crosstalk.core.sender import Sender
+from crosstalk.core.states import Outcome, State
+from crosstalk.harness.base import (
+    INJECT_STATES,
+    Harness,
+    HarnessDisconnected,
+    HarnessError,
+    HarnessRefused,
+    InjectRequest,
+    InjectResult,
+    PreSendFailure,
+)
+from crosstalk.journal import Journal, JournalError, JournalState, MessageEntry
+from crosstalk.journal import records as R
+from crosstalk.policy import Limits, Load, ReceiverView, evaluate
+
+log = logging.getLogger(__name__)
+
+INJECT_TIMEOUT_S = 30.0
+
+
+@dataclass(frozen=True, slots=True)
+class Inbound:
+    """One message as an ingress hands it to the chain: the record plus what the transport proved."""
+
+    message: Message
+    sender: Sender
+    transport: str  # uds | a2a | bus
+    native: bool = False  # a harness-native frame: fresh id, exempt from dedupe, no chain to check
+    new_task: bool = False  # opens a new A2A task (counts against the pending-task limit)
+    default_wait: bool = False  # the sender blocks until a terminal state (counts against the wait limit)
+
+
+@dataclass(frozen=True, slots=True)
+class AgentIdentity:
+    agent_id: str
+    name: str
+    hop_entry: str
+    binding: dict[str, Any]
+    reply_address: str | None = None
+
+
+@dataclass(slots=True)
+class ChainStats:
+    received: int = 0
+    rejected: int = 0
+    duplicates: int = 0
+    injected: int = 0
+    by_state: dict[str, int] = field(default_factory=dict)
+
+
+class Receiver:
+    def __init__(
+        self,
+        identity: AgentIdentity,
+        journal: Journal,
+        state: JournalState,
+        harness: Harness,
+        view: Callable[[], ReceiverView],
+        *,
+        limits: Limits | None = None,
+        inject_timeout_s: float = INJECT_TIMEOUT_S,
+    ) -> None:
+        self.identity = identity
+        self.journal = journal
+        self.state = state
+        self.harness = harness
+        self.view = view
+        self.limits = limits or Limits()
+        self.inject_timeout_s = inject_timeout_s
+        self.stats = ChainStats()
+        self._inflight: dict[tuple[str, str], asyncio.Future[Outcome]] = {}
+        self._default_waits = 0
+        self._listeners: list[Callable[[Inbound, Outcome], None]] = []
+
+    def add_listener(self, fn: Callable[[Inbound, Outcome], None]) -> None:
+        self._listeners.append(fn)
+
+    # ------------------------------------------------------------------ the chain
+    async def receive(self, inbound: Inbound) -> Outcome:
+        self.stats.received += 1
+        msg = inbound.message
+        key = None if inbound.native else (inbound.sender.dedupe_key, msg.message_id)
+        if key is not None:
+            # In flight first: the first copy's records are applied before its outcome, and a duplicate that
+            # arrives in that window must wait for the answer, not report the journal-internal `dispatching`.
+            running = self._inflight.get(key)
+            if running is not None:
+                # A concurrent duplicate waits for the first one's answer: exactly one injection.
+                self.stats.duplicates += 1
+                return await asyncio.shield(running)
+            prior = self.state.lookup_dedupe(*key)
+            if prior is not None:
+                self.stats.duplicates += 1
+                return _outcome_of(prior, duplicate=True)
+            if msg.message_id in self.state.messages or any(k[1] == msg.message_id for k in self._inflight):
+                return self.reject(inbound, "message_id_in_use")
+            fut: asyncio.Future[Outcome] = asyncio.get_running_loop().create_future()
+            self._inflight[key] = fut
+        try:
+            if inbound.default_wait:
+                self._default_waits += 1
+            outcome = await self._run(inbound)
+        except BaseException:
+            if key is not None:
+                fut = self._inflight.pop(key)
+                if not fut.done():
+                    fut.cancel()  # a waiting duplicate sees the failure too; nothing was acknowledged
+            raise
+        finally:
+            if inbound.default_wait:
+                self._default_waits -= 1
+        if key is not None:
+            self._inflight.pop(key).set_result(outcome)
+        self.stats.by_state[outcome.state.value] = self.stats.by_state.get(outcome.state.value, 0) + 1
+        for fn in self._listeners:
+            try:
+                fn(inbound, outcome)
+            except Exception:  # a listener never breaks delivery
+                log.exception("receiver listener failed")
+        return outcome
+
+    def check(self, inbound: Inbound, *, load: Load | None = None) -> tuple[str | None, str]:
+        """Hop guard, policy and admission for one message: (reason or None, bucket)."""
+        msg = inbound.message
+        decision = evaluate(
+            kind=msg.kind,
+            text_bytes=msg.text_bytes(),
+            sender=inbound.sender,
+            view=self.view(),
+            transport=inbound.transport,
+            hop_chain=() if inbound.native else msg.hop_chain,
+            self_entry=self.identity.hop_entry,
+            load=load if load is not None else self._load(),
+            limits=self.limits,
+            new_task=inbound.new_task,
+            default_wait=inbound.default_wait,
+        )
+        return (None if decision.ok else decision.reason), decision.bucket.value
+
+    def _load(self) -> Load:
+        # The current message's own wait is already counted in _default_waits; the limit is about the others.
+        return Load(
+            pending_tasks=self.state.pending_count(),
+            open_asks=self.state.open_asks(),
+            default_waits=max(0, self._default_waits - 1),
+        )
+
+    async def _run(self, inbound: Inbound) -> Outcome:
+        msg = inbound.message
+        reason, _bucket = self.check(inbound)
+        if reason is not None:
+            return self.reject(inbound, reason)
+        if msg.kind is Kind.PING:
+            # Liveness only: answered after the same checks, never journaled, never injected.
+            return Outcome(msg.message_id, State.ACCEPTED, "pong", {"ping": True})
+
+        bind = self.identity.binding
+        received = R.received(msg, inbound.sender, dedupe_key=None if inbound.native else inbound.sender.dedupe_key,
+                              transport=inbound.transport, bind=bind, native=inbound.native)
+        claim = R.dispatch(msg.message_id, bind)
+        try:
+            # Inline delivery: the message and its dispatch claim become durable together, before any harness write.
+            await self.journal.append_many_async([received, claim])
+        except (TimeoutError, JournalError, OSError) as exc:
+            log.error("journal append failed before dispatch: %s", exc)
+            return Outcome(msg.message_id, State.UNREACHABLE, "journal_write_failed")
+        self.state.apply(received)
+        self.state.apply(claim)
+
+        result = await self._inject(inbound)
+        out_rec = R.outcome(msg.message_id, result.state, result.reason, bind, result.evidence)
+        try:
+            await self.journal.append_async(out_rec)
+        except (TimeoutError, JournalError, OSError) as exc:
+            # The harness may have the message; without a durable outcome we cannot claim delivery.
+            log.error("journal append failed after dispatch: %s", exc)
+            return Outcome(msg.message_id, State.UNKNOWN, "journal_write_failed_after_dispatch")
+        self.state.apply(out_rec)
+        if result.state in (State.ACCEPTED, State.QUEUED):
+            self.stats.injected += 1
+        return Outcome(msg.message_id, result.state, result.reason, result.evidence)
+
+    async def _inject(self, inbound: Inbound) -> InjectResult:
+        """Call the adapter and map every way it can end to exactly one state."""
+        msg = inbound.message
+        request = InjectRequest(message=msg, sender=inbound.sender, delivery=msg.delivery,
+                                reply_address=self.identity.reply_address, meta=msg.kind is Kind.META)
+        try:
+            result = await asyncio.wait_for(self.harness.inject(request), self.inject_timeout_s)
+        except (HarnessRefused, PreSendFailure) as exc:
+            return InjectResult(State.UNREACHABLE, exc.reason)
+        except HarnessDisconnected as exc:
+            return InjectResult(State.UNKNOWN, exc.reason)
+        except HarnessError as exc:
+            return InjectResult(State.UNKNOWN, exc.reason)
+        except TimeoutError:
+            return InjectResult(State.UNKNOWN, "inject_timeout")
+        except Exception as exc:  # an adapter bug may have written already: unknown, never resent
+            log.exception("adapter raised")
+            return InjectResult(State.UNKNOWN, f"adapter_error: {type(exc).__name__}")
+        if not isinstance(result, InjectResult) or result.state not in INJECT_STATES:
+            return InjectResult(State.UNKNOWN, "malformed_harness_answer")
+        return result
+
+    def reject(self, inbound: Inbound, reason: str) -> Outcome:
+        """Refuse a message the chain never admits (an ingress may decide this before the chain runs)."""
+        self.stats.rejected += 1
+        msg = inbound.message
+        try:
+            # An audit record that acknowledges nothing: written, not waited for.
+            self.journal.submit([R.rejected(msg, inbound.sender, reason, transport=inbound.transport)],
+                                durable=False)
+        except (JournalError, OSError, ValueError):
+            log.warning("could not journal a rejection of %s", msg.message_id)
+        return Outcome(msg.message_id, State.REJECTED, reason)
+
+    # ------------------------------------------------------------------ restart
+    def reconcile(self) -> list[dict[str, Any]]:
+        """After replay: settle every message a crash left between acceptance and outcome. Nothing is re-injected.
+
+        - dispatch claimed, no outcome → unknown (there is no evidence either way), or unreachable if the record
+          was bound to another conversation;
+        - journaled, never claimed → the hop, policy and size checks run again: a pass becomes recovered (it shows
+          in the mailbox, never injected) or unreachable in another conversation; a failure becomes rejected.
+        """
+        written: list[dict[str, Any]] = []
+        bind = self.identity.binding
+        for entry in list(self.state.messages.values()):
+            if entry.state not in (State.SUBMITTED, State.DISPATCHING):
+                continue
+            same = _same_binding(entry.binding, bind)
+            if entry.state is State.DISPATCHING:
+                state, reason = (State.UNKNOWN, "crashed_during_dispatch") if same else (
+                    State.UNREACHABLE, "bound_to_another_conversation")
+            else:
+                failed = self._recheck(entry)
+                if failed:
+                    state, reason = State.REJECTED, failed
+                elif same:
+                    state, reason = State.RECOVERED, "journaled_before_crash"
+                else:
+                    state, reason = State.UNREACHABLE, "bound_to_another_conversation"
+            rec = R.outcome(entry.message_id, state, reason, bind, reconciled=True)
+            written.append(rec)
+        if written:
+            self.journal.append_many(written)
+            for rec in written:
+                self.state.apply(rec)
+        return written
+
+    def _recheck(self, entry: MessageEntry) -> str | None:
+        try:
+            msg = Message.from_dict(entry.message, check_size=False)  # size is admission's to judge
+            sender = Sender.from_dict(entry.sender)
+        except (ValueError, KeyError):
+            return "unreadable_record"
+        reason, _ = self.check(Inbound(msg, sender, entry.transport, native=entry.native), load=Load())
+        return reason
+
+
+def _same_binding(a: dict[str, Any] | None, b: dict[str, Any]) -> bool:
+    if not a:
+        return False
+    return a.get("session_ref") == b.get("session_ref") and a.get("endpoint") == b.get("endpoint")
+
+
+def _outcome_of(entry: MessageEntry, *, duplicate: bool) -> Outcome:
+    evidence = {"duplicate": True} if duplicate else {}
+    if entry.state in (State.SUBMITTED, State.DISPATCHING):
+        # Claimed but no durable outcome (its outcome write failed, or the call died): ambiguous, never resent.
+        return Outcome(entry.message_id, State.UNKNOWN, entry.reason or "no_durable_outcome", evidence)
+    return Outcome(entry.message_id, entry.state, entry.reason, evidence)

@@ -1,0 +1,136 @@
+"""Live agents from the descriptor directory: list, resolve a name, identify a peer pid, sweep the dead.
+
+A descriptor is live only when its process is running with the recorded start time (pid reuse) AND its agent
+lock is held (the registration has not ended). Reading never creates files or directories.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+from crosstalk.core.ids import is_agent_id
+from crosstalk.registry.descriptor import Descriptor, read_descriptor
+from crosstalk.registry.errors import AmbiguousName, NoSuchAgent
+from crosstalk.registry.fsutil import temp_writer_pid
+from crosstalk.registry.locks import FileLock, is_locked
+from crosstalk.registry.paths import StatePaths
+from crosstalk.registry.procinfo import is_same_process, pid_alive, proc_start_time
+
+_SUFFIX = ".json"
+
+
+def _descriptor_files(paths: StatePaths) -> Iterator[tuple[str, Path]]:
+    """(agent_id, path) of every agents/<agent_id>.json; other files there are not descriptors."""
+    try:
+        entries = os.scandir(paths.agents)
+    except (FileNotFoundError, NotADirectoryError):
+        return
+    with entries:
+        for entry in entries:
+            stem = entry.name[: -len(_SUFFIX)]
+            if entry.name.endswith(_SUFFIX) and is_agent_id(stem):
+                yield stem, Path(entry.path)
+
+
+def _read_all(paths: StatePaths) -> Iterator[Descriptor]:
+    for agent_id, path in _descriptor_files(paths):
+        desc = read_descriptor(path)
+        if desc is not None and desc.agent_id == agent_id:  # a file under the wrong name is not trusted
+            yield desc
+
+
+def is_live(paths: StatePaths, desc: Descriptor) -> bool:
+    if not is_same_process(desc.pid, desc.started_at):  # cheap /proc read first
+        return False
+    try:
+        return is_locked(paths.agent_lock(desc.agent_id))
+    except OSError:
+        return False
+
+
+def list_descriptors(paths: StatePaths, *, include_stale: bool = False) -> list[Descriptor]:
+    """Live descriptors (all of them with include_stale), sorted by name then agent_id."""
+    found = [d for d in _read_all(paths) if include_stale or is_live(paths, d)]
+    return sorted(found, key=lambda d: (d.name, d.agent_id))
+
+
+def resolve(paths: StatePaths, name_or_agent_id: str) -> Descriptor:
+    """The live agent with this agent_id, else the one live agent with this name."""
+    if is_agent_id(name_or_agent_id):
+        desc = read_descriptor(paths.descriptor(name_or_agent_id))
+        if desc is not None and desc.agent_id == name_or_agent_id and is_live(paths, desc):
+            return desc
+        # 16 hex is also a valid name: fall through to the name lookup.
+    matches = [d for d in _read_all(paths) if d.name == name_or_agent_id and is_live(paths, d)]
+    if len(matches) == 1:
+        return matches[0]
+    if not matches:
+        raise NoSuchAgent(name_or_agent_id)
+    matches.sort(key=lambda d: d.agent_id)
+    raise AmbiguousName(name_or_agent_id, [(d.agent_id, d.name, d.harness, d.cwd) for d in matches])
+
+
+def find_by_peer(paths: StatePaths, pid: int) -> Descriptor | None:
+    """The one live descriptor served by, or hosting, process pid; None for zero or several matches.
+
+    A pooled shim serves several agents from one pid: such a peer is never attributed by picking the first.
+    """
+    started_at = proc_start_time(pid)
+    if started_at is None:
+        return None
+    matches = [
+        d
+        for d in _read_all(paths)
+        if (pid, started_at) in ((d.pid, d.started_at), (d.harness_pid, d.harness_started_at)) and is_live(paths, d)
+    ]
+    return matches[0] if len(matches) == 1 else None
+
+
+def sweep_stale(paths: StatePaths) -> int:
+    """Remove descriptors whose registration is gone; returns how many were removed.
+
+    Each removal happens under that agent's lock, taken non-blocking (held means a live or registering
+    owner), after re-reading that the file is still the stale instance first seen: a newcomer's descriptor is
+    never removed.
+    """
+    removed = 0
+    for agent_id, path in list(_descriptor_files(paths)):
+        seen = read_descriptor(path)
+        if seen is not None and is_live(paths, seen):
+            continue
+        lock = FileLock(paths.agent_lock(agent_id))
+        if not lock.try_acquire():
+            continue
+        try:
+            now = read_descriptor(path)
+            same = (now is None and seen is None) or (
+                now is not None and seen is not None and now.instance_id == seen.instance_id
+            )
+            # With the agent lock ours, no registration owns this file: it is stale (or unreadable) for good.
+            if same and path.exists():
+                path.unlink()
+                removed += 1
+        except FileNotFoundError:
+            pass
+        finally:
+            lock.release()
+    for directory in (paths.agents, paths.sock):  # descriptor and key-file temp files
+        _sweep_temp_files(directory)
+    return removed
+
+
+def _sweep_temp_files(directory: Path) -> None:
+    """Temp files left by a writer that died between create and rename."""
+    try:
+        entries = list(os.scandir(directory))
+    except OSError:
+        return
+    for entry in entries:
+        pid = temp_writer_pid(entry.name)
+        if pid is not None and not pid_alive(pid):
+            try:
+                os.unlink(entry.path)
+            except FileNotFoundError:
+                pass

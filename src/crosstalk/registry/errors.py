@@ -1,0 +1,65 @@
+"""Registry errors. Each message is one line naming the thing and the problem."""
+
+from __future__ import annotations
+
+from crosstalk.core.errors import CrosstalkError
+
+# (agent_id, name, harness, cwd): enough for a person or a model to pick one of several agents.
+Candidate = tuple[str, str, str, str]
+
+
+class RegistryError(CrosstalkError):
+    """Base of every registry error."""
+
+
+class NoSuchAgent(RegistryError):
+    reason = "no_such_agent"
+
+    def __init__(self, name: str) -> None:
+        super().__init__(f"no live agent is named or has agent_id {name!r}")
+        self.name = name
+
+
+class AmbiguousName(RegistryError):
+    reason = "ambiguous_name"
+
+    def __init__(self, name: str, candidates: list[Candidate]) -> None:
+        ids = ", ".join(c[0] for c in candidates)
+        super().__init__(
+            f"{len(candidates)} live agents are named {name!r} (agent_ids: {ids}); address one by agent_id"
+        )
+        self.name = name
+        self.candidates = candidates
+
+
+class AgentAlreadyRegistered(RegistryError):
+    def __init__(self, agent_id: str, holder: str | None = None) -> None:
+        who = f" ({holder})" if holder else ""
+        super().__init__(f"agent {agent_id}{who} is already registered by a live process (agent lock held)")
+        self.agent_id = agent_id
+
+
+class InvalidName(RegistryError, ValueError):
+    def __init__(self, name: object, problem: str) -> None:
+        super().__init__(f"invalid agent name {name!r}: {problem}")
+        self.name = name
+        self.problem = problem
+
+
+class NameHeld(RegistryError):
+    def __init__(self, name: str) -> None:
+        super().__init__(f"the name {name!r} is held by a live agent")
+        self.name = name
+
+
+class LockHeld(RegistryError):
+    def __init__(self, path: object) -> None:
+        super().__init__(f"lock {path} is held by another open file (a live process)")
+        self.path = path
+
+
+class KeyFileError(RegistryError):
+    def __init__(self, path: object, problem: str) -> None:
+        super().__init__(f"key file {path}: {problem}")
+        self.path = path
+        self.problem = problem

@@ -1,0 +1,53 @@
+"""Crash-safe file writes: a reader sees the old file or the new one, never a partial one."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+TMP_SUFFIX = ".tmp"
+
+
+def fsync_dir(path: Path) -> None:
+    """Make a rename or create in path durable: the directory entry lives in the directory's own blocks."""
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def temp_name_for(path: Path) -> Path:
+    """A hidden sibling named with the writer's pid, so a sweep can tell an abandoned temp file."""
+    return path.with_name(f".{path.name}.{os.getpid()}.{os.urandom(4).hex()}{TMP_SUFFIX}")
+
+
+def temp_writer_pid(name: str) -> int | None:
+    """The writer pid encoded by temp_name_for, or None if name is not one of our temp files."""
+    if not (name.startswith(".") and name.endswith(TMP_SUFFIX)):
+        return None
+    parts = name.split(".")
+    return int(parts[-3]) if len(parts) >= 4 and parts[-3].isdigit() else None
+
+
+def atomic_write(path: Path, data: bytes, *, mode: int = 0o600) -> None:
+    """Write data to path via temp file + fsync + rename + directory fsync; the file ends up exactly mode."""
+    tmp = temp_name_for(path)
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC | os.O_NOFOLLOW, mode)
+    try:
+        try:
+            os.fchmod(fd, mode)  # the umask may have narrowed it; readers check the exact mode
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view) :]
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
+        raise
+    fsync_dir(path.parent)

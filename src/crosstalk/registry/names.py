@@ -1,0 +1,63 @@
+"""The agent name rule (seed 000 §3): preferred name if free, else <harness>-<cwd basename>-<agent_id hex>."""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterator
+
+from crosstalk.core.ids import is_agent_id
+from crosstalk.registry.errors import InvalidName, RegistryError
+
+MAX_NAME_CHARS = 64
+NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
+FALLBACK_HEX = (8, 10, 12, 14, 16)  # first 8 hex of agent_id, extended two at a time
+_NOT_NAME_CHARS = re.compile(r"[^A-Za-z0-9._-]+")
+_MAX_HARNESS_CHARS = 24
+
+
+def is_valid_name(name: object) -> bool:
+    # fullmatch, not match: '$' also matches before a trailing newline, and "alice\n" is not a name.
+    return isinstance(name, str) and NAME_RE.fullmatch(name) is not None
+
+
+def validate_name(name: object) -> str:
+    """Return name if it is a valid agent name (names are also file names), else raise InvalidName."""
+    if is_valid_name(name):
+        return name  # type: ignore[return-value]
+    if not isinstance(name, str):
+        raise InvalidName(name, f"must be a string, got {type(name).__name__}")
+    if not name:
+        raise InvalidName(name, "is empty")
+    if len(name) > MAX_NAME_CHARS:
+        raise InvalidName(name, f"is {len(name)} characters, over the {MAX_NAME_CHARS}-character limit")
+    if not name[0].isascii() or not name[0].isalnum():
+        raise InvalidName(name, "must start with a letter or digit")
+    bad = next(c for c in name if not (c.isascii() and (c.isalnum() or c in "._-")))
+    raise InvalidName(name, f"contains {bad!r}; allowed are letters, digits, '.', '_' and '-'")
+
+
+def _sanitize(text: str) -> str:
+    return _NOT_NAME_CHARS.sub("-", text).strip("-")
+
+
+def fallback_names(harness: str, cwd: str, agent_id: str) -> Iterator[str]:
+    """<harness>-<cwd basename>-<8 hex>, then 10, 12, 14, 16 hex; always valid names, always distinct."""
+    if not is_agent_id(agent_id):
+        raise RegistryError(f"agent_id must be 16 lowercase hex characters, got {agent_id!r}")
+    # The harness starts the name, so it must start with a letter or digit.
+    head = _sanitize(harness).lstrip("._-")[:_MAX_HARNESS_CHARS] or "agent"
+    base = _sanitize(os.path.basename(os.path.normpath(cwd))) if cwd else ""
+    # Truncate the basename once, against the longest suffix, so every name in the series shares it.
+    room = MAX_NAME_CHARS - len(head) - 1 - FALLBACK_HEX[-1] - 1
+    base = base[:room].rstrip("-")
+    prefix = f"{head}-{base}-" if base else f"{head}-"
+    for n in FALLBACK_HEX:
+        yield prefix + agent_id[:n]
+
+
+def candidate_names(preferred: str | None, harness: str, cwd: str, agent_id: str) -> list[str]:
+    """The names to try in order: preferred (when given and valid), then the fallbacks."""
+    out = [preferred] if preferred and is_valid_name(preferred) else []
+    out.extend(n for n in fallback_names(harness, cwd, agent_id) if n not in out)
+    return out  # type: ignore[return-value]

@@ -1,0 +1,113 @@
+"""Where crosstalk keeps machine-local state (ARCHITECTURE.md decision 2), and making it private."""
+
+from __future__ import annotations
+
+import os
+import stat
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from crosstalk.core.ids import is_agent_id
+from crosstalk.registry.errors import RegistryError
+from crosstalk.registry.names import validate_name
+
+# sockaddr_un.sun_path is 108 bytes on Linux, including the terminating NUL.
+MAX_SOCKET_PATH_BYTES = 107
+_LONGEST_AGENT_ID = "0" * 16
+
+
+def check_socket_path(path: Path | str) -> Path:
+    """Return path if it fits AF_UNIX, else raise a RegistryError that says how to fix it."""
+    size = len(os.fsencode(path))
+    if size > MAX_SOCKET_PATH_BYTES:
+        raise RegistryError(
+            f"socket path {path} is {size} bytes, over the {MAX_SOCKET_PATH_BYTES}-byte AF_UNIX limit; "
+            "set CROSSTALK_HOME to a shorter directory"
+        )
+    return Path(path)
+
+
+def _agent(agent_id: str) -> str:
+    # Agent ids become file names; a hostile id must never walk out of the state dir.
+    if not is_agent_id(agent_id):
+        raise RegistryError(f"agent_id must be 16 lowercase hex characters, got {agent_id!r}")
+    return agent_id
+
+
+@dataclass(frozen=True, slots=True)
+class StatePaths:
+    root: Path
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] = os.environ) -> StatePaths:
+        """$CROSSTALK_HOME, else $XDG_STATE_HOME/crosstalk, else ~/.local/state/crosstalk."""
+        home = environ.get("CROSSTALK_HOME")
+        if home:
+            return cls(Path(home).expanduser().absolute())
+        xdg = environ.get("XDG_STATE_HOME")
+        if xdg and os.path.isabs(xdg):  # the XDG spec says to ignore a relative value
+            return cls(Path(xdg) / "crosstalk")
+        user_home = environ.get("HOME")
+        base = Path(user_home) if user_home else Path.home()
+        return cls(base / ".local" / "state" / "crosstalk")
+
+    @property
+    def agents(self) -> Path:
+        return self.root / "agents"
+
+    @property
+    def names(self) -> Path:
+        return self.root / "names"
+
+    @property
+    def journal(self) -> Path:
+        return self.root / "journal"
+
+    @property
+    def sock(self) -> Path:
+        return self.root / "sock"
+
+    def descriptor(self, agent_id: str) -> Path:
+        return self.agents / f"{_agent(agent_id)}.json"
+
+    def agent_lock(self, agent_id: str) -> Path:
+        return self.agents / f"{_agent(agent_id)}.lock"
+
+    def name_lock(self, name: str) -> Path:
+        return self.names / f"{validate_name(name)}.lock"
+
+    def journal_file(self, agent_id: str) -> Path:
+        return self.journal / f"{_agent(agent_id)}.jsonl"
+
+    def journal_lock(self, agent_id: str) -> Path:
+        return self.journal / f"{_agent(agent_id)}.lock"
+
+    def uds_path(self, agent_id: str) -> Path:
+        return self.sock / f"{_agent(agent_id)}.sock"
+
+    def key_path(self, agent_id: str) -> Path:
+        return self.sock / f"{_agent(agent_id)}.key"
+
+    def ensure(self) -> StatePaths:
+        """Create every state dir 0700 (tightening wider ones); fail early if sockets cannot fit AF_UNIX."""
+        check_socket_path(self.uds_path(_LONGEST_AGENT_ID))
+        self.root.parent.mkdir(parents=True, exist_ok=True)
+        for d in (self.root, self.agents, self.names, self.journal, self.sock):
+            _ensure_private_dir(d)
+        return self
+
+
+def _ensure_private_dir(path: Path) -> None:
+    try:
+        os.mkdir(path, 0o700)
+    except FileExistsError:
+        pass
+    st = os.stat(path)
+    if not stat.S_ISDIR(st.st_mode):
+        raise RegistryError(f"state path {path} exists and is not a directory")
+    uid = os.geteuid()
+    if st.st_uid != uid:
+        raise RegistryError(f"state dir {path} is owned by uid {st.st_uid}, not by you (uid {uid}); refusing to use it")
+    if stat.S_IMODE(st.st_mode) != 0o700:
+        os.chmod(path, 0o700)  # keys, sockets and descriptors are for this user only

@@ -1,0 +1,55 @@
+"""Process identity from /proc (Linux): pid + kernel start time names one process, even across pid reuse."""
+
+from __future__ import annotations
+
+import os
+
+_STARTTIME_INDEX = 22 - 3  # field 22 of /proc/<pid>/stat; the split after ')' starts at field 3 (state)
+_GONE_STATES = (b"Z", b"X")  # zombie / dead: the process has exited even though its pid still resolves
+
+
+def _stat_fields(pid: int) -> list[bytes] | None:
+    """Fields 3.. of /proc/<pid>/stat, or None if the process is not there."""
+    if pid <= 0:
+        return None
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            data = f.read()
+    except OSError:
+        return None
+    # comm (field 2) may hold spaces and parens, e.g. "(a) (b)"; only the last ')' ends it.
+    _, sep, rest = data.rpartition(b")")
+    fields = rest.split()
+    if not sep or len(fields) <= _STARTTIME_INDEX:
+        return None
+    return fields
+
+
+def proc_start_time(pid: int) -> str | None:
+    """The process start time in clock ticks since boot, as a string; None when the pid does not exist."""
+    fields = _stat_fields(pid)
+    return None if fields is None else fields[_STARTTIME_INDEX].decode("ascii")
+
+
+def pid_alive(pid: int) -> bool:
+    """True when pid names a running (not zombie) process, ours or another user's."""
+    if pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        pass  # exists but belongs to someone else
+    fields = _stat_fields(pid)
+    return fields is None or fields[0] not in _GONE_STATES
+
+
+def is_same_process(pid: int, started_at: str | None) -> bool:
+    """True only when pid is running and started at started_at: a reused pid has another start time."""
+    if not started_at:
+        return False
+    fields = _stat_fields(pid)
+    if fields is None or fields[0] in _GONE_STATES:
+        return False
+    return fields[_STARTTIME_INDEX].decode("ascii") == started_at

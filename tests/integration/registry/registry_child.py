@@ -1,0 +1,63 @@
+"""A child process for the registry integration tests: one JSON command per stdin line, one answer each.
+
+Not a test module (no test_ prefix). Run as: python registry_child.py
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from crosstalk.registry.discovery import sweep_stale
+from crosstalk.registry.errors import RegistryError
+from crosstalk.registry.locks import FileLock
+from crosstalk.registry.paths import StatePaths
+from crosstalk.registry.registration import Registration
+
+
+def main() -> None:
+    locks: list[FileLock] = []
+    regs: list[Registration] = []
+    print(json.dumps({"ready": True}), flush=True)
+    for line in sys.stdin:
+        cmd: dict[str, Any] = json.loads(line)
+        if "at" in cmd:  # a shared start time makes two children race for real
+            time.sleep(max(0.0, cmd["at"] - time.time()))
+        op = cmd["op"]
+        out: dict[str, Any]
+        if op == "lock":
+            lock = FileLock(cmd["path"])
+            out = {"held": lock.try_acquire()}
+            locks.append(lock)
+        elif op == "acquire":
+            try:
+                reg = Registration.acquire(
+                    StatePaths(Path(cmd["root"])),
+                    harness=cmd["harness"],
+                    session_ref=cmd["session_ref"],
+                    preferred_name=cmd.get("preferred"),
+                    cwd=cmd["cwd"],
+                )
+            except RegistryError as e:
+                out = {"error": type(e).__name__, "message": str(e)}
+            else:
+                regs.append(reg)
+                desc = reg.publish()
+                out = {"name": reg.name, "agent_id": reg.agent_id, "notice": reg.name_notice}
+                out["instance_id"] = desc.instance_id
+        elif op == "close":
+            for reg in regs:
+                reg.close()
+            out = {"closed": len(regs)}
+        elif op == "sweep":
+            out = {"swept": sweep_stale(StatePaths(Path(cmd["root"])))}
+        else:
+            out = {"error": "unknown op", "message": op}
+        print(json.dumps(out), flush=True)
+
+
+if __name__ == "__main__":
+    main()

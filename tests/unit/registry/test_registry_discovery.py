@@ -1,0 +1,172 @@
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from crosstalk.core.ids import new_message_id
+from crosstalk.registry.descriptor import Descriptor, read_descriptor, write_descriptor
+from crosstalk.registry.discovery import find_by_peer, is_live, list_descriptors, resolve, sweep_stale
+from crosstalk.registry.errors import AmbiguousName, NoSuchAgent
+from crosstalk.registry.fsutil import temp_name_for
+from crosstalk.registry.locks import FileLock
+from crosstalk.registry.paths import StatePaths
+from crosstalk.registry.procinfo import proc_start_time
+
+pytestmark = pytest.mark.unit
+ME = os.getpid()
+MY_START = proc_start_time(ME) or "?"
+DEAD_PID = int(Path("/proc/sys/kernel/pid_max").read_text()) + 1
+
+
+@pytest.fixture
+def held() -> Iterator[list[FileLock]]:
+    locks: list[FileLock] = []
+    yield locks
+    for lock in locks:
+        lock.release()
+
+
+def put(paths: StatePaths, held: list[FileLock], n: int, name: str, *, lock: bool = True, **kw: object) -> Descriptor:
+    """A descriptor served by this test process (alive, right start time) whose agent lock we hold."""
+    aid = f"{n:016x}"
+    fields: dict[str, object] = {"pid": ME, "started_at": MY_START, **kw}
+    desc = Descriptor(
+        agent_id=aid,
+        name=name,
+        harness="fake",
+        cwd=f"/w/p{n}",
+        session_ref=f"s-{n}",
+        uds_path=str(paths.uds_path(aid)),
+        instance_id=new_message_id(),
+        registered_at="2026-11-29T21:04:05.123Z",
+        **fields,  # type: ignore[arg-type]
+    )
+    write_descriptor(paths, desc)
+    if lock:
+        agent_lock = FileLock(paths.agent_lock(aid))
+        assert agent_lock.try_acquire()
+        held.append(agent_lock)
+    return desc
+
+
+def test_liveness_needs_process_and_lock(paths: StatePaths, held: list[FileLock]) -> None:
+    live = put(paths, held, 1, "live")
+    dead_pid = put(paths, held, 2, "deadpid", pid=DEAD_PID)
+    reused = put(paths, held, 3, "reused", started_at=str(int(MY_START) + 1))  # same pid, another process
+    unlocked = put(paths, held, 4, "unlocked", lock=False)  # registration ended without cleanup
+    assert [is_live(paths, d) for d in (live, dead_pid, reused, unlocked)] == [True, False, False, False]
+    assert list_descriptors(paths) == [live]
+    assert [d.name for d in list_descriptors(paths, include_stale=True)] == [
+        "deadpid",
+        "live",
+        "reused",
+        "unlocked",
+    ]
+
+
+def test_listing_ignores_junk(paths: StatePaths, held: list[FileLock]) -> None:
+    live = put(paths, held, 1, "live")
+    (paths.agents / "notes.json").write_text("{}")
+    (paths.agents / f"{2:016x}.json").write_text("{corrupt")
+    # A valid descriptor filed under another agent's id is not trusted.
+    os.link(paths.descriptor(live.agent_id), paths.descriptor(f"{3:016x}"))
+    assert list_descriptors(paths, include_stale=True) == [live]
+    assert list_descriptors(StatePaths(paths.root / "absent")) == []
+
+
+def test_resolve(paths: StatePaths, held: list[FileLock]) -> None:
+    alice = put(paths, held, 1, "alice")
+    put(paths, held, 2, "bob", pid=DEAD_PID)
+    assert resolve(paths, "alice") == alice
+    assert resolve(paths, alice.agent_id) == alice
+    with pytest.raises(NoSuchAgent, match="'bob'") as err:
+        resolve(paths, "bob")  # only a stale descriptor carries the name
+    assert err.value.reason == "no_such_agent"
+    with pytest.raises(NoSuchAgent):
+        resolve(paths, f"{2:016x}")  # a stale agent_id is not resolved either
+    with pytest.raises(NoSuchAgent):
+        resolve(paths, "nobody")
+
+
+def test_resolve_a_hex_name(paths: StatePaths, held: list[FileLock]) -> None:
+    named_like_an_id = put(paths, held, 1, "deadbeefdeadbeef")
+    assert resolve(paths, "deadbeefdeadbeef") == named_like_an_id
+
+
+def test_resolve_ambiguous(paths: StatePaths, held: list[FileLock]) -> None:
+    a = put(paths, held, 1, "twin")
+    b = put(paths, held, 2, "twin")
+    with pytest.raises(AmbiguousName, match="2 live agents are named 'twin'") as err:
+        resolve(paths, "twin")
+    assert err.value.reason == "ambiguous_name"
+    assert err.value.candidates == [
+        (a.agent_id, "twin", "fake", "/w/p1"),
+        (b.agent_id, "twin", "fake", "/w/p2"),
+    ]
+    assert resolve(paths, a.agent_id) == a
+
+
+def test_find_by_peer_zero_one_two(paths: StatePaths, held: list[FileLock]) -> None:
+    # Zero: only stale descriptors point at us.
+    put(paths, held, 1, "old", started_at=str(int(MY_START) + 1))
+    put(paths, held, 2, "gone", lock=False)
+    assert find_by_peer(paths, ME) is None
+    assert find_by_peer(paths, DEAD_PID) is None
+    # One: matched as the serving process, or as the hosting harness process.
+    one = put(paths, held, 3, "one")
+    assert find_by_peer(paths, ME) == one
+    parent = os.getppid()
+    hosted = put(paths, held, 4, "hosted", pid=ME, harness_pid=parent, harness_started_at=proc_start_time(parent))
+    # Two: a pooled process serving two agents is never attributed to either.
+    assert find_by_peer(paths, ME) is None
+    assert find_by_peer(paths, parent) == hosted
+    put(paths, held, 5, "wrong-host-start", harness_pid=parent, harness_started_at="1")
+    assert find_by_peer(paths, parent) == hosted
+
+
+def test_sweep_removes_only_stale(paths: StatePaths, held: list[FileLock]) -> None:
+    live = put(paths, held, 1, "live")
+    put(paths, held, 2, "deadpid", pid=DEAD_PID, lock=False)
+    put(paths, held, 3, "unlocked", lock=False)
+    registering = put(paths, held, 4, "registering", pid=DEAD_PID)  # stale file, but its lock is held again
+    (paths.agents / f"{5:016x}.json").write_text("{corrupt")
+    leftover_tmp = temp_name_for(paths.descriptor(f"{6:016x}")).with_name(f".{6:016x}.json.{DEAD_PID}.ab.tmp")
+    leftover_tmp.write_text("{")
+    my_tmp = temp_name_for(paths.descriptor(f"{7:016x}"))
+    my_tmp.write_text("{")
+    assert sweep_stale(paths) == 3
+    remaining = {d.name for d in list_descriptors(paths, include_stale=True)}
+    assert remaining == {"live", "registering"}
+    assert read_descriptor(paths.descriptor(registering.agent_id)) == registering
+    assert not leftover_tmp.exists() and my_tmp.exists()
+    assert paths.agent_lock(f"{3:016x}").exists()  # lock files are never removed
+    assert list_descriptors(paths) == [live]
+    assert sweep_stale(paths) == 0
+
+
+def test_sweep_rechecks_instance_under_the_lock(
+    paths: StatePaths, held: list[FileLock], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Between the first read and taking the lock a newcomer republished: its file must survive.
+    from crosstalk.registry import discovery
+
+    stale = put(paths, held, 1, "x", lock=False)
+    newer = replace(stale, instance_id=new_message_id())
+    real_read = discovery.read_descriptor
+    calls = 0
+
+    def read_then_replace(path: object) -> Descriptor | None:
+        nonlocal calls
+        calls += 1
+        result = real_read(path)  # type: ignore[arg-type]
+        if calls == 1:
+            write_descriptor(paths, newer)
+        return result
+
+    monkeypatch.setattr(discovery, "read_descriptor", read_then_replace)
+    assert sweep_stale(paths) == 0
+    assert real_read(paths.descriptor(stale.agent_id)) == newer
