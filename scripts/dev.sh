@@ -29,6 +29,9 @@ setup() {
     .venv/bin/python -m pip install -q --disable-pip-version-check -e '.[dev]'
     echo "$want" > "$stamp"
   fi
+  # An editable install leaves src/ without bytecode, and PYTHONDONTWRITEBYTECODE may stop Python writing it:
+  # compile it as a wheel install would, so `crosstalk send` starts like an installed command.
+  .venv/bin/python -m compileall -q src >/dev/null
 }
 
 cmd="${1:-}"

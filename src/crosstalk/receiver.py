@@ -289,4 +289,8 @@ def _outcome_of(entry: MessageEntry, *, duplicate: bool) -> Outcome:
     if entry.state in (State.SUBMITTED, State.DISPATCHING):
         # Claimed but no durable outcome (its outcome write failed, or the call died): ambiguous, never resent.
         return Outcome(entry.message_id, State.UNKNOWN, entry.reason or "no_durable_outcome", evidence)
+    if entry.state is State.RECOVERED:
+        # A mailbox-only state (§8): it was journaled before a crash and never dispatched. The sender learns
+        # only that delivery is not proven; the receiving agent finds the message in its mailbox.
+        return Outcome(entry.message_id, State.UNKNOWN, "recovered_to_mailbox", evidence)
     return Outcome(entry.message_id, entry.state, entry.reason, evidence)

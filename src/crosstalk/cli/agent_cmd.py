@@ -8,46 +8,17 @@ import logging
 import os
 import signal
 import sys
-from pathlib import Path
-
-import click
+from typing import Any
 
 from crosstalk.cli.common import EXIT_USAGE, EXIT_WIRE, fail, state_paths
 
 
-@click.group()
-def agent() -> None:
-    """Run agents outside a harness session (tests, demos, benchmarks, scripted receivers)."""
-
-
-@agent.command("run")
-@click.option("--harness", type=click.Choice(["fake"]), required=True,
-              help="The harness adapter. 'fake' writes each injected message to --inbox.")
-@click.option("--name", required=True, help="The agent name (the fallback rule applies if it is taken).")
-@click.option("--session", "session_ref", default=None,
-              help="The session reference the agent_id derives from (default: the name). Same session → same "
-                   "agent_id → same journal across restarts.")
-@click.option("--inbox", type=click.Path(dir_okay=False, path_type=Path), default=None,
-              help="Append each injected message to this file as one JSON line.")
-@click.option("--script", "fake_script", default="",
-              help="Fake outcomes, one per injection, comma-separated (accept, queue, race, fallback, malformed, "
-                   "refuse, presend, disconnect, block, hang); then --default repeats.")
-@click.option("--default", "fake_default", default="accept", show_default=True, help="The fake outcome once the "
-              "script runs out.")
-@click.option("--role", type=click.Choice(["primary", "orchestrator", "worker", "peer"]), default="primary",
-              show_default=True, help="The agent's role; decides whom it accepts messages from.")
-@click.option("--parent", default=None, help="For --role worker: the live agent (name or id) that owns it.")
-@click.option("--peer", "peers", multiple=True, help="A peer agent (name or agent_id); repeatable.")
-@click.option("--accept-from", "accept_from", multiple=True,
-              help="Override the role's acceptFrom: a bucket (parent, children, peers, agents, external, unknown) "
-                   "or a handle (@ci:build, a name, an agent_id); repeatable.")
-@click.option("--cwd", default=None, help="The working directory to record (default: the current one).")
-@click.option("--json", "as_json", is_flag=True, help="Print the ready line as JSON.")
-@click.option("-v", "--verbose", is_flag=True, help="Log each delivery to stderr.")
-def run(harness: str, name: str, session_ref: str | None, inbox: Path | None, fake_script: str, fake_default: str,
-        role: str, parent: str | None, peers: tuple[str, ...], accept_from: tuple[str, ...], cwd: str | None,
-        as_json: bool, verbose: bool) -> None:
+def run(args: Any) -> int:
     """Register agent NAME, listen on its socket, and deliver into the harness until stopped."""
+    name, session_ref, inbox, fake_script, fake_default = (args.name, args.session_ref, args.inbox,
+                                                            args.fake_script, args.fake_default)
+    role, parent, peers, accept_from = args.role, args.parent, tuple(args.peers), tuple(args.accept_from)
+    cwd, as_json, verbose = args.cwd, args.as_json, args.verbose
     logging.basicConfig(level=logging.INFO if verbose else logging.WARNING, stream=sys.stderr,
                         format="%(asctime)s %(name)s %(levelname)s %(message)s")
     from crosstalk.harness.fake import FakeHarness, parse_script
@@ -90,8 +61,7 @@ def run(harness: str, name: str, session_ref: str | None, inbox: Path | None, fa
         peers=peers,
         accept_from=accept_from or None,
     )
-    code = asyncio.run(_serve(paths, config, as_json, verbose))
-    sys.exit(code)
+    return asyncio.run(_serve(paths, config, as_json, verbose))
 
 
 async def _serve(paths: object, config: object, as_json: bool, verbose: bool) -> int:

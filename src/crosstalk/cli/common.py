@@ -6,25 +6,21 @@ import json
 import sys
 from typing import Any, NoReturn
 
-import click
-
 # Exit codes (README "Exit codes").
 EXIT_OK = 0  # accepted or queued
 EXIT_WIRE = 1  # wire or protocol error, or an unknown outcome
-EXIT_USAGE = 2  # bad arguments (click uses 2 as well)
+EXIT_USAGE = 2  # bad arguments
 EXIT_REJECTED = 3  # the receiver refused the message (the reason is printed)
 EXIT_NO_AGENT = 4  # no such agent, or it is unreachable
 
 
-class Fail(click.ClickException):
-    """An error that ends the command with one line on stderr and a chosen exit code."""
+class Fail(Exception):
+    """Ends the command with one line on stderr (`crosstalk: <message>`) and the given exit code."""
 
     def __init__(self, message: str, exit_code: int = EXIT_WIRE) -> None:
         super().__init__(message)
+        self.message = message
         self.exit_code = exit_code
-
-    def show(self, file: Any = None) -> None:
-        click.echo(f"crosstalk: {self.format_message()}", err=True)
 
 
 def fail(message: str, exit_code: int = EXIT_WIRE) -> NoReturn:
@@ -37,6 +33,11 @@ def state_paths() -> Any:
     return StatePaths.from_env()
 
 
+def echo(text: str = "", *, err: bool = False) -> None:
+    stream = sys.stderr if err else sys.stdout
+    stream.write(text + "\n")
+
+
 def print_json(data: Any) -> None:
-    sys.stdout.write(json.dumps(data, ensure_ascii=False, indent=None) + "\n")
+    sys.stdout.write(json.dumps(data, ensure_ascii=False) + "\n")
     sys.stdout.flush()

@@ -2,22 +2,18 @@
 
 from __future__ import annotations
 
-import sys
+from typing import Any
 
-import click
-
-from crosstalk.cli.common import fail
+from crosstalk.cli.common import echo, fail
 
 
-@click.command()
-def demo() -> None:
+def run(args: Any) -> int:
     """Start fake-harness agents in a temporary state root, exchange messages through their real sockets,
     print every delivery with its state, then clean everything up. Needs no outside service."""
     from crosstalk.core.errors import CrosstalkError
     from crosstalk.demo import run_demo
 
     try:
-        code = run_demo(lambda line: click.echo(line))
+        return run_demo(echo)
     except (CrosstalkError, RuntimeError, OSError) as exc:
         fail(f"demo failed: {exc}")
-    sys.exit(code)

@@ -2,18 +2,16 @@
 
 from __future__ import annotations
 
-import click
+from typing import Any
 
-from crosstalk.cli.common import EXIT_NO_AGENT, fail, print_json, state_paths
+from crosstalk.cli.common import EXIT_NO_AGENT, echo, fail, print_json, state_paths
 
 _COLUMNS = ("name", "agent_id", "harness", "role", "owner", "pid", "cwd")
 
 
-@click.command("list")
-@click.option("--json", "as_json", is_flag=True, help="Print a JSON array of descriptors.")
-@click.option("--all", "include_stale", is_flag=True, help="Include descriptors whose process is gone.")
-def list_agents(as_json: bool, include_stale: bool) -> None:
+def run_list(args: Any) -> int:
     """List the live crosstalk agents on this machine."""
+    as_json, include_stale = args.as_json, args.include_stale
     from crosstalk.registry.discovery import is_live, list_descriptors
 
     paths = state_paths()
@@ -27,16 +25,17 @@ def list_agents(as_json: bool, include_stale: bool) -> None:
         rows.append(row)
     if as_json:
         print_json(rows)
-        return
+        return 0
     if not rows:
-        click.echo(f"no live agents under {paths.root}")
-        return
+        echo(f"no live agents under {paths.root}")
+        return 0
     table = [[str(_cell(r, c)) for c in _COLUMNS] for r in rows]
     widths = [max(len(c), *(len(t[i]) for t in table)) for i, c in enumerate(_COLUMNS)]
-    click.echo("  ".join(c.upper().ljust(w) for c, w in zip(_COLUMNS, widths, strict=True)).rstrip())
+    echo("  ".join(c.upper().ljust(w) for c, w in zip(_COLUMNS, widths, strict=True)).rstrip())
     for t, r in zip(table, rows, strict=True):
         line = "  ".join(v.ljust(w) for v, w in zip(t, widths, strict=True)).rstrip()
-        click.echo(line + ("" if r["live"] else "  (stale)"))
+        echo(line + ("" if r["live"] else "  (stale)"))
+    return 0
 
 
 def _cell(row: dict[str, object], column: str) -> object:
@@ -46,11 +45,9 @@ def _cell(row: dict[str, object], column: str) -> object:
     return "-" if value is None else value
 
 
-@click.command()
-@click.argument("target")
-@click.option("--json", "as_json", is_flag=True, help="Print the descriptor as JSON.")
-def who(target: str, as_json: bool) -> None:
+def run_who(args: Any) -> int:
     """Resolve TARGET (a name or agent_id) to its live agent and show where it listens."""
+    target, as_json = args.target, args.as_json
     from crosstalk.registry.discovery import resolve
     from crosstalk.registry.errors import RegistryError
 
@@ -61,7 +58,8 @@ def who(target: str, as_json: bool) -> None:
     data = desc.to_dict()
     if as_json:
         print_json(data)
-        return
+        return 0
     width = max(len(k) for k in data)
     for key, value in data.items():
-        click.echo(f"{key.ljust(width)}  {'-' if value is None else value}")
+        echo(f"{key.ljust(width)}  {'-' if value is None else value}")
+    return 0

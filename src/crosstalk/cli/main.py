@@ -1,71 +1,163 @@
-"""The `crosstalk` command line. Subcommands load lazily: `crosstalk send` must not pay for asyncio, the journal
-or the agent runtime it never uses."""
+"""The `crosstalk` command line.
+
+Built on argparse rather than click: `crosstalk send` is run by hooks and scripts for every message, and its
+start-up budget is a few times the bare interpreter's. click costs ~16 ms to import here (it pulls in inspect and
+its type system) against ~6 ms for argparse, which was the difference between missing and meeting that budget
+(docs/performance.md). Subcommand implementations load lazily, so `send` never imports asyncio, the journal or the
+agent runtime.
+"""
 
 from __future__ import annotations
 
+import argparse
 import importlib
 import sys
-
-import click
+from collections.abc import Sequence
+from typing import NoReturn
 
 from crosstalk import __version__
-
-# name → "module:attribute"; the module is imported only when that command runs (or for --help).
-_COMMANDS: dict[str, tuple[str, str]] = {
-    "send": ("crosstalk.cli.send_cmd:send", "Send a message to a live agent by name or agent_id."),
-    "list": ("crosstalk.cli.list_cmd:list_agents", "List the live agents on this machine."),
-    "who": ("crosstalk.cli.list_cmd:who", "Show one agent's descriptor."),
-    "tail": ("crosstalk.cli.tail_cmd:tail", "Follow one agent's traffic live."),
-    "agent": ("crosstalk.cli.agent_cmd:agent", "Run a standalone agent."),
-    "demo": ("crosstalk.cli.demo_cmd:demo", "Run agents in a temporary state root and exchange messages."),
-}
+from crosstalk.cli.common import EXIT_USAGE, Fail
 
 
-class LazyGroup(click.Group):
-    def list_commands(self, ctx: click.Context) -> list[str]:
-        return sorted(_COMMANDS)
+class Parser(argparse.ArgumentParser):
+    """argparse with errors on one line: `crosstalk: <problem> (see 'crosstalk <cmd> --help')`."""
 
-    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
-        spec = _COMMANDS.get(cmd_name)
-        if spec is None:
-            return None
-        module, attr = spec[0].split(":")
-        return getattr(importlib.import_module(module), attr)
-
-    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
-        # Short help without importing every subcommand module.
-        with formatter.section("Commands"):
-            formatter.write_dl([(name, spec[1]) for name, spec in sorted(_COMMANDS.items())])
+    def error(self, message: str) -> NoReturn:
+        sys.stderr.write(f"crosstalk: {message} (see '{self.prog} --help')\n")
+        sys.exit(EXIT_USAGE)
 
 
-@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
-@click.version_option(__version__, prog_name="crosstalk")
-def cli() -> None:
-    """crosstalk: messages between live AI coding-agent sessions, by name.
+def positive_float(low: float, high: float) -> object:
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+        if not low <= value <= high:
+            raise argparse.ArgumentTypeError(f"{value} is not between {low} and {high}")
+        return value
 
-    State lives under $CROSSTALK_HOME (default: $XDG_STATE_HOME/crosstalk or ~/.local/state/crosstalk).
-    """
+    return parse
 
 
-def main() -> None:
+def non_negative_int(minimum: int) -> object:
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"{value} is below {minimum}")
+        return value
+
+    return parse
+
+
+def build_parser() -> Parser:
+    parser = Parser(
+        prog="crosstalk",
+        description="crosstalk: messages between live AI coding-agent sessions, by name. State lives under "
+        "$CROSSTALK_HOME (default: $XDG_STATE_HOME/crosstalk or ~/.local/state/crosstalk).",
+        epilog="Exit codes: 0 accepted or queued, 1 wire/protocol error or unknown outcome, 2 usage, "
+        "3 rejected, 4 no such agent or unreachable.",
+    )
+    parser.add_argument("--version", action="version", version=f"crosstalk {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=Parser)
+
+    p = sub.add_parser("send", help="Send a message to a live agent by name or agent_id.",
+                       description="Send TEXT to the live agent TARGET (a name or an agent_id). The body is read "
+                       "from stdin when TEXT is omitted or is '-'; trailing whitespace is stripped.")
+    p.add_argument("target", metavar="TARGET")
+    p.add_argument("text", metavar="TEXT", nargs="?")
+    p.add_argument("--kind", choices=["inform", "meta", "ping"], default="inform",
+                   help="inform (default): a message for the model; meta: context that never starts a turn; "
+                   "ping: liveness only, never injected.")
+    p.add_argument("--delivery", choices=["auto", "steer", "next_turn"],
+                   help="auto (default): soonest without breaking a tool call; steer: into the running turn; "
+                   "next_turn: after the current turn.")
+    p.add_argument("--mode", choices=["auto", "steer", "followUp"], help="pi-style spelling of --delivery.")
+    p.add_argument("--from", dest="from_", metavar="@SCHEME:TOPIC",
+                   help="Who this is from, as the receiver will label it (default @cli:$USER).")
+    p.add_argument("--timeout", type=positive_float(0.1, 600), default=60.0,
+                   help="Seconds to wait for the agent's answer (default 60).")
+    p.add_argument("--json", dest="as_json", action="store_true", help="Print the answer as JSON.")
+    p.set_defaults(run="crosstalk.cli.send_cmd:run")
+
+    p = sub.add_parser("list", help="List the live agents on this machine.")
+    p.add_argument("--json", dest="as_json", action="store_true", help="Print a JSON array of descriptors.")
+    p.add_argument("--all", dest="include_stale", action="store_true",
+                   help="Include descriptors whose process is gone.")
+    p.set_defaults(run="crosstalk.cli.list_cmd:run_list")
+
+    p = sub.add_parser("who", help="Show one agent's descriptor.")
+    p.add_argument("target", metavar="TARGET")
+    p.add_argument("--json", dest="as_json", action="store_true", help="Print the descriptor as JSON.")
+    p.set_defaults(run="crosstalk.cli.list_cmd:run_who")
+
+    p = sub.add_parser("tail", help="Follow one agent's traffic live.",
+                       description="Follow TARGET's traffic: a live agent's name or agent_id, or the agent_id "
+                       "of a stopped one.")
+    p.add_argument("target", metavar="TARGET")
+    p.add_argument("-n", "--lines", dest="backlog", type=non_negative_int(0), default=10,
+                   help="Show this many earlier records first (default 10).")
+    p.add_argument("--json", dest="as_json", action="store_true", help="Print raw journal records as JSON lines.")
+    p.add_argument("--count", type=non_negative_int(1), help="Exit after this many new records.")
+    p.add_argument("--for", dest="duration", type=positive_float(0.0, 1e9), help="Exit after this many seconds.")
+    p.set_defaults(run="crosstalk.cli.tail_cmd:run")
+
+    agent = sub.add_parser("agent", help="Run a standalone agent.")
+    agent_sub = agent.add_subparsers(dest="agent_command", metavar="COMMAND", parser_class=Parser)
+    p = agent_sub.add_parser("run", help="Register an agent and deliver into its harness until SIGTERM/SIGINT.")
+    p.add_argument("--harness", choices=["fake"], required=True,
+                   help="The harness adapter. 'fake' writes each injected message to --inbox.")
+    p.add_argument("--name", required=True, help="The agent name (the fallback rule applies if it is taken).")
+    p.add_argument("--session", dest="session_ref",
+                   help="The session the agent_id derives from (default: the name); the same session finds the "
+                   "same journal after a restart.")
+    p.add_argument("--inbox", help="Append each injected message to this file as one JSON line.")
+    p.add_argument("--script", dest="fake_script", default="",
+                   help="Fake outcomes, one per injection, comma-separated (accept, queue, race, fallback, "
+                   "malformed, refuse, presend, disconnect, block, hang); then --default repeats.")
+    p.add_argument("--default", dest="fake_default", default="accept",
+                   help="The fake outcome once the script runs out (default accept).")
+    p.add_argument("--role", choices=["primary", "orchestrator", "worker", "peer"], default="primary",
+                   help="The agent's role; decides whom it accepts messages from (default primary).")
+    p.add_argument("--parent", help="For --role worker: the live agent (name or agent_id) that owns it.")
+    p.add_argument("--peer", dest="peers", action="append", default=[],
+                   help="A peer agent (name or agent_id); repeatable.")
+    p.add_argument("--accept-from", dest="accept_from", action="append", default=[],
+                   help="Override the role's acceptFrom: a bucket (parent, children, peers, agents, external, "
+                   "unknown) or a handle (@ci:build, a name, an agent_id); repeatable.")
+    p.add_argument("--cwd", help="The working directory to record (default: the current one).")
+    p.add_argument("--json", dest="as_json", action="store_true", help="Print the ready line as JSON.")
+    p.add_argument("-v", "--verbose", action="store_true", help="Log each delivery to stderr.")
+    p.set_defaults(run="crosstalk.cli.agent_cmd:run")
+
+    p = sub.add_parser("demo", help="Run agents in a temporary state root and exchange messages.",
+                       description="Start fake-harness agents in a temporary state root, exchange messages "
+                       "through their real sockets, print every delivery with its state, then clean up.")
+    p.set_defaults(run="crosstalk.cli.demo_cmd:run")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> None:
     """Run the CLI. Every error is one line on stderr: `crosstalk: <what is wrong>`."""
-    try:
-        rv = cli.main(prog_name="crosstalk", standalone_mode=False)
-    except click.exceptions.NoArgsIsHelpError as exc:
-        click.echo(exc.ctx.get_help() if exc.ctx else "")
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    target = getattr(args, "run", None)
+    if target is None:
+        # `crosstalk` or `crosstalk agent` alone: show what there is to run.
+        sub = parser if args.command is None else parser._subparsers._group_actions[0].choices[args.command]  # type: ignore[union-attr]
+        sub.print_help()
         sys.exit(0)
-    except click.UsageError as exc:
-        sub = exc.ctx.command_path.partition(" ")[2] if exc.ctx else ""
-        where = f" (see 'crosstalk {sub} --help')" if sub else " (see 'crosstalk --help')"
-        click.echo(f"crosstalk: {exc.format_message()}{where}", err=True)
+    module, attr = target.split(":")
+    try:
+        code = getattr(importlib.import_module(module), attr)(args)
+    except Fail as exc:
+        sys.stderr.write(f"crosstalk: {exc.message}\n")
         sys.exit(exc.exit_code)
-    except click.ClickException as exc:
-        exc.show()
-        sys.exit(exc.exit_code)
-    except click.exceptions.Exit as exc:
-        sys.exit(exc.exit_code)
-    except (click.Abort, KeyboardInterrupt):
+    except KeyboardInterrupt:
         sys.exit(130)
     except BrokenPipeError:
         sys.exit(1)
-    sys.exit(rv if isinstance(rv, int) else 0)
+    sys.exit(code or 0)

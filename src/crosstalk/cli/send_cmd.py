@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import getpass
+import os
 import sys
-
-import click
+from typing import Any
 
 from crosstalk.cli.common import (
     EXIT_NO_AGENT,
@@ -13,6 +12,7 @@ from crosstalk.cli.common import (
     EXIT_REJECTED,
     EXIT_USAGE,
     EXIT_WIRE,
+    echo,
     fail,
     print_json,
     state_paths,
@@ -22,36 +22,21 @@ _MODE_TO_DELIVERY = {"auto": "auto", "steer": "steer", "followUp": "next_turn"}
 
 
 def _default_from() -> str:
-    try:
-        user = getpass.getuser()
-    except (KeyError, OSError):
-        user = "unknown"
+    user = os.environ.get("USER") or os.environ.get("LOGNAME")
+    if not user:
+        import pwd  # only when the environment does not say
+
+        try:
+            user = pwd.getpwuid(os.getuid()).pw_name
+        except KeyError:
+            user = "unknown"
     return f"@cli:{user}"
 
 
-@click.command()
-@click.argument("target")
-@click.argument("text", required=False)
-@click.option("--kind", type=click.Choice(["inform", "meta", "ping"]), default="inform", show_default=True,
-              help="inform: a message for the model; meta: context that never starts a turn; ping: liveness only.")
-@click.option("--delivery", type=click.Choice(["auto", "steer", "next_turn"]), default=None,
-              help="auto (default): soonest without breaking a tool call; steer: into the running turn; "
-                   "next_turn: after the current turn.")
-@click.option("--mode", type=click.Choice(["auto", "steer", "followUp"]), default=None,
-              help="pi-style spelling of --delivery (followUp = next_turn).")
-@click.option("--from", "from_", metavar="@SCHEME:TOPIC", default=None,
-              help="Who this is from, as the receiver will label it (default @cli:$USER).")
-@click.option("--timeout", type=click.FloatRange(0.1, 600), default=60.0, show_default=True,
-              help="Seconds to wait for the agent's answer.")
-@click.option("--json", "as_json", is_flag=True, help="Print the answer as JSON.")
-def send(target: str, text: str | None, kind: str, delivery: str | None, mode: str | None, from_: str | None,
-         timeout: float, as_json: bool) -> None:
-    """Send TEXT to the live agent TARGET (a name or an agent_id).
-
-    The body is read from stdin when TEXT is omitted or is '-'; trailing whitespace is stripped.
-    Exit codes: 0 accepted or queued, 1 wire/protocol error or unknown outcome, 2 usage,
-    3 rejected (the reason is printed), 4 no such agent or unreachable.
-    """
+def run(args: Any) -> int:
+    """`crosstalk send`: see the parser in cli/main.py for the options."""
+    target, text, kind, delivery, mode = args.target, args.text, args.kind, args.delivery, args.mode
+    from_, timeout, as_json = args.from_, args.timeout, args.as_json
     from crosstalk.core.errors import MessageError
     from crosstalk.core.message import new_message
     from crosstalk.core.sender import is_external_tag
@@ -98,9 +83,9 @@ def send(target: str, text: str | None, kind: str, delivery: str | None, mode: s
         print_json({**outcome.to_dict(), "to": result.target.name, "agent_id": result.target.agent_id})
     else:
         line = f"{state} {outcome.message_id} → {result.target.name}"
-        click.echo(line + (f" ({outcome.reason})" if outcome.reason and state != "rejected" else ""))
+        echo(line + (f" ({outcome.reason})" if outcome.reason and state != "rejected" else ""))
     if state in ("accepted", "queued"):
-        sys.exit(EXIT_OK)
+        return EXIT_OK
     if state == "rejected":
         fail(f"rejected by {result.target.name}: {outcome.reason or 'no reason given'}", EXIT_REJECTED)
     if state == "unreachable":

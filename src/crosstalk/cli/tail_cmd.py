@@ -10,22 +10,14 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import click
-
-from crosstalk.cli.common import EXIT_NO_AGENT, fail, state_paths
+from crosstalk.cli.common import EXIT_NO_AGENT, echo, fail, state_paths
 
 POLL_S = 0.05
 
 
-@click.command()
-@click.argument("target")
-@click.option("-n", "--lines", "backlog", type=click.IntRange(0), default=10, show_default=True,
-              help="Show this many earlier records first.")
-@click.option("--json", "as_json", is_flag=True, help="Print raw journal records, one JSON object per line.")
-@click.option("--count", type=click.IntRange(1), default=None, help="Exit after this many new records.")
-@click.option("--for", "duration", type=click.FloatRange(0.0), default=None, help="Exit after this many seconds.")
-def tail(target: str, backlog: int, as_json: bool, count: int | None, duration: float | None) -> None:
+def run(args: Any) -> int:
     """Follow TARGET's traffic (a live agent's name or agent_id, or the agent_id of a stopped one)."""
+    target, backlog, as_json, count, duration = args.target, args.backlog, args.as_json, args.count, args.duration
     from crosstalk.core.ids import is_agent_id
     from crosstalk.registry.discovery import resolve
     from crosstalk.registry.errors import RegistryError
@@ -42,14 +34,15 @@ def tail(target: str, backlog: int, as_json: bool, count: int | None, duration: 
     seen = 0
     try:
         for rec, is_new in _follow(path, backlog, deadline):
-            click.echo(json.dumps(rec, ensure_ascii=False) if as_json else format_record(rec, name))
+            echo(json.dumps(rec, ensure_ascii=False) if as_json else format_record(rec, name))
             sys.stdout.flush()
             if is_new:
                 seen += 1
                 if count is not None and seen >= count:
-                    return
+                    return 0
     except KeyboardInterrupt:
-        return
+        return 0
+    return 0
 
 
 def _target(resolve: Any, paths: Any, target: str) -> tuple[str, str]:

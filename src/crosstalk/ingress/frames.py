@@ -19,7 +19,7 @@ from crosstalk.core.errors import CrosstalkError
 from crosstalk.core.message import Message
 from crosstalk.core.states import Outcome, State
 
-MAX_LINE_BYTES = 256 * 1024  # one frame line: 64 KiB of text plus escaping and metadata, with room to spare
+MAX_LINE_BYTES = 512 * 1024  # one frame line: 64 KiB of text JSON-escapes to at most 384 KiB, plus metadata
 CROSSTALK_FRAME_VERSION = 1
 
 
@@ -81,7 +81,7 @@ def message_from_crosstalk(line: UserLine, to: str) -> Message:
     """Build the record from a crosstalk frame. The receiver, not the frame, decides the sender's identity."""
     meta = dict(line.crosstalk or {})
     version = meta.get("v", CROSSTALK_FRAME_VERSION)
-    if version != CROSSTALK_FRAME_VERSION:
+    if type(version) is not int or version != CROSSTALK_FRAME_VERSION:
         raise FrameError(f"crosstalk frame version {version!r} is not supported (this agent speaks 1)")
     data = {
         "message_id": meta.get("message_id"),

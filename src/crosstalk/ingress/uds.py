@@ -102,8 +102,12 @@ class UdsIngress:
         if self._server is not None:
             self._server.close()
             # Cancel handlers before waiting: a stuck peer must not hold up shutdown.
-            for task in list(self._handlers):
+            handlers = [t for t in self._handlers if t is not asyncio.current_task()]
+            for task in handlers:
                 task.cancel()
+            if handlers:
+                # Wait for them to unwind, so the journal is not closed under a handler still writing to it.
+                await asyncio.wait(handlers, timeout=5)
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(self._server.wait_closed(), 5)
             self._server = None

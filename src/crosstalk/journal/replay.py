@@ -55,6 +55,9 @@ class JournalState:
     claim: dict[str, Any] | None = None  # the latest claim record, if any
     sent: dict[str, dict[str, Any]] = field(default_factory=dict)
     records_applied: int = 0
+    # Kept up to date by apply(): admission asks for these on every message, so they must not scan history.
+    _pending: set[str] = field(default_factory=set)
+    _open_obligations: set[str] = field(default_factory=set)
 
     @classmethod
     def replay(cls, records: Iterable[dict[str, Any]]) -> JournalState:
@@ -64,6 +67,23 @@ class JournalState:
         return state
 
     def apply(self, rec: dict[str, Any]) -> None:
+        self._apply(rec)
+        rtype = rec.get("type")
+        if rtype in (R.RECEIVED, R.DISPATCH, R.OUTCOME):
+            mid = rec.get("message_id") or (rec.get("message") or {}).get("message_id")
+            entry = self.messages.get(mid) if isinstance(mid, str) else None
+            if entry is not None and entry.state in (State.SUBMITTED, State.DISPATCHING):
+                self._pending.add(entry.message_id)
+            elif isinstance(mid, str):
+                self._pending.discard(mid)
+        elif rtype == R.OBLIGATION and isinstance(rec.get("message_id"), str):
+            mid = rec["message_id"]
+            if self.obligations[mid].get("state") not in ("delivered", "closed"):
+                self._open_obligations.add(mid)
+            else:
+                self._open_obligations.discard(mid)
+
+    def _apply(self, rec: dict[str, Any]) -> None:
         self.records_applied += 1
         rtype = rec.get("type")
         if rtype == R.RECEIVED:
@@ -131,7 +151,9 @@ class JournalState:
         return ids
 
     def pending_count(self) -> int:
-        return sum(1 for e in self.messages.values() if e.state in (State.SUBMITTED, State.DISPATCHING))
+        """Messages journaled but without an outcome yet (constant time)."""
+        return len(self._pending)
 
     def open_asks(self) -> int:
-        return sum(1 for o in self.obligations.values() if o.get("state") not in ("delivered", "closed"))
+        """Reply obligations not yet delivered or closed (constant time)."""
+        return len(self._open_obligations)

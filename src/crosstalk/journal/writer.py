@@ -14,8 +14,8 @@ import os
 import threading
 import time
 from collections.abc import Callable, Iterable
-from concurrent.futures import Future
-from dataclasses import dataclass
+from concurrent.futures import Future, InvalidStateError
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -38,7 +38,19 @@ class FsOps:
 class _Pending:
     data: bytes
     durable: bool
-    future: Future[int]
+    future: Future[int] | None = None  # only for submit(); append/append_async wait on the batch's ticket
+
+
+@dataclass(slots=True)
+class _Ticket:
+    """One per batch, shared by every append in it: the flusher wakes all sync waiters with one Event and each
+    event loop with one call, instead of settling a future per record (that per-record cost, not fsync, was what
+    capped group commit)."""
+
+    event: threading.Event = field(default_factory=threading.Event)
+    end: int = 0
+    error: BaseException | None = None
+    async_waiters: dict[asyncio.AbstractEventLoop, list[asyncio.Future[int]]] = field(default_factory=dict)
 
 
 class Journal:
@@ -54,6 +66,7 @@ class Journal:
         self._fs = fs
         self._cv = threading.Condition()
         self._queue: list[_Pending] = []
+        self._ticket = _Ticket()
         self._closed = False
         self.batches = 0  # number of write+fsync rounds, for tests and benchmarks
         self._thread = threading.Thread(target=self._flush_loop, name=f"journal-{path.stem}", daemon=True)
@@ -101,13 +114,32 @@ class Journal:
         return self.append_many([record], durable=durable)
 
     def append_many(self, records: Iterable[dict[str, Any]], *, durable: bool = True) -> int:
-        return self.submit(records, durable=durable).result(timeout=APPEND_TIMEOUT_S)
+        data = b"".join(encode(r) for r in records)
+        with self._cv:
+            if self._closed:
+                raise JournalError(f"journal {self.path} is closed")
+            ticket = self._ticket
+            self._queue.append(_Pending(data, durable))
+            self._cv.notify()
+        if not ticket.event.wait(APPEND_TIMEOUT_S):
+            raise JournalWriteError(f"journal append to {self.path} did not finish within {APPEND_TIMEOUT_S:.0f} s")
+        if ticket.error is not None:
+            raise JournalWriteError(str(ticket.error))
+        return ticket.end
 
     async def append_async(self, record: dict[str, Any], *, durable: bool = True) -> int:
         return await self.append_many_async([record], durable=durable)
 
     async def append_many_async(self, records: Iterable[dict[str, Any]], *, durable: bool = True) -> int:
-        fut = asyncio.wrap_future(self.submit(records, durable=durable))
+        data = b"".join(encode(r) for r in records)
+        loop = asyncio.get_running_loop()
+        fut: asyncio.Future[int] = loop.create_future()
+        with self._cv:
+            if self._closed:
+                raise JournalError(f"journal {self.path} is closed")
+            self._ticket.async_waiters.setdefault(loop, []).append(fut)
+            self._queue.append(_Pending(data, durable))
+            self._cv.notify()
         return await asyncio.wait_for(fut, APPEND_TIMEOUT_S)
 
     def _flush_loop(self) -> None:
@@ -118,9 +150,11 @@ class Journal:
                 if not self._queue:
                     return  # closed and drained
                 batch, self._queue = self._queue, []
-            self._write_batch(batch)
+                ticket, self._ticket = self._ticket, _Ticket()
+            self._write_batch(batch, ticket)
 
-    def _write_batch(self, batch: list[_Pending]) -> None:
+    def _write_batch(self, batch: list[_Pending], ticket: _Ticket | None = None) -> None:
+        ticket = ticket if ticket is not None else _Ticket()
         data = b"".join(p.data for p in batch)
         start = self._size
         try:
@@ -135,16 +169,21 @@ class Journal:
                 view = view[n:]
             if any(p.durable for p in batch):
                 self._fs.fsync(self._fd)
-        except OSError as exc:
+        except Exception as exc:  # any failure, not only OSError, must fail the batch rather than the flusher
             self._undo(start)
-            err = JournalWriteError(f"journal append to {self.path} failed: {exc.strerror or exc}")
+            detail = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc
+            err = JournalWriteError(f"journal append to {self.path} failed: {detail}")
             for p in batch:
-                p.future.set_exception(err)
+                if p.future is not None:
+                    _settle(p.future, exc=err)
+            _wake(ticket, 0, err)
             return
         self._size = start + len(data)
         self.batches += 1
         for p in batch:
-            p.future.set_result(self._size)
+            if p.future is not None:
+                _settle(p.future, result=self._size)
+        _wake(ticket, self._size, None)
 
     def _undo(self, start: int) -> None:
         try:
@@ -199,3 +238,35 @@ class Journal:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _settle(fut: Future[int], *, result: int = 0, exc: BaseException | None = None) -> None:
+    """Resolve a caller's future. A caller that gave up (cancelled its wait, e.g. a timeout or a cancelled
+    handler) must not kill the flusher thread: that would wedge every later append of this journal."""
+    try:
+        if exc is not None:
+            fut.set_exception(exc)
+        else:
+            fut.set_result(result)
+    except InvalidStateError:
+        pass
+
+
+def _wake(ticket: _Ticket, end: int, error: BaseException | None) -> None:
+    ticket.end, ticket.error = end, error
+    ticket.event.set()
+    for loop, futures in ticket.async_waiters.items():
+        try:
+            loop.call_soon_threadsafe(_settle_async, futures, end, error)
+        except RuntimeError:
+            pass  # that loop has closed: nobody is waiting any more
+
+
+def _settle_async(futures: list[asyncio.Future[int]], end: int, error: BaseException | None) -> None:
+    for fut in futures:
+        if fut.done():
+            continue  # the caller gave up (timeout or cancellation)
+        if error is not None:
+            fut.set_exception(JournalWriteError(str(error)))
+        else:
+            fut.set_result(end)

@@ -10,8 +10,8 @@ import time
 
 import pytest
 from receiver_support import (
-    ALICE,
     AGENT_NAME,
+    ALICE,
     CI,
     SESSION_REF,
     FlakyFsync,
@@ -187,8 +187,15 @@ def test_records_bound_to_another_conversation_are_unreachable(make_rig, claimed
 
 
 def test_unreadable_unclaimed_record_is_rejected(make_rig):
-    bad = {"type": R.RECEIVED, "ts": time.time(), "binding": _bind(), "message": {"message_id": "m-1"},
-           "sender": {"class": "external", "name": "@ci:x"}, "dedupe_key": "external:@ci:x", "transport": "uds"}
+    bad = {
+        "type": R.RECEIVED,
+        "ts": time.time(),
+        "binding": _bind(),
+        "message": {"message_id": "m-1"},
+        "sender": {"class": "external", "name": "@ci:x"},
+        "dedupe_key": "external:@ci:x",
+        "transport": "uds",
+    }
     _seed_journal(make_rig, [bad])
     rig = make_rig()
     (rec,) = rig.receiver.reconcile()
@@ -220,8 +227,14 @@ def test_settled_messages_are_left_alone_and_reconcile_is_idempotent(make_rig):
 def test_torn_trailing_line_is_dropped_on_replay(make_rig):
     good = msg("complete")
     torn = msg("torn")
-    first = _seed_journal(make_rig, [_received(good, ALICE), R.dispatch(good.message_id, _bind()),
-                                     R.outcome(good.message_id, State.ACCEPTED, None, _bind())])
+    first = _seed_journal(
+        make_rig,
+        [
+            _received(good, ALICE),
+            R.dispatch(good.message_id, _bind()),
+            R.outcome(good.message_id, State.ACCEPTED, None, _bind()),
+        ],
+    )
     line = R.received(torn, ALICE, dedupe_key=ALICE.dedupe_key, transport="uds", bind=_bind())
     import json
 
@@ -260,3 +273,57 @@ def test_replay_restores_dedupe_for_every_state(make_rig):
     assert all(o.evidence == {"duplicate": True} for o in after)
     assert rig.fake.attempts == 0
     assert AGENT_NAME == "bob"
+
+
+# ------------------------------------------------------------------ cancellation
+
+
+def test_a_cancelled_receive_mid_append_does_not_wedge_the_journal(make_rig):
+    """A caller that gives up while its append is being fsynced must not kill the journal's flusher thread."""
+    import asyncio
+    import os
+
+    def slow_fsync(fd):
+        time.sleep(0.2)
+        os.fsync(fd)
+
+    rig = make_rig(fs=FsOps(fsync=slow_fsync))
+    gave_up, later = msg("gave up"), msg("after the cancel")
+
+    async def body():
+        task = asyncio.create_task(rig.receiver.receive(inbound(gave_up)))
+        await asyncio.sleep(0.05)  # inside the journal append
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        await asyncio.sleep(0.3)
+        return await asyncio.wait_for(rig.receiver.receive(inbound(later)), 5)
+
+    out = run(body())
+    assert rig.journal._thread.is_alive()
+    assert out.state is State.ACCEPTED
+    assert [w["message_id"] for w in rig.fake.writes] == [later.message_id]
+
+
+def test_a_cancelled_receive_mid_injection_is_unknown_on_retry(make_rig):
+    """Cancelled inside the harness write: the claim is durable, the outcome is not; a retry answers unknown and
+    never writes again."""
+    import asyncio
+
+    rig = make_rig(script=["block"])
+    m = msg("cut off")
+
+    async def body():
+        task = asyncio.create_task(rig.receiver.receive(inbound(m)))
+        await asyncio.wait_for(rig.fake.blocked.wait(), 5)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        rig.fake.release()
+        return await asyncio.wait_for(rig.receiver.receive(inbound(m)), 5)
+
+    retry = run(body())
+    assert retry.state is State.UNKNOWN
+    assert retry.evidence == {"duplicate": True}
+    assert rig.fake.attempts == 1 and rig.fake.writes == []
+    assert rig.types_for(m.message_id) == [R.RECEIVED, R.DISPATCH]

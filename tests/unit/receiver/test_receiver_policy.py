@@ -274,9 +274,7 @@ def test_pending_task_limit_rejects_and_never_evicts(make_rig):
     continuation = msg("continuation of an open task")  # creates no new task: not counted
 
     async def body():
-        tasks = [
-            asyncio.create_task(rig.receiver.receive(inbound(m, CAROL, "a2a", new_task=True))) for m in held
-        ]
+        tasks = [asyncio.create_task(rig.receiver.receive(inbound(m, CAROL, "a2a", new_task=True))) for m in held]
         await wait_for(lambda: rig.fake.attempts == 2)
         rejected = await settle(rig.receiver.receive(inbound(over, CAROL, "a2a", new_task=True)))
         cont = asyncio.create_task(rig.receiver.receive(inbound(continuation, CAROL, "a2a")))
