@@ -49,9 +49,10 @@ STAGES = """
 import json, sys, time
 c = time.perf_counter
 t = [c()]
-import click
-t.append(c())
 import crosstalk.cli.main
+t.append(c())
+p = crosstalk.cli.main.build_parser("send")
+p.parse_args(["send", "bench", sys.argv[1]])
 t.append(c())
 import crosstalk.cli.send_cmd
 t.append(c())
@@ -64,7 +65,8 @@ send(StatePaths.from_env(), new_message("bench", sys.argv[1], from_="@bench:cli"
 t.append(c())
 print(json.dumps([b - a for a, b in zip(t, t[1:])]))
 """
-STAGE_NAMES = ("import click", "+ crosstalk.cli.main", "+ crosstalk.cli.send_cmd", "+ crosstalk.client (and deps)",
+STAGE_NAMES = ("import crosstalk.cli.main (argparse)", "build parser + parse argv", "+ crosstalk.cli.send_cmd",
+               "+ crosstalk.client (and deps)",
                "resolve + read key + deliver")
 
 

@@ -9,6 +9,7 @@ The descriptor is written last, so an agent that others can find is always one t
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import logging
 import os
@@ -20,7 +21,7 @@ from crosstalk.harness.base import AgentInfo, Harness
 from crosstalk.ingress.uds import UdsIngress
 from crosstalk.journal import Journal, JournalState
 from crosstalk.journal import records as R
-from crosstalk.journal.retention import select_retained
+from crosstalk.journal.retention import RETENTION_SECONDS, ids_in, select_retained
 from crosstalk.policy import Limits, ReceiverView, Role
 from crosstalk.receiver import AgentIdentity, Receiver
 from crosstalk.registry.credentials import create_key, remove_key
@@ -32,6 +33,7 @@ from crosstalk.registry.registration import Registration
 log = logging.getLogger(__name__)
 
 CHILDREN_CACHE_S = 1.0
+RETENTION_INTERVAL_S = 3600.0  # how often a running agent applies the 24 h retention rule to its journal
 
 
 @dataclass(slots=True)
@@ -47,6 +49,7 @@ class AgentConfig:
     limits: Limits = field(default_factory=Limits)
     harness_pid: int | None = None
     inject_timeout_s: float = 30.0
+    retention_interval_s: float = RETENTION_INTERVAL_S
 
 
 class AgentHost:
@@ -63,6 +66,7 @@ class AgentHost:
         self.descriptor: Descriptor | None = None
         self.replay_report: dict[str, int] = {}
         self._children: tuple[float, frozenset[str]] = (0.0, frozenset())
+        self._retention_task: asyncio.Task[None] | None = None
 
     @property
     def agent_id(self) -> str:
@@ -135,6 +139,33 @@ class AgentHost:
             harness_endpoint=bound.endpoint,
             harness_version=bound.version,
         )
+        self._retention_task = asyncio.create_task(self._retention_loop(), name=f"retention-{agent_id}")
+
+    async def _retention_loop(self) -> None:
+        while True:
+            await asyncio.sleep(self.config.retention_interval_s)
+            try:
+                await self.compact()
+            except Exception:  # retention must never take the agent down; the next round tries again
+                log.exception("journal retention failed")
+
+    async def compact(self, *, now: float | None = None) -> tuple[int, int]:
+        """Apply the retention rule to the live journal and forget in memory what it dropped.
+        Returns (records before, records after)."""
+        assert self.journal is not None
+        now = time.time() if now is None else now
+        unresolved = self.state.unresolved_ids()
+        kept_ids: set[str] = set()
+
+        def select(records: list[dict[str, object]]) -> list[dict[str, object]]:
+            kept = select_retained(records, unresolved, now=now)  # type: ignore[arg-type]
+            kept_ids.update(ids_in(kept))  # type: ignore[arg-type]
+            return kept
+
+        before, after = await asyncio.wrap_future(self.journal.compact(select))  # type: ignore[arg-type]
+        if after < before:
+            self.state.prune(kept_ids, now - RETENTION_SECONDS)
+        return before, after
 
     def view(self) -> ReceiverView:
         """What the policy needs to know about this agent, current as of this message."""
@@ -163,6 +194,11 @@ class AgentHost:
 
     async def close(self) -> None:
         """Stop in reverse: unpublish, close the socket, drop the key, close the journal, release the locks."""
+        if self._retention_task is not None:
+            self._retention_task.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await self._retention_task
+            self._retention_task = None
         if self.ingress is not None:
             await self.ingress.close()
             self.ingress = None

@@ -13,10 +13,14 @@ import argparse
 import importlib
 import sys
 from collections.abc import Sequence
-from typing import NoReturn
 
 from crosstalk import __version__
 from crosstalk.cli.common import EXIT_USAGE, Fail
+
+# `typing` is only needed by type checkers; importing it costs ~2 ms on `crosstalk send`'s start-up path.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, NoReturn
 
 
 class Parser(argparse.ArgumentParser):
@@ -53,7 +57,17 @@ def non_negative_int(minimum: int) -> object:
     return parse
 
 
-def build_parser() -> Parser:
+_HELP = {
+    "send": "Send a message to a live agent by name or agent_id.",
+    "list": "List the live agents on this machine.",
+    "who": "Show one agent's descriptor.",
+    "tail": "Follow one agent's traffic live.",
+    "agent": "Run a standalone agent.",
+    "demo": "Run agents in a temporary state root and exchange messages.",
+}
+
+def build_parser(only: str | None = None) -> Parser:
+    """The whole parser, or (for speed) one whose subcommands carry arguments only for `only`."""
     parser = Parser(
         prog="crosstalk",
         description="crosstalk: messages between live AI coding-agent sessions, by name. State lives under "
@@ -64,6 +78,26 @@ def build_parser() -> Parser:
     parser.add_argument("--version", action="version", version=f"crosstalk {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=Parser)
 
+    adders = {"send": _send, "list": _list, "who": _who, "tail": _tail, "agent": _agent, "demo": _demo}
+    for name, adder in adders.items():
+        if only is None or only == name:
+            adder(sub)
+        else:
+            sub.add_parser(name, help=_HELP[name])  # listed in help; its arguments are never needed this run
+    return parser
+
+
+def _command_of(argv: Sequence[str]) -> str | None:
+    """The subcommand named on the command line, if any (so only its arguments need building)."""
+    for token in argv:
+        if not token.startswith("-"):
+            return token if token in _HELP else None
+        if token in ("-h", "--help", "--version"):
+            return None
+    return None
+
+
+def _send(sub: Any) -> None:
     p = sub.add_parser("send", help="Send a message to a live agent by name or agent_id.",
                        description="Send TEXT to the live agent TARGET (a name or an agent_id). The body is read "
                        "from stdin when TEXT is omitted or is '-'; trailing whitespace is stripped.")
@@ -83,17 +117,23 @@ def build_parser() -> Parser:
     p.add_argument("--json", dest="as_json", action="store_true", help="Print the answer as JSON.")
     p.set_defaults(run="crosstalk.cli.send_cmd:run")
 
+
+def _list(sub: Any) -> None:
     p = sub.add_parser("list", help="List the live agents on this machine.")
     p.add_argument("--json", dest="as_json", action="store_true", help="Print a JSON array of descriptors.")
     p.add_argument("--all", dest="include_stale", action="store_true",
                    help="Include descriptors whose process is gone.")
     p.set_defaults(run="crosstalk.cli.list_cmd:run_list")
 
+
+def _who(sub: Any) -> None:
     p = sub.add_parser("who", help="Show one agent's descriptor.")
     p.add_argument("target", metavar="TARGET")
     p.add_argument("--json", dest="as_json", action="store_true", help="Print the descriptor as JSON.")
     p.set_defaults(run="crosstalk.cli.list_cmd:run_who")
 
+
+def _tail(sub: Any) -> None:
     p = sub.add_parser("tail", help="Follow one agent's traffic live.",
                        description="Follow TARGET's traffic: a live agent's name or agent_id, or the agent_id "
                        "of a stopped one.")
@@ -105,6 +145,8 @@ def build_parser() -> Parser:
     p.add_argument("--for", dest="duration", type=positive_float(0.0, 1e9), help="Exit after this many seconds.")
     p.set_defaults(run="crosstalk.cli.tail_cmd:run")
 
+
+def _agent(sub: Any) -> None:
     agent = sub.add_parser("agent", help="Run a standalone agent.")
     agent_sub = agent.add_subparsers(dest="agent_command", metavar="COMMAND", parser_class=Parser)
     p = agent_sub.add_parser("run", help="Register an agent and deliver into its harness until SIGTERM/SIGINT.")
@@ -133,16 +175,18 @@ def build_parser() -> Parser:
     p.add_argument("-v", "--verbose", action="store_true", help="Log each delivery to stderr.")
     p.set_defaults(run="crosstalk.cli.agent_cmd:run")
 
+
+def _demo(sub: Any) -> None:
     p = sub.add_parser("demo", help="Run agents in a temporary state root and exchange messages.",
                        description="Start fake-harness agents in a temporary state root, exchange messages "
                        "through their real sockets, print every delivery with its state, then clean up.")
     p.set_defaults(run="crosstalk.cli.demo_cmd:run")
-    return parser
 
 
 def main(argv: Sequence[str] | None = None) -> None:
     """Run the CLI. Every error is one line on stderr: `crosstalk: <what is wrong>`."""
-    parser = build_parser()
+    argv = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser(_command_of(argv))
     args = parser.parse_args(argv)
     target = getattr(args, "run", None)
     if target is None:

@@ -150,6 +150,19 @@ class JournalState:
         ids |= {mid for mid, o in self.obligations.items() if o.get("state") not in ("delivered", "closed")}
         return ids
 
+    def prune(self, keep_ids: set[str], cutoff: float) -> int:
+        """Forget what retention dropped from the file: messages older than `cutoff` whose ids it did not keep.
+        Newer entries stay even if the compaction never saw them (they arrived while it ran)."""
+        dropped = [mid for mid, e in self.messages.items() if e.ts < cutoff and mid not in keep_ids]
+        for mid in dropped:
+            entry = self.messages.pop(mid)
+            if entry.dedupe_key:
+                self.dedupe.pop((entry.dedupe_key, mid), None)
+            self._pending.discard(mid)
+        for mid in [m for m, rec in self.sent.items() if float(rec.get("ts", 0)) < cutoff and m not in keep_ids]:
+            del self.sent[mid]
+        return len(dropped)
+
     def pending_count(self) -> int:
         """Messages journaled but without an outcome yet (constant time)."""
         return len(self._pending)

@@ -77,3 +77,8 @@ def select_retained(records: list[dict[str, Any]], unresolved_ids: set[str], *, 
         elif float(rec.get("ts", 0)) >= cutoff:
             kept.append(rec)
     return kept
+
+
+def ids_in(records: list[dict[str, Any]]) -> set[str]:
+    """Every id the records mention: what a compaction kept, for pruning the in-memory state to match."""
+    return {i for rec in records for i in _ids_of(rec)}

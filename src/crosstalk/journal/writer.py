@@ -42,6 +42,12 @@ class _Pending:
 
 
 @dataclass(slots=True)
+class _Compaction:
+    select: Callable[[list[dict[str, Any]]], list[dict[str, Any]]]
+    future: Future[tuple[int, int]]
+
+
+@dataclass(slots=True)
 class _Ticket:
     """One per batch, shared by every append in it: the flusher wakes all sync waiters with one Event and each
     event loop with one call, instead of settling a future per record (that per-record cost, not fsync, was what
@@ -67,6 +73,7 @@ class Journal:
         self._cv = threading.Condition()
         self._queue: list[_Pending] = []
         self._ticket = _Ticket()
+        self._compactions: list[_Compaction] = []
         self._closed = False
         self.batches = 0  # number of write+fsync rounds, for tests and benchmarks
         self._thread = threading.Thread(target=self._flush_loop, name=f"journal-{path.stem}", daemon=True)
@@ -145,13 +152,43 @@ class Journal:
     def _flush_loop(self) -> None:
         while True:
             with self._cv:
-                while not self._queue and not self._closed:
+                while not self._queue and not self._compactions and not self._closed:
                     self._cv.wait()
-                if not self._queue:
+                if not self._queue and not self._compactions:
                     return  # closed and drained
                 batch, self._queue = self._queue, []
                 ticket, self._ticket = self._ticket, _Ticket()
-            self._write_batch(batch, ticket)
+                compactions, self._compactions = self._compactions, []
+            if batch:
+                self._write_batch(batch, ticket)
+            for job in compactions:
+                self._run_compaction(job)
+
+    def compact(self, select: Callable[[list[dict[str, Any]]], list[dict[str, Any]]]) -> Future[tuple[int, int]]:
+        """Rewrite the journal to the records `select` keeps (retention), on the flusher thread between two
+        batches, so no append is ever in flight while the file is replaced. Every record appended before this
+        call is in what `select` sees; later ones land in the new file. Resolves to (records before, after)."""
+        fut: Future[tuple[int, int]] = Future()
+        with self._cv:
+            if self._closed:
+                raise JournalError(f"journal {self.path} is closed")
+            self._compactions.append(_Compaction(select, fut))
+            self._cv.notify()
+        return fut
+
+    def _run_compaction(self, job: _Compaction) -> None:
+        try:
+            if self._truncate_to is not None:
+                self._fs.ftruncate(self._fd, self._truncate_to)
+                self._size, self._truncate_to = self._truncate_to, None
+            records = read_journal(self.path).records
+            kept = job.select(records)
+            if len(kept) < len(records):
+                self._replace_file(kept)
+        except Exception as exc:
+            _settle_any(job.future, exc=JournalError(f"journal compaction of {self.path} failed: {exc}"))
+            return
+        _settle_any(job.future, result=(len(records), len(kept)))
 
     def _write_batch(self, batch: list[_Pending], ticket: _Ticket | None = None) -> None:
         ticket = ticket if ticket is not None else _Ticket()
@@ -198,26 +235,30 @@ class Journal:
         with self._cv:
             if self._queue:
                 raise JournalError("rewrite needs a quiet journal")
-            data = b"".join(encode(r) for r in records)  # before the temp file, so a refused record leaves none
-            tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.{time.monotonic_ns()}.tmp")
-            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-            try:
-                view = memoryview(data)
-                while view:
-                    view = view[os.write(fd, view):]
-                os.fsync(fd)
-            finally:
-                os.close(fd)
-            os.replace(tmp, self.path)
-            dir_fd = os.open(self.path.parent, os.O_RDONLY)
-            try:
-                os.fsync(dir_fd)
-            finally:
-                os.close(dir_fd)
-            os.close(self._fd)
-            self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND)
-            self._size = len(data)
-            self._truncate_to = None  # a pending undo belonged to the old file; the new one holds no partial bytes
+            self._replace_file(records)
+
+    def _replace_file(self, records: list[dict[str, Any]]) -> None:
+        """Only with no batch in flight: at open (rewrite) or on the flusher thread (compact)."""
+        data = b"".join(encode(r) for r in records)  # before the temp file, so a refused record leaves none
+        tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.{time.monotonic_ns()}.tmp")
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view):]
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.replace(tmp, self.path)
+        dir_fd = os.open(self.path.parent, os.O_RDONLY)
+        try:
+            os.fsync(dir_fd)
+        finally:
+            os.close(dir_fd)
+        os.close(self._fd)
+        self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND)
+        self._size = len(data)
+        self._truncate_to = None  # a pending undo belonged to the old file; the new one holds no partial bytes
 
     @property
     def size(self) -> int:
@@ -238,6 +279,16 @@ class Journal:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _settle_any(fut: Future[Any], *, result: Any = None, exc: BaseException | None = None) -> None:
+    try:
+        if exc is not None:
+            fut.set_exception(exc)
+        else:
+            fut.set_result(result)
+    except InvalidStateError:
+        pass
 
 
 def _settle(fut: Future[int], *, result: int = 0, exc: BaseException | None = None) -> None:

@@ -1,0 +1,95 @@
+"""Live compaction: retention applied to a journal that is being appended to, on the flusher thread."""
+
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from crosstalk.journal import Journal
+from crosstalk.journal.codec import read_journal
+from crosstalk.journal.retention import select_retained
+
+pytestmark = pytest.mark.unit
+
+OLD = time.time() - 30 * 3600
+
+
+def _msg(mid: str, ts: float, rtype: str = "received") -> dict[str, object]:
+    if rtype == "received":
+        return {"type": "received", "ts": ts, "message": {"message_id": mid, "parts": []}}
+    return {"type": rtype, "ts": ts, "message_id": mid, "state": "accepted"}
+
+
+def test_compaction_drops_old_resolved_work_keeps_unresolved_and_every_concurrent_append(tmp_path: Path) -> None:
+    journal, _ = Journal.open(tmp_path / "a.jsonl", tmp_path / "a.lock")
+    try:
+        journal.append_many(
+            [_msg("old-done", OLD), _msg("old-done", OLD, "dispatch"), _msg("old-done", OLD, "outcome")]
+        )
+        journal.append_many([_msg("old-open", OLD), _msg("old-open", OLD, "dispatch")])  # no outcome: unresolved
+        journal.append(_msg("recent", time.time()))
+
+        written: list[str] = []
+        lock = threading.Lock()
+        stop = threading.Event()
+
+        def writer(k: int) -> None:
+            i = 0
+            while not stop.is_set() and i < 400:
+                mid = f"live-{k}-{i}"
+                journal.append(_msg(mid, time.time()))
+                with lock:
+                    written.append(mid)
+                i += 1
+
+        threads = [threading.Thread(target=writer, args=(k,)) for k in range(6)]
+        for t in threads:
+            t.start()
+        time.sleep(0.05)
+        before, after = journal.compact(lambda recs: select_retained(recs, {"old-open"})).result(timeout=30)
+        time.sleep(0.05)
+        stop.set()
+        for t in threads:
+            t.join(timeout=30)
+            assert not t.is_alive()
+        assert after == before - 3  # exactly the three records of the old, resolved message
+    finally:
+        journal.close()
+
+    result = read_journal(tmp_path / "a.jsonl")
+    assert result.torn_tail_bytes == 0 and result.bad_lines == 0
+    ids = [(r.get("message") or {}).get("message_id") or r.get("message_id") for r in result.records]
+    assert "old-done" not in ids
+    assert ids.count("old-open") == 2 and ids.count("recent") == 1
+    live = [i for i in ids if isinstance(i, str) and i.startswith("live-")]
+    assert sorted(live) == sorted(written)  # every append, before or after the compaction, exactly once
+
+
+def test_compaction_that_keeps_everything_leaves_the_file_alone(tmp_path: Path) -> None:
+    journal, _ = Journal.open(tmp_path / "b.jsonl", tmp_path / "b.lock")
+    try:
+        journal.append(_msg("recent", time.time()))
+        inode = (tmp_path / "b.jsonl").stat().st_ino
+        assert journal.compact(lambda recs: recs).result(timeout=10) == (1, 1)
+        assert (tmp_path / "b.jsonl").stat().st_ino == inode
+    finally:
+        journal.close()
+
+
+def test_a_failing_selector_fails_the_compaction_not_the_journal(tmp_path: Path) -> None:
+    journal, _ = Journal.open(tmp_path / "c.jsonl", tmp_path / "c.lock")
+    try:
+        journal.append(_msg("one", time.time()))
+
+        def broken(records: list[dict[str, object]]) -> list[dict[str, object]]:
+            raise RuntimeError("selector bug")
+
+        with pytest.raises(Exception, match="selector bug"):
+            journal.compact(broken).result(timeout=10)
+        journal.append(_msg("two", time.time()))  # the flusher is alive and appends still land
+    finally:
+        journal.close()
+    assert [r["message"]["message_id"] for r in read_journal(tmp_path / "c.jsonl").records] == ["one", "two"]
