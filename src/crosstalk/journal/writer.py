@@ -23,6 +23,7 @@ from crosstalk.journal.codec import ReadResult, encode, read_journal
 from crosstalk.journal.errors import JournalError, JournalLocked, JournalWriteError
 
 APPEND_TIMEOUT_S = 30.0
+MAX_LINGER_S = 0.002  # the longest a batch waits for more appends (only under concurrent load)
 
 
 @dataclass(slots=True)
@@ -74,6 +75,8 @@ class Journal:
         self._queue: list[_Pending] = []
         self._ticket = _Ticket()
         self._compactions: list[_Compaction] = []
+        self._last_batch_len = 0
+        self._last_fsync_s = 0.0
         self._closed = False
         self.batches = 0  # number of write+fsync rounds, for tests and benchmarks
         self._thread = threading.Thread(target=self._flush_loop, name=f"journal-{path.stem}", daemon=True)
@@ -156,6 +159,7 @@ class Journal:
                     self._cv.wait()
                 if not self._queue and not self._compactions:
                     return  # closed and drained
+                self._linger()
                 batch, self._queue = self._queue, []
                 ticket, self._ticket = self._ticket, _Ticket()
                 compactions, self._compactions = self._compactions, []
@@ -163,6 +167,21 @@ class Journal:
                 self._write_batch(batch, ticket)
             for job in compactions:
                 self._run_compaction(job)
+
+    def _linger(self) -> None:
+        """Under concurrent load, give the writers the last batch just woke a moment to come back before the next
+        write: thread wake-ups are slow in Python, and without this each fsync would carry only the first few of
+        them. Waits at most one fsync's duration, and only while fewer appends are queued than the last batch had;
+        a lone writer (last batch of one) never waits."""
+        target = self._last_batch_len
+        if target <= 1 or self._closed:
+            return
+        deadline = time.monotonic() + min(self._last_fsync_s, MAX_LINGER_S)
+        while len(self._queue) < target and not self._closed:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return
+            self._cv.wait(remaining)
 
     def compact(self, select: Callable[[list[dict[str, Any]]], list[dict[str, Any]]]) -> Future[tuple[int, int]]:
         """Rewrite the journal to the records `select` keeps (retention), on the flusher thread between two
@@ -205,7 +224,10 @@ class Journal:
                 n = self._fs.write(self._fd, view)
                 view = view[n:]
             if any(p.durable for p in batch):
+                t0 = time.monotonic()
                 self._fs.fsync(self._fd)
+                self._last_fsync_s = time.monotonic() - t0
+            self._last_batch_len = len(batch)
         except Exception as exc:  # any failure, not only OSError, must fail the batch rather than the flusher
             self._undo(start)
             detail = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc

@@ -33,6 +33,18 @@ def test_no_args_prints_help_exit_0(xt: Procs) -> None:
         assert re.search(rf"^\s+{cmd}\s", res.stdout, re.M), cmd
 
 
+def test_agent_alone_prints_help_exit_0(xt: Procs) -> None:
+    res = xt.cli("agent")
+    assert res.returncode == 0
+    assert "run" in res.stdout
+
+
+def test_version(xt: Procs) -> None:
+    res = xt.cli("--version")
+    assert res.returncode == 0
+    assert re.fullmatch(r"crosstalk \d+\.\d+\.\d+\S*\n", res.stdout), res.stdout
+
+
 def test_unknown_command_is_one_line_usage_error(xt: Procs) -> None:
     res = xt.cli("frobnicate")
     assert res.returncode == 2

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import json
+import os
 import re
+import subprocess
 from collections.abc import Iterator
 
 import pytest
-from xt_procs import Agent, Procs, one_error_line, procs
+from xt_procs import CROSSTALK, Agent, Procs, one_error_line, procs
 
 pytestmark = pytest.mark.integration
 
@@ -79,6 +81,20 @@ def test_send_empty_body_is_usage_error(xt: Procs, alice: Agent, body: str) -> N
     assert res.returncode == 2
     assert res.stdout == ""
     assert "empty" in one_error_line(res.stderr)
+    assert alice.inbox_lines() == []
+
+
+def test_send_no_text_with_terminal_stdin_is_usage_error(xt: Procs, alice: Agent) -> None:
+    master, slave = os.openpty()
+    try:
+        res = subprocess.run(
+            [str(CROSSTALK), "send", "alice"], env=xt.env, stdin=slave, capture_output=True, timeout=30, check=False
+        )
+    finally:
+        os.close(slave)
+        os.close(master)
+    assert res.returncode == 2
+    assert "terminal" in one_error_line(res.stderr.decode())
     assert alice.inbox_lines() == []
 
 
@@ -235,3 +251,14 @@ def test_send_unreachable_and_unknown_exit_codes(xt: Procs, step: str, state: st
     assert res.returncode == code, (res.stdout, res.stderr)
     assert json.loads(res.stdout)["state"] == state
     one_error_line(res.stderr)
+
+
+def test_send_no_answer_within_timeout_exit_1(xt: Procs) -> None:
+    hangs = xt.start_agent("hangs", "--script", "hang")
+    res = xt.cli("send", "hangs", "x", "--timeout", "0.5")
+    assert res.returncode == 1, (res.stdout, res.stderr)
+    assert res.stdout == ""
+    one_error_line(res.stderr)
+    # The message was claimed for dispatch before the harness hung: journaled, never acknowledged.
+    types = [r["type"] for r in xt.journal_records(hangs.agent_id)]
+    assert types == ["received", "dispatch"]

@@ -61,6 +61,7 @@ class Stream:
         self.acked: dict[str, str] = {}  # message_id → state, for answers accepted/queued
         self.answers: dict[str, str] = {}  # message_id → state, every answer that came back
         self.errors: dict[str, str] = {}  # message_id → error, no answer (the agent was down or died)
+        self.crashes: list[BaseException] = []  # unexpected exceptions in a sender thread
         self.threads = [threading.Thread(target=self._run, args=(n,), daemon=True) for n in range(SENDERS)]
 
     def start(self) -> Stream:
@@ -69,6 +70,13 @@ class Stream:
         return self
 
     def _run(self, n: int) -> None:
+        try:
+            self._loop(n)
+        except BaseException as exc:  # anything but a delivery error is a test failure, reported by join()
+            with self.lock:
+                self.crashes.append(exc)
+
+    def _loop(self, n: int) -> None:
         i = 0
         while not self.stop.is_set():
             msg = new_message(self.to, f"stream t{n} m{i}", from_=SENDER)
@@ -77,12 +85,12 @@ class Stream:
                 self.attempted.append(msg.message_id)
             try:
                 outcome = send(self.paths, msg, timeout=SEND_TIMEOUT_S).outcome
-            except (CrosstalkError, OSError) as exc:
+            except CrosstalkError as exc:  # no such agent, unreachable, wire error: not acknowledged
                 with self.lock:
                     self.errors[msg.message_id] = f"{type(exc).__name__}: {exc}"
                 time.sleep(0.005)  # the agent is down: do not spin
                 continue
-            assert outcome.message_id == msg.message_id
+            assert outcome.message_id == msg.message_id, (outcome, msg.message_id)
             with self.lock:
                 self.answers[msg.message_id] = outcome.state.value
                 if outcome.state.value in ("accepted", "queued"):
@@ -101,6 +109,7 @@ class Stream:
         for t in self.threads:
             t.join(SEND_TIMEOUT_S + 5)
         assert not any(t.is_alive() for t in self.threads), "a sender thread hung"
+        assert not self.crashes, self.crashes[:3]
 
 
 def by_type(records: list[dict[str, Any]]) -> dict[str, dict[str, list[dict[str, Any]]]]:
