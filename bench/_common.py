@@ -111,8 +111,10 @@ def _fs_type(path: str) -> str:
 
 def print_machine() -> None:
     m = machine()
-    print(f"machine: nproc={m['nproc']} python={m['python']} kernel={m['kernel']} /tmp fs={m['tmp_fs']} "
-          f"load(1m)={m['loadavg_1m']}")
+    print(
+        f"machine: nproc={m['nproc']} python={m['python']} kernel={m['kernel']} /tmp fs={m['tmp_fs']} "
+        f"load(1m)={m['loadavg_1m']}"
+    )
 
 
 def make_tmp() -> Path:
@@ -219,9 +221,18 @@ class FakeAgent:
 
 
 # ------------------------------------------------------------------ results
-def figure(name: str, value: float, unit: str, *, baseline: float | None = None, baseline_name: str = "",
-           ratio: float | None = None, target: str | None = None, passed: bool | None = None,
-           summary: str = "") -> dict[str, Any]:
+def figure(
+    name: str,
+    value: float,
+    unit: str,
+    *,
+    baseline: float | None = None,
+    baseline_name: str = "",
+    ratio: float | None = None,
+    target: str | None = None,
+    passed: bool | None = None,
+    summary: str = "",
+) -> dict[str, Any]:
     """One reported number. `target` is the issue's target as text (e.g. "<= 10x"); None marks info only."""
     return {
         "name": name,

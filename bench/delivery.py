@@ -35,8 +35,10 @@ from _common import (
 )
 
 TARGET_RATIO = 10.0
-TEXT = ("build 481 failed on main: test_login timed out after 30 s in tests/integration/test_auth.py; "
-        "the retry change in client.py looks related, can you take a look before the release cut?")
+TEXT = (
+    "build 481 failed on main: test_login timed out after 30 s in tests/integration/test_auth.py; "
+    "the retry change in client.py looks related, can you take a look before the release cut?"
+)
 
 
 def main() -> int:
@@ -75,8 +77,10 @@ def main() -> int:
         payload_len = len(encode_auth(token) + encode_crosstalk_user(msgs(1, "size")[0]))
         payload = floor.payload_of(payload_len)
         server = floor.FloorServer(fsync=True, tmp=tmp).start()
-        print(f"agent pid {agent.pid} ({agent.ready['agent_id']}), floor server pid {server.pid}, "
-              f"frame {payload_len} bytes, state root {tmp}")
+        print(
+            f"agent pid {agent.pid} ({agent.ready['agent_id']}), floor server pid {server.pid}, "
+            f"frame {payload_len} bytes, state root {tmp}"
+        )
 
         states: dict[str, int] = {}
         lock = threading.Lock()
@@ -134,16 +138,22 @@ def main() -> int:
     ok = ratio <= TARGET_RATIO
     print(f"\nsequential, {n} messages each ({blocks} interleaved blocks), after {warm} warm-up sends:")
     print(f"  floor (separate process, 1 fsync)     p50 {us(f['p50'])}  p99 {us(f['p99'])}")
-    print(f"  client.send (resolve+key+deliver)     p50 {us(s['p50'])}  p99 {us(s['p99'])}"
-          f"   ratio p50 {s['p50'] / f['p50']:.1f}x  p99 {s['p99'] / f['p99']:.1f}x")
-    print(f"  deliver only (pre-resolved)           p50 {us(d['p50'])}  p99 {us(d['p99'])}"
-          f"   ratio p50 {d['p50'] / f['p50']:.1f}x  p99 {d['p99'] / f['p99']:.1f}x")
+    print(
+        f"  client.send (resolve+key+deliver)     p50 {us(s['p50'])}  p99 {us(s['p99'])}"
+        f"   ratio p50 {s['p50'] / f['p50']:.1f}x  p99 {s['p99'] / f['p99']:.1f}x"
+    )
+    print(
+        f"  deliver only (pre-resolved)           p50 {us(d['p50'])}  p99 {us(d['p99'])}"
+        f"   ratio p50 {d['p50'] / f['p50']:.1f}x  p99 {d['p99'] / f['p99']:.1f}x"
+    )
     print(f"  target: client.send p50 <= {TARGET_RATIO:.0f}x floor p50 -> {'PASS' if ok else 'MISS'} ({ratio:.1f}x)")
     print("  drift by block (messages the agent already held -> floor p50 / client.send p50):")
     print("    " + "  ".join(f"{h}:{fp * 1e6:.0f}/{sp * 1e6:.0f}" for h, fp, sp in block_p50))
     (h0, f0, s0), (h1, f1, s1) = block_p50[0], block_p50[-1]
-    print(f"    first block send p50 {s0 * 1e6:.0f} us ({s0 / f0:.1f}x floor) at {h0} held; "
-          f"last block {s1 * 1e6:.0f} us ({s1 / f1:.1f}x floor) at {h1} held")
+    print(
+        f"    first block send p50 {s0 * 1e6:.0f} us ({s0 / f0:.1f}x floor) at {h0} held; "
+        f"last block {s1 * 1e6:.0f} us ({s1 / f1:.1f}x floor) at {h1} held"
+    )
     print(f"\nthroughput, {n} messages over {k} client threads:")
     print(f"  floor server                          {thr_floor:8.0f} msg/s")
     print(f"  agent via client.send                 {thr_send:8.0f} msg/s   ratio {thr_send / thr_floor:.2f}x")
@@ -152,20 +162,61 @@ def main() -> int:
     if accepted != sent or inbox_lines != sent:
         print("WARNING: not every message was accepted and injected exactly once", file=sys.stderr)
 
-    emit_result("delivery", [
-        figure("delivery p50 (client.send)", s["p50"] * 1e6, "us", baseline=f["p50"] * 1e6,
-               baseline_name="floor p50", ratio=ratio, target=f"<= {TARGET_RATIO:.0f}x floor", passed=ok,
-               summary=f"delivery p50 {s['p50'] * 1e6:.0f} us vs floor {f['p50'] * 1e6:.0f} us"),
-        figure("delivery p99 (client.send)", s["p99"] * 1e6, "us", baseline=f["p99"] * 1e6,
-               baseline_name="floor p99", ratio=s["p99"] / f["p99"]),
-        figure("delivery p50, last block", s1 * 1e6, "us", baseline=f1 * 1e6, baseline_name="floor p50, last block",
-               ratio=s1 / f1, summary=f"first block {s0 * 1e6:.0f} us at {h0} held, last {s1 * 1e6:.0f} us at {h1}"),
-        figure("deliver-only p50", d["p50"] * 1e6, "us", baseline=f["p50"] * 1e6, baseline_name="floor p50",
-               ratio=d["p50"] / f["p50"]),
-        figure(f"throughput ({k} threads)", thr_send, "msg/s", baseline=thr_floor,
-               baseline_name=f"floor, {k} threads", ratio=thr_send / thr_floor),
-    ], {"outcomes": states, "sent": sent, "inbox_lines": inbox_lines,
-        "blocks": [{"held": h, "floor_p50_us": fp * 1e6, "send_p50_us": sp * 1e6} for h, fp, sp in block_p50]})
+    emit_result(
+        "delivery",
+        [
+            figure(
+                "delivery p50 (client.send)",
+                s["p50"] * 1e6,
+                "us",
+                baseline=f["p50"] * 1e6,
+                baseline_name="floor p50",
+                ratio=ratio,
+                target=f"<= {TARGET_RATIO:.0f}x floor",
+                passed=ok,
+                summary=f"delivery p50 {s['p50'] * 1e6:.0f} us vs floor {f['p50'] * 1e6:.0f} us",
+            ),
+            figure(
+                "delivery p99 (client.send)",
+                s["p99"] * 1e6,
+                "us",
+                baseline=f["p99"] * 1e6,
+                baseline_name="floor p99",
+                ratio=s["p99"] / f["p99"],
+            ),
+            figure(
+                "delivery p50, last block",
+                s1 * 1e6,
+                "us",
+                baseline=f1 * 1e6,
+                baseline_name="floor p50, last block",
+                ratio=s1 / f1,
+                summary=f"first block {s0 * 1e6:.0f} us at {h0} held, last {s1 * 1e6:.0f} us at {h1}",
+            ),
+            figure(
+                "deliver-only p50",
+                d["p50"] * 1e6,
+                "us",
+                baseline=f["p50"] * 1e6,
+                baseline_name="floor p50",
+                ratio=d["p50"] / f["p50"],
+            ),
+            figure(
+                f"throughput ({k} threads)",
+                thr_send,
+                "msg/s",
+                baseline=thr_floor,
+                baseline_name=f"floor, {k} threads",
+                ratio=thr_send / thr_floor,
+            ),
+        ],
+        {
+            "outcomes": states,
+            "sent": sent,
+            "inbox_lines": inbox_lines,
+            "blocks": [{"held": h, "floor_p50_us": fp * 1e6, "send_p50_us": sp * 1e6} for h, fp, sp in block_p50],
+        },
+    )
     return 0 if accepted == sent == inbox_lines else 1
 
 

@@ -210,16 +210,34 @@ def main() -> int:
     print(f"  same without the fsync              p50 {us(nf_['p50'])}  p99 {us(nf_['p99'])}")
     print(f"  write+fsync alone, in-process       p50 {us(fo['p50'])}  p99 {us(fo['p99'])}")
     print(f"  floor throughput, 8 client threads  {tput:8.0f} round trips/s (one fsync each, no batching)")
-    summary = (f"floor p50 {f['p50'] * 1e6:.0f} us p99 {f['p99'] * 1e6:.0f} us "
-               f"(no-fsync round trip p50 {nf_['p50'] * 1e6:.0f} us, fsync alone p50 {fo['p50'] * 1e6:.0f} us)")
-    emit_result("floor", [
-        figure("floor p50", f["p50"] * 1e6, "us", baseline=nf_["p50"] * 1e6, baseline_name="round trip without fsync",
-               ratio=f["p50"] / nf_["p50"], summary=summary),
-        figure("floor p99", f["p99"] * 1e6, "us", baseline=nf_["p99"] * 1e6, baseline_name="round trip without fsync",
-               ratio=f["p99"] / nf_["p99"]),
-        figure("fsync alone p50", fo["p50"] * 1e6, "us"),
-        figure("floor throughput (8 threads)", tput, "msg/s"),
-    ])
+    summary = (
+        f"floor p50 {f['p50'] * 1e6:.0f} us p99 {f['p99'] * 1e6:.0f} us "
+        f"(no-fsync round trip p50 {nf_['p50'] * 1e6:.0f} us, fsync alone p50 {fo['p50'] * 1e6:.0f} us)"
+    )
+    emit_result(
+        "floor",
+        [
+            figure(
+                "floor p50",
+                f["p50"] * 1e6,
+                "us",
+                baseline=nf_["p50"] * 1e6,
+                baseline_name="round trip without fsync",
+                ratio=f["p50"] / nf_["p50"],
+                summary=summary,
+            ),
+            figure(
+                "floor p99",
+                f["p99"] * 1e6,
+                "us",
+                baseline=nf_["p99"] * 1e6,
+                baseline_name="round trip without fsync",
+                ratio=f["p99"] / nf_["p99"],
+            ),
+            figure("fsync alone p50", fo["p50"] * 1e6, "us"),
+            figure("floor throughput (8 threads)", tput, "msg/s"),
+        ],
+    )
     return 0
 
 

@@ -77,13 +77,24 @@ def main() -> None:
                 rate = sorted(rates)[len(rates) // 2]
                 base = sorted(bases)[len(bases) // 2]
                 passed = ratio >= 4.0
-                print(f"  async, {writers:>2} concurrent appends: {rate:8.0f} rec/s  vs unbatched {base:6.0f} rec/s  "
-                      f"{ratio:4.2f}x  ({sorted(per_fsync)[len(per_fsync) // 2]:.1f} records/fsync)  "
-                      f"target >= 4x: {verdict(passed)}")
-                figures.append({"name": f"journal async {writers} appenders", "value": rate, "unit": "rec/s",
-                                "baseline": base, "baseline_name": "adjacent unbatched fsync", "ratio": ratio,
-                                "target": ">= 4x unbatched", "passed": passed,
-                                "summary": f"{rate:.0f} rec/s vs {base:.0f} rec/s unbatched"})
+                print(
+                    f"  async, {writers:>2} concurrent appends: {rate:8.0f} rec/s  vs unbatched {base:6.0f} rec/s  "
+                    f"{ratio:4.2f}x  ({sorted(per_fsync)[len(per_fsync) // 2]:.1f} records/fsync)  "
+                    f"target >= 4x: {verdict(passed)}"
+                )
+                figures.append(
+                    {
+                        "name": f"journal async {writers} appenders",
+                        "value": rate,
+                        "unit": "rec/s",
+                        "baseline": base,
+                        "baseline_name": "adjacent unbatched fsync",
+                        "ratio": ratio,
+                        "target": ">= 4x unbatched",
+                        "passed": passed,
+                        "summary": f"{rate:.0f} rec/s vs {base:.0f} rec/s unbatched",
+                    }
+                )
         finally:
             journal.close()
     finally:

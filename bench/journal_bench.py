@@ -90,8 +90,7 @@ def through_journal(path: Path, record: dict, total: int, writers: int) -> tuple
         journal.close()
 
 
-def one_round(tmp: Path, r: int, record: dict, data: bytes, total: int, base_n: int,
-              writer_counts: list[int]) -> dict:
+def one_round(tmp: Path, r: int, record: dict, data: bytes, total: int, base_n: int, writer_counts: list[int]) -> dict:
     """Unbatched chunks between the Journal runs (1 writer, then each W); each Journal run is compared with the
     unbatched rate of the two chunks either side of it, so disk noise from other processes hits both alike."""
     plain = tmp / f"plain{r}.data"
@@ -106,12 +105,22 @@ def one_round(tmp: Path, r: int, record: dict, data: bytes, total: int, base_n: 
     def around(i: int) -> float:
         return 2 * base_n / (chunks[i] + chunks[i + 1])
 
-    out = {"base": len(chunks) * base_n / sum(chunks), "single": base_n / single_wall,
-           "single_ratio": base_n / single_wall / around(0), "w": {}}
+    out = {
+        "base": len(chunks) * base_n / sum(chunks),
+        "single": base_n / single_wall,
+        "single_ratio": base_n / single_wall / around(0),
+        "w": {},
+    }
     for i, (w, (wall, batches, fsync_s)) in enumerate(runs.items(), start=1):
-        out["w"][w] = {"rate": total / wall, "base": around(i), "ratio": total / wall / around(i),
-                       "batches": batches, "per_fsync": total / max(1, batches),
-                       "fsync_us": fsync_s / max(1, batches) * 1e6, "busy": fsync_s / wall}
+        out["w"][w] = {
+            "rate": total / wall,
+            "base": around(i),
+            "ratio": total / wall / around(i),
+            "batches": batches,
+            "per_fsync": total / max(1, batches),
+            "fsync_us": fsync_s / max(1, batches) * 1e6,
+            "busy": fsync_s / wall,
+        }
     return out
 
 
@@ -120,8 +129,7 @@ def main() -> int:
     ap.add_argument("--quick", action="store_true", help="a short run")
     ap.add_argument("--writers", default="16,64", help="comma-separated writer thread counts (default 16,64)")
     ap.add_argument("-n", type=int, default=None, help="records per Journal run (default 4000, quick 2000)")
-    ap.add_argument("--baseline-n", type=int, default=None, help="records per unbatched chunk (default 500, "
-                    "quick 300)")
+    ap.add_argument("--baseline-n", type=int, default=None, help="records per unbatched chunk (default 500, quick 300)")
     ap.add_argument("--rounds", type=int, default=None, help="rounds; medians are reported (default 5, quick 1)")
     args = ap.parse_args()
     exit_on_sigterm()
@@ -134,8 +142,10 @@ def main() -> int:
     record = make_record()
     data = encode(record)
     print_machine()
-    print(f"record: {len(data)} bytes encoded; {rounds} round(s), each: unbatched chunks of {base_n} write+fsync "
-          f"around every Journal run ({base_n} appends with 1 writer, {total} per writer count)")
+    print(
+        f"record: {len(data)} bytes encoded; {rounds} round(s), each: unbatched chunks of {base_n} write+fsync "
+        f"around every Journal run ({base_n} appends with 1 writer, {total} per writer count)"
+    )
 
     tmp = make_tmp()
     results = []
@@ -144,8 +154,9 @@ def main() -> int:
         for r in range(rounds):
             res = one_round(tmp, r, record, data, total, base_n, writer_counts)
             results.append(res)
-            ws = "  ".join(f"W={w}: {x['rate']:.0f} ({x['ratio']:.2f}x, {x['per_fsync']:.1f}/fsync)"
-                           for w, x in res["w"].items())
+            ws = "  ".join(
+                f"W={w}: {x['rate']:.0f} ({x['ratio']:.2f}x, {x['per_fsync']:.1f}/fsync)" for w, x in res["w"].items()
+            )
             print(f"  round {r + 1}: unbatched {res['base']:.0f} rec/s  1 writer {res['single']:.0f}  {ws}")
     finally:
         remove_tmp(tmp)
@@ -158,8 +169,14 @@ def main() -> int:
     print(f"  unbatched: 1 thread, write+fsync per record     {base_rate:9.0f} records/s   (baseline)")
     print(f"  Journal, 1 writer thread                        {single_rate:9.0f} records/s   {single_ratio:5.2f}x")
     figures = [
-        figure("journal 1 writer", single_rate, "rec/s", baseline=base_rate, baseline_name="unbatched fsync",
-               ratio=single_ratio),
+        figure(
+            "journal 1 writer",
+            single_rate,
+            "rec/s",
+            baseline=base_rate,
+            baseline_name="unbatched fsync",
+            ratio=single_ratio,
+        ),
     ]
     for w in writer_counts:
         rate = med(x["w"][w]["rate"] for x in results)
@@ -170,15 +187,26 @@ def main() -> int:
         fsync_us = med(x["w"][w]["fsync_us"] for x in results)
         busy = med(x["w"][w]["busy"] for x in results)
         ok = ratio >= TARGET_RATIO
-        print(f"  Journal, {w:3d} writer threads                    {rate:9.0f} records/s   {ratio:5.2f}x "
-              f"(vs {base_w:.0f} adjacent)   "
-              f"batches {batches:.0f} ({per_fsync:.1f} records/fsync, {fsync_us:.0f} us/fsync, "
-              f"fsync busy {busy:.0%})   target >= {TARGET_RATIO:.0f}x: {'PASS' if ok else 'MISS'}")
-        figures.append(figure(
-            f"journal {w} writers", rate, "rec/s", baseline=base_w, baseline_name="adjacent unbatched fsync",
-            ratio=ratio, target=f">= {TARGET_RATIO:.0f}x unbatched", passed=ok,
-            summary=f"{rate:.0f} rec/s vs {base_w:.0f} rec/s unbatched, {batches:.0f} batches "
-                    f"({per_fsync:.1f} rec/fsync, fsync busy {busy:.0%} of wall)"))
+        print(
+            f"  Journal, {w:3d} writer threads                    {rate:9.0f} records/s   {ratio:5.2f}x "
+            f"(vs {base_w:.0f} adjacent)   "
+            f"batches {batches:.0f} ({per_fsync:.1f} records/fsync, {fsync_us:.0f} us/fsync, "
+            f"fsync busy {busy:.0%})   target >= {TARGET_RATIO:.0f}x: {'PASS' if ok else 'MISS'}"
+        )
+        figures.append(
+            figure(
+                f"journal {w} writers",
+                rate,
+                "rec/s",
+                baseline=base_w,
+                baseline_name="adjacent unbatched fsync",
+                ratio=ratio,
+                target=f">= {TARGET_RATIO:.0f}x unbatched",
+                passed=ok,
+                summary=f"{rate:.0f} rec/s vs {base_w:.0f} rec/s unbatched, {batches:.0f} batches "
+                f"({per_fsync:.1f} rec/fsync, fsync busy {busy:.0%} of wall)",
+            )
+        )
     emit_result("journal", figures, {"record_bytes": len(data), "rounds": results})
     return 0
 

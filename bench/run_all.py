@@ -57,7 +57,7 @@ def run_one(name: str, quick: bool) -> tuple[int, dict | None, float]:
             for raw in lines:
                 line = raw.decode(errors="replace")
                 if line.startswith("RESULT "):
-                    result = json.loads(line[len("RESULT "):])
+                    result = json.loads(line[len("RESULT ") :])
                 else:
                     print(line, flush=True)
         sel.close()
@@ -113,16 +113,20 @@ def main() -> int:
         for fig in (result or {}).get("figures", []):
             rows.append((result["bench"], fig))
 
-    print(f"\nSUMMARY ({'quick' if args.quick else 'full'} run; nproc={m['nproc']} python={m['python']} "
-          f"kernel={m['kernel']} load(1m) at start={m['loadavg_1m']})")
+    print(
+        f"\nSUMMARY ({'quick' if args.quick else 'full'} run; nproc={m['nproc']} python={m['python']} "
+        f"kernel={m['kernel']} load(1m) at start={m['loadavg_1m']})"
+    )
     print(f"{'bench':<10} {'figure':<40} {'value':>12} {'baseline':>12} {'ratio':>7}  {'target':<20} verdict")
     missed = 0
     for bench, f in rows:
         ratio = f"{f['ratio']:.2f}x" if f.get("ratio") is not None else "-"
         base_unit = f["unit"]
-        print(f"{bench:<10} {f['name']:<40} {fmt(f['value'], f['unit']):>12} "
-              f"{fmt(f.get('baseline'), base_unit):>12} {ratio:>7}  {f.get('target') or '':<20} "
-              f"{verdict(f.get('passed'))}")
+        print(
+            f"{bench:<10} {f['name']:<40} {fmt(f['value'], f['unit']):>12} "
+            f"{fmt(f.get('baseline'), base_unit):>12} {ratio:>7}  {f.get('target') or '':<20} "
+            f"{verdict(f.get('passed'))}"
+        )
         if f.get("passed") is False:
             missed += 1
     targets = [f for _b, f in rows if f.get("passed") is not None]

@@ -65,9 +65,13 @@ send(StatePaths.from_env(), new_message("bench", sys.argv[1], from_="@bench:cli"
 t.append(c())
 print(json.dumps([b - a for a, b in zip(t, t[1:])]))
 """
-STAGE_NAMES = ("import crosstalk.cli.main (argparse)", "build parser + parse argv", "+ crosstalk.cli.send_cmd",
-               "+ crosstalk.client (and deps)",
-               "resolve + read key + deliver")
+STAGE_NAMES = (
+    "import crosstalk.cli.main (argparse)",
+    "build parser + parse argv",
+    "+ crosstalk.cli.send_cmd",
+    "+ crosstalk.client (and deps)",
+    "resolve + read key + deliver",
+)
 
 
 def timed(cmd: list[str], env: dict[str, str]) -> float:
@@ -94,8 +98,9 @@ def stages(env: dict[str, str], runs: int) -> list[float]:
     """Median wall seconds of each STAGES step over `runs` fresh interpreters."""
     per: list[list[float]] = []
     for _ in range(runs):
-        res = subprocess.run([PYTHON, "-c", STAGES, TEXT], env=env, stdin=subprocess.DEVNULL, capture_output=True,
-                             timeout=60, check=True)
+        res = subprocess.run(
+            [PYTHON, "-c", STAGES, TEXT], env=env, stdin=subprocess.DEVNULL, capture_output=True, timeout=60, check=True
+        )
         per.append(json.loads(res.stdout))
     return [statistics.median(col) for col in zip(*per, strict=True)]
 
@@ -152,12 +157,17 @@ def main() -> int:
         b, s = r["bare"], r["send"]
         ratio = s["p50"] / b["p50"]
         ok = ratio <= TARGET_RATIO
-        what = ("inherited environment" if label == "as-is"
-                else "bytecode cache on (PYTHONPYCACHEPREFIX, no PYTHONDONTWRITEBYTECODE)")
+        what = (
+            "inherited environment"
+            if label == "as-is"
+            else "bytecode cache on (PYTHONPYCACHEPREFIX, no PYTHONDONTWRITEBYTECODE)"
+        )
         print(f"\n[{label}] {what}: {n} runs each, alternating, after 3 warm-up runs of each")
         print(f"  .venv/bin/python -c pass          median {ms(b['p50'])}  p90 {ms(b['p90'])}")
-        print(f"  .venv/bin/crosstalk send ...      median {ms(s['p50'])}  p90 {ms(s['p90'])}   "
-              f"ratio median {ratio:.1f}x  p90 {s['p90'] / b['p90']:.1f}x")
+        print(
+            f"  .venv/bin/crosstalk send ...      median {ms(s['p50'])}  p90 {ms(s['p90'])}   "
+            f"ratio median {ratio:.1f}x  p90 {s['p90'] / b['p90']:.1f}x"
+        )
         print(f"  target: send median <= {TARGET_RATIO:.0f}x bare start -> {'PASS' if ok else 'MISS'} ({ratio:.1f}x)")
         print(f"  stages in a fresh interpreter (median of {stage_runs}, wall):")
         for name, sec in zip(STAGE_NAMES, r["stages"], strict=True):
@@ -171,18 +181,39 @@ def main() -> int:
             print(f"    {cum / 1000:7.1f} ms  {self_us / 1000:5.1f} ms  {'  ' * depth}{mod}")
         print(f"    all top-level imports: {total / 1000:.1f} ms (python -c pass: {total_bare / 1000:.1f} ms)")
         r["top"] = [{"module": m, "cumulative_us": c, "self_us": su} for c, su, _d, m in top]
-        figures.append(figure(
-            f"crosstalk send median [{label}]", s["p50"] * 1e3, "ms", baseline=b["p50"] * 1e3,
-            baseline_name="python -c pass median", ratio=ratio, target=f"<= {TARGET_RATIO:.0f}x bare start",
-            passed=ok, summary=f"send median {s['p50'] * 1e3:.1f} ms vs bare start {b['p50'] * 1e3:.1f} ms"))
-        figures.append(figure(f"crosstalk send p90 [{label}]", s["p90"] * 1e3, "ms", baseline=b["p90"] * 1e3,
-                              baseline_name="python -c pass p90", ratio=s["p90"] / b["p90"]))
+        figures.append(
+            figure(
+                f"crosstalk send median [{label}]",
+                s["p50"] * 1e3,
+                "ms",
+                baseline=b["p50"] * 1e3,
+                baseline_name="python -c pass median",
+                ratio=ratio,
+                target=f"<= {TARGET_RATIO:.0f}x bare start",
+                passed=ok,
+                summary=f"send median {s['p50'] * 1e3:.1f} ms vs bare start {b['p50'] * 1e3:.1f} ms",
+            )
+        )
+        figures.append(
+            figure(
+                f"crosstalk send p90 [{label}]",
+                s["p90"] * 1e3,
+                "ms",
+                baseline=b["p90"] * 1e3,
+                baseline_name="python -c pass p90",
+                ratio=s["p90"] / b["p90"],
+            )
+        )
     sends = 2 * (n + 3) + sum(1 for _ in results) * (1 + stage_runs)
     print(f"\nthe agent's fake inbox holds {inbox_lines} lines ({sends} sends)")
-    emit_result("send_cli", figures, {
-        "stages": {label: dict(zip(STAGE_NAMES, r["stages"], strict=True)) for label, r in results.items()},
-        "top_imports": {label: r["top"] for label, r in results.items()},
-    })
+    emit_result(
+        "send_cli",
+        figures,
+        {
+            "stages": {label: dict(zip(STAGE_NAMES, r["stages"], strict=True)) for label, r in results.items()},
+            "top_imports": {label: r["top"] for label, r in results.items()},
+        },
+    )
     return 0 if inbox_lines == sends else 1
 
 

@@ -80,8 +80,13 @@ class AgentHost:
     async def start(cls, paths: StatePaths, config: AgentConfig) -> AgentHost:
         paths.ensure()
         harness_name = config.harness.name
-        registration = Registration.acquire(paths, harness=harness_name, session_ref=config.session_ref,
-                                            preferred_name=config.preferred_name, cwd=config.cwd)
+        registration = Registration.acquire(
+            paths,
+            harness=harness_name,
+            session_ref=config.session_ref,
+            preferred_name=config.preferred_name,
+            cwd=config.cwd,
+        )
         host = cls(paths, config, registration)
         try:
             await host._open()
@@ -104,10 +109,18 @@ class AgentHost:
             journal.rewrite(kept)
             state = JournalState.replay(kept)
         self.state = state
-        identity = AgentIdentity(agent_id=agent_id, name=self.name, hop_entry=hop_entry(agent_id),
-                                 binding=bind, reply_address=str(uds_path))
-        self.receiver = Receiver(identity, journal, state, self.config.harness, self.view,
-                                 limits=self.config.limits, inject_timeout_s=self.config.inject_timeout_s)
+        identity = AgentIdentity(
+            agent_id=agent_id, name=self.name, hop_entry=hop_entry(agent_id), binding=bind, reply_address=str(uds_path)
+        )
+        self.receiver = Receiver(
+            identity,
+            journal,
+            state,
+            self.config.harness,
+            self.view,
+            limits=self.config.limits,
+            inject_timeout_s=self.config.inject_timeout_s,
+        )
         reconciled = self.receiver.reconcile()
         self.replay_report = {
             "records": len(read.records),
@@ -123,8 +136,13 @@ class AgentHost:
         await self.ingress.start()
 
         # 3. the harness binding.
-        info = AgentInfo(agent_id=agent_id, name=self.name, session_ref=self.config.session_ref,
-                         uds_path=str(uds_path), cwd=self.config.cwd)
+        info = AgentInfo(
+            agent_id=agent_id,
+            name=self.name,
+            session_ref=self.config.session_ref,
+            uds_path=str(uds_path),
+            cwd=self.config.cwd,
+        )
         bound = await self.config.harness.bind(info)
 
         # 4. publish: from now on others can find us.

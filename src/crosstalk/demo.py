@@ -53,10 +53,22 @@ class Demo:
     # -------------------------------------------------------------- agents
     def start_agent(self, name: str, *extra: str) -> DemoAgent:
         inbox = self.root / f"{name}.inbox.jsonl"
-        cmd = [sys.executable, "-m", "crosstalk", "agent", "run", "--harness", "fake", "--name", name,
-               "--inbox", str(inbox), "--json", *extra]
-        proc = subprocess.Popen(cmd, env=self.env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                cwd=self.root)
+        cmd = [
+            sys.executable,
+            "-m",
+            "crosstalk",
+            "agent",
+            "run",
+            "--harness",
+            "fake",
+            "--name",
+            name,
+            "--inbox",
+            str(inbox),
+            "--json",
+            *extra,
+        ]
+        proc = subprocess.Popen(cmd, env=self.env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=self.root)
         ready = _read_ready(proc, START_TIMEOUT_S)
         agent = DemoAgent(name, proc, ready["agent_id"], inbox)
         self.agents[name] = agent
@@ -81,15 +93,28 @@ class Demo:
         self._host_loop = loop
         self._host_thread = threading.Thread(target=loop.run_forever, name="demo-orchestrator", daemon=True)
         self._host_thread.start()
-        config = AgentConfig(harness=FakeHarness(inbox=self.root / "orchestrator.inbox.jsonl"),
-                             session_ref="demo-orchestrator", preferred_name="orchestrator", cwd=str(self.root))
+        config = AgentConfig(
+            harness=FakeHarness(inbox=self.root / "orchestrator.inbox.jsonl"),
+            session_ref="demo-orchestrator",
+            preferred_name="orchestrator",
+            cwd=str(self.root),
+        )
         fut = asyncio.run_coroutine_threadsafe(AgentHost.start(StatePaths(self.root), config), loop)
         self._host = fut.result(START_TIMEOUT_S)
         self.out(f"  started {'orchestrator':<12} agent_id {self._host.agent_id}  (in this process)")
 
     # -------------------------------------------------------------- sending
-    def send(self, to: str, text: str, *, from_: str = "orchestrator", kind: str = "inform",
-             delivery: str = "auto", message_id: str | None = None, note: str = "") -> Outcome | None:
+    def send(
+        self,
+        to: str,
+        text: str,
+        *,
+        from_: str = "orchestrator",
+        kind: str = "inform",
+        delivery: str = "auto",
+        message_id: str | None = None,
+        note: str = "",
+    ) -> Outcome | None:
         from crosstalk.client import send
         from crosstalk.core.errors import CrosstalkError
         from crosstalk.registry.paths import StatePaths
@@ -117,15 +142,19 @@ class Demo:
             answer = {"state": "error", "reason": res.stderr.decode().strip()}
         sender = args[args.index("--from") + 1] if "--from" in args else "@cli"
         kind = args[args.index("--kind") + 1] if "--kind" in args else "inform"
-        self.out(f"  {sender:<14} → {to:<12} {kind:<7} {answer.get('state', '?'):<11}"
-                 f"{_reason(answer.get('reason'))} {_quote(text)}   [crosstalk send, exit {res.returncode}]")
+        self.out(
+            f"  {sender:<14} → {to:<12} {kind:<7} {answer.get('state', '?'):<11}"
+            f"{_reason(answer.get('reason'))} {_quote(text)}   [crosstalk send, exit {res.returncode}]"
+        )
         if answer.get("state") in ("accepted", "queued"):
             self.delivered += 1
         return res.returncode
 
     def _line(self, msg: Message, sender: str, state: str, reason: str | None, note: str) -> None:
-        self.out(f"  {sender:<14} → {msg.to:<12} {msg.kind.value:<7} {state:<11}{_reason(reason)} "
-                 f"{_quote(msg.text)}{('   ' + note) if note else ''}")
+        self.out(
+            f"  {sender:<14} → {msg.to:<12} {msg.kind.value:<7} {state:<11}{_reason(reason)} "
+            f"{_quote(msg.text)}{('   ' + note) if note else ''}"
+        )
 
     # -------------------------------------------------------------- showing
     def show_inboxes(self) -> None:
@@ -213,8 +242,12 @@ def run_demo(out: Callable[[str], None] = print) -> int:
         demo.send("bob", "and check the timeout default while you are there")
         demo.send("bob", "FYI: main is frozen for the release", kind="meta", note="(bob's session was busy)")
         if first is not None:
-            demo.send("bob", "please review the retry change in client.py", message_id=first.message_id,
-                      note="(same message_id again: answered from the journal)")
+            demo.send(
+                "bob",
+                "please review the retry change in client.py",
+                message_id=first.message_id,
+                note="(same message_id again: answered from the journal)",
+            )
         demo.send("carol", "drop what you are doing", note="(carol is alice's worker)")
         demo.send_cli("carol", "nightly job finished", "--from", "@cron:nightly")
         demo.send("alice", "are you there?", kind="ping")
@@ -224,8 +257,12 @@ def run_demo(out: Callable[[str], None] = print) -> int:
         demo.send("bob", "are you still there?", note="(bob is down)")
         demo.start_agent("bob")
         if first is not None:
-            demo.send("bob", "please review the retry change in client.py", message_id=first.message_id,
-                      note="(retry after the restart: still not injected twice)")
+            demo.send(
+                "bob",
+                "please review the retry change in client.py",
+                message_id=first.message_id,
+                note="(retry after the restart: still not injected twice)",
+            )
         demo.send("bob", "welcome back")
 
         demo.show_inboxes()

@@ -175,8 +175,14 @@ class Receiver:
             return Outcome(msg.message_id, State.ACCEPTED, "pong", {"ping": True})
 
         bind = self.identity.binding
-        received = R.received(msg, inbound.sender, dedupe_key=None if inbound.native else inbound.sender.dedupe_key,
-                              transport=inbound.transport, bind=bind, native=inbound.native)
+        received = R.received(
+            msg,
+            inbound.sender,
+            dedupe_key=None if inbound.native else inbound.sender.dedupe_key,
+            transport=inbound.transport,
+            bind=bind,
+            native=inbound.native,
+        )
         claim = R.dispatch(msg.message_id, bind)
         try:
             # Inline delivery: the message and its dispatch claim become durable together, before any harness write.
@@ -203,8 +209,13 @@ class Receiver:
     async def _inject(self, inbound: Inbound) -> InjectResult:
         """Call the adapter and map every way it can end to exactly one state."""
         msg = inbound.message
-        request = InjectRequest(message=msg, sender=inbound.sender, delivery=msg.delivery,
-                                reply_address=self.identity.reply_address, meta=msg.kind is Kind.META)
+        request = InjectRequest(
+            message=msg,
+            sender=inbound.sender,
+            delivery=msg.delivery,
+            reply_address=self.identity.reply_address,
+            meta=msg.kind is Kind.META,
+        )
         try:
             result = await asyncio.wait_for(self.harness.inject(request), self.inject_timeout_s)
         except (HarnessRefused, PreSendFailure) as exc:
@@ -228,8 +239,7 @@ class Receiver:
         msg = inbound.message
         try:
             # An audit record that acknowledges nothing: written, not waited for.
-            self.journal.submit([R.rejected(msg, inbound.sender, reason, transport=inbound.transport)],
-                                durable=False)
+            self.journal.submit([R.rejected(msg, inbound.sender, reason, transport=inbound.transport)], durable=False)
         except (JournalError, OSError, ValueError):
             log.warning("could not journal a rejection of %s", msg.message_id)
         return Outcome(msg.message_id, State.REJECTED, reason)
@@ -250,8 +260,11 @@ class Receiver:
                 continue
             same = _same_binding(entry.binding, bind)
             if entry.state is State.DISPATCHING:
-                state, reason = (State.UNKNOWN, "crashed_during_dispatch") if same else (
-                    State.UNREACHABLE, "bound_to_another_conversation")
+                state, reason = (
+                    (State.UNKNOWN, "crashed_during_dispatch")
+                    if same
+                    else (State.UNREACHABLE, "bound_to_another_conversation")
+                )
             else:
                 failed = self._recheck(entry)
                 if failed:

@@ -15,12 +15,20 @@ from crosstalk.cli.common import EXIT_USAGE, EXIT_WIRE, fail, state_paths
 
 def run(args: Any) -> int:
     """Register agent NAME, listen on its socket, and deliver into the harness until stopped."""
-    name, session_ref, inbox, fake_script, fake_default = (args.name, args.session_ref, args.inbox,
-                                                            args.fake_script, args.fake_default)
+    name, session_ref, inbox, fake_script, fake_default = (
+        args.name,
+        args.session_ref,
+        args.inbox,
+        args.fake_script,
+        args.fake_default,
+    )
     role, parent, peers, accept_from = args.role, args.parent, tuple(args.peers), tuple(args.accept_from)
     cwd, as_json, verbose = args.cwd, args.as_json, args.verbose
-    logging.basicConfig(level=logging.INFO if verbose else logging.WARNING, stream=sys.stderr,
-                        format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    logging.basicConfig(
+        level=logging.INFO if verbose else logging.WARNING,
+        stream=sys.stderr,
+        format="%(asctime)s %(name)s %(levelname)s %(message)s",
+    )
     from crosstalk.harness.fake import FakeHarness, parse_script
     from crosstalk.policy import Role
     from crosstalk.registry.errors import InvalidName
@@ -77,9 +85,11 @@ async def _serve(paths: object, config: object, as_json: bool, verbose: bool) ->
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
     if verbose and host.receiver is not None:
-        host.receiver.add_listener(lambda inbound, outcome: logging.getLogger("crosstalk.agent").info(
-            "%s from %s: %s %s", outcome.message_id, inbound.sender.label, outcome.state.value,
-            outcome.reason or ""))
+        host.receiver.add_listener(
+            lambda inbound, outcome: logging.getLogger("crosstalk.agent").info(
+                "%s from %s: %s %s", outcome.message_id, inbound.sender.label, outcome.state.value, outcome.reason or ""
+            )
+        )
     ready = {
         "event": "ready",
         "name": host.name,

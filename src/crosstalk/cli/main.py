@@ -66,6 +66,7 @@ _HELP = {
     "demo": "Run agents in a temporary state root and exchange messages.",
 }
 
+
 def build_parser(only: str | None = None) -> Parser:
     """The whole parser, or (for speed) one whose subcommands carry arguments only for `only`."""
     parser = Parser(
@@ -98,22 +99,40 @@ def _command_of(argv: Sequence[str]) -> str | None:
 
 
 def _send(sub: Any) -> None:
-    p = sub.add_parser("send", help="Send a message to a live agent by name or agent_id.",
-                       description="Send TEXT to the live agent TARGET (a name or an agent_id). The body is read "
-                       "from stdin when TEXT is omitted or is '-'; trailing whitespace is stripped.")
+    p = sub.add_parser(
+        "send",
+        help="Send a message to a live agent by name or agent_id.",
+        description="Send TEXT to the live agent TARGET (a name or an agent_id). The body is read "
+        "from stdin when TEXT is omitted or is '-'; trailing whitespace is stripped.",
+    )
     p.add_argument("target", metavar="TARGET")
     p.add_argument("text", metavar="TEXT", nargs="?")
-    p.add_argument("--kind", choices=["inform", "meta", "ping"], default="inform",
-                   help="inform (default): a message for the model; meta: context that never starts a turn; "
-                   "ping: liveness only, never injected.")
-    p.add_argument("--delivery", choices=["auto", "steer", "next_turn"],
-                   help="auto (default): soonest without breaking a tool call; steer: into the running turn; "
-                   "next_turn: after the current turn.")
+    p.add_argument(
+        "--kind",
+        choices=["inform", "meta", "ping"],
+        default="inform",
+        help="inform (default): a message for the model; meta: context that never starts a turn; "
+        "ping: liveness only, never injected.",
+    )
+    p.add_argument(
+        "--delivery",
+        choices=["auto", "steer", "next_turn"],
+        help="auto (default): soonest without breaking a tool call; steer: into the running turn; "
+        "next_turn: after the current turn.",
+    )
     p.add_argument("--mode", choices=["auto", "steer", "followUp"], help="pi-style spelling of --delivery.")
-    p.add_argument("--from", dest="from_", metavar="@SCHEME:TOPIC",
-                   help="Who this is from, as the receiver will label it (default @cli:$USER).")
-    p.add_argument("--timeout", type=positive_float(0.1, 600), default=60.0,
-                   help="Seconds to wait for the agent's answer (default 60).")
+    p.add_argument(
+        "--from",
+        dest="from_",
+        metavar="@SCHEME:TOPIC",
+        help="Who this is from, as the receiver will label it (default @cli:$USER).",
+    )
+    p.add_argument(
+        "--timeout",
+        type=positive_float(0.1, 600),
+        default=60.0,
+        help="Seconds to wait for the agent's answer (default 60).",
+    )
     p.add_argument("--json", dest="as_json", action="store_true", help="Print the answer as JSON.")
     p.set_defaults(run="crosstalk.cli.send_cmd:run")
 
@@ -121,8 +140,9 @@ def _send(sub: Any) -> None:
 def _list(sub: Any) -> None:
     p = sub.add_parser("list", help="List the live agents on this machine.")
     p.add_argument("--json", dest="as_json", action="store_true", help="Print a JSON array of descriptors.")
-    p.add_argument("--all", dest="include_stale", action="store_true",
-                   help="Include descriptors whose process is gone.")
+    p.add_argument(
+        "--all", dest="include_stale", action="store_true", help="Include descriptors whose process is gone."
+    )
     p.set_defaults(run="crosstalk.cli.list_cmd:run_list")
 
 
@@ -134,12 +154,20 @@ def _who(sub: Any) -> None:
 
 
 def _tail(sub: Any) -> None:
-    p = sub.add_parser("tail", help="Follow one agent's traffic live.",
-                       description="Follow TARGET's traffic: a live agent's name or agent_id, or the agent_id "
-                       "of a stopped one.")
+    p = sub.add_parser(
+        "tail",
+        help="Follow one agent's traffic live.",
+        description="Follow TARGET's traffic: a live agent's name or agent_id, or the agent_id of a stopped one.",
+    )
     p.add_argument("target", metavar="TARGET")
-    p.add_argument("-n", "--lines", dest="backlog", type=non_negative_int(0), default=10,
-                   help="Show this many earlier records first (default 10).")
+    p.add_argument(
+        "-n",
+        "--lines",
+        dest="backlog",
+        type=non_negative_int(0),
+        default=10,
+        help="Show this many earlier records first (default 10).",
+    )
     p.add_argument("--json", dest="as_json", action="store_true", help="Print raw journal records as JSON lines.")
     p.add_argument("--count", type=non_negative_int(1), help="Exit after this many new records.")
     p.add_argument("--for", dest="duration", type=positive_float(0.0, 1e9), help="Exit after this many seconds.")
@@ -150,26 +178,51 @@ def _agent(sub: Any) -> None:
     agent = sub.add_parser("agent", help="Run a standalone agent.")
     agent_sub = agent.add_subparsers(dest="agent_command", metavar="COMMAND", parser_class=Parser)
     p = agent_sub.add_parser("run", help="Register an agent and deliver into its harness until SIGTERM/SIGINT.")
-    p.add_argument("--harness", choices=["fake"], required=True,
-                   help="The harness adapter. 'fake' writes each injected message to --inbox.")
+    p.add_argument(
+        "--harness",
+        choices=["fake"],
+        required=True,
+        help="The harness adapter. 'fake' writes each injected message to --inbox.",
+    )
     p.add_argument("--name", required=True, help="The agent name (the fallback rule applies if it is taken).")
-    p.add_argument("--session", dest="session_ref",
-                   help="The session the agent_id derives from (default: the name); the same session finds the "
-                   "same journal after a restart.")
+    p.add_argument(
+        "--session",
+        dest="session_ref",
+        help="The session the agent_id derives from (default: the name); the same session finds the "
+        "same journal after a restart.",
+    )
     p.add_argument("--inbox", help="Append each injected message to this file as one JSON line.")
-    p.add_argument("--script", dest="fake_script", default="",
-                   help="Fake outcomes, one per injection, comma-separated (accept, queue, race, fallback, "
-                   "malformed, refuse, presend, disconnect, block, hang); then --default repeats.")
-    p.add_argument("--default", dest="fake_default", default="accept",
-                   help="The fake outcome once the script runs out (default accept).")
-    p.add_argument("--role", choices=["primary", "orchestrator", "worker", "peer"], default="primary",
-                   help="The agent's role; decides whom it accepts messages from (default primary).")
+    p.add_argument(
+        "--script",
+        dest="fake_script",
+        default="",
+        help="Fake outcomes, one per injection, comma-separated (accept, queue, race, fallback, "
+        "malformed, refuse, presend, disconnect, block, hang); then --default repeats.",
+    )
+    p.add_argument(
+        "--default",
+        dest="fake_default",
+        default="accept",
+        help="The fake outcome once the script runs out (default accept).",
+    )
+    p.add_argument(
+        "--role",
+        choices=["primary", "orchestrator", "worker", "peer"],
+        default="primary",
+        help="The agent's role; decides whom it accepts messages from (default primary).",
+    )
     p.add_argument("--parent", help="For --role worker: the live agent (name or agent_id) that owns it.")
-    p.add_argument("--peer", dest="peers", action="append", default=[],
-                   help="A peer agent (name or agent_id); repeatable.")
-    p.add_argument("--accept-from", dest="accept_from", action="append", default=[],
-                   help="Override the role's acceptFrom: a bucket (parent, children, peers, agents, external, "
-                   "unknown) or a handle (@ci:build, a name, an agent_id); repeatable.")
+    p.add_argument(
+        "--peer", dest="peers", action="append", default=[], help="A peer agent (name or agent_id); repeatable."
+    )
+    p.add_argument(
+        "--accept-from",
+        dest="accept_from",
+        action="append",
+        default=[],
+        help="Override the role's acceptFrom: a bucket (parent, children, peers, agents, external, "
+        "unknown) or a handle (@ci:build, a name, an agent_id); repeatable.",
+    )
     p.add_argument("--cwd", help="The working directory to record (default: the current one).")
     p.add_argument("--json", dest="as_json", action="store_true", help="Print the ready line as JSON.")
     p.add_argument("-v", "--verbose", action="store_true", help="Log each delivery to stderr.")
@@ -177,9 +230,12 @@ def _agent(sub: Any) -> None:
 
 
 def _demo(sub: Any) -> None:
-    p = sub.add_parser("demo", help="Run agents in a temporary state root and exchange messages.",
-                       description="Start fake-harness agents in a temporary state root, exchange messages "
-                       "through their real sockets, print every delivery with its state, then clean up.")
+    p = sub.add_parser(
+        "demo",
+        help="Run agents in a temporary state root and exchange messages.",
+        description="Start fake-harness agents in a temporary state root, exchange messages "
+        "through their real sockets, print every delivery with its state, then clean up.",
+    )
     p.set_defaults(run="crosstalk.cli.demo_cmd:run")
 
 

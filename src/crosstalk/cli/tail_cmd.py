@@ -109,8 +109,10 @@ def format_record(rec: dict[str, Any], name: str) -> str:
         who = sender.get("name") or sender.get("agent_id") or "?"
         text = " ".join(p.get("text", "") for p in msg.get("parts", []))
         preview = text if len(text) <= 60 else text[:57] + "..."
-        return (f"{when} {name} ← {who} ({sender.get('class', '?')}) {msg.get('kind', '?')}/"
-                f"{msg.get('delivery', '?')} {msg.get('message_id', '')}: {preview!r}")
+        return (
+            f"{when} {name} ← {who} ({sender.get('class', '?')}) {msg.get('kind', '?')}/"
+            f"{msg.get('delivery', '?')} {msg.get('message_id', '')}: {preview!r}"
+        )
     if rtype == "outcome":
         reason = f" ({rec['reason']})" if rec.get("reason") else ""
         again = " [after restart]" if rec.get("reconciled") else ""
@@ -118,8 +120,10 @@ def format_record(rec: dict[str, Any], name: str) -> str:
     if rtype == "rejected":
         sender = rec.get("sender") or {}
         who = sender.get("name") or sender.get("agent_id") or "?"
-        return (f"{when} {name} ✗ {who} ({sender.get('class', '?')}) {rec.get('kind') or '?'} "
-                f"{rec.get('message_id') or ''} → rejected ({rec.get('reason')})")
+        return (
+            f"{when} {name} ✗ {who} ({sender.get('class', '?')}) {rec.get('kind') or '?'} "
+            f"{rec.get('message_id') or ''} → rejected ({rec.get('reason')})"
+        )
     if rtype == "dispatch":
         return f"{when} {name}   {rec.get('message_id', '')} dispatching"
     detail = {k: v for k, v in rec.items() if k not in ("type", "ts", "binding")}

@@ -11,7 +11,6 @@ if TYPE_CHECKING:
     from typing import Any
 
 
-
 class State(StrEnum):
     # Answers a sender can get.
     ACCEPTED = "accepted"  # injected with harness evidence

@@ -94,8 +94,9 @@ class UdsIngress:
         self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
         with contextlib.suppress(FileNotFoundError):
             self.path.unlink()  # a socket left by a crashed instance; we hold the agent lock, so it is ours
-        self._server = await asyncio.start_unix_server(self._on_connect, path=str(self.path),
-                                                       limit=MAX_LINE_BYTES + 2, backlog=512)
+        self._server = await asyncio.start_unix_server(
+            self._on_connect, path=str(self.path), limit=MAX_LINE_BYTES + 2, backlog=512
+        )
         os.chmod(self.path, 0o600)
 
     async def close(self) -> None:
@@ -184,8 +185,9 @@ class UdsIngress:
             except EnvelopeError:
                 pass  # not a well-formed envelope: the whole content is the body
         sender = _verified(peer) if peer else Sender.unverified(claimed_name)
-        msg = Message(message_id=new_message_id(), to=self._receiver.identity.name, parts=(TextPart(text),),
-                      from_=claimed_name)
+        msg = Message(
+            message_id=new_message_id(), to=self._receiver.identity.name, parts=(TextPart(text),), from_=claimed_name
+        )
         inbound = Inbound(msg, sender, "uds", native=True)
         if kind not in (None, "", "inform"):
             # A native frame is an inform; one that asks to be anything else is refused, whatever the sender.

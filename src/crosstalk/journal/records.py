@@ -36,11 +36,13 @@ def binding(instance_id: str, session_ref: str, endpoint: str | None = None) -> 
     return {"instance_id": instance_id, "session_ref": session_ref, "endpoint": endpoint}
 
 
-def received(msg: Message, sender: Sender, *, dedupe_key: str | None, transport: str,
-             bind: dict[str, Any], native: bool = False) -> dict[str, Any]:
+def received(
+    msg: Message, sender: Sender, *, dedupe_key: str | None, transport: str, bind: dict[str, Any], native: bool = False
+) -> dict[str, Any]:
     rec = _base(RECEIVED, bind)
-    rec.update(message=msg.to_dict(), sender=sender.to_dict(), dedupe_key=dedupe_key, transport=transport,
-               native=native)
+    rec.update(
+        message=msg.to_dict(), sender=sender.to_dict(), dedupe_key=dedupe_key, transport=transport, native=native
+    )
     return rec
 
 
@@ -50,8 +52,15 @@ def dispatch(message_id: str, bind: dict[str, Any]) -> dict[str, Any]:
     return rec
 
 
-def outcome(message_id: str, state: State, reason: str | None, bind: dict[str, Any],
-            evidence: dict[str, Any] | None = None, *, reconciled: bool = False) -> dict[str, Any]:
+def outcome(
+    message_id: str,
+    state: State,
+    reason: str | None,
+    bind: dict[str, Any],
+    evidence: dict[str, Any] | None = None,
+    *,
+    reconciled: bool = False,
+) -> dict[str, Any]:
     rec = _base(OUTCOME, bind)
     rec.update(message_id=message_id, state=state.value, reason=reason)
     if evidence:
@@ -61,8 +70,9 @@ def outcome(message_id: str, state: State, reason: str | None, bind: dict[str, A
     return rec
 
 
-def rejected(msg: Message | None, sender: Sender, reason: str, *, transport: str,
-             message_id: str | None = None) -> dict[str, Any]:
+def rejected(
+    msg: Message | None, sender: Sender, reason: str, *, transport: str, message_id: str | None = None
+) -> dict[str, Any]:
     rec = _base(REJECTED)
     rec.update(
         message_id=msg.message_id if msg else message_id,

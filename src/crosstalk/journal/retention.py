@@ -48,8 +48,13 @@ class _UnionFind:
             self.parent[rb] = ra
 
 
-def select_retained(records: list[dict[str, Any]], unresolved_ids: set[str], *, now: float | None = None,
-                    window_s: float = RETENTION_SECONDS) -> list[dict[str, Any]]:
+def select_retained(
+    records: list[dict[str, Any]],
+    unresolved_ids: set[str],
+    *,
+    now: float | None = None,
+    window_s: float = RETENTION_SECONDS,
+) -> list[dict[str, Any]]:
     """The records to keep, in their original order."""
     now = time.time() if now is None else now
     cutoff = now - window_s

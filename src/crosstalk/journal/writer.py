@@ -84,8 +84,9 @@ class Journal:
 
     # ----------------------------------------------------------------- opening
     @classmethod
-    def open(cls, path: str | os.PathLike[str], lock_path: str | os.PathLike[str] | None = None,
-             *, fs: FsOps | None = None) -> tuple[Journal, ReadResult]:
+    def open(
+        cls, path: str | os.PathLike[str], lock_path: str | os.PathLike[str] | None = None, *, fs: FsOps | None = None
+    ) -> tuple[Journal, ReadResult]:
         """Take the writer lock, read every complete record, drop a torn tail, and open for appending."""
         path = Path(path)
         lock = Path(lock_path) if lock_path else path.with_suffix(".lock")
@@ -267,7 +268,7 @@ class Journal:
         try:
             view = memoryview(data)
             while view:
-                view = view[os.write(fd, view):]
+                view = view[os.write(fd, view) :]
             os.fsync(fd)
         finally:
             os.close(fd)

@@ -63,11 +63,12 @@ def resolve(paths: StatePaths, name_or_agent_id: str) -> Descriptor:
         if desc is not None and desc.agent_id == name_or_agent_id and is_live(paths, desc):
             return desc
         # 16 hex is also a valid name: fall through to the name lookup.
-    matches = [d for d in _read_all(paths) if d.name == name_or_agent_id and is_live(paths, d)]
+    named = [d for d in _read_all(paths) if d.name == name_or_agent_id or d.agent_id == name_or_agent_id]
+    matches = [d for d in named if d.name == name_or_agent_id and is_live(paths, d)]
     if len(matches) == 1:
         return matches[0]
     if not matches:
-        raise NoSuchAgent(name_or_agent_id)
+        raise NoSuchAgent(name_or_agent_id, named[0].pid if named else None)
     matches.sort(key=lambda d: d.agent_id)
     raise AmbiguousName(name_or_agent_id, [(d.agent_id, d.name, d.harness, d.cwd) for d in matches])
 

@@ -15,9 +15,15 @@ class RegistryError(CrosstalkError):
 class NoSuchAgent(RegistryError):
     reason = "no_such_agent"
 
-    def __init__(self, name: str) -> None:
-        super().__init__(f"no live agent is named or has agent_id {name!r}")
+    def __init__(self, name: str, stopped_pid: int | None = None) -> None:
+        if stopped_pid is not None:
+            # A descriptor is left behind when an agent dies without cleaning up: say so, it is a different fix.
+            message = f"agent {name!r} is not running (its process {stopped_pid} is gone)"
+        else:
+            message = f"no live agent is named or has agent_id {name!r}"
+        super().__init__(message)
         self.name = name
+        self.stopped_pid = stopped_pid
 
 
 class AmbiguousName(RegistryError):

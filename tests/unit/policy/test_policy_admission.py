@@ -32,9 +32,7 @@ def test_defaults_match_the_design() -> None:
 @pytest.mark.parametrize(("delta", "expected"), [(-1, None), (0, None), (1, "admission:text_too_large")])
 @pytest.mark.parametrize("kind", list(Kind), ids=str)
 def test_text_bytes(limits: Limits, delta: int, expected: str | None, kind: Kind) -> None:
-    got = check_admission(
-        kind, limits.max_text_bytes + delta, Load(), limits, new_task=True, default_wait=True
-    )
+    got = check_admission(kind, limits.max_text_bytes + delta, Load(), limits, new_task=True, default_wait=True)
     assert got == expected
 
 
@@ -50,9 +48,7 @@ def test_pending_tasks(limits: Limits, delta: int, expected: str | None) -> None
 
 
 @pytest.mark.parametrize("limits", [Limits(), SMALL], ids=["default", "small"])
-@pytest.mark.parametrize(
-    ("delta", "expected"), [(-1, None), (0, "admission:open_asks"), (1, "admission:open_asks")]
-)
+@pytest.mark.parametrize(("delta", "expected"), [(-1, None), (0, "admission:open_asks"), (1, "admission:open_asks")])
 @pytest.mark.parametrize("kind", list(Kind), ids=str)
 def test_open_asks(limits: Limits, delta: int, expected: str | None, kind: Kind) -> None:
     load = Load(open_asks=limits.max_open_asks + delta)
@@ -76,13 +72,9 @@ def test_first_failure_order() -> None:
     args = {"new_task": True, "default_wait": True}
     assert check_admission(Kind.ASK, 101, full, SMALL, **args) == "admission:text_too_large"
     assert check_admission(Kind.ASK, 100, full, SMALL, **args) == "admission:pending_tasks"
+    assert check_admission(Kind.ASK, 100, full, SMALL, new_task=False, default_wait=True) == "admission:open_asks"
     assert (
-        check_admission(Kind.ASK, 100, full, SMALL, new_task=False, default_wait=True)
-        == "admission:open_asks"
-    )
-    assert (
-        check_admission(Kind.INFORM, 100, full, SMALL, new_task=False, default_wait=True)
-        == "admission:default_waits"
+        check_admission(Kind.INFORM, 100, full, SMALL, new_task=False, default_wait=True) == "admission:default_waits"
     )
     assert check_admission(Kind.INFORM, 100, full, SMALL, new_task=False, default_wait=False) is None
 
@@ -96,10 +88,7 @@ def test_zero_limits_admit_nothing_countable() -> None:
     assert check_admission(Kind.INFORM, 0, Load(), zero, new_task=True, default_wait=False) == (
         "admission:pending_tasks"
     )
-    assert (
-        check_admission(Kind.ASK, 0, Load(), zero, new_task=False, default_wait=False)
-        == "admission:open_asks"
-    )
+    assert check_admission(Kind.ASK, 0, Load(), zero, new_task=False, default_wait=False) == "admission:open_asks"
 
 
 def test_answer_does_not_change_load() -> None:

@@ -44,9 +44,7 @@ def expected_release(state: ClaimState, actor: str) -> str | ClaimState:
     return ClaimState(Role.PRIMARY, None)
 
 
-@pytest.mark.parametrize(
-    ("state", "actor", "claimer_role"), list(itertools.product(STATES, ACTORS, Role)), ids=str
-)
+@pytest.mark.parametrize(("state", "actor", "claimer_role"), list(itertools.product(STATES, ACTORS, Role)), ids=str)
 def test_claim_table(state: ClaimState, actor: str, claimer_role: Role) -> None:
     expected = expected_claim(state, actor, claimer_role.value)
     if isinstance(expected, str):

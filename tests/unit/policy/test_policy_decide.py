@@ -61,9 +61,7 @@ def test_first_failure_wins_in_order() -> None:
     assert run(**every_failure) == Decision(False, "hop:loop", Bucket.AGENTS)
     every_failure["hop_chain"] = ()
     assert run(**every_failure) == Decision(False, "acl:agents", Bucket.AGENTS)
-    every_failure["view"] = ReceiverView(
-        ME, "me", Role.WORKER, OWNER, accept_from=frozenset({"parent", "agents"})
-    )
+    every_failure["view"] = ReceiverView(ME, "me", Role.WORKER, OWNER, accept_from=frozenset({"parent", "agents"}))
     assert run(**every_failure) == Decision(False, "kind:command_needs_parent", Bucket.AGENTS)
     every_failure["kind"] = Kind.INFORM
     assert run(**every_failure) == Decision(False, "admission:text_too_large", Bucket.AGENTS)

@@ -55,9 +55,7 @@ def test_cell_count() -> None:
 
 
 @pytest.mark.parametrize(("kind", "bucket", "sender_class", "role", "transport"), CELLS, ids=str)
-def test_every_cell(
-    kind: Kind, bucket: Bucket, sender_class: SenderClass, role: Role, transport: str
-) -> None:
+def test_every_cell(kind: Kind, bucket: Bucket, sender_class: SenderClass, role: Role, transport: str) -> None:
     got = check_kind(kind, bucket, sender_of(sender_class), view_of(role), transport)
     assert got == expected_kind(kind.value, bucket.value, sender_class.value, role.value, transport)
 

@@ -39,9 +39,7 @@ def test_parse_role_exact(role: Role) -> None:
     assert parse_role(role.value) is role
 
 
-@pytest.mark.parametrize(
-    "bad", ["Worker", " worker ", "WORKER", "worker\n", "", "boss", "subagent", "primary "]
-)
+@pytest.mark.parametrize("bad", ["Worker", " worker ", "WORKER", "worker\n", "", "boss", "subagent", "primary "])
 def test_parse_role_rejects(bad: str) -> None:
     with pytest.raises(PolicyError) as info:
         parse_role(bad)

@@ -86,10 +86,12 @@ def test_resolve(paths: StatePaths, held: list[FileLock]) -> None:
     with pytest.raises(NoSuchAgent, match="'bob'") as err:
         resolve(paths, "bob")  # only a stale descriptor carries the name
     assert err.value.reason == "no_such_agent"
-    with pytest.raises(NoSuchAgent):
+    assert err.value.stopped_pid == DEAD_PID and "is not running" in str(err.value)  # says why, not just "no"
+    with pytest.raises(NoSuchAgent, match="is not running"):
         resolve(paths, f"{2:016x}")  # a stale agent_id is not resolved either
-    with pytest.raises(NoSuchAgent):
+    with pytest.raises(NoSuchAgent, match="no live agent") as never:
         resolve(paths, "nobody")
+    assert never.value.stopped_pid is None
 
 
 def test_resolve_a_hex_name(paths: StatePaths, held: list[FileLock]) -> None:

@@ -55,8 +55,9 @@ def parse_script(text: str) -> list[str]:
 class FakeHarness:
     name = "fake"
 
-    def __init__(self, script: list[str] | None = None, *, default: str = "accept",
-                 inbox: str | os.PathLike[str] | None = None) -> None:
+    def __init__(
+        self, script: list[str] | None = None, *, default: str = "accept", inbox: str | os.PathLike[str] | None = None
+    ) -> None:
         for s in [*(script or []), default]:
             if s not in STEPS:
                 raise ValueError(f"unknown fake step {s!r}")
