@@ -92,6 +92,13 @@ class Receiver:
         self._default_waits = 0
         self._listeners: list[Callable[[Inbound, Outcome], None]] = []
 
+    def begin_default_wait(self) -> None:
+        """A sender is about to block until its message is settled: counts against the wait limit."""
+        self._default_waits += 1
+
+    def end_default_wait(self) -> None:
+        self._default_waits -= 1
+
     def add_listener(self, fn: Callable[[Inbound, Outcome], None]) -> None:
         self._listeners.append(fn)
 
@@ -174,16 +181,8 @@ class Receiver:
             # Liveness only: answered after the same checks, never journaled, never injected.
             return Outcome(msg.message_id, State.ACCEPTED, "pong", {"ping": True})
 
-        bind = self.identity.binding
-        received = R.received(
-            msg,
-            inbound.sender,
-            dedupe_key=None if inbound.native else inbound.sender.dedupe_key,
-            transport=inbound.transport,
-            bind=bind,
-            native=inbound.native,
-        )
-        claim = R.dispatch(msg.message_id, bind)
+        received = self._received_record(inbound)
+        claim = R.dispatch(msg.message_id, self.identity.binding)
         try:
             # Inline delivery: the message and its dispatch claim become durable together, before any harness write.
             await self.journal.append_many_async([received, claim])
@@ -192,9 +191,44 @@ class Receiver:
             return Outcome(msg.message_id, State.UNREACHABLE, "journal_write_failed")
         self.state.apply(received)
         self.state.apply(claim)
+        return await self._inject_and_record(inbound)
 
+    # ------------------------------------------------------------------ the queued path (A2A tasks)
+    async def accept(self, inbound: Inbound, extra: list[dict[str, Any]] | None = None) -> None:
+        """Journal a checked message without claiming it for dispatch (it stays submitted, hence cancelable),
+        together with `extra` records (its task record). Raises JournalError when that is not durable."""
+        received = self._received_record(inbound)
+        records = [received, *(extra or [])]
+        await self.journal.append_many_async(records)
+        for rec in records:
+            self.state.apply(rec)
+
+    async def dispatch(self, inbound: Inbound) -> Outcome:
+        """Claim an accepted message for dispatch, inject it, journal the outcome."""
+        msg = inbound.message
+        claim = R.dispatch(msg.message_id, self.identity.binding)
+        try:
+            await self.journal.append_async(claim)
+        except (TimeoutError, JournalError, OSError) as exc:
+            log.error("journal append failed before dispatch: %s", exc)
+            return Outcome(msg.message_id, State.UNREACHABLE, "journal_write_failed")
+        self.state.apply(claim)
+        return await self._inject_and_record(inbound)
+
+    def _received_record(self, inbound: Inbound) -> dict[str, Any]:
+        return R.received(
+            inbound.message,
+            inbound.sender,
+            dedupe_key=None if inbound.native else inbound.sender.dedupe_key,
+            transport=inbound.transport,
+            bind=self.identity.binding,
+            native=inbound.native,
+        )
+
+    async def _inject_and_record(self, inbound: Inbound) -> Outcome:
+        msg = inbound.message
         result = await self._inject(inbound)
-        out_rec = R.outcome(msg.message_id, result.state, result.reason, bind, result.evidence)
+        out_rec = R.outcome(msg.message_id, result.state, result.reason, self.identity.binding, result.evidence)
         try:
             await self.journal.append_async(out_rec)
         except (TimeoutError, JournalError, OSError) as exc:
@@ -258,6 +292,8 @@ class Receiver:
         for entry in list(self.state.messages.values()):
             if entry.state not in (State.SUBMITTED, State.DISPATCHING):
                 continue
+            if entry.message.get("task_id") and entry.state is State.SUBMITTED:
+                continue  # a task's message: the task service resumes or keeps it (seed 000 R2)
             same = _same_binding(entry.binding, bind)
             if entry.state is State.DISPATCHING:
                 state, reason = (

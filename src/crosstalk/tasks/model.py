@@ -1,0 +1,125 @@
+"""Task records and the errors the task service raises. Pure: no I/O, no SDK types."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
+
+from crosstalk.core.errors import CrosstalkError
+
+
+class TaskState(StrEnum):
+    """A2A 1.0 task states, as far as crosstalk uses them."""
+
+    SUBMITTED = "submitted"  # journaled, waiting for dispatch; still cancelable
+    WORKING = "working"  # claimed for dispatch, or an ask delivered and awaiting its reply
+    COMPLETED = "completed"  # delivered (inform/command/meta), or an ask answered
+    FAILED = "failed"  # rejected, unreachable, or an ask whose deadline passed
+    CANCELED = "canceled"  # canceled by its creator before dispatch
+
+
+TERMINAL = frozenset({TaskState.COMPLETED, TaskState.FAILED, TaskState.CANCELED})
+
+
+@dataclass(frozen=True, slots=True)
+class HistoryEntry:
+    """One message in a task's history."""
+
+    message_id: str
+    role: str  # "user" (the sender's message) or "agent" (the receiver's reply)
+    text: str
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class TaskView:
+    """What the task's creator may see of it."""
+
+    task_id: str
+    context_id: str
+    creator: str  # agent_id of the verified sender that created it
+    kind: str
+    state: TaskState
+    reason: str | None = None
+    delivery: str | None = None  # the receiver chain's state: accepted | queued | rejected | unreachable | unknown
+    history: tuple[HistoryEntry, ...] = ()
+    created_at: float = 0.0
+    updated_at: float = 0.0
+    deadline_at: float | None = None
+
+    @property
+    def terminal(self) -> bool:
+        return self.state in TERMINAL
+
+    @property
+    def completion(self) -> str | None:
+        """metadata.crosstalk.completion: "delivered" when the message reached the session, "replied" when an ask
+        was answered; None otherwise. An unknown outcome never reads as completed."""
+        if self.state is not TaskState.COMPLETED:
+            return None
+        return "replied" if any(h.role == "agent" for h in self.history) else "delivered"
+
+
+class TaskError(CrosstalkError):
+    """A task operation the protocol answers with an error. `code` is one of the constants below."""
+
+    NOT_FOUND = "task_not_found"
+    NOT_CANCELABLE = "task_not_cancelable"
+    UNSUPPORTED = "unsupported_operation"
+    INVALID = "invalid_request"  # admission, hop guard, size: refused before any task exists
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+
+@dataclass(frozen=True, slots=True)
+class TaskPage:
+    tasks: tuple[TaskView, ...]
+    next_page_token: str  # "" when there are no more
+    total_size: int
+
+
+class TaskApi:
+    """The operations an A2A server needs, keyed by the verified sender's agent_id. Implemented by
+    tasks.service.TaskService; the A2A ingress depends only on this interface."""
+
+    async def send(
+        self,
+        sender: Any,  # crosstalk.core.sender.Sender (verified, transport "a2a")
+        message: Any,  # crosstalk.core.message.Message (kind, delivery, deadline, in_reply_to, hop chain, text)
+        *,
+        task_id: str | None,
+        return_immediately: bool,
+    ) -> TaskView:
+        """A new task (task_id None) or a continuation of the sender's own task.
+
+        Without return_immediately it returns only when the task is terminal (an ask: when answered, failed or
+        past its deadline). With it, the task as soon as it is journaled (submitted). Raises TaskError:
+        NOT_FOUND (no such task of this sender), UNSUPPORTED (continuation of a terminal task), INVALID
+        (admission, hop guard or size: nothing was created). A policy refusal is a FAILED task, not an error.
+        The same (sender, message_id) again returns the task it created the first time."""
+        raise NotImplementedError
+
+    async def get(self, sender_agent_id: str, task_id: str) -> TaskView:
+        """The sender's own task; another's or a missing one is NOT_FOUND."""
+        raise NotImplementedError
+
+    async def list(
+        self,
+        sender_agent_id: str,
+        *,
+        page_size: int = 50,
+        page_token: str = "",
+        context_id: str | None = None,
+        state: TaskState | None = None,
+    ) -> TaskPage:
+        """Only the sender's own tasks, newest first."""
+        raise NotImplementedError
+
+    async def cancel(self, sender_agent_id: str, task_id: str) -> TaskView:
+        """SUBMITTED and not yet claimed for dispatch → CANCELED with nothing written to the session; claimed or
+        terminal → NOT_CANCELABLE; another's or missing → NOT_FOUND."""
+        raise NotImplementedError

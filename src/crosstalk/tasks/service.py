@@ -1,0 +1,557 @@
+"""The task service: A2A-style tasks over the one receiver chain, kept in the agent's journal.
+
+A new message from a verified sender becomes a task: checked (hop, policy, admission), journaled as submitted with
+its task record, then dispatched in order by one worker. Until the worker claims it, its creator may cancel it;
+from the claim on it is not cancelable, and the claim happens in the same event-loop step as the dequeue, so a
+cancel in the dequeue-to-write window either wins with zero harness writes or loses with exactly one.
+
+An ask's task stays working after delivery until the receiving session replies (completed, the reply as the final
+message) or its deadline passes (failed). Everything is rebuilt from the journal on start: open tasks are resumed
+(re-checked, then dispatched), claimed-but-unsettled ones stay working with delivery unknown, deadlines re-armed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import contextlib
+import logging
+import time
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from crosstalk.core.ids import new_message_id
+from crosstalk.core.kinds import Kind
+from crosstalk.core.message import Message
+from crosstalk.core.sender import Sender
+from crosstalk.core.states import Outcome, State
+from crosstalk.journal import JournalError
+from crosstalk.journal import records as R
+from crosstalk.receiver import Inbound, Receiver
+from crosstalk.tasks.model import TERMINAL, HistoryEntry, TaskApi, TaskError, TaskPage, TaskState, TaskView
+
+log = logging.getLogger(__name__)
+
+MAX_WAIT_S = 300.0  # the longest a default-wait SendMessage blocks (an ask with no deadline, a stalled session)
+POLICY_PREFIXES = ("acl:", "kind:")  # refusals that fail a task; other refusals (limits, hops) create none
+
+
+class ReplyError(TaskError):
+    """reply() refused: NO_SUCH_MESSAGE, NOT_AN_ASK, ALREADY_REPLIED or ASK_CLOSED."""
+
+    NO_SUCH_MESSAGE = "no_such_message"
+    NOT_AN_ASK = "not_an_ask"
+    ALREADY_REPLIED = "already_replied"
+    ASK_CLOSED = "ask_closed"
+
+
+@dataclass(slots=True)
+class _Task:
+    view: TaskView
+    claimed: bool = False  # the worker took it: from here on not cancelable
+    messages: list[str] = field(default_factory=list)  # every message id of the task (first + continuations)
+    changed: asyncio.Event = field(default_factory=asyncio.Event)
+    deadline: asyncio.TimerHandle | None = None
+
+
+class TaskService(TaskApi):
+    def __init__(self, receiver: Receiver, *, max_wait_s: float = MAX_WAIT_S) -> None:
+        self.receiver = receiver
+        self.state = receiver.state
+        self.max_wait_s = max_wait_s
+        self._tasks: dict[str, _Task] = {}
+        self._task_of_message: dict[str, str] = {}
+        self._queue: asyncio.Queue[tuple[str, Inbound]] = asyncio.Queue()
+        self._settled: dict[str, asyncio.Event] = {}  # message id → set once its dispatch outcome is known
+        self._worker: asyncio.Task[None] | None = None
+        self._inflight: dict[tuple[str, str], asyncio.Future[str]] = {}
+
+    # ------------------------------------------------------------------ lifecycle
+    def load(self, records: list[dict[str, Any]]) -> None:
+        """Rebuild tasks from the journal's task records (call before start)."""
+        for rec in records:
+            if rec.get("type") == R.TASK:
+                self._apply(rec)
+
+    async def start(self) -> None:
+        """Start the dispatch worker, re-arm deadlines and resume the tasks a restart interrupted."""
+        self._worker = asyncio.create_task(self._work(), name="task-dispatch")
+        now = time.time()
+        for task in self._tasks.values():
+            if task.view.terminal:
+                continue
+            if task.view.deadline_at is not None:
+                self._arm_deadline(task, max(0.0, task.view.deadline_at - now))
+            first = task.messages[0] if task.messages else None
+            entry = self.state.messages.get(first) if first else None
+            if entry is None:
+                continue
+            if entry.state is State.SUBMITTED and task.view.state is TaskState.SUBMITTED:
+                await self._resume(task, entry)
+            elif entry.state in (State.DISPATCHING, State.UNKNOWN) and task.view.state is TaskState.SUBMITTED:
+                await self._record(
+                    task, state=TaskState.WORKING, delivery=State.UNKNOWN.value, reason="restarted_during_dispatch"
+                )
+
+    async def close(self) -> None:
+        if self._worker is not None:
+            self._worker.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await self._worker
+            self._worker = None
+        for task in self._tasks.values():
+            if task.deadline is not None:
+                task.deadline.cancel()
+
+    # ------------------------------------------------------------------ TaskApi
+    async def send(
+        self, sender: Sender, message: Message, *, task_id: str | None, return_immediately: bool
+    ) -> TaskView:
+        if not sender.agent_id:
+            raise TaskError(TaskError.INVALID, "tasks need a verified sender")
+        key = (sender.dedupe_key, message.message_id)
+        running = self._inflight.get(key)
+        if running is not None:
+            tid = await asyncio.shield(running)
+            return await self._answer(tid, message.message_id, return_immediately)
+        prior = self.state.lookup_dedupe(*key)
+        if prior is not None and prior.message.get("task_id") in self._tasks:
+            return await self._answer(prior.message["task_id"], message.message_id, return_immediately)
+        if message.message_id in self.state.messages:
+            raise TaskError(TaskError.INVALID, "message_id_in_use: another sender already used this message id")
+        fut: asyncio.Future[str] = asyncio.get_running_loop().create_future()
+        self._inflight[key] = fut
+        waiting = not return_immediately
+        if waiting:
+            self.receiver.begin_default_wait()
+        try:
+            tid = await (
+                self._continue(sender, message, task_id) if task_id else self._create(sender, message, waiting)
+            )
+            fut.set_result(tid)
+        except BaseException:
+            fut.cancel()  # a concurrent duplicate sees the same failure
+            raise
+        finally:
+            self._inflight.pop(key, None)
+            if waiting:
+                self.receiver.end_default_wait()
+        return await self._answer(tid, message.message_id, return_immediately)
+
+    async def get(self, sender_agent_id: str, task_id: str) -> TaskView:
+        return self._own(sender_agent_id, task_id).view
+
+    async def list(
+        self,
+        sender_agent_id: str,
+        *,
+        page_size: int = 50,
+        page_token: str = "",
+        context_id: str | None = None,
+        state: TaskState | None = None,
+    ) -> TaskPage:
+        mine = [t.view for t in self._tasks.values() if t.view.creator == sender_agent_id]
+        if context_id:
+            mine = [v for v in mine if v.context_id == context_id]
+        if state is not None:
+            mine = [v for v in mine if v.state is state]
+        mine.sort(key=lambda v: (v.created_at, v.task_id), reverse=True)
+        start = _decode_token(page_token)
+        size = max(1, min(page_size or 50, 100))
+        page = mine[start : start + size]
+        nxt = _encode_token(start + size) if start + size < len(mine) else ""
+        return TaskPage(tuple(page), nxt, len(mine))
+
+    async def cancel(self, sender_agent_id: str, task_id: str) -> TaskView:
+        task = self._own(sender_agent_id, task_id)
+        if task.view.terminal or task.claimed or task.view.state is not TaskState.SUBMITTED:
+            raise TaskError(
+                TaskError.NOT_CANCELABLE,
+                f"task {task_id} is {task.view.state.value} and already dispatched or finished; it cannot be canceled",
+            )
+        task.claimed = True  # in this same step: the worker now skips it
+        try:
+            await self._record(task, state=TaskState.CANCELED, reason="canceled_by_creator")
+        except JournalError:
+            task.claimed = False
+            raise
+        for mid in task.messages:
+            entry = self.state.messages.get(mid)
+            if entry is not None and entry.state is State.SUBMITTED:
+                settled = R.outcome(mid, State.REJECTED, "canceled", self.receiver.identity.binding)
+                await self.receiver.journal.append_async(settled)
+                self.state.apply(settled)
+        return task.view
+
+    # ------------------------------------------------------------------ the receiving side
+    async def reply(self, message_id: str, text: str) -> TaskView:
+        """The receiving session answers an ask (any message id of its task). One reply per ask: the same text
+        again returns the task, different text is ALREADY_REPLIED; after the deadline it is ASK_CLOSED."""
+        tid = self._task_of_message.get(message_id)
+        task = self._tasks.get(tid) if tid else None
+        if task is None:
+            raise ReplyError(ReplyError.NO_SUCH_MESSAGE, f"no task holds message {message_id}")
+        if task.view.kind != Kind.ASK.value:
+            raise ReplyError(ReplyError.NOT_AN_ASK, f"message {message_id} is a {task.view.kind}, not an ask")
+        replies = [h for h in task.view.history if h.role == "agent"]
+        if replies:
+            if replies[0].text == text:
+                return task.view
+            raise ReplyError(ReplyError.ALREADY_REPLIED, "this ask already has a different reply")
+        if task.view.terminal:
+            raise ReplyError(ReplyError.ASK_CLOSED, f"the ask is {task.view.state.value} ({task.view.reason})")
+        entry = HistoryEntry(new_message_id(), "agent", text)
+        await self._record(
+            task,
+            state=TaskState.COMPLETED,
+            reason=None,
+            entry=entry,
+            extra=[_obligation(task.messages[0], task.view.task_id, "closed", "replied")],
+        )
+        return task.view
+
+    # ------------------------------------------------------------------ internals: creating
+    async def _create(self, sender: Sender, message: Message, waiting: bool) -> str:
+        tid = new_message_id()
+        msg = message.with_(task_id=tid, context_id=message.context_id or new_message_id())
+        inbound = Inbound(msg, sender, "a2a", new_task=True, default_wait=waiting)
+        reason, _bucket = self.receiver.check(inbound)
+        now = time.time()
+        deadline_at = now + msg.deadline_seconds if msg.kind is Kind.ASK and msg.deadline_seconds else None
+        view = TaskView(
+            task_id=tid,
+            context_id=msg.context_id or tid,
+            creator=sender.agent_id or "",
+            kind=msg.kind.value,
+            state=TaskState.SUBMITTED,
+            created_at=now,
+            updated_at=now,
+            deadline_at=deadline_at,
+            history=(HistoryEntry(msg.message_id, "user", msg.text, _meta_of(msg)),),
+        )
+        if reason is not None and not reason.startswith(POLICY_PREFIXES):
+            self.receiver.reject(inbound, reason)
+            raise TaskError(TaskError.INVALID, f"rejected: {reason}")
+        if reason is not None:
+            # A policy refusal is an answer the creator can look up: a failed task, the message never injected.
+            self.receiver.reject(inbound, reason)
+            failed = replace(view, state=TaskState.FAILED, reason=reason, delivery=State.REJECTED.value)
+            rec = _task_record(failed, msg.message_id, sender, entry_ref="user", text=msg.text, meta=_meta_of(msg))
+            await self.receiver.journal.append_async(rec)
+            self.state.apply(rec)
+            self._apply(rec)
+            return tid
+        rec = _task_record(view, msg.message_id, sender, entry_ref="user", meta=_meta_of(msg))
+        try:
+            await self.receiver.accept(inbound, [rec])
+        except (JournalError, OSError, TimeoutError) as exc:
+            raise TaskError(TaskError.INVALID, f"not accepted: the journal write failed ({exc})") from None
+        task = self._apply(rec)
+        if deadline_at is not None:
+            self._arm_deadline(task, msg.deadline_seconds)
+        self._settled[msg.message_id] = asyncio.Event()
+        self._queue.put_nowait((tid, inbound))
+        return tid
+
+    async def _continue(self, sender: Sender, message: Message, task_id: str) -> str:
+        task = self._own(sender.agent_id or "", task_id)
+        if task.view.terminal:
+            raise TaskError(
+                TaskError.UNSUPPORTED, f"task {task_id} is {task.view.state.value}; start a new task instead"
+            )
+        msg = message.with_(task_id=task_id, context_id=task.view.context_id)
+        inbound = Inbound(msg, sender, "a2a")
+        reason, _ = self.receiver.check(inbound)
+        if reason is not None:
+            # Continuations are checked again; a refused one is not injected and leaves the task as it was.
+            self.receiver.reject(inbound, reason)
+            raise TaskError(TaskError.INVALID, f"rejected: {reason}")
+        rec = _task_record(task.view, msg.message_id, sender, entry_ref="user", meta=_meta_of(msg))
+        try:
+            await self.receiver.accept(inbound, [rec])
+        except (JournalError, OSError, TimeoutError) as exc:
+            raise TaskError(TaskError.INVALID, f"not accepted: the journal write failed ({exc})") from None
+        self._apply(rec)
+        self._settled[msg.message_id] = asyncio.Event()
+        self._queue.put_nowait((task_id, inbound))
+        return task_id
+
+    async def _resume(self, task: _Task, entry: Any) -> None:
+        """A task journaled before a restart and never claimed: check it again, then dispatch it."""
+        try:
+            msg = Message.from_dict(entry.message, check_size=False)
+            sender = Sender.from_dict(entry.sender)
+        except (ValueError, KeyError):
+            await self._record(task, state=TaskState.FAILED, reason="unreadable_record", delivery=State.REJECTED.value)
+            return
+        inbound = Inbound(msg, sender, "a2a")
+        reason, _ = self.receiver.check(inbound)
+        if reason is not None:
+            await self.receiver.journal.append_async(
+                R.outcome(msg.message_id, State.REJECTED, reason, self.receiver.identity.binding, reconciled=True)
+            )
+            await self._record(task, state=TaskState.FAILED, reason=reason, delivery=State.REJECTED.value)
+            return
+        self._settled[msg.message_id] = asyncio.Event()
+        self._queue.put_nowait((task.view.task_id, inbound))
+
+    # ------------------------------------------------------------------ internals: dispatching
+    async def _work(self) -> None:
+        while True:
+            tid, inbound = await self._queue.get()
+            task = self._tasks.get(tid)
+            mid = inbound.message.message_id
+            first = bool(task and task.messages and task.messages[0] == mid)
+            if task is None or (first and (task.claimed or task.view.state is not TaskState.SUBMITTED)):
+                self._settle_event(mid)
+                continue  # canceled (or settled) while queued: nothing is written to the session
+            if first:
+                # Same event-loop step as the dequeue: a cancel from now on is refused. Working from here; the
+                # journal's dispatch record says the same, so a restart reads it back as working (unknown).
+                task.claimed = True
+                task.view = replace(task.view, state=TaskState.WORKING, updated_at=time.time())
+            try:
+                outcome = await self.receiver.dispatch(inbound)
+                await self._after_dispatch(task, inbound, outcome, first)
+            except Exception:
+                log.exception("dispatch of task %s failed", tid)
+            finally:
+                self._settle_event(mid)
+
+    async def _after_dispatch(self, task: _Task, inbound: Inbound, outcome: Outcome, first: bool) -> None:
+        delivered = outcome.state in (State.ACCEPTED, State.QUEUED)
+        if not first:
+            task.changed.set()
+            return
+        if delivered and task.view.kind == Kind.ASK.value:
+            await self._record(
+                task,
+                state=TaskState.WORKING,
+                delivery=outcome.state.value,
+                reason=None,
+                extra=[_obligation(inbound.message.message_id, task.view.task_id, "open", None)],
+            )
+        elif delivered:
+            await self._record(task, state=TaskState.COMPLETED, delivery=outcome.state.value, reason=None)
+        elif outcome.state is State.UNKNOWN:
+            # Maybe delivered, maybe not: never completed, never failed, never resent.
+            await self._record(task, state=TaskState.WORKING, delivery=outcome.state.value, reason=outcome.reason)
+        else:
+            await self._record(task, state=TaskState.FAILED, delivery=outcome.state.value, reason=outcome.reason)
+
+    def _settle_event(self, message_id: str) -> None:
+        event = self._settled.pop(message_id, None)
+        if event is not None:
+            event.set()
+
+    # ------------------------------------------------------------------ internals: waiting and answering
+    async def _answer(self, tid: str, message_id: str, return_immediately: bool) -> TaskView:
+        task = self._tasks[tid]
+        if return_immediately:
+            return task.view
+        deadline = time.monotonic() + self.max_wait_s
+        if task.view.deadline_at is not None:
+            deadline = min(deadline, time.monotonic() + max(0.0, task.view.deadline_at - time.time()) + 1.0)
+        while not self._answerable(task, message_id):
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                break
+            event = task.changed
+            settled = self._settled.get(message_id)
+            waiters = [asyncio.ensure_future(event.wait())]
+            if settled is not None:
+                waiters.append(asyncio.ensure_future(settled.wait()))
+            try:
+                await asyncio.wait(waiters, timeout=remaining, return_when=asyncio.FIRST_COMPLETED)
+            finally:
+                for w in waiters:
+                    w.cancel()
+        return task.view
+
+    def _answerable(self, task: _Task, message_id: str) -> bool:
+        view = task.view
+        if view.terminal:
+            return True
+        if message_id != (task.messages[0] if task.messages else None):
+            return message_id not in self._settled  # a continuation: once its dispatch is settled
+        if view.kind == Kind.ASK.value:
+            return view.delivery == State.UNKNOWN.value  # an ask waits for its reply (or deadline)
+        return view.delivery is not None  # delivered, failed, or unknown: the dispatch is over
+
+    # ------------------------------------------------------------------ internals: records
+    def _own(self, sender_agent_id: str, task_id: str) -> _Task:
+        task = self._tasks.get(task_id)
+        if task is None or task.view.creator != sender_agent_id:
+            raise TaskError(TaskError.NOT_FOUND, f"no task {task_id} of yours here")
+        return task
+
+    async def _record(
+        self,
+        task: _Task,
+        *,
+        state: TaskState,
+        reason: str | None = None,
+        delivery: str | None = None,
+        entry: HistoryEntry | None = None,
+        extra: list[dict[str, Any]] | None = None,
+    ) -> None:
+        view = replace(
+            task.view, state=state, reason=reason, delivery=delivery or task.view.delivery, updated_at=time.time()
+        )
+        rec = _task_record(
+            view,
+            entry.message_id if entry else (task.messages[0] if task.messages else ""),
+            None,
+            entry_ref=entry.role if entry else None,
+            text=entry.text if entry else None,
+        )
+        records = [rec, *(extra or [])]
+        await self.receiver.journal.append_many_async(records)
+        for r in records:
+            self.state.apply(r)
+        self._apply(rec)
+
+    def _apply(self, rec: dict[str, Any]) -> _Task:
+        """Fold one task record into the in-memory task (during replay and live)."""
+        tid = rec["task_id"]
+        task = self._tasks.get(tid)
+        entry: HistoryEntry | None = None
+        mid = rec.get("message_id") or ""
+        if rec.get("entry") == "user":
+            text = rec.get("text")
+            if text is None:
+                stored = self.state.messages.get(mid)
+                text = "\n".join(p.get("text", "") for p in (stored.message.get("parts", []) if stored else []))
+            entry = HistoryEntry(mid, "user", text, rec.get("meta") or {})
+        elif rec.get("entry") == "agent":
+            entry = HistoryEntry(mid, "agent", rec.get("text") or "")
+        state = TaskState(rec.get("state", "submitted"))
+        if task is None:
+            view = TaskView(
+                task_id=tid,
+                context_id=rec.get("context_id") or tid,
+                creator=rec.get("creator") or "",
+                kind=rec.get("kind") or "inform",
+                state=state,
+                reason=rec.get("reason"),
+                delivery=rec.get("delivery"),
+                history=(entry,) if entry else (),
+                created_at=float(rec.get("ts", 0)),
+                updated_at=float(rec.get("ts", 0)),
+                deadline_at=rec.get("deadline_at"),
+            )
+            task = _Task(view)
+            self._tasks[tid] = task
+        else:
+            history = task.view.history
+            if entry is not None and all(h.message_id != entry.message_id for h in history):
+                history = (*history, entry)
+            task.view = replace(
+                task.view,
+                state=state,
+                reason=rec.get("reason"),
+                delivery=rec.get("delivery") or task.view.delivery,
+                history=history,
+                updated_at=float(rec.get("ts", task.view.updated_at)),
+            )
+        if rec.get("entry") == "user" and mid and mid not in task.messages:
+            task.messages.append(mid)
+            self._task_of_message[mid] = tid
+        if state in TERMINAL:
+            task.claimed = True
+            if task.deadline is not None:
+                task.deadline.cancel()
+                task.deadline = None
+        task.changed.set()
+        task.changed = asyncio.Event()
+        return task
+
+    def _arm_deadline(self, task: _Task, delay: float) -> None:
+        loop = asyncio.get_running_loop()
+        task.deadline = loop.call_later(delay, lambda: asyncio.ensure_future(self._expire(task.view.task_id)))
+
+    async def _expire(self, task_id: str) -> None:
+        task = self._tasks.get(task_id)
+        if task is None or task.view.terminal:
+            return
+        first = task.messages[0] if task.messages else task_id
+        try:
+            await self._record(
+                task,
+                state=TaskState.FAILED,
+                reason="deadline_passed",
+                extra=[_obligation(first, task_id, "closed", "deadline_passed")],
+            )
+        except JournalError:
+            log.exception("could not journal the deadline of task %s", task_id)
+
+
+def _task_record(
+    view: TaskView,
+    message_id: str,
+    sender: Sender | None,
+    *,
+    entry_ref: str | None,
+    text: str | None = None,
+    meta: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    rec: dict[str, Any] = {
+        "type": R.TASK,
+        "ts": round(time.time(), 6),
+        "task_id": view.task_id,
+        "context_id": view.context_id,
+        "creator": view.creator,
+        "creator_name": sender.name if sender else None,
+        "kind": view.kind,
+        "state": view.state.value,
+        "reason": view.reason,
+        "delivery": view.delivery,
+        "deadline_at": view.deadline_at,
+        "message_id": message_id,
+        "entry": entry_ref,
+    }
+    if text is not None:
+        rec["text"] = text  # a reply, or a refused message: no received record holds this text
+    if meta:
+        rec["meta"] = meta
+    return rec
+
+
+def _obligation(message_id: str, task_id: str, state: str, reason: str | None) -> dict[str, Any]:
+    return {
+        "type": R.OBLIGATION,
+        "ts": round(time.time(), 6),
+        "message_id": message_id,
+        "task_id": task_id,
+        "state": state,
+        "reason": reason,
+    }
+
+
+def _meta_of(msg: Message) -> dict[str, Any]:
+    meta: dict[str, Any] = {"kind": msg.kind.value, "delivery": msg.delivery.value}
+    if msg.in_reply_to:
+        meta["in_reply_to"] = msg.in_reply_to
+    if msg.deadline_seconds:
+        meta["deadline_seconds"] = msg.deadline_seconds
+    return meta
+
+
+def _encode_token(offset: int) -> str:
+    return base64.urlsafe_b64encode(f"o:{offset}".encode()).decode()
+
+
+def _decode_token(token: str) -> int:
+    if not token:
+        return 0
+    try:
+        kind, _, value = base64.urlsafe_b64decode(token.encode()).decode().partition(":")
+        offset = int(value)
+    except (ValueError, UnicodeDecodeError):
+        raise TaskError(TaskError.INVALID, "page_token is not one this agent issued") from None
+    if kind != "o" or offset < 0:
+        raise TaskError(TaskError.INVALID, "page_token is not one this agent issued")
+    return offset
+
+
+__all__ = ["ReplyError", "TaskService"]

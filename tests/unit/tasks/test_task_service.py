@@ -1,0 +1,312 @@
+"""The task service over the real receiver chain, journal and fake harness (seed 000 tests 17, 20, 22, 23, 25)."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "receiver"))
+from receiver_support import CAROL, Rig, make_tmp, msg, rm_tmp, run, wait_for
+
+from crosstalk.core.kinds import Kind
+from crosstalk.core.sender import Sender, SenderClass
+from crosstalk.journal import JournalState
+from crosstalk.journal import records as R
+from crosstalk.receiver import Receiver
+from crosstalk.tasks.model import TaskError, TaskState
+from crosstalk.tasks.service import ReplyError, TaskService
+
+pytestmark = pytest.mark.unit
+
+DAVE = Sender(SenderClass.VERIFIED, "da7eda7eda7eda7e", "dave", "a2a")
+
+
+@pytest.fixture
+def root() -> Any:
+    path = make_tmp()
+    try:
+        yield path
+    finally:
+        rm_tmp(path)
+
+
+async def _service(rig: Rig, **kw: Any) -> TaskService:
+    svc = TaskService(rig.receiver, **kw)
+    await svc.start()
+    return svc
+
+
+def _rig(root: Path, **kw: Any) -> Rig:
+    return Rig(root, **kw)
+
+
+def test_default_wait_returns_completed_delivered_after_one_write(root: Path) -> None:
+    rig = _rig(root)
+
+    async def body() -> None:
+        svc = await _service(rig)
+        try:
+            m = msg("hello over a2a")
+            view = await svc.send(CAROL, m, task_id=None, return_immediately=False)
+            assert view.state is TaskState.COMPLETED and view.completion == "delivered"
+            assert view.delivery == "accepted" and view.creator == CAROL.agent_id
+            assert [h.text for h in view.history] == ["hello over a2a"]
+            assert len(rig.writes_for(m.message_id)) == 1
+            again = await svc.send(CAROL, m, task_id=None, return_immediately=False)  # same message id
+            assert again.task_id == view.task_id and len(rig.fake.writes) == 1
+        finally:
+            await svc.close()
+
+    try:
+        run(body())
+    finally:
+        rig.close()
+
+
+def test_return_immediately_answers_submitted_then_completes(root: Path) -> None:
+    rig = _rig(root, default="block")
+
+    async def body() -> None:
+        svc = await _service(rig)
+        try:
+            view = await svc.send(CAROL, msg("later"), task_id=None, return_immediately=True)
+            assert view.state is TaskState.SUBMITTED and view.completion is None
+            await wait_for(rig.fake.blocked)
+            assert (await svc.get(CAROL.agent_id, view.task_id)).state is TaskState.WORKING
+            rig.fake.release()
+            await wait_for(lambda: svc._tasks[view.task_id].view.terminal)
+            assert (await svc.get(CAROL.agent_id, view.task_id)).completion == "delivered"
+        finally:
+            await svc.close()
+
+    try:
+        run(body())
+    finally:
+        rig.close()
+
+
+@pytest.mark.parametrize(
+    ("step", "state", "delivery"),
+    [
+        ("malformed", TaskState.WORKING, "unknown"),
+        ("disconnect", TaskState.WORKING, "unknown"),
+        ("refuse", TaskState.FAILED, "unreachable"),
+        ("presend", TaskState.FAILED, "unreachable"),
+        ("queue", TaskState.COMPLETED, "queued"),
+    ],
+)
+def test_dispatch_outcomes_map_to_task_states_and_unknown_is_never_completed(
+    root: Path, step: str, state: TaskState, delivery: str
+) -> None:
+    rig = _rig(root, script=[step])
+
+    async def body() -> None:
+        svc = await _service(rig)
+        try:
+            view = await svc.send(CAROL, msg("x"), task_id=None, return_immediately=False)
+            assert (view.state, view.delivery) == (state, delivery)
+            assert view.completion == ("delivered" if state is TaskState.COMPLETED else None)
+        finally:
+            await svc.close()
+
+    try:
+        run(body())
+    finally:
+        rig.close()
+
+
+def test_policy_refusal_is_a_failed_task_and_limits_are_errors(root: Path) -> None:
+    rig = _rig(root)
+
+    async def body() -> None:
+        svc = await _service(rig)
+        try:
+            view = await svc.send(CAROL, msg("do it", kind=Kind.COMMAND), task_id=None, return_immediately=False)
+            assert (view.state, view.reason) == (TaskState.FAILED, "kind:command_needs_parent")
+            assert [h.text for h in view.history] == ["do it"] and rig.fake.writes == []
+            looped = msg("loop", hop_chain=(rig.identity.hop_entry,))
+            with pytest.raises(TaskError) as err:
+                await svc.send(CAROL, looped, task_id=None, return_immediately=False)
+            assert err.value.code == TaskError.INVALID and "hop:loop" in err.value.message
+            assert (await svc.list(CAROL.agent_id)).total_size == 1  # no task for the refused-by-limit message
+        finally:
+            await svc.close()
+
+    try:
+        run(body())
+    finally:
+        rig.close()
+
+
+def test_cancel_before_dispatch_and_the_dequeue_to_write_window(root: Path) -> None:
+    rig = _rig(root, script=["block"])
+
+    async def body() -> None:
+        svc = await _service(rig)
+        try:
+            first = await svc.send(CAROL, msg("first"), task_id=None, return_immediately=True)
+            await wait_for(rig.fake.blocked)  # the worker holds `first` between claim and harness write
+            queued = await svc.send(CAROL, msg("second"), task_id=None, return_immediately=True)
+            canceled = await svc.cancel(CAROL.agent_id, queued.task_id)
+            assert canceled.state is TaskState.CANCELED
+            with pytest.raises(TaskError) as err:
+                await svc.cancel(CAROL.agent_id, first.task_id)
+            assert err.value.code == TaskError.NOT_CANCELABLE
+            with pytest.raises(TaskError) as other:
+                await svc.cancel(DAVE.agent_id, first.task_id)
+            assert other.value.code == TaskError.NOT_FOUND
+            rig.fake.release()
+            await wait_for(lambda: svc._tasks[first.task_id].view.terminal)
+            await asyncio.sleep(0.05)
+            texts = [w["text"] for w in rig.fake.writes]
+            assert texts == ["first"]  # canceled: zero writes; not cancelable: exactly one
+            with pytest.raises(TaskError) as done:
+                await svc.cancel(CAROL.agent_id, canceled.task_id)
+            assert done.value.code == TaskError.NOT_CANCELABLE
+        finally:
+            await svc.close()
+
+    try:
+        run(body())
+    finally:
+        rig.close()
+
+
+def test_get_list_and_continuations_belong_to_the_creator(root: Path) -> None:
+    rig = _rig(root)
+
+    async def body() -> None:
+        svc = await _service(rig)
+        try:
+            views = [await svc.send(CAROL, msg(f"m{i}"), task_id=None, return_immediately=False) for i in range(3)]
+            await svc.send(DAVE, msg("dave's"), task_id=None, return_immediately=False)
+            page = await svc.list(CAROL.agent_id, page_size=2)
+            assert page.total_size == 3 and len(page.tasks) == 2 and page.next_page_token
+            rest = await svc.list(CAROL.agent_id, page_size=2, page_token=page.next_page_token)
+            assert {v.task_id for v in (*page.tasks, *rest.tasks)} == {v.task_id for v in views}
+            with pytest.raises(TaskError) as err:
+                await svc.get(DAVE.agent_id, views[0].task_id)
+            assert err.value.code == TaskError.NOT_FOUND
+            with pytest.raises(TaskError) as cont:
+                await svc.send(DAVE, msg("hijack"), task_id=views[0].task_id, return_immediately=False)
+            assert cont.value.code == TaskError.NOT_FOUND
+            with pytest.raises(TaskError) as term:
+                await svc.send(CAROL, msg("more"), task_id=views[0].task_id, return_immediately=False)
+            assert term.value.code == TaskError.UNSUPPORTED
+            assert "hijack" not in [w["text"] for w in rig.fake.writes]
+            with pytest.raises(TaskError):
+                await svc.list(CAROL.agent_id, page_token="garbage!")
+        finally:
+            await svc.close()
+
+    try:
+        run(body())
+    finally:
+        rig.close()
+
+
+def test_ask_completes_with_the_reply_and_continuations_are_checked_again(root: Path) -> None:
+    rig = _rig(root)
+
+    async def body() -> None:
+        svc = await _service(rig)
+        try:
+            ask = msg("what is the build status?", kind=Kind.ASK)
+            view = await svc.send(CAROL, ask, task_id=None, return_immediately=True)
+            await wait_for(lambda: svc._tasks[view.task_id].view.delivery == "accepted")
+            working = await svc.get(CAROL.agent_id, view.task_id)
+            assert working.state is TaskState.WORKING and rig.state.open_asks() == 1
+            follow = msg("also: which branch?")
+            cont = await svc.send(CAROL, follow, task_id=view.task_id, return_immediately=False)
+            assert cont.state is TaskState.WORKING and len(rig.fake.writes) == 2
+            command = msg("and deploy it", kind=Kind.COMMAND)
+            with pytest.raises(TaskError):  # policy applies to continuations too: carol is not our parent
+                await svc.send(CAROL, command, task_id=view.task_id, return_immediately=False)
+            done = await svc.reply(follow.message_id, "green, on main")  # any message id of the task
+            assert done.state is TaskState.COMPLETED and done.completion == "replied"
+            assert done.history[-1].role == "agent" and done.history[-1].text == "green, on main"
+            assert (await svc.reply(ask.message_id, "green, on main")).task_id == view.task_id  # same text: fine
+            with pytest.raises(ReplyError) as again:
+                await svc.reply(ask.message_id, "red")
+            assert again.value.code == ReplyError.ALREADY_REPLIED
+            assert rig.state.open_asks() == 0
+            with pytest.raises(ReplyError) as nosuch:
+                await svc.reply("not-a-message", "x")
+            assert nosuch.value.code == ReplyError.NO_SUCH_MESSAGE
+        finally:
+            await svc.close()
+
+    try:
+        run(body())
+    finally:
+        rig.close()
+
+
+def test_ask_deadline_fails_the_task_and_closes_the_route(root: Path) -> None:
+    rig = _rig(root)
+
+    async def body() -> None:
+        svc = await _service(rig)
+        try:
+            ask = msg("quick question", kind=Kind.ASK).with_(deadline_seconds=1)
+            view = await svc.send(CAROL, ask, task_id=None, return_immediately=False)  # waits for the deadline
+            assert (view.state, view.reason) == (TaskState.FAILED, "deadline_passed")
+            with pytest.raises(ReplyError) as late:
+                await svc.reply(ask.message_id, "too late")
+            assert late.value.code == ReplyError.ASK_CLOSED
+            assert rig.state.open_asks() == 0
+        finally:
+            await svc.close()
+
+    try:
+        run(body())
+    finally:
+        rig.close()
+
+
+def test_restart_resumes_unclaimed_tasks_once_and_never_resends_claimed_ones(root: Path) -> None:
+    rig = _rig(root, script=["block"])
+    ids: dict[str, str] = {}
+
+    async def before_crash() -> None:
+        svc = await _service(rig)
+        first = await svc.send(CAROL, msg("claimed before the crash"), task_id=None, return_immediately=True)
+        await wait_for(rig.fake.blocked)
+        second = await svc.send(CAROL, msg("queued at the crash"), task_id=None, return_immediately=True)
+        ids.update(first=first.task_id, second=second.task_id)
+        # "Crash": stop the worker without letting the blocked dispatch finish.
+        assert svc._worker is not None
+        svc._worker.cancel()
+
+    run(before_crash())
+    records = rig.records()
+    rig.close()
+
+    rig2 = _rig(root)
+
+    async def after_restart() -> None:
+        state = JournalState.replay(records)
+        receiver = Receiver(rig2.identity, rig2.journal, state, rig2.fake, rig2.view)
+        receiver.reconcile()
+        svc = TaskService(receiver)
+        svc.load(records)
+        await svc.start()
+        try:
+            await wait_for(lambda: svc._tasks[ids["second"]].view.terminal)
+            first = await svc.get(CAROL.agent_id, ids["first"])
+            assert (first.state, first.delivery) == (TaskState.WORKING, "unknown")
+            assert [w["text"] for w in rig2.fake.writes] == ["queued at the crash"]  # resumed once, nothing resent
+        finally:
+            await svc.close()
+
+    try:
+        run(after_restart())
+        kinds = [r["type"] for r in rig2.records()]
+        assert R.TASK in kinds
+    finally:
+        rig2.close()
