@@ -15,8 +15,10 @@ import logging
 import os
 import time
 from dataclasses import dataclass, field
+from typing import Any
 
 from crosstalk.core.ids import hop_entry
+from crosstalk.core.sender import Sender, SenderClass
 from crosstalk.harness.base import AgentInfo, Harness
 from crosstalk.ingress.uds import UdsIngress
 from crosstalk.journal import Journal, JournalState
@@ -29,6 +31,7 @@ from crosstalk.registry.descriptor import Descriptor
 from crosstalk.registry.discovery import find_by_peer, list_descriptors
 from crosstalk.registry.paths import StatePaths, check_socket_path
 from crosstalk.registry.registration import Registration
+from crosstalk.tasks.service import TaskService
 
 log = logging.getLogger(__name__)
 
@@ -50,6 +53,7 @@ class AgentConfig:
     harness_pid: int | None = None
     inject_timeout_s: float = 30.0
     retention_interval_s: float = RETENTION_INTERVAL_S
+    a2a: bool = False  # serve A2A 1.0 on 127.0.0.1 (imports the SDK: ~0.3 s, paid only by agents that use it)
 
 
 class AgentHost:
@@ -65,6 +69,8 @@ class AgentHost:
         self.ingress: UdsIngress | None = None
         self.descriptor: Descriptor | None = None
         self.replay_report: dict[str, int] = {}
+        self.tasks: TaskService | None = None
+        self.a2a: Any = None  # crosstalk.ingress.a2a.server.A2AServer, imported only when enabled
         self._children: tuple[float, frozenset[str]] = (0.0, frozenset())
         self._retention_task: asyncio.Task[None] | None = None
 
@@ -130,10 +136,16 @@ class AgentHost:
             "reconciled": len(reconciled),
         }
 
-        # 2. the socket and its key.
+        self.tasks = TaskService(self.receiver)
+        self.tasks.load(kept)
+
+        # 2. the socket and its key; the A2A server and this agent's bearer token.
         token = create_key(paths.key_path(agent_id))
         self.ingress = UdsIngress(uds_path, token, self.receiver, lambda pid: find_by_peer(paths, pid))
         await self.ingress.start()
+        create_key(paths.token_path(agent_id))
+        if self.config.a2a:
+            await self._start_a2a()
 
         # 3. the harness binding.
         info = AgentInfo(
@@ -156,7 +168,10 @@ class AgentHost:
             harness_pid=self.config.harness_pid,
             harness_endpoint=bound.endpoint,
             harness_version=bound.version,
+            a2a_url=self.a2a.url if self.a2a is not None else None,
+            credential_ref=str(paths.token_path(agent_id)),
         )
+        await self.tasks.start()  # resumes tasks a restart interrupted: only now is the harness bound
         self._retention_task = asyncio.create_task(self._retention_loop(), name=f"retention-{agent_id}")
 
     async def _retention_loop(self) -> None:
@@ -184,6 +199,27 @@ class AgentHost:
         if after < before:
             self.state.prune(kept_ids, now - RETENTION_SECONDS)
         return before, after
+
+    async def _start_a2a(self) -> None:
+        from crosstalk.ingress.a2a.server import A2AServer
+        from crosstalk.registry.bearer import BearerDirectory
+
+        bearer = BearerDirectory(self.paths)
+
+        def authenticate(token: str) -> Sender | None:
+            desc = bearer.lookup(token)
+            return Sender(SenderClass.VERIFIED, desc.agent_id, desc.name, "a2a") if desc else None
+
+        assert self.tasks is not None
+        self.a2a = A2AServer(
+            name=self.name,
+            description=f"crosstalk agent {self.name} ({self.config.harness.name} session): messages sent here "
+            "arrive inside the live session.",
+            tasks=self.tasks,
+            authenticate=authenticate,
+            to=self.name,
+        )
+        await self.a2a.start()
 
     def view(self) -> ReceiverView:
         """What the policy needs to know about this agent, current as of this message."""
@@ -217,9 +253,17 @@ class AgentHost:
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await self._retention_task
             self._retention_task = None
+        if self.a2a is not None:
+            with contextlib.suppress(Exception):
+                await self.a2a.close()
+            self.a2a = None
         if self.ingress is not None:
             await self.ingress.close()
             self.ingress = None
+        if self.tasks is not None:
+            await self.tasks.close()
+        with contextlib.suppress(FileNotFoundError):
+            remove_key(self.paths.token_path(self.agent_id))
         with contextlib.suppress(Exception):
             await self.config.harness.close()
         with contextlib.suppress(FileNotFoundError):

@@ -89,11 +89,19 @@ class StatePaths:
     def key_path(self, agent_id: str) -> Path:
         return self.sock / f"{_agent(agent_id)}.key"
 
+    @property
+    def credentials(self) -> Path:
+        return self.root / "credentials"
+
+    def token_path(self, agent_id: str) -> Path:
+        """The agent's A2A bearer token (0600): presenting it is how the agent proves who sends."""
+        return self.credentials / f"{_agent(agent_id)}.cred"
+
     def ensure(self) -> StatePaths:
         """Create every state dir 0700 (tightening wider ones); fail early if sockets cannot fit AF_UNIX."""
         check_socket_path(self.uds_path(_LONGEST_AGENT_ID))
         self.root.parent.mkdir(parents=True, exist_ok=True)
-        for d in (self.root, self.agents, self.names, self.journal, self.sock):
+        for d in (self.root, self.agents, self.names, self.journal, self.sock, self.credentials):
             _ensure_private_dir(d)
         return self
 

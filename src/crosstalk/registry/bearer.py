@@ -1,0 +1,60 @@
+"""Mapping an A2A bearer token to the registered agent it belongs to: the token names the sender.
+
+Each live agent's token sits in a 0600 file its descriptor points to (credential_ref). A token that matches no
+live agent's file is refused. Lookups are cached briefly so each request does not reread every file, and a hit is
+re-checked against the descriptor's liveness so a stopped agent's token stops working.
+"""
+
+from __future__ import annotations
+
+import hmac
+import time
+from pathlib import Path
+
+from crosstalk.registry.credentials import read_key
+from crosstalk.registry.descriptor import Descriptor
+from crosstalk.registry.discovery import is_live, list_descriptors
+from crosstalk.registry.errors import KeyFileError
+from crosstalk.registry.paths import StatePaths
+
+
+class BearerDirectory:
+    def __init__(self, paths: StatePaths, ttl_s: float = 2.0) -> None:
+        self._paths = paths
+        self._ttl = ttl_s
+        self._tokens: dict[str, Descriptor] = {}
+        self._loaded_at = float("-inf")
+
+    def lookup(self, token: str) -> Descriptor | None:
+        """The live agent whose token this is, or None."""
+        if not token:
+            return None
+        desc = self._find(token)
+        if desc is None and time.monotonic() - self._loaded_at > 0.05:
+            self._reload()  # a token we have not seen: maybe an agent that registered since the last load
+            desc = self._find(token)
+        elif desc is not None and time.monotonic() - self._loaded_at > self._ttl:
+            self._reload()
+            desc = self._find(token)
+        if desc is not None and not is_live(self._paths, desc):
+            return None
+        return desc
+
+    def _find(self, token: str) -> Descriptor | None:
+        for known, desc in self._tokens.items():
+            if hmac.compare_digest(known.encode(), token.encode()):
+                return desc
+        return None
+
+    def _reload(self) -> None:
+        tokens: dict[str, Descriptor] = {}
+        for desc in list_descriptors(self._paths):
+            expected = self._paths.token_path(desc.agent_id)
+            if not desc.credential_ref or Path(desc.credential_ref) != expected:
+                continue  # only the agent's own token file under the state root ever names it
+            try:
+                tokens[read_key(expected)] = desc
+            except (KeyFileError, OSError):
+                continue  # a missing or unsafe token file authenticates nobody
+        self._tokens = tokens
+        self._loaded_at = time.monotonic()
