@@ -198,6 +198,8 @@ class AgentHost:
         before, after = await asyncio.wrap_future(self.journal.compact(select))  # type: ignore[arg-type]
         if after < before:
             self.state.prune(kept_ids, now - RETENTION_SECONDS)
+            if self.tasks is not None:
+                self.tasks.prune(kept_ids, now - RETENTION_SECONDS)
         return before, after
 
     async def _start_a2a(self) -> None:

@@ -32,3 +32,42 @@ def send(paths: StatePaths, msg: Message, *, timeout: float = DEFAULT_TIMEOUT_S)
     except KeyFileError as exc:
         raise AgentUnreachable(f"agent {target.name!r} has no usable key: {exc}") from None
     return SendResult(target, deliver(target.uds_path, token, msg, timeout=timeout))
+
+
+@dataclass(frozen=True, slots=True)
+class A2ASendResult:
+    target: Descriptor
+    sender: Descriptor
+    task: object  # crosstalk.tasks.model.TaskView
+
+
+def send_a2a(
+    paths: StatePaths,
+    msg: Message,
+    *,
+    as_agent: str,
+    return_immediately: bool = False,
+    task_id: str | None = None,
+    timeout: float = DEFAULT_TIMEOUT_S,
+) -> A2ASendResult:
+    """Send over A2A as the live agent `as_agent`, whose bearer token names it as the sender. The receiver answers
+    with the task: completed (delivered or replied), failed, or still working (an unknown outcome, an open ask).
+    Raises NoSuchAgent/AmbiguousName, AgentUnreachable, or crosstalk.tasks.model.TaskError."""
+    import asyncio
+
+    from crosstalk.ingress.a2a.client import A2AClient
+
+    target = resolve(paths, msg.to)
+    sender = resolve(paths, as_agent)
+    if not target.a2a_url:
+        raise AgentUnreachable(f"agent {target.name!r} serves no A2A endpoint")
+    try:
+        token = read_key(paths.token_path(sender.agent_id))
+    except KeyFileError as exc:
+        raise AgentUnreachable(f"agent {sender.name!r} has no usable bearer token: {exc}") from None
+
+    async def run() -> object:
+        async with A2AClient(target.a2a_url, token, timeout=timeout) as client:
+            return await client.send(msg, task_id=task_id, return_immediately=return_immediately)
+
+    return A2ASendResult(target, sender, asyncio.run(run()))

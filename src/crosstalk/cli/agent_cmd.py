@@ -60,7 +60,7 @@ def run(args: Any) -> int:
     from crosstalk.agent import AgentConfig
 
     config = AgentConfig(
-        harness=FakeHarness(script, default=fake_default, inbox=inbox),
+        harness=FakeHarness(script, default=fake_default, inbox=inbox, answer=args.answer),
         session_ref=session_ref or name,
         preferred_name=name,
         cwd=cwd or os.getcwd(),
@@ -68,6 +68,7 @@ def run(args: Any) -> int:
         owner=owner,
         peers=peers,
         accept_from=accept_from or None,
+        a2a=not args.no_a2a,
     )
     return asyncio.run(_serve(paths, config, as_json, verbose))
 
@@ -80,6 +81,18 @@ async def _serve(paths: object, config: object, as_json: bool, verbose: bool) ->
         host = await AgentHost.start(paths, config)  # type: ignore[arg-type]
     except CrosstalkError as exc:
         fail(str(exc), EXIT_WIRE)
+    harness = host.config.harness
+    if getattr(harness, "answer", None) is not None and host.tasks is not None:
+        tasks = host.tasks
+
+        async def answer(message_id: str, text: str) -> object:
+            try:
+                return await tasks.reply(message_id, text)
+            except CrosstalkError as exc:
+                logging.getLogger("crosstalk.agent").warning("scripted answer to %s refused: %s", message_id, exc)
+                return None
+
+        harness.on_answer = answer  # type: ignore[attr-defined]
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
@@ -95,6 +108,7 @@ async def _serve(paths: object, config: object, as_json: bool, verbose: bool) ->
         "name": host.name,
         "agent_id": host.agent_id,
         "uds_path": str(host.paths.uds_path(host.agent_id)),
+        "a2a_url": host.a2a.url if host.a2a is not None else None,
         "pid": os.getpid(),
         "notice": host.registration.name_notice,
         "replay": host.replay_report,

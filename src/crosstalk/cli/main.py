@@ -109,10 +109,30 @@ def _send(sub: Any) -> None:
     p.add_argument("text", metavar="TEXT", nargs="?")
     p.add_argument(
         "--kind",
-        choices=["inform", "meta", "ping"],
+        choices=["inform", "meta", "ping", "ask", "command"],
         default="inform",
         help="inform (default): a message for the model; meta: context that never starts a turn; "
-        "ping: liveness only, never injected.",
+        "ping: liveness only, never injected; ask (--a2a): a question whose task completes with the "
+        "reply; command (--a2a): work for a worker, from its parent only.",
+    )
+    p.add_argument(
+        "--a2a",
+        action="store_true",
+        help="Send over A2A as the agent named by --as (its bearer token proves the sender) and print "
+        "the task the receiver answers with.",
+    )
+    p.add_argument("--as", dest="as_agent", metavar="AGENT", help="With --a2a: the live agent to send as.")
+    p.add_argument(
+        "--deadline",
+        type=non_negative_int(0),
+        default=0,
+        help="With --kind ask: seconds until the ask closes unanswered (0 = none).",
+    )
+    p.add_argument("--task", dest="task_id", metavar="TASK_ID", help="With --a2a: continue this task of yours.")
+    p.add_argument(
+        "--return-immediately",
+        action="store_true",
+        help="With --a2a: answer as soon as the task is journaled (submitted) instead of waiting.",
     )
     p.add_argument(
         "--delivery",
@@ -225,6 +245,17 @@ def _agent(sub: Any) -> None:
     )
     p.add_argument("--cwd", help="The working directory to record (default: the current one).")
     p.add_argument("--json", dest="as_json", action="store_true", help="Print the ready line as JSON.")
+    p.add_argument(
+        "--answer",
+        metavar="TEXT",
+        help="Fake harness: answer every injected ask with TEXT, as the session's reply would.",
+    )
+    p.add_argument(
+        "--no-a2a",
+        dest="no_a2a",
+        action="store_true",
+        help="Do not serve A2A (the uds socket only; starts faster, no SDK import).",
+    )
     p.add_argument("-v", "--verbose", action="store_true", help="Log each delivery to stderr.")
     p.set_defaults(run="crosstalk.cli.agent_cmd:run")
 

@@ -45,6 +45,20 @@ def run(args: Any) -> int:
     from crosstalk.core.message import new_message
     from crosstalk.core.sender import is_external_tag
 
+    if args.a2a and not args.as_agent:
+        fail("--a2a needs --as AGENT: the live agent whose bearer token names the sender", EXIT_USAGE)
+    if not args.a2a:
+        for flag, given in (
+            ("--as", args.as_agent),
+            ("--task", args.task_id),
+            ("--return-immediately", args.return_immediately),
+        ):
+            if given:
+                fail(f"{flag} needs --a2a", EXIT_USAGE)
+        if kind in ("ask", "command"):
+            fail(f"--kind {kind} needs --a2a: over the socket only inform, meta and ping travel", EXIT_USAGE)
+    if args.deadline and kind != "ask":
+        fail("--deadline applies only to --kind ask", EXIT_USAGE)
     if delivery and mode and _MODE_TO_DELIVERY[mode] != delivery:
         fail(f"--delivery {delivery} and --mode {mode} disagree; give one", EXIT_USAGE)
     chosen = delivery or (_MODE_TO_DELIVERY[mode] if mode else "auto")
@@ -64,9 +78,18 @@ def run(args: Any) -> int:
         fail("the message is empty", EXIT_USAGE)
 
     try:
-        msg = new_message(target, text, from_=sender_tag, kind=kind, delivery=chosen)
+        msg = new_message(
+            target,
+            text,
+            from_=None if args.a2a else sender_tag,
+            kind=kind,
+            delivery=chosen,
+            deadline_seconds=args.deadline,
+        )
     except MessageError as exc:
         fail(f"invalid message: {exc}", EXIT_USAGE)
+    if args.a2a:
+        return _send_a2a(msg, args)
 
     from crosstalk.client import send as send_message
     from crosstalk.ingress.uds_client import DeliveryError
@@ -95,3 +118,70 @@ def run(args: Any) -> int:
     if state == "unreachable":
         fail(f"{result.target.name} could not take the message: {outcome.reason or 'unreachable'}", EXIT_NO_AGENT)
     fail(f"delivery to {result.target.name} is {state}: {outcome.reason or 'no evidence either way'}", EXIT_WIRE)
+
+
+def _send_a2a(msg: Any, args: Any) -> int:
+    """`send --a2a`: the receiver answers with a task; print it and exit by its state."""
+    from crosstalk.client import send_a2a
+    from crosstalk.ingress.uds_client import DeliveryError
+    from crosstalk.registry.errors import AmbiguousName, NoSuchAgent, RegistryError
+    from crosstalk.tasks.model import TaskError
+
+    try:
+        result = send_a2a(
+            state_paths(),
+            msg,
+            as_agent=args.as_agent,
+            return_immediately=args.return_immediately,
+            task_id=args.task_id,
+            timeout=args.timeout,
+        )
+    except (NoSuchAgent, AmbiguousName) as exc:
+        fail(str(exc), EXIT_NO_AGENT)
+    except DeliveryError as exc:
+        fail(str(exc), exc.exit_code)
+    except TaskError as exc:
+        fail(f"{exc.code}: {exc.message}", EXIT_REJECTED if exc.code == TaskError.INVALID else EXIT_WIRE)
+    except RegistryError as exc:
+        fail(str(exc), EXIT_WIRE)
+    except Exception as exc:  # the A2A client's transport and auth errors
+        code = EXIT_REJECTED if type(exc).__name__ == "A2AAuthError" else EXIT_NO_AGENT
+        fail(f"{type(exc).__name__}: {exc}", code)
+    task = result.task
+    reply = next((h.text for h in reversed(task.history) if h.role == "agent"), None)
+    if args.as_json:
+        print_json(
+            {
+                "task_id": task.task_id,
+                "context_id": task.context_id,
+                "state": task.state.value,
+                "completion": task.completion,
+                "delivery": task.delivery,
+                "reason": task.reason,
+                "reply": reply,
+                "message_id": msg.message_id,
+                "to": result.target.name,
+                "agent_id": result.target.agent_id,
+                "as": result.sender.name,
+            }
+        )
+    else:
+        detail = task.completion or task.reason or task.delivery
+        echo(f"{task.state.value} task {task.task_id} → {result.target.name}" + (f" ({detail})" if detail else ""))
+        if reply is not None:
+            echo(reply)
+    state = task.state.value
+    if state == "completed" or (args.return_immediately and state in ("submitted", "working")):
+        return EXIT_OK
+    if state == "failed":
+        unreachable = task.delivery == "unreachable"
+        fail(
+            f"{result.target.name}: task failed ({task.reason or task.delivery})",
+            EXIT_NO_AGENT if unreachable else EXIT_REJECTED,
+        )
+    if state == "canceled":
+        fail(f"{result.target.name}: task canceled", EXIT_REJECTED)
+    fail(
+        f"{result.target.name}: task is {state} (delivery {task.delivery or 'pending'}); nothing proves it arrived",
+        EXIT_WIRE,
+    )

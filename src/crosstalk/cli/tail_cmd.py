@@ -124,6 +124,16 @@ def format_record(rec: dict[str, Any], name: str) -> str:
             f"{when} {name} ✗ {who} ({sender.get('class', '?')}) {rec.get('kind') or '?'} "
             f"{rec.get('message_id') or ''} → rejected ({rec.get('reason')})"
         )
+    if rtype == "task":
+        extra = f" reply {rec['text']!r}" if rec.get("entry") == "agent" and rec.get("text") else ""
+        reason = f" ({rec['reason']})" if rec.get("reason") else ""
+        who = f" from {rec['creator_name']}" if rec.get("creator_name") else ""
+        task = f"task {rec.get('task_id', '')}{who} {rec.get('kind', '')}"
+        return f"{when} {name}   {task} → {rec.get('state')}{reason}{extra}"
+    if rtype == "obligation":
+        return f"{when} {name}   reply owed for {rec.get('message_id', '')}: {rec.get('state')}" + (
+            f" ({rec['reason']})" if rec.get("reason") else ""
+        )
     if rtype == "dispatch":
         return f"{when} {name}   {rec.get('message_id', '')} dispatching"
     detail = {k: v for k, v in rec.items() if k not in ("type", "ts", "binding")}

@@ -103,6 +103,19 @@ class TaskService(TaskApi):
             if task.deadline is not None:
                 task.deadline.cancel()
 
+    def prune(self, keep_ids: set[str], cutoff: float) -> int:
+        """Forget terminal tasks that retention dropped from the journal (older than `cutoff`, not kept)."""
+        gone = [
+            tid
+            for tid, t in self._tasks.items()
+            if t.view.terminal and t.view.updated_at < cutoff and tid not in keep_ids
+        ]
+        for tid in gone:
+            task = self._tasks.pop(tid)
+            for mid in task.messages:
+                self._task_of_message.pop(mid, None)
+        return len(gone)
+
     # ------------------------------------------------------------------ TaskApi
     async def send(
         self, sender: Sender, message: Message, *, task_id: str | None, return_immediately: bool
@@ -320,6 +333,10 @@ class TaskService(TaskApi):
 
     async def _after_dispatch(self, task: _Task, inbound: Inbound, outcome: Outcome, first: bool) -> None:
         delivered = outcome.state in (State.ACCEPTED, State.QUEUED)
+        if task.view.terminal:
+            # The session answered the ask before the harness call returned: the reply already completed it.
+            task.changed.set()
+            return
         if not first:
             task.changed.set()
             return

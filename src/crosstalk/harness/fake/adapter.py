@@ -22,7 +22,7 @@ import json
 import os
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -56,7 +56,12 @@ class FakeHarness:
     name = "fake"
 
     def __init__(
-        self, script: list[str] | None = None, *, default: str = "accept", inbox: str | os.PathLike[str] | None = None
+        self,
+        script: list[str] | None = None,
+        *,
+        default: str = "accept",
+        inbox: str | os.PathLike[str] | None = None,
+        answer: str | None = None,
     ) -> None:
         for s in [*(script or []), default]:
             if s not in STEPS:
@@ -70,6 +75,11 @@ class FakeHarness:
         self._release = asyncio.Event()
         self.blocked = asyncio.Event()  # set while an injection waits in a `block` step
         self.agent: AgentInfo | None = None
+        # A scripted "model" for asks: with `answer`, every injected ask is answered with that text through
+        # `on_answer(message_id, text)`, which the agent wires to its reply path (as the reply tool would).
+        self.answer = answer
+        self.on_answer: Callable[[str, str], Awaitable[object]] | None = None
+        self._answers: set[asyncio.Task[object]] = set()
 
     # --------------------------------------------------------------- the protocol
     def identify(self, request: Mapping[str, Any]) -> str | None:
@@ -139,6 +149,13 @@ class FakeHarness:
                 finally:
                     os.close(fd)
 
+    def _maybe_answer(self, request: InjectRequest) -> None:
+        if self.answer is None or self.on_answer is None or request.message.kind.value != "ask":
+            return
+        task = asyncio.ensure_future(self.on_answer(request.message.message_id, self.answer))
+        self._answers.add(task)
+        task.add_done_callback(self._answers.discard)
+
     async def inject(self, request: InjectRequest) -> InjectResult:
         step = self._next_step()
         if step == "block":
@@ -157,6 +174,7 @@ class FakeHarness:
         how = "meta" if request.meta else "turn"
         if step == "accept":
             self._write(request, how)
+            self._maybe_answer(request)
             return InjectResult(State.ACCEPTED, evidence={"fake": "written", "how": how})
         if step == "queue":
             self._write(request, "append")

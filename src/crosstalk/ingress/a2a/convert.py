@@ -1,0 +1,278 @@
+"""Translation between A2A 1.0 protobuf records and crosstalk's own (Message, TaskView, TaskError), both ways.
+
+Everything protobuf stays in this package: the server side turns an A2A Message into a crosstalk Message and a
+TaskView into an A2A Task; the client side does the reverse. crosstalk's own fields travel as
+`metadata.crosstalk` on the A2A Message (kind, delivery, deadline_seconds, in_reply_to, hop_chain, from) and on the
+A2A Task (completion, delivery, reason, kind).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from a2a.types import a2a_pb2 as pb
+from a2a.utils.errors import (
+    A2AError,
+    InternalError,
+    InvalidParamsError,
+    InvalidRequestError,
+    TaskNotCancelableError,
+    TaskNotFoundError,
+    UnsupportedOperationError,
+)
+from google.protobuf.json_format import MessageToDict
+from google.protobuf.struct_pb2 import Struct
+
+from crosstalk.core.errors import MessageError
+from crosstalk.core.message import Message
+from crosstalk.core.sender import Sender
+from crosstalk.tasks.model import HistoryEntry, TaskError, TaskState, TaskView
+
+META_KEY = "crosstalk"  # the metadata namespace crosstalk's own fields travel under
+MESSAGE_META_KEYS = ("kind", "delivery", "deadline_seconds", "in_reply_to", "hop_chain", "from")
+
+STATE_TO_A2A: dict[TaskState, int] = {
+    TaskState.SUBMITTED: pb.TASK_STATE_SUBMITTED,
+    TaskState.WORKING: pb.TASK_STATE_WORKING,
+    TaskState.COMPLETED: pb.TASK_STATE_COMPLETED,
+    TaskState.FAILED: pb.TASK_STATE_FAILED,
+    TaskState.CANCELED: pb.TASK_STATE_CANCELED,
+}
+STATE_FROM_A2A: dict[int, TaskState] = {v: k for k, v in STATE_TO_A2A.items()}
+
+_ROLE_TO_A2A = {"user": pb.ROLE_USER, "agent": pb.ROLE_AGENT}
+_ROLE_FROM_A2A = {pb.ROLE_USER: "user", pb.ROLE_AGENT: "agent"}
+
+# Where a MessageError's field came from on the wire, so the client reads which of its inputs was wrong.
+_WIRE_FIELD = {
+    "message_id": "message.messageId",
+    "parts": "message.parts",
+    "context_id": "message.contextId",
+    "task_id": "message.taskId",
+    **{key: f"message.metadata.{META_KEY}.{key}" for key in MESSAGE_META_KEYS},
+}
+
+
+# ------------------------------------------------------------------ server side: A2A in, crosstalk out
+
+
+def message_from_a2a(msg: pb.Message, *, to: str, sender: Sender) -> Message:
+    """The crosstalk Message an inbound A2A Message stands for. Raises InvalidParamsError naming the bad field.
+
+    Text parts only (joined with newlines, as Message.text joins them). Without `metadata.crosstalk` the message is
+    a plain inform with delivery auto. `from` defaults to the verified sender's name (display only: identity comes
+    from the bearer token, never from the envelope)."""
+    text = "\n".join(_text_parts(msg))
+    meta = _crosstalk_metadata(msg)
+    record: dict[str, Any] = {
+        "message_id": msg.message_id,
+        "to": to,
+        "from": meta.get("from") or sender.name,
+        "kind": meta.get("kind"),
+        "delivery": meta.get("delivery"),
+        "in_reply_to": meta.get("in_reply_to"),
+        "context_id": msg.context_id or None,
+        "task_id": msg.task_id or None,
+        "deadline_seconds": _whole_seconds(meta.get("deadline_seconds")),
+        "hop_chain": meta.get("hop_chain"),
+        "parts": [{"type": "text", "text": text}],
+    }
+    try:
+        return Message.from_dict(record)
+    except MessageError as exc:
+        wire = _WIRE_FIELD.get(exc.field, exc.field)
+        raise InvalidParamsError(message=f"{wire}: {exc.problem}", data={"field": wire}) from None
+
+
+def _text_parts(msg: pb.Message) -> list[str]:
+    texts: list[str] = []
+    for i, part in enumerate(msg.parts):
+        content = part.WhichOneof("content")
+        if content != "text":
+            what = f"a {content} part" if content else "a part with no content"
+            raise InvalidParamsError(
+                message=f"message.parts[{i}]: only text parts are accepted, got {what}",
+                data={"field": f"message.parts[{i}]"},
+            )
+        if part.media_type and not part.media_type.startswith("text/"):
+            raise InvalidParamsError(
+                message=f"message.parts[{i}]: only text/* media types are accepted, got {part.media_type!r}",
+                data={"field": f"message.parts[{i}].mediaType"},
+            )
+        texts.append(part.text)
+    if not texts:
+        raise InvalidParamsError(
+            message="message.parts: at least one text part is required", data={"field": "message.parts"}
+        )
+    return texts
+
+
+def _crosstalk_metadata(msg: pb.Message) -> dict[str, Any]:
+    if not msg.HasField("metadata"):
+        return {}
+    meta = MessageToDict(msg.metadata).get(META_KEY)
+    if meta is None:
+        return {}
+    if not isinstance(meta, dict):
+        field = f"message.metadata.{META_KEY}"
+        raise InvalidParamsError(message=f"{field}: must be an object", data={"field": field})
+    return meta  # unknown keys are ignored: a newer peer may add some
+
+
+def _whole_seconds(value: object) -> object:
+    """JSON numbers arrive as floats through protobuf's Struct: 30.0 is 30 seconds; 1.5 stays invalid."""
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value
+
+
+def task_to_a2a(view: TaskView, history_length: int | None = None) -> pb.Task:
+    """The A2A Task a crosstalk TaskView shows its creator. history_length: None = all, 0 = none, n = the last n."""
+    task = pb.Task(id=view.task_id, context_id=view.context_id)
+    task.status.state = STATE_TO_A2A[view.state]
+    if view.updated_at:
+        task.status.timestamp.FromNanoseconds(int(view.updated_at * 1e9))
+    history = [_entry_to_a2a(entry, view) for entry in view.history]
+    replies = [m for m in history if m.role == pb.ROLE_AGENT]
+    if replies:
+        task.status.message.CopyFrom(replies[-1])
+    if history_length is not None:
+        history = history[-history_length:] if history_length > 0 else []
+    task.history.extend(history)
+    meta = {"completion": view.completion, "delivery": view.delivery, "reason": view.reason, "kind": view.kind}
+    task.metadata.update({META_KEY: {k: v for k, v in meta.items() if v is not None}})
+    return task
+
+
+def _entry_to_a2a(entry: HistoryEntry, view: TaskView) -> pb.Message:
+    msg = pb.Message(
+        message_id=entry.message_id,
+        context_id=view.context_id,
+        task_id=view.task_id,
+        role=_ROLE_TO_A2A.get(entry.role, pb.ROLE_AGENT),
+        parts=[pb.Part(text=entry.text)],
+    )
+    if entry.metadata:
+        msg.metadata.CopyFrom(to_struct(entry.metadata))
+    return msg
+
+
+def to_struct(data: dict[str, Any]) -> Struct:
+    """A JSON-safe copy of `data` as a protobuf Struct (values JSON cannot hold become strings)."""
+    struct = Struct()
+    struct.update(json.loads(json.dumps(data, default=str)))
+    return struct
+
+
+def task_error_to_a2a(err: TaskError) -> A2AError:
+    """The A2A error a TaskError is answered with (JSON-RPC -32001, -32002, -32004, -32600)."""
+    if err.code == TaskError.NOT_FOUND:
+        return TaskNotFoundError(message=err.message or None)
+    if err.code == TaskError.NOT_CANCELABLE:
+        return TaskNotCancelableError(message=err.message or None)
+    if err.code == TaskError.UNSUPPORTED:
+        return UnsupportedOperationError(message=err.message or None)
+    if err.code == TaskError.INVALID:
+        return InvalidRequestError(message=err.message or None)
+    return InternalError(message=f"task error {err.code}")
+
+
+def state_filter_from_a2a(state: int) -> tuple[bool, TaskState | None]:
+    """ListTasks' status filter as (can_match, crosstalk state). UNSPECIFIED matches every task; a state crosstalk
+    never uses (rejected, input-required, auth-required) matches none."""
+    if state == pb.TASK_STATE_UNSPECIFIED:
+        return True, None
+    mapped = STATE_FROM_A2A.get(state)
+    return mapped is not None, mapped
+
+
+# ------------------------------------------------------------------ client side: crosstalk out, A2A in
+
+
+def message_to_a2a(message: Message, *, task_id: str | None = None) -> pb.Message:
+    """The A2A Message that carries a crosstalk Message to another agent."""
+    msg = pb.Message(
+        message_id=message.message_id,
+        context_id=message.context_id or "",
+        task_id=task_id or message.task_id or "",
+        role=pb.ROLE_USER,
+        parts=[pb.Part(text=p.text) for p in message.parts],
+    )
+    meta: dict[str, Any] = {"kind": message.kind.value, "delivery": message.delivery.value}
+    if message.deadline_seconds:
+        meta["deadline_seconds"] = message.deadline_seconds
+    if message.in_reply_to:
+        meta["in_reply_to"] = message.in_reply_to
+    if message.hop_chain:
+        meta["hop_chain"] = list(message.hop_chain)
+    if message.from_:
+        meta["from"] = message.from_
+    msg.metadata.update({META_KEY: meta})
+    return msg
+
+
+def task_from_a2a(task: pb.Task, *, kind: str = "") -> TaskView:
+    """The TaskView an A2A Task stands for. Tolerant of agents that are not crosstalk: a state crosstalk does not
+    use reads as its nearest crosstalk state with the A2A state as the reason, and a reply carried as an artifact
+    or only as status.message becomes an agent history entry. `creator` is left empty: the caller is the creator."""
+    meta = _struct_dict(task, "metadata").get(META_KEY)
+    meta = meta if isinstance(meta, dict) else {}
+    state, reason = _state_from_a2a(task.status.state)
+    history: list[HistoryEntry] = [_entry_from_a2a(m) for m in task.history]
+    seen = {h.message_id for h in history}
+    if task.status.HasField("message") and task.status.message.message_id not in seen:
+        history.append(_entry_from_a2a(task.status.message))
+        seen.add(task.status.message.message_id)
+    for artifact in task.artifacts:
+        texts = [p.text for p in artifact.parts if p.WhichOneof("content") == "text"]
+        if texts and artifact.artifact_id not in seen:
+            history.append(
+                HistoryEntry(artifact.artifact_id, "agent", "\n".join(texts), {"artifact": artifact.name or True})
+            )
+    updated = task.status.timestamp.ToNanoseconds() / 1e9 if task.status.HasField("timestamp") else 0.0
+    return TaskView(
+        task_id=task.id,
+        context_id=task.context_id,
+        creator="",
+        kind=str(meta.get("kind") or kind),
+        state=state,
+        reason=_opt_str(meta.get("reason")) or reason,
+        delivery=_opt_str(meta.get("delivery")),
+        history=tuple(history),
+        updated_at=updated,
+    )
+
+
+def reply_message_to_view(reply: pb.Message, sent: Message) -> TaskView:
+    """An agent that answers SendMessage with a direct Message (no task): a completed view holding both."""
+    return TaskView(
+        task_id=reply.task_id,
+        context_id=reply.context_id or sent.context_id or "",
+        creator="",
+        kind=sent.kind.value,
+        state=TaskState.COMPLETED,
+        history=(HistoryEntry(sent.message_id, "user", sent.text), _entry_from_a2a(reply)),
+    )
+
+
+def _state_from_a2a(state: int) -> tuple[TaskState, str | None]:
+    mapped = STATE_FROM_A2A.get(state)
+    if mapped is not None:
+        return mapped, None
+    if state == pb.TASK_STATE_REJECTED:
+        return TaskState.FAILED, "rejected"
+    return TaskState.WORKING, pb.TaskState.Name(state) if state in pb.TaskState.values() else f"state {state}"
+
+
+def _entry_from_a2a(msg: pb.Message) -> HistoryEntry:
+    text = "\n".join(p.text for p in msg.parts if p.WhichOneof("content") == "text")
+    return HistoryEntry(msg.message_id, _ROLE_FROM_A2A.get(msg.role, "agent"), text, _struct_dict(msg, "metadata"))
+
+
+def _struct_dict(owner: Any, field: str) -> dict[str, Any]:
+    return MessageToDict(getattr(owner, field)) if owner.HasField(field) else {}
+
+
+def _opt_str(value: object) -> str | None:
+    return value if isinstance(value, str) and value else None

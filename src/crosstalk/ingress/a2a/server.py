@@ -1,0 +1,387 @@
+"""The per-agent A2A 1.0 JSON-RPC server: Agent Card + SendMessage/GetTask/ListTasks/CancelTask over a TaskApi.
+
+Requests pass an edge gate before the SDK sees them: the card path is public; anything else needs
+`Authorization: Bearer <token>` that `authenticate` maps to a verified Sender (else 401), and a body within
+`body_limit` (else a JSON-RPC InvalidRequest error, id null, read with the cap before anything decodes it).
+No CORS header is ever sent. uvicorn runs as a task in the caller's event loop, on a socket bound here, without
+touching the process's signal handlers or logging configuration.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import os
+import socket
+from collections.abc import Awaitable, Callable, Iterator
+from typing import Any
+from urllib.parse import parse_qs
+
+import uvicorn
+from a2a.server.request_handlers.response_helpers import build_error_response
+from a2a.server.routes import create_agent_card_routes, create_jsonrpc_routes
+from a2a.types import a2a_pb2 as pb
+from a2a.utils.constants import AGENT_CARD_WELL_KNOWN_PATH, PROTOCOL_VERSION_1_0, VERSION_HEADER, TransportProtocol
+from a2a.utils.errors import InvalidRequestError
+from starlette.applications import Starlette
+from starlette.middleware import Middleware
+
+from crosstalk import __version__
+from crosstalk.core.errors import CrosstalkError
+from crosstalk.core.sender import Sender, SenderClass
+from crosstalk.ingress.a2a.handler import SENDER_STATE_KEY, A2ARequestHandler, SenderContextBuilder
+from crosstalk.tasks.model import TaskApi
+
+log = logging.getLogger(__name__)
+
+CARD_PATH = AGENT_CARD_WELL_KNOWN_PATH
+CARD_CACHE_CONTROL = "max-age=60"
+BEARER_SCHEME = "bearer"  # the card's securitySchemes key
+DEFAULT_BODY_LIMIT = 256 * 1024
+DRAIN_LIMIT = 8 * 1024 * 1024  # read (and drop) at most this much of a refused body so the client sees our answer
+UNAUTHENTICATED_CODE = -32000  # JSON-RPC implementation-defined server error; A2A names no code for auth
+START_TIMEOUT_S = 10.0
+GRACEFUL_SHUTDOWN_S = 2  # in-flight requests (a default-wait send) get this long, then are cancelled
+CLOSE_TIMEOUT_S = GRACEFUL_SHUTDOWN_S + 3.0
+
+ASGIApp = Callable[
+    [dict[str, Any], Callable[[], Awaitable[dict[str, Any]]], Callable[..., Awaitable[None]]], Awaitable[None]
+]
+
+
+class A2AServerError(CrosstalkError):
+    """The A2A server could not start."""
+
+
+class A2AServer:
+    """One agent's A2A endpoint. `to` is the receiving agent's name; `authenticate(token)` returns the verified
+    Sender a bearer token names, or None to refuse it."""
+
+    def __init__(
+        self,
+        *,
+        name: str,
+        description: str,
+        tasks: TaskApi,
+        authenticate: Callable[[str], Sender | None],
+        to: str,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        body_limit: int = DEFAULT_BODY_LIMIT,
+    ) -> None:
+        _check_no_paths("name", name)
+        _check_no_paths("description", description)
+        self.name = name
+        self.description = description
+        self.host = host
+        self.body_limit = body_limit
+        self.url: str | None = None
+        self.port: int | None = None
+        self._tasks = tasks
+        self._authenticate = authenticate
+        self._to = to
+        self._want_port = port
+        self._server: _EmbeddedServer | None = None
+        self._task: asyncio.Task[None] | None = None
+
+    async def __aenter__(self) -> A2AServer:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    async def start(self) -> str:
+        """Bind, serve in the running loop, and return (and set) `.url` once the server accepts connections."""
+        if self._task is not None:
+            raise A2AServerError("A2A server already started")
+        sock = _bind(self.host, self._want_port)
+        port = sock.getsockname()[1]
+        url = f"http://{_url_host(self.host)}:{port}/"
+        app = self._build_app(url)
+        config = uvicorn.Config(
+            app,
+            host=self.host,
+            port=port,
+            log_level="warning",
+            log_config=None,  # never reconfigure the host process's logging (uvicorn's default logs to stdout)
+            lifespan="off",
+            access_log=False,
+            ws="none",
+            proxy_headers=False,
+            timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_S,
+        )
+        server = _EmbeddedServer(config)
+        task = asyncio.create_task(server.serve(sockets=[sock]), name=f"a2a-server:{self.name}")
+        try:
+            async with asyncio.timeout(START_TIMEOUT_S):
+                while not server.started:
+                    if task.done():
+                        break
+                    await asyncio.sleep(0.005)
+        except TimeoutError:
+            server.force_exit = server.should_exit = True
+            task.cancel()
+            sock.close()
+            raise A2AServerError(f"A2A server did not start within {START_TIMEOUT_S:.0f} s") from None
+        if task.done():
+            sock.close()
+            exc = task.exception() if not task.cancelled() else None
+            raise A2AServerError(f"A2A server stopped while starting: {exc!r}") from exc
+        self._server, self._task = server, task
+        self.port, self.url = port, url
+        return url
+
+    async def close(self, timeout: float = CLOSE_TIMEOUT_S) -> None:
+        """Stop accepting, let in-flight requests finish for a moment, then cancel what remains. Idempotent."""
+        server, task = self._server, self._task
+        self._server = self._task = None
+        if server is None or task is None:
+            return
+        server.should_exit = True
+        try:
+            await asyncio.wait_for(asyncio.shield(task), timeout)
+        except TimeoutError:
+            log.warning("A2A server %s did not stop within %.1f s; cancelling it", self.name, timeout)
+            server.force_exit = True
+            task.cancel()
+            with contextlib.suppress(BaseException):
+                await asyncio.wait_for(task, 1.0)
+        except Exception:
+            log.exception("A2A server %s failed while stopping", self.name)
+
+    def card(self, url: str | None = None) -> pb.AgentCard:
+        return build_card(name=self.name, description=self.description, url=url or self.url or "")
+
+    def _build_app(self, url: str) -> Starlette:
+        handler = A2ARequestHandler(self._tasks, to=self._to)
+        routes = [
+            *create_agent_card_routes(self.card(url), cache_control=CARD_CACHE_CONTROL),
+            *create_jsonrpc_routes(handler, rpc_url="/", context_builder=SenderContextBuilder()),
+        ]
+        gate = Middleware(EdgeGate, authenticate=self._authenticate, body_limit=self.body_limit)
+        return Starlette(routes=routes, middleware=[gate])
+
+
+def build_card(*, name: str, description: str, url: str) -> pb.AgentCard:
+    """The public Agent Card: one JSON-RPC 1.0 interface, bearer auth, no streaming/push/extended card, no paths."""
+    card = pb.AgentCard(
+        name=name,
+        description=description,
+        version=__version__,
+        supported_interfaces=[
+            pb.AgentInterface(
+                url=url, protocol_binding=TransportProtocol.JSONRPC.value, protocol_version=PROTOCOL_VERSION_1_0
+            )
+        ],
+        capabilities=pb.AgentCapabilities(streaming=False, push_notifications=False, extended_agent_card=False),
+        default_input_modes=["text/plain"],
+        default_output_modes=["text/plain"],
+        skills=[
+            pb.AgentSkill(
+                id="message",
+                name="message",
+                description="Deliver a message into this live agent session (kind and delivery in "
+                "metadata.crosstalk; plain text is an inform).",
+                tags=["crosstalk", "message"],
+                input_modes=["text/plain"],
+                output_modes=["text/plain"],
+            )
+        ],
+    )
+    card.security_schemes[BEARER_SCHEME].CopyFrom(
+        pb.SecurityScheme(
+            http_auth_security_scheme=pb.HTTPAuthSecurityScheme(
+                scheme="Bearer", description="The sending agent's own crosstalk token: it names the sender."
+            )
+        )
+    )
+    requirement = pb.SecurityRequirement()
+    requirement.schemes[BEARER_SCHEME].CopyFrom(pb.StringList())
+    card.security_requirements.append(requirement)
+    return card
+
+
+class EdgeGate:
+    """Pure ASGI gate in front of the SDK routes: bearer auth (card path public), A2A-Version from the query
+    string when the header is absent (A2A 1.0 §3.6.2 lets clients send it either way), and the body cap."""
+
+    def __init__(self, app: ASGIApp, *, authenticate: Callable[[str], Sender | None], body_limit: int) -> None:
+        self.app = app
+        self.authenticate = authenticate
+        self.body_limit = body_limit
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] != "http" or scope.get("path") == CARD_PATH:
+            await self.app(scope, receive, send)
+            return
+        headers = {k.lower(): v for k, v in scope.get("headers", [])}
+        sender = self._sender(headers.get(b"authorization", b""))
+        if sender is None:
+            await _drain(receive, self.body_limit)
+            await _send_json(send, 401, _unauthenticated_body(), [(b"www-authenticate", b'Bearer realm="crosstalk"')])
+            return
+        scope = dict(scope)
+        scope["state"] = {**scope.get("state", {}), SENDER_STATE_KEY: sender}
+        version_header = VERSION_HEADER.lower().encode()
+        if version_header not in headers:
+            version = _query_version(scope.get("query_string", b""))
+            if version:
+                scope["headers"] = [*scope.get("headers", []), (version_header, version.encode("latin-1"))]
+        try:
+            body = await _read_capped(receive, self.body_limit)
+        except _ClientGone:
+            return
+        except _BodyTooLarge:
+            err = InvalidRequestError(message=f"request body is over the {self.body_limit}-byte limit")
+            await _send_json(send, 200, build_error_response(None, err))
+            return
+        await self.app(scope, _replay(body, receive), send)
+
+    def _sender(self, header: bytes) -> Sender | None:
+        try:
+            scheme, _, token = header.decode("latin-1").partition(" ")
+        except Exception:
+            return None
+        token = token.strip()
+        if scheme.lower() != "bearer" or not token:
+            return None
+        try:
+            sender = self.authenticate(token)
+        except Exception:
+            log.exception("A2A authenticate() failed; refusing the request")
+            return None
+        if not isinstance(sender, Sender) or sender.sender_class is not SenderClass.VERIFIED or not sender.agent_id:
+            return None
+        return sender
+
+
+class _BodyTooLarge(Exception):
+    pass
+
+
+class _ClientGone(Exception):
+    pass
+
+
+async def _read_capped(receive: Any, limit: int) -> bytes:
+    """The whole request body. Past `limit` the rest is drained and dropped (up to DRAIN_LIMIT) and
+    _BodyTooLarge raised; a disconnect raises _ClientGone."""
+    chunks: list[bytes] = []
+    size = 0
+    while True:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            raise _ClientGone
+        if message["type"] != "http.request":
+            continue
+        chunk = message.get("body", b"")
+        size += len(chunk)
+        if size > limit:
+            if message.get("more_body", False):
+                await _drain(receive, DRAIN_LIMIT - size)
+            raise _BodyTooLarge
+        chunks.append(chunk)
+        if not message.get("more_body", False):
+            return b"".join(chunks)
+
+
+async def _drain(receive: Any, budget: int) -> None:
+    """Read and drop the rest of a body we refuse, up to `budget` bytes, so the answer is not lost to a reset."""
+    while budget > 0:
+        message = await receive()
+        if message["type"] != "http.request":
+            return
+        budget -= len(message.get("body", b""))
+        if not message.get("more_body", False):
+            return
+
+
+def _replay(body: bytes, receive: Any) -> Callable[[], Awaitable[dict[str, Any]]]:
+    sent = False
+
+    async def replay() -> dict[str, Any]:
+        nonlocal sent
+        if not sent:
+            sent = True
+            return {"type": "http.request", "body": body, "more_body": False}
+        return await receive()  # after the body: only a disconnect can come
+
+    return replay
+
+
+def _query_version(query_string: bytes) -> str | None:
+    try:
+        values = parse_qs(query_string.decode("latin-1")).get(VERSION_HEADER)
+    except Exception:
+        return None
+    return values[0] if values else None
+
+
+def _unauthenticated_body() -> dict[str, Any]:
+    return {
+        "jsonrpc": "2.0",
+        "id": None,
+        "error": {
+            "code": UNAUTHENTICATED_CODE,
+            "message": "Unauthenticated: a valid 'Authorization: Bearer <token>' header is required",
+            "data": [
+                {
+                    "@type": "type.googleapis.com/google.rpc.ErrorInfo",
+                    "reason": "UNAUTHENTICATED",
+                    "domain": "crosstalk",
+                    "metadata": {},
+                }
+            ],
+        },
+    }
+
+
+async def _send_json(
+    send: Any, status: int, payload: dict[str, Any], extra_headers: list[tuple[bytes, bytes]] | None = None
+) -> None:
+    body = json.dumps(payload, separators=(",", ":")).encode()
+    headers = [
+        (b"content-type", b"application/json"),
+        (b"content-length", str(len(body)).encode()),
+        *(extra_headers or []),
+    ]
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+    await send({"type": "http.response.body", "body": body, "more_body": False})
+
+
+class _EmbeddedServer(uvicorn.Server):
+    """uvicorn without its signal handlers: the host process (a shim, an agent) owns SIGINT/SIGTERM."""
+
+    @contextlib.contextmanager
+    def capture_signals(self) -> Iterator[None]:
+        yield
+
+    def install_signal_handlers(self) -> None:  # uvicorn < 0.29 spelled it this way
+        return None
+
+
+def _bind(host: str, port: int) -> socket.socket:
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    try:
+        sock.bind((host, port))
+        sock.listen(128)
+        sock.setblocking(False)
+    except OSError as exc:
+        sock.close()
+        raise A2AServerError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from exc
+    return sock
+
+
+def _url_host(host: str) -> str:
+    return f"[{host}]" if ":" in host else host
+
+
+def _check_no_paths(field: str, text: str) -> None:
+    """The card is public: it must not reveal where the session runs."""
+    for path in {os.getcwd(), os.path.expanduser("~")}:
+        if len(path) > 1 and path in text:
+            raise ValueError(f"A2A card {field} must not contain a filesystem path ({path!r} found)")

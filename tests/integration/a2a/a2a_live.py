@@ -1,0 +1,73 @@
+"""A real A2AServer on 127.0.0.1:0 in the test's event loop, over the in-memory FakeTasks, and clients for it.
+Not a test module: the A2A integration tests import it by name."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+import httpx
+from a2a.client import (
+    A2ACardResolver,
+    AuthInterceptor,
+    ClientCallContext,
+    ClientConfig,
+    ClientFactory,
+    InMemoryContextCredentialStore,
+)
+from a2a_fake_tasks import FakeTasks, authenticate
+
+from crosstalk.ingress.a2a.server import A2AServer
+
+WAIT_S = 30.0
+V1 = {"A2A-Version": "1.0"}
+ALICE_AUTH = {"Authorization": "Bearer tok-alice", **V1}
+BOB_AUTH = {"Authorization": "Bearer tok-bob", **V1}
+
+
+def run(coro: Any, timeout: float = WAIT_S) -> Any:
+    async def bounded() -> Any:
+        return await asyncio.wait_for(coro, timeout)
+
+    return asyncio.run(bounded())
+
+
+@asynccontextmanager
+async def serving(fake: FakeTasks | None = None, **kw: Any) -> AsyncIterator[tuple[A2AServer, FakeTasks]]:
+    fake = fake or FakeTasks()
+    server = A2AServer(
+        name="bob", description="Bob's live coding session", tasks=fake, authenticate=authenticate, to="bob", **kw
+    )
+    await server.start()
+    try:
+        yield server, fake
+    finally:
+        await asyncio.wait_for(server.close(), 15)
+
+
+@asynccontextmanager
+async def sdk_client(url: str, token: str | None = "tok-alice") -> AsyncIterator[tuple[Any, ClientCallContext]]:
+    """The official SDK client, from the resolved card, with the bearer token through its AuthInterceptor."""
+    async with httpx.AsyncClient(timeout=WAIT_S) as http:
+        card = await A2ACardResolver(http, url).get_agent_card()
+        creds = InMemoryContextCredentialStore()
+        if token is not None:
+            await creds.set_credentials("session-1", "bearer", token)
+        context = ClientCallContext(state={"sessionId": "session-1"})
+        client = ClientFactory(ClientConfig(httpx_client=http, streaming=False)).create(
+            card, interceptors=[AuthInterceptor(creds)]
+        )
+        try:
+            yield client, context
+        finally:
+            await client.close()
+
+
+def rpc(method: str, params: dict[str, Any] | None = None, rid: Any = 1) -> dict[str, Any]:
+    return {"jsonrpc": "2.0", "id": rid, "method": method, "params": params or {}}
+
+
+def text_message(text: str = "hello", message_id: str = "m-1", **extra: Any) -> dict[str, Any]:
+    return {"messageId": message_id, "role": "ROLE_USER", "parts": [{"text": text}], **extra}
