@@ -150,6 +150,27 @@ class Demo:
             self.delivered += 1
         return res.returncode
 
+    def send_a2a_cli(self, as_agent: str, to: str, text: str, *args: str) -> int:
+        """Send over A2A with `crosstalk send --a2a --as AGENT`: the sender's own bearer token proves who it is,
+        and the receiver answers with a task (for an ask: completed with the reply)."""
+        cmd = [sys.executable, "-m", "crosstalk", "send", "--a2a", "--as", as_agent, to, text, "--json", *args]
+        res = subprocess.run(cmd, env=self.env, capture_output=True, timeout=60, check=False)
+        try:
+            answer = json.loads(res.stdout.decode().strip().splitlines()[0])
+        except (ValueError, IndexError):
+            answer = {"state": "error", "reason": res.stderr.decode().strip()}
+        kind = args[args.index("--kind") + 1] if "--kind" in args else "inform"
+        detail = answer.get("completion") or answer.get("reason") or answer.get("delivery")
+        self.out(
+            f"  {as_agent:<14} ⇒ {to:<12} {kind:<7} task {answer.get('state', '?'):<9}{_reason(detail)} "
+            f"{_quote(text)}   [A2A, exit {res.returncode}]"
+        )
+        if answer.get("reply"):
+            self.out(f"  {'':<14}   reply from {to}: {_quote(answer['reply'])}")
+        if answer.get("state") == "completed":
+            self.delivered += 1
+        return res.returncode
+
     def _line(self, msg: Message, sender: str, state: str, reason: str | None, note: str) -> None:
         self.out(
             f"  {sender:<14} → {msg.to:<12} {msg.kind.value:<7} {state:<11}{_reason(reason)} "
@@ -159,7 +180,7 @@ class Demo:
     # -------------------------------------------------------------- showing
     def show_inboxes(self) -> None:
         self.out("\nWhat each session saw (one line per injection, from the fake harness's inbox file):")
-        for name in ("alice", "bob", "carol"):
+        for name in ("alice", "bob", "carol", "dana"):
             path = self.root / f"{name}.inbox.jsonl"
             text = path.read_text() if path.exists() else ""
             lines = [json.loads(x) for x in text.splitlines() if x.strip()]
@@ -264,6 +285,12 @@ def run_demo(out: Callable[[str], None] = print) -> int:
                 note="(retry after the restart: still not injected twice)",
             )
         demo.send("bob", "welcome back")
+
+        out("\nAgent to agent over A2A (the sender's bearer token names it; the answer is a task;")
+        out("dana's fake session answers every ask with a scripted reply):")
+        demo.start_agent("dana", "--answer", "LGTM: the retry is bounded and idempotent")
+        demo.send_a2a_cli("alice", "dana", "your review of client.py is next in the queue")
+        demo.send_a2a_cli("alice", "dana", "is the retry change safe to merge?", "--kind", "ask", "--deadline", "30")
 
         demo.show_inboxes()
         out(f"\n{demo.delivered} messages delivered (accepted or queued), none twice.")

@@ -200,13 +200,24 @@ def test_task_carries_history_reply_timestamp_and_metadata():
 
 def test_metadata_omits_none_and_an_unreplied_task_has_no_status_message():
     d = MessageToDict(
-        task_to_a2a(view(state=TaskState.FAILED, delivery=None, reason="rejected by policy", history=view().history[:1]))
+        task_to_a2a(
+            view(state=TaskState.FAILED, delivery=None, reason="rejected by policy", history=view().history[:1])
+        )
     )
     assert d["metadata"] == {"crosstalk": {"reason": "rejected by policy", "kind": "ask"}}
     assert "message" not in d["status"]
 
 
-@pytest.mark.parametrize(("length", "kept"), [(None, ["m-1", "r-1", "m-2", "r-2"]), (0, []), (1, ["r-2"]), (3, ["r-1", "m-2", "r-2"]), (9, ["m-1", "r-1", "m-2", "r-2"])])
+@pytest.mark.parametrize(
+    ("length", "kept"),
+    [
+        (None, ["m-1", "r-1", "m-2", "r-2"]),
+        (0, []),
+        (1, ["r-2"]),
+        (3, ["r-1", "m-2", "r-2"]),
+        (9, ["m-1", "r-1", "m-2", "r-2"]),
+    ],
+)
 def test_history_length_trims_history_but_not_the_status_message(length, kept):
     task = task_to_a2a(view(), length)
     assert [m.message_id for m in task.history] == kept
@@ -239,14 +250,32 @@ def test_state_filter():
 
 
 def test_outbound_message_round_trips_through_the_server_translation():
-    sent = new_message("receiver", "hi there", from_="alice", kind="ask", delivery="steer", in_reply_to="m-0",
-                       context_id="ctx-5", deadline_seconds=45)
+    sent = new_message(
+        "receiver",
+        "hi there",
+        from_="alice",
+        kind="ask",
+        delivery="steer",
+        in_reply_to="m-0",
+        context_id="ctx-5",
+        deadline_seconds=45,
+    )
     sent = sent.with_(hop_chain=(HOP,))
     wire = message_to_a2a(sent, task_id="task-7")
     assert wire.task_id == "task-7" and wire.role == pb.ROLE_USER
     back = message_from_a2a(wire, to="receiver", sender=ALICE)
-    for name in ("message_id", "to", "from_", "kind", "delivery", "in_reply_to", "context_id", "deadline_seconds",
-                 "hop_chain", "text"):
+    for name in (
+        "message_id",
+        "to",
+        "from_",
+        "kind",
+        "delivery",
+        "in_reply_to",
+        "context_id",
+        "deadline_seconds",
+        "hop_chain",
+        "text",
+    ):
         assert getattr(back, name) == getattr(sent, name), name
     assert back.task_id == "task-7"
 
@@ -261,7 +290,12 @@ def test_task_round_trip_keeps_what_travels():
     original = view(reason="answered")
     back = task_from_a2a(task_to_a2a(original))
     assert (back.task_id, back.context_id, back.kind, back.state, back.reason, back.delivery) == (
-        "task-1", "ctx-1", "ask", TaskState.COMPLETED, "answered", "accepted"
+        "task-1",
+        "ctx-1",
+        "ask",
+        TaskState.COMPLETED,
+        "answered",
+        "accepted",
     )
     assert back.history == original.history
     assert back.completion == original.completion == "replied"
@@ -274,8 +308,10 @@ def test_a_foreign_task_reads_sensibly():
         {
             "id": "t-x",
             "contextId": "c-x",
-            "status": {"state": "TASK_STATE_INPUT_REQUIRED",
-                       "message": {"messageId": "s-1", "role": "ROLE_AGENT", "parts": [{"text": "which one?"}]}},
+            "status": {
+                "state": "TASK_STATE_INPUT_REQUIRED",
+                "message": {"messageId": "s-1", "role": "ROLE_AGENT", "parts": [{"text": "which one?"}]},
+            },
             "artifacts": [{"artifactId": "a-1", "name": "echo", "parts": [{"text": "echo: hi"}, {"raw": "eA=="}]}],
         },
         pb.Task(),

@@ -160,8 +160,7 @@ def test_card_text_may_not_hold_the_cwd():
     from crosstalk.ingress.a2a.server import A2AServer
 
     with pytest.raises(ValueError, match="filesystem path"):
-        A2AServer(name="x", description=f"works in {os.getcwd()}", tasks=FakeTasks(), authenticate=authenticate,
-                  to="x")
+        A2AServer(name="x", description=f"works in {os.getcwd()}", tasks=FakeTasks(), authenticate=authenticate, to="x")
 
 
 # ------------------------------------------------------------------ edge gate as bare ASGI

@@ -92,7 +92,9 @@ def wrapped(cause: Exception, cls=A2AClientError) -> A2AClientError:
     [
         (status_error(401), A2AAuthError),
         (status_error(403), A2AAuthError),
-        (status_error(500), A2AProtocolError),
+        (status_error(404), A2AProtocolError),
+        (status_error(500), A2AOutcomeUnknown),
+        (status_error(503), A2AOutcomeUnknown),
         (httpx.ConnectError("refused"), A2AUnreachable),
         (httpx.ConnectTimeout("slow"), A2AUnreachable),
         (httpx.ReadTimeout("slow"), A2AOutcomeUnknown),

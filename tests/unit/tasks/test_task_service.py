@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import os
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -310,3 +311,27 @@ def test_restart_resumes_unclaimed_tasks_once_and_never_resends_claimed_ones(roo
         assert R.TASK in kinds
     finally:
         rig2.close()
+
+
+def test_prune_forgets_terminal_tasks_retention_dropped_and_keeps_open_ones(root: Path) -> None:
+    rig = _rig(root)
+
+    async def body() -> None:
+        svc = await _service(rig)
+        try:
+            done = await svc.send(CAROL, msg("old news"), task_id=None, return_immediately=False)
+            ask = msg("still open?", kind=Kind.ASK)
+            open_task = await svc.send(CAROL, ask, task_id=None, return_immediately=True)
+            await wait_for(lambda: svc._tasks[open_task.task_id].view.delivery == "accepted")
+            assert svc.prune(set(), cutoff=time.time() + 1) == 1  # only the terminal one
+            with pytest.raises(TaskError):
+                await svc.get(CAROL.agent_id, done.task_id)
+            assert (await svc.get(CAROL.agent_id, open_task.task_id)).state is TaskState.WORKING
+            assert (await svc.reply(ask.message_id, "yes")).state is TaskState.COMPLETED
+        finally:
+            await svc.close()
+
+    try:
+        run(body())
+    finally:
+        rig.close()

@@ -194,6 +194,8 @@ def _httpx_error(exc: httpx.HTTPError, url: str) -> Exception:
         status = exc.response.status_code
         if status in (401, 403):
             return A2AAuthError(f"A2A agent at {url} refused our token (HTTP {status})", status)
+        if status >= 500:  # the agent failed or shut down mid-request: the message may have been accepted
+            return A2AOutcomeUnknown(f"A2A agent at {url} failed mid-request (HTTP {status})")
         return A2AProtocolError(f"A2A agent at {url} answered HTTP {status}", status=status)
     if isinstance(exc, httpx.ConnectError | httpx.ConnectTimeout | httpx.PoolTimeout | httpx.UnsupportedProtocol):
         return A2AUnreachable(f"A2A agent at {url} is unreachable: {exc.__class__.__name__}: {exc}")

@@ -85,6 +85,7 @@ class A2AServer:
         self._want_port = port
         self._server: _EmbeddedServer | None = None
         self._task: asyncio.Task[None] | None = None
+        self._closing = False
 
     async def __aenter__(self) -> A2AServer:
         await self.start()
@@ -140,6 +141,7 @@ class A2AServer:
         self._server = self._task = None
         if server is None or task is None:
             return
+        self._closing = True
         server.should_exit = True
         try:
             await asyncio.wait_for(asyncio.shield(task), timeout)
@@ -161,7 +163,9 @@ class A2AServer:
             *create_agent_card_routes(self.card(url), cache_control=CARD_CACHE_CONTROL),
             *create_jsonrpc_routes(handler, rpc_url="/", context_builder=SenderContextBuilder()),
         ]
-        gate = Middleware(EdgeGate, authenticate=self._authenticate, body_limit=self.body_limit)
+        gate = Middleware(
+            EdgeGate, authenticate=self._authenticate, body_limit=self.body_limit, closing=lambda: self._closing
+        )
         return Starlette(routes=routes, middleware=[gate])
 
 
@@ -206,12 +210,21 @@ def build_card(*, name: str, description: str, url: str) -> pb.AgentCard:
 
 class EdgeGate:
     """Pure ASGI gate in front of the SDK routes: bearer auth (card path public), A2A-Version from the query
-    string when the header is absent (A2A 1.0 §3.6.2 lets clients send it either way), and the body cap."""
+    string when the header is absent (A2A 1.0 §3.6.2 lets clients send it either way), the body cap, and a clear
+    503 for a request still waiting (a default-wait send) when the server is closed under it."""
 
-    def __init__(self, app: ASGIApp, *, authenticate: Callable[[str], Sender | None], body_limit: int) -> None:
+    def __init__(
+        self,
+        app: ASGIApp,
+        *,
+        authenticate: Callable[[str], Sender | None],
+        body_limit: int,
+        closing: Callable[[], bool] = lambda: False,
+    ) -> None:
         self.app = app
         self.authenticate = authenticate
         self.body_limit = body_limit
+        self.closing = closing
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         if scope["type"] != "http" or scope.get("path") == CARD_PATH:
@@ -238,7 +251,21 @@ class EdgeGate:
             err = InvalidRequestError(message=f"request body is over the {self.body_limit}-byte limit")
             await _send_json(send, 200, build_error_response(None, err))
             return
-        await self.app(scope, _replay(body, receive), send)
+        started = False
+
+        async def tracked_send(message: dict[str, Any]) -> None:
+            nonlocal started
+            started = started or message["type"] == "http.response.start"
+            await send(message)
+
+        try:
+            await self.app(scope, _replay(body, receive), tracked_send)
+        except asyncio.CancelledError:
+            if started or not self.closing():
+                raise
+            # uvicorn cancels requests still running after its graceful-shutdown window; answer instead of letting
+            # it log a traceback and send a bare 500. The message may already be journaled: the outcome is unknown.
+            await _send_json(send, 503, _shutting_down_body(), [(b"connection", b"close")])
 
     def _sender(self, header: bytes) -> Sender | None:
         try:
@@ -335,6 +362,17 @@ def _unauthenticated_body() -> dict[str, Any]:
                     "metadata": {},
                 }
             ],
+        },
+    }
+
+
+def _shutting_down_body() -> dict[str, Any]:
+    return {
+        "jsonrpc": "2.0",
+        "id": None,
+        "error": {
+            "code": -32603,
+            "message": "The agent shut down while this request was waiting; its outcome is unknown (ask GetTask later)",
         },
     }
 
