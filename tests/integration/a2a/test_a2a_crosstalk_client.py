@@ -194,3 +194,17 @@ def test_the_client_opens_without_async_with():
                 await peer.close()  # idempotent
 
     run(main())
+
+
+def test_a_default_wait_ask_waits_past_the_client_timeout_up_to_its_deadline():
+    async def main():
+        async with serving() as (server, fake), A2AClient(server.url, "tok-alice", timeout=0.5) as peer:
+            sending = asyncio.create_task(peer.send(new_message("bob", "slow?", kind="ask", deadline_seconds=5)))
+            while not fake.tasks:
+                await asyncio.sleep(0.01)
+            await asyncio.sleep(1.0)  # twice the client timeout
+            fake.reply(fake.task_ids()[0], "yes")
+            view = await asyncio.wait_for(sending, 10)
+            assert view.completion == "replied"
+
+    run(main())

@@ -137,7 +137,7 @@ def test_text_over_64_kib_is_invalid_params():
 
 
 def test_no_parts_is_invalid_params():
-    with pytest.raises(InvalidParamsError, match="message.parts"):
+    with pytest.raises(InvalidParamsError, match=r"message\.parts"):
         inbound({"parts": []})
 
 

@@ -281,3 +281,14 @@ def test_gate_takes_the_version_from_the_query_string_only_when_the_header_is_ab
     first, second = (dict(scope["headers"]) for scope, _ in down.calls)
     assert first[b"a2a-version"] == b"1.0"
     assert second[b"a2a-version"] == b"0.3"
+
+
+def test_gate_accepts_an_async_authenticate():
+    async def auth(token):
+        await asyncio.sleep(0)
+        return authenticate(token)
+
+    gate, down = make_gate(auth=auth)
+    assert drive(gate, headers=(("Authorization", "Bearer tok-alice"),))[0] == 200
+    assert drive(gate, headers=(("Authorization", "Bearer nope"),))[0] == 401
+    assert len(down.calls) == 1 and down.calls[0][0]["state"][SENDER_STATE_KEY] is ALICE

@@ -87,14 +87,15 @@ class A2AClient:
             message=message_to_a2a(message, task_id=task_id),
             configuration=pb.SendMessageConfiguration(return_immediately=return_immediately),
         )
-        wait = self.timeout
-        if not return_immediately and message.deadline_seconds:
-            wait = max(wait, message.deadline_seconds + ASK_WAIT_SLACK_S)
+        context = None
+        ask_wait = message.deadline_seconds + ASK_WAIT_SLACK_S
+        if not return_immediately and message.deadline_seconds and ask_wait > self.timeout:
+            context = ClientCallContext(timeout=ask_wait)
         client = self._open()
 
         async def call() -> pb.StreamResponse:
             last = None
-            async for event in client.send_message(request, context=ClientCallContext(timeout=wait)):
+            async for event in client.send_message(request, context=context):
                 last = event
             if last is None:
                 raise A2AProtocolError("SendMessage returned nothing")

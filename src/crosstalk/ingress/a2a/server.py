@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import inspect
 import json
 import logging
 import os
@@ -65,7 +66,7 @@ class A2AServer:
         name: str,
         description: str,
         tasks: TaskApi,
-        authenticate: Callable[[str], Sender | None],
+        authenticate: Callable[[str], Sender | Awaitable[Sender | None] | None],
         to: str,
         host: str = "127.0.0.1",
         port: int = 0,
@@ -217,7 +218,7 @@ class EdgeGate:
         self,
         app: ASGIApp,
         *,
-        authenticate: Callable[[str], Sender | None],
+        authenticate: Callable[[str], Sender | Awaitable[Sender | None] | None],
         body_limit: int,
         closing: Callable[[], bool] = lambda: False,
     ) -> None:
@@ -231,7 +232,7 @@ class EdgeGate:
             await self.app(scope, receive, send)
             return
         headers = {k.lower(): v for k, v in scope.get("headers", [])}
-        sender = self._sender(headers.get(b"authorization", b""))
+        sender = await self._sender(headers.get(b"authorization", b""))
         if sender is None:
             await _drain(receive, self.body_limit)
             await _send_json(send, 401, _unauthenticated_body(), [(b"www-authenticate", b'Bearer realm="crosstalk"')])
@@ -267,7 +268,7 @@ class EdgeGate:
             # it log a traceback and send a bare 500. The message may already be journaled: the outcome is unknown.
             await _send_json(send, 503, _shutting_down_body(), [(b"connection", b"close")])
 
-    def _sender(self, header: bytes) -> Sender | None:
+    async def _sender(self, header: bytes) -> Sender | None:
         try:
             scheme, _, token = header.decode("latin-1").partition(" ")
         except Exception:
@@ -277,6 +278,8 @@ class EdgeGate:
             return None
         try:
             sender = self.authenticate(token)
+            if inspect.isawaitable(sender):  # an async authenticate works too
+                sender = await sender
         except Exception:
             log.exception("A2A authenticate() failed; refusing the request")
             return None
