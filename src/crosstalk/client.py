@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 from crosstalk.core.message import Message
 from crosstalk.core.states import Outcome
-from crosstalk.ingress.uds_client import DEFAULT_TIMEOUT_S, AgentUnreachable, deliver
+from crosstalk.ingress.uds_client import DEFAULT_TIMEOUT_S, AgentUnreachable, DeliveryError, WireError, deliver
 from crosstalk.registry.credentials import read_key
 from crosstalk.registry.descriptor import Descriptor
 from crosstalk.registry.discovery import resolve
@@ -66,8 +66,29 @@ def send_a2a(
     except KeyFileError as exc:
         raise AgentUnreachable(f"agent {sender.name!r} has no usable bearer token: {exc}") from None
 
+    from crosstalk.ingress.a2a.errors import A2AAuthError, A2AOutcomeUnknown, A2AProtocolError, A2AUnreachable
+
     async def run() -> object:
         async with A2AClient(target.a2a_url, token, timeout=timeout) as client:
             return await client.send(msg, task_id=task_id, return_immediately=return_immediately)
 
-    return A2ASendResult(target, sender, asyncio.run(run()))
+    try:
+        task = asyncio.run(run())
+    except A2AOutcomeUnknown as exc:
+        raise WireError(
+            f"no answer from {target.name} ({exc}); the message may have arrived: resend it with the "
+            "same message_id and the receiver answers from its journal"
+        ) from None
+    except A2AUnreachable as exc:
+        raise AgentUnreachable(f"cannot reach {target.name} over A2A: {exc}") from None
+    except A2AAuthError as exc:
+        raise A2ARefused(f"{target.name} refused {sender.name}'s token: {exc}") from None
+    except A2AProtocolError as exc:
+        raise WireError(f"{target.name} answered with an A2A error: {exc}") from None
+    return A2ASendResult(target, sender, task)
+
+
+class A2ARefused(DeliveryError):
+    """The receiver refused the sender's bearer token."""
+
+    exit_code = 3

@@ -168,7 +168,9 @@ class Receiver:
         # The current message's own wait is already counted in _default_waits; the limit is about the others.
         return Load(
             pending_tasks=self.state.pending_count(),
-            open_asks=self.state.open_asks(),
+            # An accepted ask not yet delivered opens its obligation on delivery: it counts now (a stalled
+            # session must not let asks pile up past the limit).
+            open_asks=self.state.open_asks() + self.state.pending_asks(),
             default_waits=max(0, self._default_waits - 1),
         )
 

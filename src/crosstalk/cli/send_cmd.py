@@ -144,9 +144,6 @@ def _send_a2a(msg: Any, args: Any) -> int:
         fail(f"{exc.code}: {exc.message}", EXIT_REJECTED if exc.code == TaskError.INVALID else EXIT_WIRE)
     except RegistryError as exc:
         fail(str(exc), EXIT_WIRE)
-    except Exception as exc:  # the A2A client's transport and auth errors
-        code = EXIT_REJECTED if type(exc).__name__ == "A2AAuthError" else EXIT_NO_AGENT
-        fail(f"{type(exc).__name__}: {exc}", code)
     task = result.task
     reply = next((h.text for h in reversed(task.history) if h.role == "agent"), None)
     if args.as_json:

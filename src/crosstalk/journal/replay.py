@@ -170,3 +170,7 @@ class JournalState:
     def open_asks(self) -> int:
         """Reply obligations not yet delivered or closed (constant time)."""
         return len(self._open_obligations)
+
+    def pending_asks(self) -> int:
+        """Asks journaled but not yet settled (bounded by the pending count, not the history)."""
+        return sum(1 for mid in self._pending if (e := self.messages.get(mid)) and e.message.get("kind") == "ask")

@@ -115,8 +115,9 @@ class TaskApi:
         page_token: str = "",
         context_id: str | None = None,
         state: TaskState | None = None,
+        updated_after: float | None = None,
     ) -> TaskPage:
-        """Only the sender's own tasks, newest first."""
+        """Only the sender's own tasks, most recently updated first; `updated_after` (epoch seconds) filters."""
         raise NotImplementedError
 
     async def cancel(self, sender_agent_id: str, task_id: str) -> TaskView:

@@ -27,12 +27,15 @@ from crosstalk.core.sender import Sender
 from crosstalk.core.states import Outcome, State
 from crosstalk.journal import JournalError
 from crosstalk.journal import records as R
+from crosstalk.policy import Load
 from crosstalk.receiver import Inbound, Receiver
 from crosstalk.tasks.model import TERMINAL, HistoryEntry, TaskApi, TaskError, TaskPage, TaskState, TaskView
 
 log = logging.getLogger(__name__)
 
-MAX_WAIT_S = 300.0  # the longest a default-wait SendMessage blocks (an ask with no deadline, a stalled session)
+# The longest a default-wait SendMessage blocks (an ask with no deadline, a stalled session): under the clients'
+# usual 60 s request timeout, so the sender gets the task (still working) rather than a timeout.
+MAX_WAIT_S = 50.0
 POLICY_PREFIXES = ("acl:", "kind:")  # refusals that fail a task; other refusals (limits, hops) create none
 
 
@@ -144,12 +147,16 @@ class TaskService(TaskApi):
             fut.set_result(tid)
         except BaseException:
             fut.cancel()  # a concurrent duplicate sees the same failure
+            if waiting:
+                self.receiver.end_default_wait()
             raise
         finally:
             self._inflight.pop(key, None)
+        try:
+            return await self._answer(tid, message.message_id, return_immediately)
+        finally:
             if waiting:
-                self.receiver.end_default_wait()
-        return await self._answer(tid, message.message_id, return_immediately)
+                self.receiver.end_default_wait()  # counted until answered: the wait is what the limit bounds
 
     async def get(self, sender_agent_id: str, task_id: str) -> TaskView:
         return self._own(sender_agent_id, task_id).view
@@ -162,13 +169,16 @@ class TaskService(TaskApi):
         page_token: str = "",
         context_id: str | None = None,
         state: TaskState | None = None,
+        updated_after: float | None = None,
     ) -> TaskPage:
         mine = [t.view for t in self._tasks.values() if t.view.creator == sender_agent_id]
         if context_id:
             mine = [v for v in mine if v.context_id == context_id]
         if state is not None:
             mine = [v for v in mine if v.state is state]
-        mine.sort(key=lambda v: (v.created_at, v.task_id), reverse=True)
+        if updated_after is not None:
+            mine = [v for v in mine if v.updated_at > updated_after]
+        mine.sort(key=lambda v: (v.updated_at, v.task_id), reverse=True)  # A2A: most recently updated first
         start = _decode_token(page_token)
         size = max(1, min(page_size or 50, 100))
         page = mine[start : start + size]
@@ -301,7 +311,7 @@ class TaskService(TaskApi):
             await self._record(task, state=TaskState.FAILED, reason="unreadable_record", delivery=State.REJECTED.value)
             return
         inbound = Inbound(msg, sender, "a2a")
-        reason, _ = self.receiver.check(inbound)
+        reason, _ = self.receiver.check(inbound, load=Load())  # admitted before the restart: never evicted by load
         if reason is not None:
             await self.receiver.journal.append_async(
                 R.outcome(msg.message_id, State.REJECTED, reason, self.receiver.identity.binding, reconciled=True)

@@ -133,18 +133,18 @@ def test_a_smaller_configured_cap_applies():
     run(main())
 
 
-def test_non_text_parts_and_bad_metadata_are_invalid_params():
+def test_non_text_parts_are_unsupported_content_and_bad_metadata_invalid_params():
     async def main():
         async with serving() as (server, fake), http() as client:
-            for message, needle in (
-                ({**text_message(), "parts": [{"url": "https://example.com/a.png"}]}, "only text parts"),
-                ({**text_message(), "parts": [{"raw": "aGk="}]}, "only text parts"),
-                ({**text_message(), "metadata": {"crosstalk": {"kind": "shout"}}}, "metadata.crosstalk.kind"),
-                ({**text_message(), "metadata": {"crosstalk": "ask"}}, "must be an object"),
+            for message, needle, code in (
+                ({**text_message(), "parts": [{"url": "https://example.com/a.png"}]}, "only text parts", -32005),
+                ({**text_message(), "parts": [{"raw": "aGk="}]}, "only text parts", -32005),
+                ({**text_message(), "metadata": {"crosstalk": {"kind": "shout"}}}, "metadata.crosstalk.kind", -32602),
+                ({**text_message(), "metadata": {"crosstalk": "ask"}}, "must be an object", -32602),
             ):
                 response = await call(client, server.url, "SendMessage", {"message": message}, rid="r-7")
                 err = error_of(response)
-                assert err["code"] == -32602 and needle in err["message"], err
+                assert err["code"] == code and needle in err["message"], err
                 assert response.json()["id"] == "r-7"
             assert fake.calls == []
 

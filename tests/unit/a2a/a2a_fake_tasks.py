@@ -84,8 +84,10 @@ class FakeTasks(TaskApi):
         page_token: str = "",
         context_id: str | None = None,
         state: TaskState | None = None,
+        updated_after: float | None = None,
     ) -> TaskPage:
         self.calls.append(("list", sender_agent_id, page_size, page_token, context_id, state))
+        self.updated_after = updated_after
         self._maybe_raise()
         views = [
             t.view

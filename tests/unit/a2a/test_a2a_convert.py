@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 from a2a.types import a2a_pb2 as pb
 from a2a.utils.errors import (
+    ContentTypeNotSupportedError,
     InternalError,
     InvalidParamsError,
     InvalidRequestError,
@@ -120,14 +121,14 @@ def test_crosstalk_metadata_must_be_an_object():
         ({"data": {"k": 1}}, "a data part"),
     ],
 )
-def test_a_non_text_part_is_invalid_params(part, what):
-    with pytest.raises(InvalidParamsError) as info:
+def test_a_non_text_part_is_content_type_not_supported(part, what):
+    with pytest.raises(ContentTypeNotSupportedError) as info:
         inbound({"parts": [{"text": "ok"}, part]})
     assert info.value.message == f"message.parts[1]: only text parts are accepted, got {what}"
 
 
-def test_a_text_part_with_a_non_text_media_type_is_invalid():
-    with pytest.raises(InvalidParamsError, match="only text/\\* media types"):
+def test_a_text_part_with_a_non_text_media_type_is_not_supported():
+    with pytest.raises(ContentTypeNotSupportedError, match="only text/\\* media types"):
         inbound({"parts": [{"text": "{}", "mediaType": "application/json"}]})
 
 

@@ -94,17 +94,17 @@ def test_an_unexpected_service_failure_is_an_opaque_internal_error():
     assert "/home" not in info.value.message and info.value.message == "GetTask failed inside the agent"
 
 
-def test_list_validates_page_size_and_rejects_timestamp_filter():
+def test_list_validates_page_size_and_passes_the_timestamp_filter():
     fake = FakeTasks()
     handler = A2ARequestHandler(fake, to="receiver")
     for size in (0, 101):
         with pytest.raises(InvalidParamsError):
             run(handler.on_list_tasks(pb.ListTasksRequest(page_size=size), ctx()))
-    request = pb.ListTasksRequest()
-    request.status_timestamp_after.FromSeconds(1)
-    with pytest.raises(UnsupportedOperationError, match="statusTimestampAfter"):
-        run(handler.on_list_tasks(request, ctx()))
     assert fake.calls == []
+    request = pb.ListTasksRequest()
+    request.status_timestamp_after.FromMilliseconds(1_500)
+    run(handler.on_list_tasks(request, ctx()))
+    assert fake.updated_after == 1.5
 
 
 def test_list_defaults_and_filters():

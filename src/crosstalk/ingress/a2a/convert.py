@@ -14,6 +14,7 @@ from typing import Any
 from a2a.types import a2a_pb2 as pb
 from a2a.utils.errors import (
     A2AError,
+    ContentTypeNotSupportedError,
     InternalError,
     InvalidParamsError,
     InvalidRequestError,
@@ -86,17 +87,19 @@ def message_from_a2a(msg: pb.Message, *, to: str, sender: Sender) -> Message:
 
 
 def _text_parts(msg: pb.Message) -> list[str]:
+    # A2A 1.0 §3.1.1/§3.3.2: content the agent cannot take is ContentTypeNotSupportedError (-32005), not a
+    # malformed request. crosstalk delivers text into a session, so only text parts (text/* if typed) are taken.
     texts: list[str] = []
     for i, part in enumerate(msg.parts):
         content = part.WhichOneof("content")
         if content != "text":
             what = f"a {content} part" if content else "a part with no content"
-            raise InvalidParamsError(
+            raise ContentTypeNotSupportedError(
                 message=f"message.parts[{i}]: only text parts are accepted, got {what}",
                 data={"field": f"message.parts[{i}]"},
             )
         if part.media_type and not part.media_type.startswith("text/"):
-            raise InvalidParamsError(
+            raise ContentTypeNotSupportedError(
                 message=f"message.parts[{i}]: only text/* media types are accepted, got {part.media_type!r}",
                 data={"field": f"message.parts[{i}].mediaType"},
             )

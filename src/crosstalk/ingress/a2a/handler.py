@@ -114,8 +114,9 @@ class A2ARequestHandler(RequestHandler):
         validate_history_length(params)
         page_size = params.page_size if params.HasField("page_size") else DEFAULT_LIST_TASKS_PAGE_SIZE
         validate_page_size(page_size)
+        updated_after = None
         if params.HasField("status_timestamp_after"):
-            raise UnsupportedOperationError(message="ListTasks: the statusTimestampAfter filter is not supported")
+            updated_after = params.status_timestamp_after.ToNanoseconds() / 1e9
         sender = _sender(context)
         can_match, state = state_filter_from_a2a(params.status)
         if not can_match:
@@ -127,6 +128,7 @@ class A2ARequestHandler(RequestHandler):
                 page_token=params.page_token,
                 context_id=params.context_id or None,
                 state=state,
+                updated_after=updated_after,
             )
         except Exception as exc:
             _raise_mapped(exc, "ListTasks")
