@@ -268,7 +268,7 @@ class TaskService(TaskApi):
         try:
             await self.receiver.accept(inbound, [rec])
         except (JournalError, OSError, TimeoutError) as exc:
-            raise TaskError(TaskError.INVALID, f"not accepted: the journal write failed ({exc})") from None
+            raise TaskError(TaskError.INTERNAL, f"not accepted: the journal write failed ({exc})") from None
         task = self._apply(rec)
         if deadline_at is not None:
             self._arm_deadline(task, msg.deadline_seconds)
@@ -296,7 +296,7 @@ class TaskService(TaskApi):
         try:
             await self.receiver.accept(inbound, [rec])
         except (JournalError, OSError, TimeoutError) as exc:
-            raise TaskError(TaskError.INVALID, f"not accepted: the journal write failed ({exc})") from None
+            raise TaskError(TaskError.INTERNAL, f"not accepted: the journal write failed ({exc})") from None
         self._apply(rec)
         self._settled[msg.message_id] = asyncio.Event()
         self._queue.put_nowait((task_id, inbound))

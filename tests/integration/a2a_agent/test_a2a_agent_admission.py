@@ -27,6 +27,7 @@ from xt_a2a_agents import (
     run,
     sdk,
     send_request,
+    start_agent,
     text_message,
     until,
 )
@@ -282,5 +283,42 @@ def test_25_hop_chain_with_the_receivers_entry_a_repeat_or_33_entries_is_rejecte
             assert [w["text"] for w in bob.writes()] == ["32 hops"]
             recs = await bob.records()
             assert not set(refused) & set(received_ids(recs))
+
+    run(main)
+
+
+def test_25_accepted_asks_are_resumed_after_a_restart_even_over_a_smaller_limit():
+    """Admission is checked once, before acceptance: asks journaled before a restart are resumed and delivered
+    even when the restarted agent's limit is now lower, and only new asks are refused."""
+
+    async def main(root):
+        stalled = {"default": "block", "limits": Limits(max_open_asks=3)}
+        async with agents(root, "alice", "bob", bob=stalled) as ag:
+            alice, bob = ag["alice"], ag["bob"]
+            ids = [new_message_id() for _ in range(3)]
+            async with sdk(bob.url, alice.token) as client:
+                tasks = []
+                for i, mid in enumerate(ids):
+                    req = send_request(f"q{i}", message_id=mid, metadata=ASK, returnImmediately=True)
+                    tasks.append(await client.send_task(req))
+                    if i == 0:
+                        await asyncio.wait_for(bob.fake.blocked.wait(), WAIT_S)
+            await bob.close()
+            bob2 = await start_agent(root, "bob", limits=Limits(max_open_asks=1))
+            try:
+                async with sdk(bob2.url, alice.token) as client:
+                    for task in tasks[1:]:
+                        resumed = await client.wait_state(task.id, pb.TASK_STATE_WORKING)
+                        assert ct_meta(resumed)["delivery"] == "accepted"
+                    assert ct_meta(await client.get(tasks[0].id))["delivery"] == "unknown"
+                    with pytest.raises(InvalidRequestError) as info:
+                        await client.send(send_request("q3", message_id=new_message_id(), metadata=ASK))
+                    assert "admission:open_asks" in info.value.message
+                assert sorted(bob2.write_ids()) == sorted(ids[1:])
+                await bob2.tasks.reply(ids[1], "r1")
+                await bob2.tasks.reply(ids[2], "r2")
+                assert bob2.host.state.open_asks() == 0
+            finally:
+                await bob2.close()
 
     run(main)

@@ -178,6 +178,8 @@ def task_error_to_a2a(err: TaskError) -> A2AError:
         return UnsupportedOperationError(message=err.message or None)
     if err.code == TaskError.INVALID:
         return InvalidRequestError(message=err.message or None)
+    if err.code == TaskError.INTERNAL:
+        return InternalError(message=err.message or None)
     return InternalError(message=f"task error {err.code}")
 
 
