@@ -24,6 +24,7 @@ class BearerDirectory:
         self._ttl = ttl_s
         self._tokens: dict[str, Descriptor] = {}
         self._loaded_at = float("-inf")
+        self._liveness: dict[str, tuple[float, bool]] = {}
 
     def lookup(self, token: str) -> Descriptor | None:
         """The live agent whose token this is, or None."""
@@ -36,9 +37,19 @@ class BearerDirectory:
         elif desc is not None and time.monotonic() - self._loaded_at > self._ttl:
             self._reload()
             desc = self._find(token)
-        if desc is not None and not is_live(self._paths, desc):
+        if desc is not None and not self._live(desc):
             return None
         return desc
+
+    def _live(self, desc: Descriptor) -> bool:
+        """Liveness (pid, start time, lock) costs ~0.1 ms: checked at most once per ttl per agent."""
+        now = time.monotonic()
+        hit = self._liveness.get(desc.instance_id)
+        if hit is not None and now - hit[0] < self._ttl:
+            return hit[1]
+        live = is_live(self._paths, desc)
+        self._liveness[desc.instance_id] = (now, live)
+        return live
 
     def _find(self, token: str) -> Descriptor | None:
         for known, desc in self._tokens.items():

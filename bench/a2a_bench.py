@@ -1,6 +1,6 @@
 """Agent-to-agent send latency and throughput over A2A (JSON-RPC over HTTP), beside the same-run floor.
 
-    .venv/bin/python bench/a2a.py [--quick] [-n N] [--concurrency K]
+    .venv/bin/python bench/a2a_bench.py [--quick] [-n N] [--concurrency K]
 
 Starts two agents, `python -m crosstalk agent run --harness fake --name alice|bob --json` (fake inboxes on /tmp), in a
 temp CROSSTALK_HOME. This process then sends to bob's `a2a_url` with `crosstalk.ingress.a2a.client.A2AClient` and
@@ -55,8 +55,8 @@ TEXT = (
 
 
 def import_sdk() -> None:
-    """Import the a2a-sdk package as `a2a` before anything needs it. This script is bench/a2a.py and bench/ sits at
-    the front of sys.path, so a plain `import a2a` would find this file instead of the SDK."""
+    """Import the a2a-sdk package as `a2a` before anything needs it (this script was once bench/a2a.py, which
+    shadowed the SDK; the import order is kept so a rename back cannot break it)."""
     bench_dir = Path(__file__).resolve().parent
     saved = sys.path[:]
     sys.path[:] = [p for p in saved if Path(p or ".").resolve() != bench_dir]
