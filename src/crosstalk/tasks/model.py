@@ -68,6 +68,7 @@ class TaskError(CrosstalkError):
     NOT_CANCELABLE = "task_not_cancelable"
     UNSUPPORTED = "unsupported_operation"
     INVALID = "invalid_request"  # admission, hop guard, size: refused before any task exists
+    INVALID_PARAMS = "invalid_params"  # a well-formed request whose parameters contradict the task (contextId)
     INTERNAL = "internal_error"  # the agent could not make the message durable: nothing was accepted
 
     def __init__(self, code: str, message: str) -> None:

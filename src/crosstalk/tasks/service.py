@@ -284,7 +284,9 @@ class TaskService(TaskApi):
             )
         if message.context_id and message.context_id != task.view.context_id:
             # A2A 1.0 §3.4.3: a message whose contextId differs from its task's must be rejected.
-            raise TaskError(TaskError.INVALID, f"contextId {message.context_id!r} is not task {task_id}'s context")
+            raise TaskError(
+                TaskError.INVALID_PARAMS, f"contextId {message.context_id!r} is not task {task_id}'s context"
+            )
         msg = message.with_(task_id=task_id, context_id=task.view.context_id)
         inbound = Inbound(msg, sender, "a2a")
         reason, _ = self.receiver.check(inbound)

@@ -195,7 +195,7 @@ def test_task_carries_history_reply_timestamp_and_metadata():
         ("r-2", "ROLE_AGENT", "second answer"),
     ]
     assert all(m["taskId"] == "task-1" and m["contextId"] == "ctx-1" for m in d["history"])
-    assert d["history"][1]["metadata"] == {"from": "bob"}
+    assert d["history"][1]["metadata"] == {"crosstalk": {"from": "bob"}}  # our namespace, as senders use it
     assert d["metadata"] == {"crosstalk": {"completion": "replied", "delivery": "accepted", "kind": "ask"}}
 
 
@@ -231,6 +231,7 @@ def test_task_error_codes_map_to_sdk_errors():
         TaskError.NOT_CANCELABLE: TaskNotCancelableError,
         TaskError.UNSUPPORTED: UnsupportedOperationError,
         TaskError.INVALID: InvalidRequestError,
+        TaskError.INVALID_PARAMS: InvalidParamsError,
         "something_new": InternalError,
     }
     for code, cls in cases.items():

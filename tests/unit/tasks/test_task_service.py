@@ -228,7 +228,7 @@ def test_ask_completes_with_the_reply_and_continuations_are_checked_again(root: 
             other_context = msg("wrong conversation").with_(context_id="some-other-context")
             with pytest.raises(TaskError) as ctx_err:
                 await svc.send(CAROL, other_context, task_id=view.task_id, return_immediately=False)
-            assert ctx_err.value.code == TaskError.INVALID and len(rig.fake.writes) == 2
+            assert ctx_err.value.code == TaskError.INVALID_PARAMS and len(rig.fake.writes) == 2
             command = msg("and deploy it", kind=Kind.COMMAND)
             with pytest.raises(TaskError):  # policy applies to continuations too: carol is not our parent
                 await svc.send(CAROL, command, task_id=view.task_id, return_immediately=False)

@@ -157,7 +157,8 @@ def _entry_to_a2a(entry: HistoryEntry, view: TaskView) -> pb.Message:
         parts=[pb.Part(text=entry.text)],
     )
     if entry.metadata:
-        msg.metadata.CopyFrom(to_struct(entry.metadata))
+        # crosstalk's own fields travel under metadata.crosstalk, the same namespace a sender writes them in.
+        msg.metadata.CopyFrom(to_struct({META_KEY: entry.metadata}))
     return msg
 
 
@@ -178,6 +179,8 @@ def task_error_to_a2a(err: TaskError) -> A2AError:
         return UnsupportedOperationError(message=err.message or None)
     if err.code == TaskError.INVALID:
         return InvalidRequestError(message=err.message or None)
+    if err.code == TaskError.INVALID_PARAMS:  # as the SDK's own handler answers a contextId mismatch
+        return InvalidParamsError(message=err.message or None)
     if err.code == TaskError.INTERNAL:
         return InternalError(message=err.message or None)
     return InternalError(message=f"task error {err.code}")
@@ -272,7 +275,12 @@ def _state_from_a2a(state: int) -> tuple[TaskState, str | None]:
 
 def _entry_from_a2a(msg: pb.Message) -> HistoryEntry:
     text = "\n".join(p.text for p in msg.parts if p.WhichOneof("content") == "text")
-    return HistoryEntry(msg.message_id, _ROLE_FROM_A2A.get(msg.role, "agent"), text, _struct_dict(msg, "metadata"))
+    meta = _struct_dict(msg, "metadata")
+    ours = meta.get(META_KEY)
+    # Our own agents nest their fields under metadata.crosstalk; another agent's metadata is kept as it came.
+    return HistoryEntry(
+        msg.message_id, _ROLE_FROM_A2A.get(msg.role, "agent"), text, ours if isinstance(ours, dict) else meta
+    )
 
 
 def _struct_dict(owner: Any, field: str) -> dict[str, Any]:
