@@ -8,6 +8,7 @@ re-checked against the descriptor's liveness so a stopped agent's token stops wo
 from __future__ import annotations
 
 import hmac
+import os
 import time
 from pathlib import Path
 
@@ -25,6 +26,7 @@ class BearerDirectory:
         self._tokens: dict[str, Descriptor] = {}
         self._loaded_at = float("-inf")
         self._liveness: dict[str, tuple[float, bool]] = {}
+        self._inodes: dict[str, int] = {}  # instance_id → inode of the token file read for it
 
     def lookup(self, token: str) -> Descriptor | None:
         """The live agent whose token this is, or None."""
@@ -42,7 +44,16 @@ class BearerDirectory:
         return desc
 
     def _live(self, desc: Descriptor) -> bool:
-        """Liveness (pid, start time, lock) costs ~0.1 ms: checked at most once per ttl per agent."""
+        """Liveness (pid, start time, lock) costs ~0.1 ms: checked at most once per ttl per agent. A clean stop
+        removes the token file, and that is checked on every request (a stat), so it takes effect at once."""
+        try:
+            inode = os.stat(self._paths.token_path(desc.agent_id)).st_ino
+        except FileNotFoundError:
+            inode = None
+        if inode is None or inode != self._inodes.get(desc.instance_id):
+            # Gone, or replaced by a new registration's token: this token no longer names anyone.
+            self._liveness.pop(desc.instance_id, None)
+            return False
         now = time.monotonic()
         hit = self._liveness.get(desc.instance_id)
         if hit is not None and now - hit[0] < self._ttl:
@@ -64,7 +75,9 @@ class BearerDirectory:
             if not desc.credential_ref or Path(desc.credential_ref) != expected:
                 continue  # only the agent's own token file under the state root ever names it
             try:
+                inode = os.stat(expected).st_ino
                 tokens[read_key(expected)] = desc
+                self._inodes[desc.instance_id] = inode
             except (KeyFileError, OSError):
                 continue  # a missing or unsafe token file authenticates nobody
         self._tokens = tokens

@@ -73,7 +73,10 @@ def test_25_pending_tasks_limit_rejects_before_acceptance_and_evicts_nothing():
                         await client.send(send_request("one too many", message_id=over, returnImmediately=True))
                     assert "admission:pending_tasks" in info.value.message
                 async with httpx.AsyncClient(timeout=WAIT_S) as http:
-                    params = {"message": text_message("raw", new_message_id()), "configuration": {"returnImmediately": True}}
+                    params = {
+                        "message": text_message("raw", new_message_id()),
+                        "configuration": {"returnImmediately": True},
+                    }
                     err = error_of(await rpc(http, bob.url, "SendMessage", params, token=alice.token))
                     assert err["code"] == -32600 and "admission:pending_tasks" in err["message"]
                 listed = await client.list()
@@ -139,7 +142,7 @@ def test_25_open_asks_limit_rejects_a_second_unanswered_ask():
             async with sdk(bob.url, alice.token) as client:
                 first = new_message_id()
                 ask = await client.send_task(send_request("q1", message_id=first, metadata=ASK, returnImmediately=True))
-                await client.wait_state(ask.id, pb.TASK_STATE_WORKING)  # delivered, the reply still owed
+                await client.wait_delivered(ask.id)  # delivered, the reply still owed
                 over = new_message_id()
                 with pytest.raises(InvalidRequestError) as info:
                     await client.send(send_request("q2", message_id=over, metadata=ASK, returnImmediately=True))
@@ -156,7 +159,7 @@ def test_25_open_asks_limit_rejects_a_second_unanswered_ask():
                 second = await client.send_task(
                     send_request("q2", message_id=over, metadata=ASK, returnImmediately=True)
                 )
-                await client.wait_state(second.id, pb.TASK_STATE_WORKING)
+                await client.wait_delivered(second.id)
                 assert bob.write_ids().count(over) == 1
 
     run(main)
@@ -174,10 +177,12 @@ def test_25_open_asks_limit_holds_while_the_receiver_is_stalled():
                 ask = await client.send_task(send_request("q1", message_id=first, metadata=ASK, returnImmediately=True))
                 await asyncio.wait_for(bob.fake.blocked.wait(), WAIT_S)
                 with pytest.raises(InvalidRequestError) as info:
-                    await client.send(send_request("q2", message_id=new_message_id(), metadata=ASK, returnImmediately=True))
+                    await client.send(
+                        send_request("q2", message_id=new_message_id(), metadata=ASK, returnImmediately=True)
+                    )
                 assert "admission:open_asks" in info.value.message
                 bob.fake.release()
-                await client.wait_state(ask.id, pb.TASK_STATE_WORKING)
+                await client.wait_delivered(ask.id)
                 assert bob.write_ids() == [first]
                 assert bob.host.state.open_asks() == 1
 
@@ -193,13 +198,23 @@ def test_25_body_over_256_kib_is_a_jsonrpc_error_not_a_bare_413():
                 params = {"message": text_message("x" * (BODY_LIMIT + 1), mid)}
                 body = json.dumps({"jsonrpc": "2.0", "id": 7, "method": "SendMessage", "params": params}).encode()
                 assert len(body) > BODY_LIMIT
-                headers = {"Authorization": f"Bearer {alice.token}", "A2A-Version": "1.0", "Content-Type": "application/json"}
+                headers = {
+                    "Authorization": f"Bearer {alice.token}",
+                    "A2A-Version": "1.0",
+                    "Content-Type": "application/json",
+                }
                 response = await http.post(bob.url, content=body, headers=headers)
                 assert response.status_code == 200, response.status_code  # a JSON-RPC answer, not a bare 413
                 err = error_of(response)
                 assert err["code"] == -32600 and str(BODY_LIMIT) in err["message"]
                 # The agent is fine afterwards, and nothing from the big body arrived.
-                ok = await rpc(http, bob.url, "SendMessage", {"message": text_message("small", new_message_id())}, token=alice.token)
+                ok = await rpc(
+                    http,
+                    bob.url,
+                    "SendMessage",
+                    {"message": text_message("small", new_message_id())},
+                    token=alice.token,
+                )
                 assert result_of(ok)["task"]["status"]["state"] == "TASK_STATE_COMPLETED"
             assert [w["text"] for w in bob.writes()] == ["small"]
             assert mid not in received_ids(await bob.records())
@@ -308,7 +323,8 @@ def test_25_accepted_asks_are_resumed_after_a_restart_even_over_a_smaller_limit(
             try:
                 async with sdk(bob2.url, alice.token) as client:
                     for task in tasks[1:]:
-                        resumed = await client.wait_state(task.id, pb.TASK_STATE_WORKING)
+                        resumed = await client.wait_delivered(task.id)
+                        assert resumed.status.state == pb.TASK_STATE_WORKING
                         assert ct_meta(resumed)["delivery"] == "accepted"
                     assert ct_meta(await client.get(tasks[0].id))["delivery"] == "unknown"
                     with pytest.raises(InvalidRequestError) as info:

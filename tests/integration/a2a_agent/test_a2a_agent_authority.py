@@ -43,8 +43,10 @@ def test_23_another_agents_continuation_is_task_not_found_and_nothing_is_injecte
             alice, bob, carol = ag["alice"], ag["bob"], ag["carol"]
             ask_id, intruder_id = new_message_id(), new_message_id()
             async with sdk(bob.url, alice.token) as a, sdk(bob.url, carol.token) as c:
-                task = await a.send_task(send_request("open ask", message_id=ask_id, metadata=ASK, returnImmediately=True))
-                await a.wait_state(task.id, pb.TASK_STATE_WORKING)
+                task = await a.send_task(
+                    send_request("open ask", message_id=ask_id, metadata=ASK, returnImmediately=True)
+                )
+                await a.wait_delivered(task.id)
                 for meta in (None, ASK, COMMAND):
                     with pytest.raises(TaskNotFoundError):
                         await c.send(send_request("let me in", message_id=intruder_id, task_id=task.id, metadata=meta))
@@ -69,8 +71,10 @@ def test_23_the_creators_continuation_is_policy_checked_again():
             alice, bob = ag["alice"], ag["bob"]
             ask_id, cmd_id, more_id = new_message_id(), new_message_id(), new_message_id()
             async with sdk(bob.url, alice.token) as a:
-                task = await a.send_task(send_request("question", message_id=ask_id, metadata=ASK, returnImmediately=True))
-                await a.wait_state(task.id, pb.TASK_STATE_WORKING)
+                task = await a.send_task(
+                    send_request("question", message_id=ask_id, metadata=ASK, returnImmediately=True)
+                )
+                await a.wait_delivered(task.id)
                 # A command continuation from a non-parent: refused, not injected, the task unchanged.
                 with pytest.raises(InvalidRequestError) as info:
                     await a.send(send_request("now do it", message_id=cmd_id, task_id=task.id, metadata=COMMAND))
@@ -138,8 +142,10 @@ def test_23_ask_from_a_non_owner_has_inform_permissions_only_and_the_owner_may_c
             assert carol.agent_id == carol_id
             ask_id = new_message_id()
             async with sdk(bob.url, alice.token) as a, sdk(bob.url, carol.token) as c:
-                ask = await a.send_task(send_request("status?", message_id=ask_id, metadata=ASK, returnImmediately=True))
-                await a.wait_state(ask.id, pb.TASK_STATE_WORKING)
+                ask = await a.send_task(
+                    send_request("status?", message_id=ask_id, metadata=ASK, returnImmediately=True)
+                )
+                await a.wait_delivered(ask.id)
                 assert bob.writes()[0]["kind"] == "ask" and bob.writes()[0]["from"] == "alice"
                 # No command authority, neither in a new task nor riding on the ask's task.
                 cmd = await a.send_task(send_request("stop now", message_id=new_message_id(), metadata=COMMAND))

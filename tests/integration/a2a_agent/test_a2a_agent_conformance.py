@@ -35,6 +35,7 @@ from xt_a2a_agents import (
     send_request,
     text_message,
     until,
+    until_token_refused,
 )
 
 import crosstalk
@@ -196,7 +197,7 @@ def test_e_ask_return_immediately_completes_with_the_sessions_reply():
                 )
                 assert task.status.state == pb.TASK_STATE_SUBMITTED
                 await until(lambda: bob.write_ids() == [mid], "the ask reached bob's session")
-                working = await client.wait_state(task.id, pb.TASK_STATE_WORKING)
+                working = await client.wait_delivered(task.id)
                 assert ct_meta(working)["delivery"] == "accepted" and ct_meta(working)["kind"] == "ask"
                 assert bob.inbox_lines()[0]["kind"] == "ask"
                 # Bob's session replies (the reply tool's path).
@@ -304,7 +305,7 @@ def test_g_continuation_of_an_open_task_is_delivered_into_the_same_task():
             async with sdk(bob.url, alice.token) as client:
                 ask_id, more_id = new_message_id(), new_message_id()
                 t = await client.send_task(send_request("q?", message_id=ask_id, metadata=ASK, returnImmediately=True))
-                await client.wait_state(t.id, pb.TASK_STATE_WORKING)
+                await client.wait_delivered(t.id)
                 cont = await client.send_task(send_request("more context", message_id=more_id, task_id=t.id))
                 assert cont.id == t.id and cont.status.state == pb.TASK_STATE_WORKING
                 assert [m.message_id for m in cont.history] == [ask_id, more_id]
@@ -366,7 +367,11 @@ def test_i_no_wrong_or_stale_token_is_refused_and_nothing_is_injected():
                 assert info.value.__cause__.response.status_code == 401
             # Raw JSON-RPC: no header, wrong scheme, wrong token — each a 401 with a JSON-RPC error body.
             stale = carol.token
-            await carol.close()  # a stopped agent's token stops naming anyone
+            async with httpx.AsyncClient(timeout=WAIT_S) as http:  # while carol runs, her token names her
+                live = await rpc(http, bob.url, "GetTask", {"id": "nope"}, token=stale)
+                assert live.status_code == 200 and error_of(live)["code"] == -32001
+            await carol.close()  # a stopped agent's token stops naming anyone (within bob's liveness cache)
+            await until_token_refused(bob.url, stale)
             async with httpx.AsyncClient(timeout=WAIT_S) as http:
                 params = {"message": text_message("raw", new_message_id())}
                 for token in (None, "not-a-token", alice.token + "x", stale):

@@ -54,7 +54,7 @@ def test_20_retry_after_restart_returns_the_prior_task_with_zero_injections():
                 ask = await client.send_task(
                     send_request("still open?", message_id=ask_id, metadata=ASK, returnImmediately=True)
                 )
-                await client.wait_state(ask.id, pb.TASK_STATE_WORKING)
+                await client.wait_delivered(ask.id)
             assert bob.inbox_ids() == [done_id, ask_id]
 
             bob2 = await restart(bob)

@@ -260,6 +260,18 @@ class Sdk:
     async def list(self, **kw: Any) -> pb.ListTasksResponse:
         return await asyncio.wait_for(self.client.list_tasks(pb.ListTasksRequest(**kw), context=self.ctx), WAIT_S)
 
+    async def wait_delivered(self, task_id: str, timeout: float = WAIT_S) -> pb.Task:
+        """The task once its first message's dispatch has settled (metadata.crosstalk.delivery is set). A task
+        reads as working from the dispatch claim on, before the harness answers, so `working` alone is not it."""
+        last: list[pb.Task] = []
+
+        async def settled() -> bool:
+            last[:] = [await self.get(task_id)]
+            return "delivery" in ct_meta(last[0])
+
+        await until_async(settled, f"task {task_id} dispatched", timeout)
+        return last[0]
+
     async def wait_state(self, task_id: str, *states: int, timeout: float = WAIT_S) -> pb.Task:
         last: list[pb.Task] = []
 
@@ -333,6 +345,19 @@ async def rpc(
     if token is not None:
         headers["Authorization"] = f"Bearer {token}"
     return await http.post(url, json=rpc_body(method, params), headers=headers)
+
+
+BEARER_TTL_S = 2.0  # registry/bearer.py caches a token's liveness this long: a stopped agent's token lapses within it
+
+
+async def until_token_refused(url: str, token: str, timeout: float = BEARER_TTL_S + 8.0) -> None:
+    """Probe with GetTask (which injects nothing) until the agent at `url` refuses `token` with 401."""
+    async with httpx.AsyncClient(timeout=WAIT_S) as http:
+
+        async def refused() -> bool:
+            return (await rpc(http, url, "GetTask", {"id": "probe"}, token=token)).status_code == 401
+
+        await until_async(refused, "the stopped agent's token refused", timeout)
 
 
 def error_of(response: httpx.Response) -> dict[str, Any]:
