@@ -60,7 +60,9 @@ def run(args: Any) -> int:
     from crosstalk.agent import AgentConfig
 
     config = AgentConfig(
-        harness=FakeHarness(script, default=fake_default, inbox=inbox, answer=args.answer),
+        harness=FakeHarness(
+            script, default=fake_default, inbox=inbox, answer=args.answer, conformance=args.conformance
+        ),
         session_ref=session_ref or name,
         preferred_name=name,
         cwd=cwd or os.getcwd(),
@@ -71,6 +73,31 @@ def run(args: Any) -> int:
         a2a=not args.no_a2a,
     )
     return asyncio.run(_serve(paths, config, as_json, verbose))
+
+
+def _wire_conformance(harness: Any, tasks: Any) -> None:
+    """The fake's conformance profile answers through the task service, as a session's reply would."""
+    from crosstalk.core.errors import CrosstalkError
+
+    warn = logging.getLogger("crosstalk.agent").warning
+
+    async def reply(message_id: str, text: str, artifacts: tuple[Any, ...], direct: bool) -> object:
+        try:
+            return await tasks.reply(message_id, text, artifacts=artifacts, direct=direct)
+        except CrosstalkError as exc:
+            warn("conformance answer to %s refused: %s", message_id, exc)
+            return None
+
+    async def require_input(message_id: str, text: str) -> object:
+        try:
+            return await tasks.require_input(message_id, text)
+        except CrosstalkError as exc:
+            warn("conformance input request for %s refused: %s", message_id, exc)
+            return None
+
+    harness.on_expect = tasks.expect_answer
+    harness.on_reply = reply
+    harness.on_require_input = require_input
 
 
 async def _serve(paths: object, config: object, as_json: bool, verbose: bool) -> int:
@@ -93,6 +120,8 @@ async def _serve(paths: object, config: object, as_json: bool, verbose: bool) ->
                 return None
 
         harness.on_answer = answer  # type: ignore[attr-defined]
+    if getattr(harness, "conformance", False) and host.tasks is not None:
+        _wire_conformance(harness, host.tasks)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):

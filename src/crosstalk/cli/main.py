@@ -251,6 +251,13 @@ def _agent(sub: Any) -> None:
         help="Fake harness: answer every injected ask with TEXT, as the session's reply would.",
     )
     p.add_argument(
+        "--conformance",
+        action="store_true",
+        help="Fake harness: answer the A2A conformance kit's magic message ids (tck-complete-task, "
+        "tck-artifact-*, tck-message-response, tck-input-required, tck-reject-task) as its reference system "
+        "under test does (opt-in; for running a2a-tck against this agent).",
+    )
+    p.add_argument(
         "--no-a2a",
         dest="no_a2a",
         action="store_true",

@@ -14,6 +14,7 @@ class TaskState(StrEnum):
 
     SUBMITTED = "submitted"  # journaled, waiting for dispatch; still cancelable
     WORKING = "working"  # claimed for dispatch, or an ask delivered and awaiting its reply
+    INPUT_REQUIRED = "input_required"  # interrupted: the receiver waits for the creator's next message (not terminal)
     COMPLETED = "completed"  # delivered (inform/command/meta), or an ask answered
     FAILED = "failed"  # rejected, unreachable, or an ask whose deadline passed
     CANCELED = "canceled"  # canceled by its creator before dispatch
@@ -33,6 +34,65 @@ class HistoryEntry:
 
 
 @dataclass(frozen=True, slots=True)
+class ArtifactPart:
+    """One part of an artifact, exactly one content field set: `text`, `data` (any JSON value), `raw` (the file's
+    bytes, base64-encoded) or `url` (a file by reference). `media_type` and `filename` describe a file part."""
+
+    text: str | None = None
+    data: Any = None
+    raw: str | None = None
+    url: str | None = None
+    media_type: str | None = None
+    filename: str | None = None
+
+    @property
+    def kind(self) -> str:
+        for name in ("text", "raw", "url"):
+            if getattr(self, name) is not None:
+                return name
+        return "data"
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {self.kind: getattr(self, self.kind)}
+        if self.media_type:
+            out["media_type"] = self.media_type
+        if self.filename:
+            out["filename"] = self.filename
+        return out
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> ArtifactPart:
+        return cls(
+            text=data.get("text"),
+            data=data.get("data"),
+            raw=data.get("raw"),
+            url=data.get("url"),
+            media_type=data.get("media_type"),
+            filename=data.get("filename"),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class Artifact:
+    """An output the receiver produced for a task (A2A 1.0 §4.1.7)."""
+
+    artifact_id: str
+    parts: tuple[ArtifactPart, ...]
+    name: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"artifact_id": self.artifact_id, "parts": [p.to_dict() for p in self.parts]}
+        if self.name:
+            out["name"] = self.name
+        return out
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Artifact:
+        parts = tuple(ArtifactPart.from_dict(p) for p in data.get("parts") or [] if isinstance(p, dict))
+        return cls(str(data.get("artifact_id") or ""), parts, data.get("name") or None)
+
+
+@dataclass(frozen=True, slots=True)
 class TaskView:
     """What the task's creator may see of it."""
 
@@ -47,6 +107,8 @@ class TaskView:
     created_at: float = 0.0
     updated_at: float = 0.0
     deadline_at: float | None = None
+    artifacts: tuple[Artifact, ...] = ()
+    direct: bool = False  # answered with a direct message: SendMessage shows the reply as a Message, not a Task
 
     @property
     def terminal(self) -> bool:
@@ -58,7 +120,8 @@ class TaskView:
         was answered; None otherwise. An unknown outcome never reads as completed."""
         if self.state is not TaskState.COMPLETED:
             return None
-        return "replied" if any(h.role == "agent" for h in self.history) else "delivered"
+        replied = self.artifacts or any(h.role == "agent" for h in self.history)
+        return "replied" if replied else "delivered"
 
 
 class TaskError(CrosstalkError):

@@ -6,8 +6,11 @@ from the claim on it is not cancelable, and the claim happens in the same event-
 cancel in the dequeue-to-write window either wins with zero harness writes or loses with exactly one.
 
 An ask's task stays working after delivery until the receiving session replies (completed, the reply as the final
-message) or its deadline passes (failed). Everything is rebuilt from the journal on start: open tasks are resumed
-(re-checked, then dispatched), claimed-but-unsettled ones stay working with delivery unknown, deadlines re-armed.
+message) or its deadline passes (failed). The receiving side may also mark any task as awaiting its answer
+(`expect_answer`, before the dispatch settles), answer with artifacts or a direct message, or ask the creator for
+input (input_required: the creator's next message on the task resumes it). Everything is rebuilt from the journal on
+start: open tasks are resumed (re-checked, then dispatched), claimed-but-unsettled ones stay working with delivery
+unknown, deadlines re-armed.
 """
 
 from __future__ import annotations
@@ -29,7 +32,16 @@ from crosstalk.journal import JournalError
 from crosstalk.journal import records as R
 from crosstalk.policy import Load
 from crosstalk.receiver import Inbound, Receiver
-from crosstalk.tasks.model import TERMINAL, HistoryEntry, TaskApi, TaskError, TaskPage, TaskState, TaskView
+from crosstalk.tasks.model import (
+    TERMINAL,
+    Artifact,
+    HistoryEntry,
+    TaskApi,
+    TaskError,
+    TaskPage,
+    TaskState,
+    TaskView,
+)
 
 log = logging.getLogger(__name__)
 
@@ -55,6 +67,8 @@ class _Task:
     messages: list[str] = field(default_factory=list)  # every message id of the task (first + continuations)
     changed: asyncio.Event = field(default_factory=asyncio.Event)
     deadline: asyncio.TimerHandle | None = None
+    awaiting: bool = False  # the receiving side said it will answer (expect_answer): delivery does not complete it
+    input_turn: str | None = None  # the continuation that answered an input request: it settles like a first message
 
 
 class TaskService(TaskApi):
@@ -187,6 +201,11 @@ class TaskService(TaskApi):
 
     async def cancel(self, sender_agent_id: str, task_id: str) -> TaskView:
         task = self._own(sender_agent_id, task_id)
+        if task.view.state is TaskState.INPUT_REQUIRED:
+            # Waiting for its creator: nothing is queued or in flight, so canceling writes nothing to the session.
+            extra = [_obligation(task.messages[0], task_id, "closed", "canceled")] if self._is_ask(task) else []
+            await self._record(task, state=TaskState.CANCELED, reason="canceled_by_creator", extra=extra)
+            return task.view
         if task.view.terminal or task.claimed or task.view.state is not TaskState.SUBMITTED:
             raise TaskError(
                 TaskError.NOT_CANCELABLE,
@@ -207,31 +226,74 @@ class TaskService(TaskApi):
         return task.view
 
     # ------------------------------------------------------------------ the receiving side
-    async def reply(self, message_id: str, text: str) -> TaskView:
-        """The receiving session answers an ask (any message id of its task). One reply per ask: the same text
-        again returns the task, different text is ALREADY_REPLIED; after the deadline it is ASK_CLOSED."""
-        tid = self._task_of_message.get(message_id)
-        task = self._tasks.get(tid) if tid else None
-        if task is None:
-            raise ReplyError(ReplyError.NO_SUCH_MESSAGE, f"no task holds message {message_id}")
-        if task.view.kind != Kind.ASK.value:
-            raise ReplyError(ReplyError.NOT_AN_ASK, f"message {message_id} is a {task.view.kind}, not an ask")
-        replies = [h for h in task.view.history if h.role == "agent"]
-        if replies:
-            if replies[0].text == text:
-                return task.view
-            raise ReplyError(ReplyError.ALREADY_REPLIED, "this ask already has a different reply")
+    def expect_answer(self, message_id: str) -> bool:
+        """The receiving side will answer this message (reply or require_input), as a session answers an ask: its
+        task then stays working after delivery instead of completing. Call it before the dispatch settles (from the
+        harness's inject). False when no open task holds the message."""
+        task = self._task_holding(message_id)
+        if task is None or task.view.terminal:
+            return False
+        task.awaiting = True
+        return True
+
+    async def reply(
+        self, message_id: str, text: str, *, artifacts: tuple[Artifact, ...] = (), direct: bool = False
+    ) -> TaskView:
+        """The receiving session answers an ask, or a message it said it would answer (expect_answer), through any
+        message id of its task: the task completes with `text` as its final message ("" with artifacts: none) and
+        `artifacts` as its outputs. `direct`: the creator's waiting SendMessage is answered with the reply as a
+        Message rather than the Task (the task is kept, and journaled, all the same). One reply per task: the same
+        text again returns the task, different text is ALREADY_REPLIED; after the deadline it is ASK_CLOSED."""
+        task = self._answerable_task(message_id)
         if task.view.terminal:
+            final = [h for h in task.view.history if h.role == "agent"]
+            if task.view.state is TaskState.COMPLETED and (final or task.view.artifacts):
+                if (final[-1].text if final else "") == text:
+                    return task.view
+                raise ReplyError(ReplyError.ALREADY_REPLIED, "this ask already has a different reply")
             raise ReplyError(ReplyError.ASK_CLOSED, f"the ask is {task.view.state.value} ({task.view.reason})")
-        entry = HistoryEntry(new_message_id(), "agent", text)
+        if not text and not artifacts:
+            raise ReplyError(ReplyError.NOT_AN_ASK, "a reply needs text or artifacts")
+        entry = HistoryEntry(new_message_id(), "agent", text) if text else None
+        extra = [_obligation(task.messages[0], task.view.task_id, "closed", "replied")] if self._is_ask(task) else []
         await self._record(
             task,
             state=TaskState.COMPLETED,
             reason=None,
             entry=entry,
-            extra=[_obligation(task.messages[0], task.view.task_id, "closed", "replied")],
+            artifacts=tuple(artifacts),
+            direct=direct,
+            extra=extra,
         )
         return task.view
+
+    async def require_input(self, message_id: str, text: str) -> TaskView:
+        """The receiving session needs more from the task's creator: the task becomes input_required (interrupted,
+        not terminal; `text`, if any, is the agent's question). The creator's next message on the task resumes it."""
+        task = self._answerable_task(message_id)
+        if task.view.terminal:
+            raise ReplyError(ReplyError.ASK_CLOSED, f"the task is {task.view.state.value} ({task.view.reason})")
+        if task.view.state is TaskState.INPUT_REQUIRED:
+            return task.view
+        entry = HistoryEntry(new_message_id(), "agent", text) if text else None
+        await self._record(task, state=TaskState.INPUT_REQUIRED, reason=None, entry=entry)
+        return task.view
+
+    def _task_holding(self, message_id: str) -> _Task | None:
+        tid = self._task_of_message.get(message_id)
+        return self._tasks.get(tid) if tid else None
+
+    def _answerable_task(self, message_id: str) -> _Task:
+        task = self._task_holding(message_id)
+        if task is None:
+            raise ReplyError(ReplyError.NO_SUCH_MESSAGE, f"no task holds message {message_id}")
+        if not self._is_ask(task) and not task.awaiting:
+            raise ReplyError(ReplyError.NOT_AN_ASK, f"message {message_id} is a {task.view.kind}, not an ask")
+        return task
+
+    @staticmethod
+    def _is_ask(task: _Task) -> bool:
+        return task.view.kind == Kind.ASK.value
 
     # ------------------------------------------------------------------ internals: creating
     async def _create(self, sender: Sender, message: Message, waiting: bool) -> str:
@@ -294,11 +356,15 @@ class TaskService(TaskApi):
             # Continuations are checked again; a refused one is not injected and leaves the task as it was.
             self.receiver.reject(inbound, reason)
             raise TaskError(TaskError.INVALID, f"rejected: {reason}")
-        rec = _task_record(task.view, msg.message_id, sender, entry_ref="user", meta=_meta_of(msg))
+        resumes = task.view.state is TaskState.INPUT_REQUIRED  # the input the receiver asked for: working again
+        view = replace(task.view, state=TaskState.WORKING) if resumes else task.view
+        rec = _task_record(view, msg.message_id, sender, entry_ref="user", meta=_meta_of(msg))
         try:
             await self.receiver.accept(inbound, [rec])
         except (JournalError, OSError, TimeoutError) as exc:
             raise TaskError(TaskError.INTERNAL, f"not accepted: the journal write failed ({exc})") from None
+        if resumes:
+            task.input_turn, task.awaiting = msg.message_id, False
         self._apply(rec)
         self._settled[msg.message_id] = asyncio.Event()
         self._queue.put_nowait((task_id, inbound))
@@ -348,21 +414,18 @@ class TaskService(TaskApi):
 
     async def _after_dispatch(self, task: _Task, inbound: Inbound, outcome: Outcome, first: bool) -> None:
         delivered = outcome.state in (State.ACCEPTED, State.QUEUED)
-        if task.view.terminal:
-            # The session answered the ask before the harness call returned: the reply already completed it.
+        if task.view.terminal or task.view.state is TaskState.INPUT_REQUIRED:
+            # The session answered (or asked for input) before the harness call returned: that already settled it.
             task.changed.set()
             return
-        if not first:
+        if not first and inbound.message.message_id != task.input_turn:
             task.changed.set()
             return
-        if delivered and task.view.kind == Kind.ASK.value:
-            await self._record(
-                task,
-                state=TaskState.WORKING,
-                delivery=outcome.state.value,
-                reason=None,
-                extra=[_obligation(inbound.message.message_id, task.view.task_id, "open", None)],
-            )
+        if delivered and self._is_ask(task):
+            opened = [_obligation(inbound.message.message_id, task.view.task_id, "open", None)] if first else []
+            await self._record(task, state=TaskState.WORKING, delivery=outcome.state.value, reason=None, extra=opened)
+        elif delivered and task.awaiting:
+            await self._record(task, state=TaskState.WORKING, delivery=outcome.state.value, reason=None)
         elif delivered:
             await self._record(task, state=TaskState.COMPLETED, delivery=outcome.state.value, reason=None)
         elif outcome.state is State.UNKNOWN:
@@ -402,12 +465,15 @@ class TaskService(TaskApi):
 
     def _answerable(self, task: _Task, message_id: str) -> bool:
         view = task.view
-        if view.terminal:
-            return True
-        if message_id != (task.messages[0] if task.messages else None):
+        if view.terminal or view.state is TaskState.INPUT_REQUIRED:
+            return True  # terminal or interrupted: the creator has something to act on
+        first = message_id == (task.messages[0] if task.messages else None)
+        if not first and message_id != task.input_turn:
             return message_id not in self._settled  # a continuation: once its dispatch is settled
-        if view.kind == Kind.ASK.value:
-            return view.delivery == State.UNKNOWN.value  # an ask waits for its reply (or deadline)
+        if not first and message_id in self._settled:
+            return False  # the input the receiver asked for: settled by its own dispatch, like a first message
+        if self._is_ask(task) or task.awaiting:
+            return view.delivery == State.UNKNOWN.value  # waits for its reply (or deadline)
         return view.delivery is not None  # delivered, failed, or unknown: the dispatch is over
 
     # ------------------------------------------------------------------ internals: records
@@ -425,6 +491,8 @@ class TaskService(TaskApi):
         reason: str | None = None,
         delivery: str | None = None,
         entry: HistoryEntry | None = None,
+        artifacts: tuple[Artifact, ...] = (),
+        direct: bool = False,
         extra: list[dict[str, Any]] | None = None,
     ) -> None:
         view = replace(
@@ -437,6 +505,10 @@ class TaskService(TaskApi):
             entry_ref=entry.role if entry else None,
             text=entry.text if entry else None,
         )
+        if artifacts:
+            rec["artifacts"] = [a.to_dict() for a in artifacts]
+        if direct:
+            rec["direct"] = True
         records = [rec, *(extra or [])]
         await self.receiver.journal.append_many_async(records)
         for r in records:
@@ -458,6 +530,7 @@ class TaskService(TaskApi):
         elif rec.get("entry") == "agent":
             entry = HistoryEntry(mid, "agent", rec.get("text") or "")
         state = TaskState(rec.get("state", "submitted"))
+        artifacts = tuple(Artifact.from_dict(a) for a in rec.get("artifacts") or [] if isinstance(a, dict))
         if task is None:
             view = TaskView(
                 task_id=tid,
@@ -471,6 +544,8 @@ class TaskService(TaskApi):
                 created_at=float(rec.get("ts", 0)),
                 updated_at=float(rec.get("ts", 0)),
                 deadline_at=rec.get("deadline_at"),
+                artifacts=artifacts,
+                direct=bool(rec.get("direct")),
             )
             task = _Task(view)
             self._tasks[tid] = task
@@ -485,6 +560,8 @@ class TaskService(TaskApi):
                 delivery=rec.get("delivery") or task.view.delivery,
                 history=history,
                 updated_at=float(rec.get("ts", task.view.updated_at)),
+                artifacts=(*task.view.artifacts, *(a for a in artifacts if a not in task.view.artifacts)),
+                direct=task.view.direct or bool(rec.get("direct")),
             )
         if rec.get("entry") == "user" and mid and mid not in task.messages:
             task.messages.append(mid)

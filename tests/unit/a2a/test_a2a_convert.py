@@ -244,7 +244,8 @@ def test_task_error_codes_map_to_sdk_errors():
 def test_state_filter():
     assert state_filter_from_a2a(pb.TASK_STATE_UNSPECIFIED) == (True, None)
     assert state_filter_from_a2a(pb.TASK_STATE_WORKING) == (True, TaskState.WORKING)
-    assert state_filter_from_a2a(pb.TASK_STATE_INPUT_REQUIRED) == (False, None)
+    assert state_filter_from_a2a(pb.TASK_STATE_INPUT_REQUIRED) == (True, TaskState.INPUT_REQUIRED)
+    assert state_filter_from_a2a(pb.TASK_STATE_AUTH_REQUIRED) == (False, None)
     assert state_filter_from_a2a(pb.TASK_STATE_REJECTED) == (False, None)
 
 
@@ -319,7 +320,9 @@ def test_a_foreign_task_reads_sensibly():
         pb.Task(),
     )
     got = task_from_a2a(foreign, kind="inform")
-    assert got.state is TaskState.WORKING and got.reason == "TASK_STATE_INPUT_REQUIRED"
+    assert got.state is TaskState.INPUT_REQUIRED and got.reason is None
+    auth = task_from_a2a(pb.Task(id="t", status=pb.TaskStatus(state=pb.TASK_STATE_AUTH_REQUIRED)))
+    assert (auth.state, auth.reason) == (TaskState.WORKING, "TASK_STATE_AUTH_REQUIRED")
     assert [(h.message_id, h.role, h.text) for h in got.history] == [
         ("s-1", "agent", "which one?"),
         ("a-1", "agent", "echo: hi"),

@@ -115,7 +115,7 @@ def test_list_defaults_and_filters():
     assert fake.calls[-1] == ("list", ALICE.agent_id, 50, "", "c", TaskState.COMPLETED)
     assert page.page_size == 50 and page.total_size == 0
     calls = len(fake.calls)
-    none = run(handler.on_list_tasks(pb.ListTasksRequest(status=pb.TASK_STATE_INPUT_REQUIRED), ctx()))
+    none = run(handler.on_list_tasks(pb.ListTasksRequest(status=pb.TASK_STATE_AUTH_REQUIRED), ctx()))
     assert (list(none.tasks), none.next_page_token, none.total_size) == ([], "", 0)
     assert len(fake.calls) == calls  # a state crosstalk never uses matches nothing, without asking the service
 

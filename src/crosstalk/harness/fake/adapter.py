@@ -13,6 +13,12 @@ Steps (seed 000 test 16 names the branches they model):
   disconnect  write, then the connection drops before the answer (→ unknown, never resent)
   block       wait until `release()` (or the test's timeout), then accept
   hang        never answer (the receiver's inject timeout turns it into unknown)
+
+The conformance profile (`conformance=True`, opt-in) makes the fake "model" answer the A2A conformance kit's magic
+message ids (a2aproject/a2a-tck, `tck-<prefix>-<session>`) as the kit's reference system under test does, through the
+agent's real task operations: the message is marked as awaiting an answer (`on_expect`), written to the session as
+usual, then answered with `on_reply` (text, artifacts, or a direct message) or `on_require_input`; `tck-reject-task`
+is refused by the "session" (the task fails as unreachable). Any other id is delivered as usual.
 """
 
 from __future__ import annotations
@@ -38,6 +44,37 @@ from crosstalk.harness.base import (
     SessionRow,
     render_envelope,
 )
+from crosstalk.tasks.model import Artifact, ArtifactPart
+
+# (prefix, answer) in match order (tck-artifact-file-url before tck-artifact-file). An answer is
+# ("reply", text, artifacts, direct), ("input", text) or ("refuse",), mirroring the kit's reference SUT.
+_TCK_FILE = ArtifactPart(raw="dGNr", media_type="text/plain", filename="output.txt")  # b"tck"
+_TCK_URL = ArtifactPart(url="https://example.com/output.txt", media_type="text/plain", filename="output.txt")
+CONFORMANCE_ANSWERS: tuple[tuple[str, tuple[Any, ...]], ...] = (
+    ("tck-complete-task", ("reply", "Hello from TCK", (), False)),
+    (
+        "tck-artifact-text",
+        ("reply", "", (Artifact("tck-artifact-text", (ArtifactPart(text="Generated text content"),)),), False),
+    ),
+    ("tck-artifact-file-url", ("reply", "", (Artifact("tck-artifact-file-url", (_TCK_URL,)),), False)),
+    ("tck-artifact-file", ("reply", "", (Artifact("tck-artifact-file", (_TCK_FILE,)),), False)),
+    (
+        "tck-artifact-data",
+        ("reply", "", (Artifact("tck-artifact-data", (ArtifactPart(data={"key": "value", "count": 42}),)),), False),
+    ),
+    ("tck-message-response", ("reply", "Direct message response", (), True)),
+    ("tck-input-required", ("input", "Input required: send a follow-up message on this task")),
+    ("tck-reject-task", ("refuse",)),
+)
+
+
+def conformance_answer(message_id: str) -> tuple[Any, ...] | None:
+    """The profile's answer to a message id, or None for an ordinary message."""
+    for prefix, answer in CONFORMANCE_ANSWERS:
+        if message_id.startswith(prefix):
+            return answer
+    return None
+
 
 STEPS = ("accept", "queue", "race", "fallback", "malformed", "refuse", "presend", "disconnect", "block", "hang")
 BLOCK_TIMEOUT_S = 60.0
@@ -62,6 +99,7 @@ class FakeHarness:
         default: str = "accept",
         inbox: str | os.PathLike[str] | None = None,
         answer: str | None = None,
+        conformance: bool = False,
     ) -> None:
         for s in [*(script or []), default]:
             if s not in STEPS:
@@ -80,6 +118,13 @@ class FakeHarness:
         self.answer = answer
         self.on_answer: Callable[[str, str], Awaitable[object]] | None = None
         self._answers: set[asyncio.Task[object]] = set()
+        # The conformance profile's hooks, wired by the agent to its task service: on_expect(message_id) marks the
+        # message as awaiting an answer (synchronously, before inject returns), on_reply(message_id, text,
+        # artifacts, direct) and on_require_input(message_id, text) answer it.
+        self.conformance = conformance
+        self.on_expect: Callable[[str], object] | None = None
+        self.on_reply: Callable[[str, str, tuple[Artifact, ...], bool], Awaitable[object]] | None = None
+        self.on_require_input: Callable[[str, str], Awaitable[object]] | None = None
 
     # --------------------------------------------------------------- the protocol
     def identify(self, request: Mapping[str, Any]) -> str | None:
@@ -156,8 +201,28 @@ class FakeHarness:
         self._answers.add(task)
         task.add_done_callback(self._answers.discard)
 
+    def _conformance(self, request: InjectRequest) -> tuple[Any, ...] | None:
+        return conformance_answer(request.message.message_id) if self.conformance else None
+
+    def _answer_conformance(self, request: InjectRequest, answer: tuple[Any, ...]) -> None:
+        mid = request.message.message_id
+        if answer[0] == "reply" and self.on_reply is not None:
+            coro = self.on_reply(mid, answer[1], answer[2], answer[3])
+        elif answer[0] == "input" and self.on_require_input is not None:
+            coro = self.on_require_input(mid, answer[1])
+        else:
+            return
+        if self.on_expect is not None:
+            self.on_expect(mid)  # before inject returns: the delivery alone must not complete the task
+        task = asyncio.ensure_future(coro)
+        self._answers.add(task)
+        task.add_done_callback(self._answers.discard)
+
     async def inject(self, request: InjectRequest) -> InjectResult:
         step = self._next_step()
+        conformance = self._conformance(request)
+        if conformance is not None and conformance[0] == "refuse":
+            raise HarnessRefused("fake (conformance): the session rejects tck-reject-task")
         if step == "block":
             self.blocked.set()
             try:
@@ -174,7 +239,10 @@ class FakeHarness:
         how = "meta" if request.meta else "turn"
         if step == "accept":
             self._write(request, how)
-            self._maybe_answer(request)
+            if conformance is not None:
+                self._answer_conformance(request, conformance)
+            else:
+                self._maybe_answer(request)
             return InjectResult(State.ACCEPTED, evidence={"fake": "written", "how": how})
         if step == "queue":
             self._write(request, "append")

@@ -8,6 +8,7 @@ A2A Task (completion, delivery, reason, kind).
 
 from __future__ import annotations
 
+import base64
 import json
 from typing import Any
 
@@ -23,12 +24,12 @@ from a2a.utils.errors import (
     UnsupportedOperationError,
 )
 from google.protobuf.json_format import MessageToDict
-from google.protobuf.struct_pb2 import Struct
+from google.protobuf.struct_pb2 import Struct, Value
 
 from crosstalk.core.errors import MessageError
 from crosstalk.core.message import Message
 from crosstalk.core.sender import Sender
-from crosstalk.tasks.model import HistoryEntry, TaskError, TaskState, TaskView
+from crosstalk.tasks.model import Artifact, ArtifactPart, HistoryEntry, TaskError, TaskState, TaskView
 
 META_KEY = "crosstalk"  # the metadata namespace crosstalk's own fields travel under
 MESSAGE_META_KEYS = ("kind", "delivery", "deadline_seconds", "in_reply_to", "hop_chain", "from")
@@ -36,6 +37,7 @@ MESSAGE_META_KEYS = ("kind", "delivery", "deadline_seconds", "in_reply_to", "hop
 STATE_TO_A2A: dict[TaskState, int] = {
     TaskState.SUBMITTED: pb.TASK_STATE_SUBMITTED,
     TaskState.WORKING: pb.TASK_STATE_WORKING,
+    TaskState.INPUT_REQUIRED: pb.TASK_STATE_INPUT_REQUIRED,
     TaskState.COMPLETED: pb.TASK_STATE_COMPLETED,
     TaskState.FAILED: pb.TASK_STATE_FAILED,
     TaskState.CANCELED: pb.TASK_STATE_CANCELED,
@@ -143,9 +145,67 @@ def task_to_a2a(view: TaskView, history_length: int | None = None) -> pb.Task:
     if history_length is not None:
         history = history[-history_length:] if history_length > 0 else []
     task.history.extend(history)
+    task.artifacts.extend(artifact_to_a2a(a) for a in view.artifacts)
     meta = {"completion": view.completion, "delivery": view.delivery, "reason": view.reason, "kind": view.kind}
     task.metadata.update({META_KEY: {k: v for k, v in meta.items() if v is not None}})
     return task
+
+
+def direct_reply_to_a2a(view: TaskView) -> pb.Message | None:
+    """A task answered with a direct message (TaskView.direct): the reply as the A2A Message SendMessage returns
+    instead of the Task (A2A 1.0 §3.1.1: "Task … OR Message"). None when the task holds no such reply."""
+    if not view.direct:
+        return None
+    replies = [entry for entry in view.history if entry.role == "agent"]
+    if not replies:
+        return None
+    msg = _entry_to_a2a(replies[-1], view)
+    msg.ClearField("task_id")  # a direct message stands on its own: the task is kept for audit, not shown
+    return msg
+
+
+def artifact_to_a2a(artifact: Artifact) -> pb.Artifact:
+    out = pb.Artifact(artifact_id=artifact.artifact_id, name=artifact.name or "")
+    for part in artifact.parts:
+        out.parts.append(_part_to_a2a(part))
+    return out
+
+
+def _part_to_a2a(part: ArtifactPart) -> pb.Part:
+    out = pb.Part(media_type=part.media_type or "", filename=part.filename or "")
+    kind = part.kind
+    if kind == "text":
+        out.text = part.text or ""
+    elif kind == "raw":
+        out.raw = base64.b64decode(part.raw or "")
+    elif kind == "url":
+        out.url = part.url or ""
+    else:
+        out.data.CopyFrom(_to_value(part.data))
+    return out
+
+
+def _to_value(data: Any) -> Value:
+    value = Value()
+    value.MergeFrom(to_struct({"v": data}).fields["v"])
+    return value
+
+
+def artifact_from_a2a(artifact: pb.Artifact) -> Artifact:
+    parts = tuple(_part_from_a2a(p) for p in artifact.parts if p.WhichOneof("content"))
+    return Artifact(artifact.artifact_id, parts, artifact.name or None)
+
+
+def _part_from_a2a(part: pb.Part) -> ArtifactPart:
+    media, filename = part.media_type or None, part.filename or None
+    content = part.WhichOneof("content")
+    if content == "text":
+        return ArtifactPart(text=part.text, media_type=media, filename=filename)
+    if content == "raw":
+        return ArtifactPart(raw=base64.b64encode(part.raw).decode(), media_type=media, filename=filename)
+    if content == "url":
+        return ArtifactPart(url=part.url, media_type=media, filename=filename)
+    return ArtifactPart(data=MessageToDict(part.data), media_type=media, filename=filename)
 
 
 def _entry_to_a2a(entry: HistoryEntry, view: TaskView) -> pb.Message:
@@ -188,7 +248,7 @@ def task_error_to_a2a(err: TaskError) -> A2AError:
 
 def state_filter_from_a2a(state: int) -> tuple[bool, TaskState | None]:
     """ListTasks' status filter as (can_match, crosstalk state). UNSPECIFIED matches every task; a state crosstalk
-    never uses (rejected, input-required, auth-required) matches none."""
+    never uses (rejected, auth-required) matches none."""
     if state == pb.TASK_STATE_UNSPECIFIED:
         return True, None
     mapped = STATE_FROM_A2A.get(state)
@@ -223,7 +283,8 @@ def message_to_a2a(message: Message, *, task_id: str | None = None) -> pb.Messag
 def task_from_a2a(task: pb.Task, *, kind: str = "") -> TaskView:
     """The TaskView an A2A Task stands for. Tolerant of agents that are not crosstalk: a state crosstalk does not
     use reads as its nearest crosstalk state with the A2A state as the reason, and a reply carried as an artifact
-    or only as status.message becomes an agent history entry. `creator` is left empty: the caller is the creator."""
+    or only as status.message becomes an agent history entry (artifacts are also kept as they came). `creator` is
+    left empty: the caller is the creator."""
     meta = _struct_dict(task, "metadata").get(META_KEY)
     meta = meta if isinstance(meta, dict) else {}
     state, reason = _state_from_a2a(task.status.state)
@@ -249,6 +310,7 @@ def task_from_a2a(task: pb.Task, *, kind: str = "") -> TaskView:
         delivery=_opt_str(meta.get("delivery")),
         history=tuple(history),
         updated_at=updated,
+        artifacts=tuple(artifact_from_a2a(a) for a in task.artifacts),
     )
 
 

@@ -28,6 +28,7 @@ from a2a.utils.task import validate_history_length, validate_page_size
 from crosstalk.core.errors import MessageError
 from crosstalk.core.sender import Sender
 from crosstalk.ingress.a2a.convert import (
+    direct_reply_to_a2a,
     message_from_a2a,
     state_filter_from_a2a,
     task_error_to_a2a,
@@ -84,7 +85,7 @@ class A2ARequestHandler(RequestHandler):
     # -------------------------------------------------------------- the four methods crosstalk serves
 
     @validate_request_params
-    async def on_message_send(self, params: pb.SendMessageRequest, context: ServerCallContext) -> pb.Task:
+    async def on_message_send(self, params: pb.SendMessageRequest, context: ServerCallContext) -> pb.Task | pb.Message:
         validate_history_length(params.configuration)
         sender = _sender(context)
         message = message_from_a2a(params.message, to=self._to, sender=sender)
@@ -97,6 +98,9 @@ class A2ARequestHandler(RequestHandler):
             )
         except Exception as exc:
             _raise_mapped(exc, "SendMessage")
+        direct = direct_reply_to_a2a(view)
+        if direct is not None:
+            return direct  # answered with a direct message: SendMessageResponse(message=…), the task kept for audit
         return _task(view, params.configuration)
 
     @validate_request_params
