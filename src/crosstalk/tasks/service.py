@@ -16,11 +16,10 @@ unknown, deadlines re-armed.
 from __future__ import annotations
 
 import asyncio
-import base64
 import contextlib
 import logging
 import time
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from typing import Any
 
 from crosstalk.core.ids import new_message_id
@@ -33,7 +32,6 @@ from crosstalk.journal import records as R
 from crosstalk.policy import Load
 from crosstalk.receiver import Inbound, Receiver
 from crosstalk.tasks.model import (
-    TERMINAL,
     Artifact,
     HistoryEntry,
     TaskApi,
@@ -42,6 +40,7 @@ from crosstalk.tasks.model import (
     TaskState,
     TaskView,
 )
+from crosstalk.tasks.table import TaskEntry, TaskTable, meta_of, obligation_record, task_record
 
 log = logging.getLogger(__name__)
 
@@ -60,24 +59,12 @@ class ReplyError(TaskError):
     ASK_CLOSED = "ask_closed"
 
 
-@dataclass(slots=True)
-class _Task:
-    view: TaskView
-    claimed: bool = False  # the worker took it: from here on not cancelable
-    messages: list[str] = field(default_factory=list)  # every message id of the task (first + continuations)
-    changed: asyncio.Event = field(default_factory=asyncio.Event)
-    deadline: asyncio.TimerHandle | None = None
-    awaiting: bool = False  # the receiving side said it will answer (expect_answer): delivery does not complete it
-    input_turn: str | None = None  # the continuation that answered an input request: it settles like a first message
-
-
 class TaskService(TaskApi):
     def __init__(self, receiver: Receiver, *, max_wait_s: float = MAX_WAIT_S) -> None:
         self.receiver = receiver
         self.state = receiver.state
         self.max_wait_s = max_wait_s
-        self._tasks: dict[str, _Task] = {}
-        self._task_of_message: dict[str, str] = {}
+        self.table = TaskTable(self._text_of)
         self._queue: asyncio.Queue[tuple[str, Inbound]] = asyncio.Queue()
         self._settled: dict[str, asyncio.Event] = {}  # message id → set once its dispatch outcome is known
         self._worker: asyncio.Task[None] | None = None
@@ -88,13 +75,13 @@ class TaskService(TaskApi):
         """Rebuild tasks from the journal's task records (call before start)."""
         for rec in records:
             if rec.get("type") == R.TASK:
-                self._apply(rec)
+                self.table.apply(rec)
 
     async def start(self) -> None:
         """Start the dispatch worker, re-arm deadlines and resume the tasks a restart interrupted."""
         self._worker = asyncio.create_task(self._work(), name="task-dispatch")
         now = time.time()
-        for task in self._tasks.values():
+        for task in self.table.tasks.values():
             if task.view.terminal:
                 continue
             if task.view.deadline_at is not None:
@@ -116,22 +103,17 @@ class TaskService(TaskApi):
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await self._worker
             self._worker = None
-        for task in self._tasks.values():
+        for task in self.table.tasks.values():
             if task.deadline is not None:
                 task.deadline.cancel()
 
     def prune(self, keep_ids: set[str], cutoff: float) -> int:
         """Forget terminal tasks that retention dropped from the journal (older than `cutoff`, not kept)."""
-        gone = [
-            tid
-            for tid, t in self._tasks.items()
-            if t.view.terminal and t.view.updated_at < cutoff and tid not in keep_ids
-        ]
-        for tid in gone:
-            task = self._tasks.pop(tid)
-            for mid in task.messages:
-                self._task_of_message.pop(mid, None)
-        return len(gone)
+        return self.table.prune(keep_ids, cutoff)
+
+    def _text_of(self, message_id: str) -> str:
+        stored = self.state.messages.get(message_id)
+        return "\n".join(p.get("text", "") for p in (stored.message.get("parts", []) if stored else []))
 
     # ------------------------------------------------------------------ TaskApi
     async def send(
@@ -145,7 +127,7 @@ class TaskService(TaskApi):
             tid = await asyncio.shield(running)
             return await self._answer(tid, message.message_id, return_immediately)
         prior = self.state.lookup_dedupe(*key)
-        if prior is not None and prior.message.get("task_id") in self._tasks:
+        if prior is not None and prior.message.get("task_id") in self.table.tasks:
             return await self._answer(prior.message["task_id"], message.message_id, return_immediately)
         if message.message_id in self.state.messages:
             raise TaskError(TaskError.INVALID, "message_id_in_use: another sender already used this message id")
@@ -173,7 +155,7 @@ class TaskService(TaskApi):
                 self.receiver.end_default_wait()  # counted until answered: the wait is what the limit bounds
 
     async def get(self, sender_agent_id: str, task_id: str) -> TaskView:
-        return self._own(sender_agent_id, task_id).view
+        return self.table.own(sender_agent_id, task_id).view
 
     async def list(
         self,
@@ -185,25 +167,20 @@ class TaskService(TaskApi):
         state: TaskState | None = None,
         updated_after: float | None = None,
     ) -> TaskPage:
-        mine = [t.view for t in self._tasks.values() if t.view.creator == sender_agent_id]
-        if context_id:
-            mine = [v for v in mine if v.context_id == context_id]
-        if state is not None:
-            mine = [v for v in mine if v.state is state]
-        if updated_after is not None:
-            mine = [v for v in mine if v.updated_at > updated_after]
-        mine.sort(key=lambda v: (v.updated_at, v.task_id), reverse=True)  # A2A: most recently updated first
-        start = _decode_token(page_token)
-        size = max(1, min(page_size or 50, 100))
-        page = mine[start : start + size]
-        nxt = _encode_token(start + size) if start + size < len(mine) else ""
-        return TaskPage(tuple(page), nxt, len(mine))
+        return self.table.page(
+            sender_agent_id,
+            page_size=page_size,
+            page_token=page_token,
+            context_id=context_id,
+            state=state,
+            updated_after=updated_after,
+        )
 
     async def cancel(self, sender_agent_id: str, task_id: str) -> TaskView:
-        task = self._own(sender_agent_id, task_id)
+        task = self.table.own(sender_agent_id, task_id)
         if task.view.state is TaskState.INPUT_REQUIRED:
             # Waiting for its creator: nothing is queued or in flight, so canceling writes nothing to the session.
-            extra = [_obligation(task.messages[0], task_id, "closed", "canceled")] if self._is_ask(task) else []
+            extra = [obligation_record(task.messages[0], task_id, "closed", "canceled")] if self._is_ask(task) else []
             await self._record(task, state=TaskState.CANCELED, reason="canceled_by_creator", extra=extra)
             return task.view
         if task.view.terminal or task.claimed or task.view.state is not TaskState.SUBMITTED:
@@ -230,7 +207,7 @@ class TaskService(TaskApi):
         """The receiving side will answer this message (reply or require_input), as a session answers an ask: its
         task then stays working after delivery instead of completing. Call it before the dispatch settles (from the
         harness's inject). False when no open task holds the message."""
-        task = self._task_holding(message_id)
+        task = self.table.holding(message_id)
         if task is None or task.view.terminal:
             return False
         task.awaiting = True
@@ -255,7 +232,9 @@ class TaskService(TaskApi):
         if not text and not artifacts:
             raise ReplyError(ReplyError.NOT_AN_ASK, "a reply needs text or artifacts")
         entry = HistoryEntry(new_message_id(), "agent", text) if text else None
-        extra = [_obligation(task.messages[0], task.view.task_id, "closed", "replied")] if self._is_ask(task) else []
+        extra = (
+            [obligation_record(task.messages[0], task.view.task_id, "closed", "replied")] if self._is_ask(task) else []
+        )
         await self._record(
             task,
             state=TaskState.COMPLETED,
@@ -279,12 +258,8 @@ class TaskService(TaskApi):
         await self._record(task, state=TaskState.INPUT_REQUIRED, reason=None, entry=entry)
         return task.view
 
-    def _task_holding(self, message_id: str) -> _Task | None:
-        tid = self._task_of_message.get(message_id)
-        return self._tasks.get(tid) if tid else None
-
-    def _answerable_task(self, message_id: str) -> _Task:
-        task = self._task_holding(message_id)
+    def _answerable_task(self, message_id: str) -> TaskEntry:
+        task = self.table.holding(message_id)
         if task is None:
             raise ReplyError(ReplyError.NO_SUCH_MESSAGE, f"no task holds message {message_id}")
         if not self._is_ask(task) and not task.awaiting:
@@ -292,7 +267,7 @@ class TaskService(TaskApi):
         return task
 
     @staticmethod
-    def _is_ask(task: _Task) -> bool:
+    def _is_ask(task: TaskEntry) -> bool:
         return task.view.kind == Kind.ASK.value
 
     # ------------------------------------------------------------------ internals: creating
@@ -312,7 +287,7 @@ class TaskService(TaskApi):
             created_at=now,
             updated_at=now,
             deadline_at=deadline_at,
-            history=(HistoryEntry(msg.message_id, "user", msg.text, _meta_of(msg)),),
+            history=(HistoryEntry(msg.message_id, "user", msg.text, meta_of(msg)),),
         )
         if reason is not None and not reason.startswith(POLICY_PREFIXES):
             self.receiver.reject(inbound, reason)
@@ -321,17 +296,17 @@ class TaskService(TaskApi):
             # A policy refusal is an answer the creator can look up: a failed task, the message never injected.
             self.receiver.reject(inbound, reason)
             failed = replace(view, state=TaskState.FAILED, reason=reason, delivery=State.REJECTED.value)
-            rec = _task_record(failed, msg.message_id, sender, entry_ref="user", text=msg.text, meta=_meta_of(msg))
+            rec = task_record(failed, msg.message_id, sender, entry_ref="user", text=msg.text, meta=meta_of(msg))
             await self.receiver.journal.append_async(rec)
             self.state.apply(rec)
-            self._apply(rec)
+            self.table.apply(rec)
             return tid
-        rec = _task_record(view, msg.message_id, sender, entry_ref="user", meta=_meta_of(msg))
+        rec = task_record(view, msg.message_id, sender, entry_ref="user", meta=meta_of(msg))
         try:
             await self.receiver.accept(inbound, [rec])
         except (JournalError, OSError, TimeoutError) as exc:
             raise TaskError(TaskError.INTERNAL, f"not accepted: the journal write failed ({exc})") from None
-        task = self._apply(rec)
+        task = self.table.apply(rec)
         if deadline_at is not None:
             self._arm_deadline(task, msg.deadline_seconds)
         self._settled[msg.message_id] = asyncio.Event()
@@ -339,7 +314,7 @@ class TaskService(TaskApi):
         return tid
 
     async def _continue(self, sender: Sender, message: Message, task_id: str) -> str:
-        task = self._own(sender.agent_id or "", task_id)
+        task = self.table.own(sender.agent_id or "", task_id)
         if task.view.terminal:
             raise TaskError(
                 TaskError.UNSUPPORTED, f"task {task_id} is {task.view.state.value}; start a new task instead"
@@ -358,19 +333,19 @@ class TaskService(TaskApi):
             raise TaskError(TaskError.INVALID, f"rejected: {reason}")
         resumes = task.view.state is TaskState.INPUT_REQUIRED  # the input the receiver asked for: working again
         view = replace(task.view, state=TaskState.WORKING) if resumes else task.view
-        rec = _task_record(view, msg.message_id, sender, entry_ref="user", meta=_meta_of(msg))
+        rec = task_record(view, msg.message_id, sender, entry_ref="user", meta=meta_of(msg))
         try:
             await self.receiver.accept(inbound, [rec])
         except (JournalError, OSError, TimeoutError) as exc:
             raise TaskError(TaskError.INTERNAL, f"not accepted: the journal write failed ({exc})") from None
         if resumes:
             task.input_turn, task.awaiting = msg.message_id, False
-        self._apply(rec)
+        self.table.apply(rec)
         self._settled[msg.message_id] = asyncio.Event()
         self._queue.put_nowait((task_id, inbound))
         return task_id
 
-    async def _resume(self, task: _Task, entry: Any) -> None:
+    async def _resume(self, task: TaskEntry, entry: Any) -> None:
         """A task journaled before a restart and never claimed: check it again, then dispatch it."""
         try:
             msg = Message.from_dict(entry.message, check_size=False)
@@ -393,7 +368,7 @@ class TaskService(TaskApi):
     async def _work(self) -> None:
         while True:
             tid, inbound = await self._queue.get()
-            task = self._tasks.get(tid)
+            task = self.table.get(tid)
             mid = inbound.message.message_id
             first = bool(task and task.messages and task.messages[0] == mid)
             if task is None or (first and (task.claimed or task.view.state is not TaskState.SUBMITTED)):
@@ -412,7 +387,7 @@ class TaskService(TaskApi):
             finally:
                 self._settle_event(mid)
 
-    async def _after_dispatch(self, task: _Task, inbound: Inbound, outcome: Outcome, first: bool) -> None:
+    async def _after_dispatch(self, task: TaskEntry, inbound: Inbound, outcome: Outcome, first: bool) -> None:
         delivered = outcome.state in (State.ACCEPTED, State.QUEUED)
         if task.view.terminal or task.view.state is TaskState.INPUT_REQUIRED:
             # The session answered (or asked for input) before the harness call returned: that already settled it.
@@ -422,7 +397,7 @@ class TaskService(TaskApi):
             task.changed.set()
             return
         if delivered and self._is_ask(task):
-            opened = [_obligation(inbound.message.message_id, task.view.task_id, "open", None)] if first else []
+            opened = [obligation_record(inbound.message.message_id, task.view.task_id, "open", None)] if first else []
             await self._record(task, state=TaskState.WORKING, delivery=outcome.state.value, reason=None, extra=opened)
         elif delivered and task.awaiting:
             await self._record(task, state=TaskState.WORKING, delivery=outcome.state.value, reason=None)
@@ -441,7 +416,7 @@ class TaskService(TaskApi):
 
     # ------------------------------------------------------------------ internals: waiting and answering
     async def _answer(self, tid: str, message_id: str, return_immediately: bool) -> TaskView:
-        task = self._tasks[tid]
+        task = self.table.tasks[tid]
         if return_immediately:
             return task.view
         deadline = time.monotonic() + self.max_wait_s
@@ -463,7 +438,7 @@ class TaskService(TaskApi):
                     w.cancel()
         return task.view
 
-    def _answerable(self, task: _Task, message_id: str) -> bool:
+    def _answerable(self, task: TaskEntry, message_id: str) -> bool:
         view = task.view
         if view.terminal or view.state is TaskState.INPUT_REQUIRED:
             return True  # terminal or interrupted: the creator has something to act on
@@ -477,15 +452,9 @@ class TaskService(TaskApi):
         return view.delivery is not None  # delivered, failed, or unknown: the dispatch is over
 
     # ------------------------------------------------------------------ internals: records
-    def _own(self, sender_agent_id: str, task_id: str) -> _Task:
-        task = self._tasks.get(task_id)
-        if task is None or task.view.creator != sender_agent_id:
-            raise TaskError(TaskError.NOT_FOUND, f"no task {task_id} of yours here")
-        return task
-
     async def _record(
         self,
-        task: _Task,
+        task: TaskEntry,
         *,
         state: TaskState,
         reason: str | None = None,
@@ -498,7 +467,7 @@ class TaskService(TaskApi):
         view = replace(
             task.view, state=state, reason=reason, delivery=delivery or task.view.delivery, updated_at=time.time()
         )
-        rec = _task_record(
+        rec = task_record(
             view,
             entry.message_id if entry else (task.messages[0] if task.messages else ""),
             None,
@@ -513,74 +482,14 @@ class TaskService(TaskApi):
         await self.receiver.journal.append_many_async(records)
         for r in records:
             self.state.apply(r)
-        self._apply(rec)
+        self.table.apply(rec)
 
-    def _apply(self, rec: dict[str, Any]) -> _Task:
-        """Fold one task record into the in-memory task (during replay and live)."""
-        tid = rec["task_id"]
-        task = self._tasks.get(tid)
-        entry: HistoryEntry | None = None
-        mid = rec.get("message_id") or ""
-        if rec.get("entry") == "user":
-            text = rec.get("text")
-            if text is None:
-                stored = self.state.messages.get(mid)
-                text = "\n".join(p.get("text", "") for p in (stored.message.get("parts", []) if stored else []))
-            entry = HistoryEntry(mid, "user", text, rec.get("meta") or {})
-        elif rec.get("entry") == "agent":
-            entry = HistoryEntry(mid, "agent", rec.get("text") or "")
-        state = TaskState(rec.get("state", "submitted"))
-        artifacts = tuple(Artifact.from_dict(a) for a in rec.get("artifacts") or [] if isinstance(a, dict))
-        if task is None:
-            view = TaskView(
-                task_id=tid,
-                context_id=rec.get("context_id") or tid,
-                creator=rec.get("creator") or "",
-                kind=rec.get("kind") or "inform",
-                state=state,
-                reason=rec.get("reason"),
-                delivery=rec.get("delivery"),
-                history=(entry,) if entry else (),
-                created_at=float(rec.get("ts", 0)),
-                updated_at=float(rec.get("ts", 0)),
-                deadline_at=rec.get("deadline_at"),
-                artifacts=artifacts,
-                direct=bool(rec.get("direct")),
-            )
-            task = _Task(view)
-            self._tasks[tid] = task
-        else:
-            history = task.view.history
-            if entry is not None and all(h.message_id != entry.message_id for h in history):
-                history = (*history, entry)
-            task.view = replace(
-                task.view,
-                state=state,
-                reason=rec.get("reason"),
-                delivery=rec.get("delivery") or task.view.delivery,
-                history=history,
-                updated_at=float(rec.get("ts", task.view.updated_at)),
-                artifacts=(*task.view.artifacts, *(a for a in artifacts if a not in task.view.artifacts)),
-                direct=task.view.direct or bool(rec.get("direct")),
-            )
-        if rec.get("entry") == "user" and mid and mid not in task.messages:
-            task.messages.append(mid)
-            self._task_of_message[mid] = tid
-        if state in TERMINAL:
-            task.claimed = True
-            if task.deadline is not None:
-                task.deadline.cancel()
-                task.deadline = None
-        task.changed.set()
-        task.changed = asyncio.Event()
-        return task
-
-    def _arm_deadline(self, task: _Task, delay: float) -> None:
+    def _arm_deadline(self, task: TaskEntry, delay: float) -> None:
         loop = asyncio.get_running_loop()
         task.deadline = loop.call_later(delay, lambda: asyncio.ensure_future(self._expire(task.view.task_id)))
 
     async def _expire(self, task_id: str) -> None:
-        task = self._tasks.get(task_id)
+        task = self.table.get(task_id)
         if task is None or task.view.terminal:
             return
         first = task.messages[0] if task.messages else task_id
@@ -589,78 +498,10 @@ class TaskService(TaskApi):
                 task,
                 state=TaskState.FAILED,
                 reason="deadline_passed",
-                extra=[_obligation(first, task_id, "closed", "deadline_passed")],
+                extra=[obligation_record(first, task_id, "closed", "deadline_passed")],
             )
         except JournalError:
             log.exception("could not journal the deadline of task %s", task_id)
-
-
-def _task_record(
-    view: TaskView,
-    message_id: str,
-    sender: Sender | None,
-    *,
-    entry_ref: str | None,
-    text: str | None = None,
-    meta: dict[str, Any] | None = None,
-) -> dict[str, Any]:
-    rec: dict[str, Any] = {
-        "type": R.TASK,
-        "ts": round(time.time(), 6),
-        "task_id": view.task_id,
-        "context_id": view.context_id,
-        "creator": view.creator,
-        "creator_name": sender.name if sender else None,
-        "kind": view.kind,
-        "state": view.state.value,
-        "reason": view.reason,
-        "delivery": view.delivery,
-        "deadline_at": view.deadline_at,
-        "message_id": message_id,
-        "entry": entry_ref,
-    }
-    if text is not None:
-        rec["text"] = text  # a reply, or a refused message: no received record holds this text
-    if meta:
-        rec["meta"] = meta
-    return rec
-
-
-def _obligation(message_id: str, task_id: str, state: str, reason: str | None) -> dict[str, Any]:
-    return {
-        "type": R.OBLIGATION,
-        "ts": round(time.time(), 6),
-        "message_id": message_id,
-        "task_id": task_id,
-        "state": state,
-        "reason": reason,
-    }
-
-
-def _meta_of(msg: Message) -> dict[str, Any]:
-    meta: dict[str, Any] = {"kind": msg.kind.value, "delivery": msg.delivery.value}
-    if msg.in_reply_to:
-        meta["in_reply_to"] = msg.in_reply_to
-    if msg.deadline_seconds:
-        meta["deadline_seconds"] = msg.deadline_seconds
-    return meta
-
-
-def _encode_token(offset: int) -> str:
-    return base64.urlsafe_b64encode(f"o:{offset}".encode()).decode()
-
-
-def _decode_token(token: str) -> int:
-    if not token:
-        return 0
-    try:
-        kind, _, value = base64.urlsafe_b64decode(token.encode()).decode().partition(":")
-        offset = int(value)
-    except (ValueError, UnicodeDecodeError):
-        raise TaskError(TaskError.INVALID, "page_token is not one this agent issued") from None
-    if kind != "o" or offset < 0:
-        raise TaskError(TaskError.INVALID, "page_token is not one this agent issued")
-    return offset
 
 
 __all__ = ["ReplyError", "TaskService"]

@@ -79,9 +79,9 @@ def test_reply_with_artifacts_completes_an_awaited_inform_and_replays(root: Path
 
             m = msg("make me a file")
             sent = await svc.send(CAROL, m, task_id=None, return_immediately=True)
-            await wait_for(lambda: svc._tasks[sent.task_id].view.delivery is not None)
+            await wait_for(lambda: svc.table.tasks[sent.task_id].view.delivery is not None)
             # Delivered: an inform completes on delivery unless the receiver said it would answer first.
-            assert svc._tasks[sent.task_id].view.state is TaskState.COMPLETED
+            assert svc.table.tasks[sent.task_id].view.state is TaskState.COMPLETED
             with pytest.raises(ReplyError):
                 await svc.reply(m.message_id, "", artifacts=(Artifact("a", (FILE,)),))
 
@@ -90,8 +90,8 @@ def test_reply_with_artifacts_completes_an_awaited_inform_and_replays(root: Path
             sent2 = await svc2.send(CAROL, awaited, task_id=None, return_immediately=True)
             assert svc2.expect_answer(awaited.message_id)
             assert not svc2.expect_answer("no-such-message")
-            await wait_for(lambda: svc2._tasks[sent2.task_id].view.delivery == "accepted")
-            assert svc2._tasks[sent2.task_id].view.state is TaskState.WORKING  # waits for the answer
+            await wait_for(lambda: svc2.table.tasks[sent2.task_id].view.delivery == "accepted")
+            assert svc2.table.tasks[sent2.task_id].view.state is TaskState.WORKING  # waits for the answer
             arts = (Artifact("out-1", (FILE, DATA), name="outputs"),)
             done = await svc2.reply(awaited.message_id, "", artifacts=arts)
             assert done.state is TaskState.COMPLETED and done.completion == "replied"
@@ -109,7 +109,7 @@ def test_reply_with_artifacts_completes_an_awaited_inform_and_replays(root: Path
     assert task_records and task_records[-1]["artifacts"][0]["parts"][1] == {"data": {"key": "value", "count": 42}}
     rig2, svc = _replayed(rig, root)
     try:
-        view = svc._tasks[ids["task"]].view
+        view = svc.table.tasks[ids["task"]].view
         assert view.state is TaskState.COMPLETED
         assert view.artifacts == (Artifact("out-1", (FILE, DATA), name="outputs"),)
     finally:
@@ -205,13 +205,13 @@ def test_input_required_resumes_on_the_next_message_and_replays(root: Path) -> N
             # An ask can be interrupted too; its reply then completes it as usual.
             ask = msg("which branch?", kind=Kind.ASK)
             asked = await svc.send(CAROL, ask, task_id=None, return_immediately=True)
-            await wait_for(lambda: svc._tasks[asked.task_id].view.delivery == "accepted")
+            await wait_for(lambda: svc.table.tasks[asked.task_id].view.delivery == "accepted")
             assert (await svc.require_input(ask.message_id, "main or dev?")).state is TaskState.INPUT_REQUIRED
             follow = msg("main")
             resumed = await svc.send(CAROL, follow, task_id=asked.task_id, return_immediately=True)
             assert resumed.state is TaskState.WORKING
             await wait_for(lambda: follow.message_id not in svc._settled)
-            assert svc._tasks[asked.task_id].view.state is TaskState.WORKING  # an ask still waits for its reply
+            assert svc.table.tasks[asked.task_id].view.state is TaskState.WORKING  # an ask still waits for its reply
             final = await svc.reply(follow.message_id, "green")
             assert final.state is TaskState.COMPLETED and final.history[-1].text == "green"
             assert rig.state.open_asks() == 0
@@ -221,8 +221,8 @@ def test_input_required_resumes_on_the_next_message_and_replays(root: Path) -> N
     run(body())
     rig2, svc = _replayed(rig, root)
     try:
-        assert svc._tasks[ids["fourth"]].view.state is TaskState.INPUT_REQUIRED
-        assert svc._tasks[ids["third"]].view.state is TaskState.CANCELED
+        assert svc.table.tasks[ids["fourth"]].view.state is TaskState.INPUT_REQUIRED
+        assert svc.table.tasks[ids["third"]].view.state is TaskState.CANCELED
 
         async def after() -> None:
             await svc.start()
@@ -257,7 +257,7 @@ def test_direct_answer_is_journaled_and_replayed(root: Path) -> None:
     assert any(r.get("direct") for r in rig.records() if r["type"] == R.TASK)
     rig2, svc = _replayed(rig, root)
     try:
-        view = svc._tasks[ids["task"]].view
+        view = svc.table.tasks[ids["task"]].view
         assert view.direct and view.history[-1].text == "Direct message response"
     finally:
         rig2.close()

@@ -80,7 +80,7 @@ def test_return_immediately_answers_submitted_then_completes(root: Path) -> None
             await wait_for(rig.fake.blocked)
             assert (await svc.get(CAROL.agent_id, view.task_id)).state is TaskState.WORKING
             rig.fake.release()
-            await wait_for(lambda: svc._tasks[view.task_id].view.terminal)
+            await wait_for(lambda: svc.table.tasks[view.task_id].view.terminal)
             assert (await svc.get(CAROL.agent_id, view.task_id)).completion == "delivered"
         finally:
             await svc.close()
@@ -162,7 +162,7 @@ def test_cancel_before_dispatch_and_the_dequeue_to_write_window(root: Path) -> N
                 await svc.cancel(DAVE.agent_id, first.task_id)
             assert other.value.code == TaskError.NOT_FOUND
             rig.fake.release()
-            await wait_for(lambda: svc._tasks[first.task_id].view.terminal)
+            await wait_for(lambda: svc.table.tasks[first.task_id].view.terminal)
             await asyncio.sleep(0.05)
             texts = [w["text"] for w in rig.fake.writes]
             assert texts == ["first"]  # canceled: zero writes; not cancelable: exactly one
@@ -219,7 +219,7 @@ def test_ask_completes_with_the_reply_and_continuations_are_checked_again(root: 
         try:
             ask = msg("what is the build status?", kind=Kind.ASK)
             view = await svc.send(CAROL, ask, task_id=None, return_immediately=True)
-            await wait_for(lambda: svc._tasks[view.task_id].view.delivery == "accepted")
+            await wait_for(lambda: svc.table.tasks[view.task_id].view.delivery == "accepted")
             working = await svc.get(CAROL.agent_id, view.task_id)
             assert working.state is TaskState.WORKING and rig.state.open_asks() == 1
             follow = msg("also: which branch?")
@@ -302,7 +302,7 @@ def test_restart_resumes_unclaimed_tasks_once_and_never_resends_claimed_ones(roo
         svc.load(records)
         await svc.start()
         try:
-            await wait_for(lambda: svc._tasks[ids["second"]].view.terminal)
+            await wait_for(lambda: svc.table.tasks[ids["second"]].view.terminal)
             first = await svc.get(CAROL.agent_id, ids["first"])
             assert (first.state, first.delivery) == (TaskState.WORKING, "unknown")
             assert [w["text"] for w in rig2.fake.writes] == ["queued at the crash"]  # resumed once, nothing resent
@@ -326,7 +326,7 @@ def test_prune_forgets_terminal_tasks_retention_dropped_and_keeps_open_ones(root
             done = await svc.send(CAROL, msg("old news"), task_id=None, return_immediately=False)
             ask = msg("still open?", kind=Kind.ASK)
             open_task = await svc.send(CAROL, ask, task_id=None, return_immediately=True)
-            await wait_for(lambda: svc._tasks[open_task.task_id].view.delivery == "accepted")
+            await wait_for(lambda: svc.table.tasks[open_task.task_id].view.delivery == "accepted")
             assert svc.prune(set(), cutoff=time.time() + 1) == 1  # only the terminal one
             with pytest.raises(TaskError):
                 await svc.get(CAROL.agent_id, done.task_id)

@@ -1,0 +1,217 @@
+"""The in-memory task table and the journal records it is folded from.
+
+Every change to a task is one `task` record in the agent's journal; `TaskTable.apply` folds a record into the table
+the same way during replay and live, so a restarted agent knows exactly what the running one knew.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from crosstalk.core.message import Message
+from crosstalk.core.sender import Sender
+from crosstalk.journal import records as R
+from crosstalk.tasks.model import TERMINAL, Artifact, HistoryEntry, TaskError, TaskPage, TaskState, TaskView
+
+
+@dataclass(slots=True)
+class TaskEntry:
+    view: TaskView
+    claimed: bool = False  # the worker took it: from here on not cancelable
+    messages: list[str] = field(default_factory=list)  # every message id of the task (first + continuations)
+    changed: asyncio.Event = field(default_factory=asyncio.Event)
+    deadline: asyncio.TimerHandle | None = None
+    awaiting: bool = False  # the receiving side said it will answer (expect_answer): delivery does not complete it
+    input_turn: str | None = None  # the continuation that answered an input request: it settles like a first message
+
+
+class TaskTable:
+    """Tasks by id, and the task each message id belongs to."""
+
+    def __init__(self, text_of: Callable[[str], str]) -> None:
+        self.tasks: dict[str, TaskEntry] = {}
+        self.task_of_message: dict[str, str] = {}
+        self._text_of = text_of  # the text of a received message, for history entries that only reference it
+
+    def get(self, task_id: str) -> TaskEntry | None:
+        return self.tasks.get(task_id)
+
+    def own(self, sender_agent_id: str, task_id: str) -> TaskEntry:
+        task = self.tasks.get(task_id)
+        if task is None or task.view.creator != sender_agent_id:
+            raise TaskError(TaskError.NOT_FOUND, f"no task {task_id} of yours here")
+        return task
+
+    def holding(self, message_id: str) -> TaskEntry | None:
+        tid = self.task_of_message.get(message_id)
+        return self.tasks.get(tid) if tid else None
+
+    def prune(self, keep_ids: set[str], cutoff: float) -> int:
+        """Forget terminal tasks that retention dropped from the journal (older than `cutoff`, not kept)."""
+        gone = [
+            tid
+            for tid, t in self.tasks.items()
+            if t.view.terminal and t.view.updated_at < cutoff and tid not in keep_ids
+        ]
+        for tid in gone:
+            task = self.tasks.pop(tid)
+            for mid in task.messages:
+                self.task_of_message.pop(mid, None)
+        return len(gone)
+
+    def page(
+        self,
+        sender_agent_id: str,
+        *,
+        page_size: int,
+        page_token: str,
+        context_id: str | None,
+        state: TaskState | None,
+        updated_after: float | None,
+    ) -> TaskPage:
+        """One page of the sender's own tasks, most recently updated first."""
+        mine = [t.view for t in self.tasks.values() if t.view.creator == sender_agent_id]
+        if context_id:
+            mine = [v for v in mine if v.context_id == context_id]
+        if state is not None:
+            mine = [v for v in mine if v.state is state]
+        if updated_after is not None:
+            mine = [v for v in mine if v.updated_at > updated_after]
+        mine.sort(key=lambda v: (v.updated_at, v.task_id), reverse=True)  # A2A: most recently updated first
+        start = decode_page_token(page_token)
+        size = max(1, min(page_size or 50, 100))
+        page = mine[start : start + size]
+        nxt = encode_page_token(start + size) if start + size < len(mine) else ""
+        return TaskPage(tuple(page), nxt, len(mine))
+
+    def apply(self, rec: dict[str, Any]) -> TaskEntry:
+        """Fold one task record into the in-memory task (during replay and live)."""
+        tid = rec["task_id"]
+        task = self.tasks.get(tid)
+        entry: HistoryEntry | None = None
+        mid = rec.get("message_id") or ""
+        if rec.get("entry") == "user":
+            text = rec.get("text")
+            if text is None:
+                text = self._text_of(mid)
+            entry = HistoryEntry(mid, "user", text, rec.get("meta") or {})
+        elif rec.get("entry") == "agent":
+            entry = HistoryEntry(mid, "agent", rec.get("text") or "")
+        state = TaskState(rec.get("state", "submitted"))
+        artifacts = tuple(Artifact.from_dict(a) for a in rec.get("artifacts") or [] if isinstance(a, dict))
+        if task is None:
+            view = TaskView(
+                task_id=tid,
+                context_id=rec.get("context_id") or tid,
+                creator=rec.get("creator") or "",
+                kind=rec.get("kind") or "inform",
+                state=state,
+                reason=rec.get("reason"),
+                delivery=rec.get("delivery"),
+                history=(entry,) if entry else (),
+                created_at=float(rec.get("ts", 0)),
+                updated_at=float(rec.get("ts", 0)),
+                deadline_at=rec.get("deadline_at"),
+                artifacts=artifacts,
+                direct=bool(rec.get("direct")),
+            )
+            task = TaskEntry(view)
+            self.tasks[tid] = task
+        else:
+            history = task.view.history
+            if entry is not None and all(h.message_id != entry.message_id for h in history):
+                history = (*history, entry)
+            task.view = replace(
+                task.view,
+                state=state,
+                reason=rec.get("reason"),
+                delivery=rec.get("delivery") or task.view.delivery,
+                history=history,
+                updated_at=float(rec.get("ts", task.view.updated_at)),
+                artifacts=(*task.view.artifacts, *(a for a in artifacts if a not in task.view.artifacts)),
+                direct=task.view.direct or bool(rec.get("direct")),
+            )
+        if rec.get("entry") == "user" and mid and mid not in task.messages:
+            task.messages.append(mid)
+            self.task_of_message[mid] = tid
+        if state in TERMINAL:
+            task.claimed = True
+            if task.deadline is not None:
+                task.deadline.cancel()
+                task.deadline = None
+        task.changed.set()
+        task.changed = asyncio.Event()
+        return task
+
+
+def task_record(
+    view: TaskView,
+    message_id: str,
+    sender: Sender | None,
+    *,
+    entry_ref: str | None,
+    text: str | None = None,
+    meta: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    rec: dict[str, Any] = {
+        "type": R.TASK,
+        "ts": round(time.time(), 6),
+        "task_id": view.task_id,
+        "context_id": view.context_id,
+        "creator": view.creator,
+        "creator_name": sender.name if sender else None,
+        "kind": view.kind,
+        "state": view.state.value,
+        "reason": view.reason,
+        "delivery": view.delivery,
+        "deadline_at": view.deadline_at,
+        "message_id": message_id,
+        "entry": entry_ref,
+    }
+    if text is not None:
+        rec["text"] = text  # a reply, or a refused message: no received record holds this text
+    if meta:
+        rec["meta"] = meta
+    return rec
+
+
+def obligation_record(message_id: str, task_id: str, state: str, reason: str | None) -> dict[str, Any]:
+    return {
+        "type": R.OBLIGATION,
+        "ts": round(time.time(), 6),
+        "message_id": message_id,
+        "task_id": task_id,
+        "state": state,
+        "reason": reason,
+    }
+
+
+def meta_of(msg: Message) -> dict[str, Any]:
+    meta: dict[str, Any] = {"kind": msg.kind.value, "delivery": msg.delivery.value}
+    if msg.in_reply_to:
+        meta["in_reply_to"] = msg.in_reply_to
+    if msg.deadline_seconds:
+        meta["deadline_seconds"] = msg.deadline_seconds
+    return meta
+
+
+def encode_page_token(offset: int) -> str:
+    return base64.urlsafe_b64encode(f"o:{offset}".encode()).decode()
+
+
+def decode_page_token(token: str) -> int:
+    if not token:
+        return 0
+    try:
+        kind, _, value = base64.urlsafe_b64decode(token.encode()).decode().partition(":")
+        offset = int(value)
+    except (ValueError, UnicodeDecodeError):
+        raise TaskError(TaskError.INVALID, "page_token is not one this agent issued") from None
+    if kind != "o" or offset < 0:
+        raise TaskError(TaskError.INVALID, "page_token is not one this agent issued")
+    return offset
