@@ -64,6 +64,7 @@ _HELP = {
     "tail": "Follow one agent's traffic live.",
     "agent": "Run a standalone agent.",
     "demo": "Run agents in a temporary state root and exchange messages.",
+    "mcp": "Serve the crosstalk tools to a Claude Code or Codex session (stdio MCP server).",
 }
 
 
@@ -79,7 +80,7 @@ def build_parser(only: str | None = None) -> Parser:
     parser.add_argument("--version", action="version", version=f"crosstalk {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=Parser)
 
-    adders = {"send": _send, "list": _list, "who": _who, "tail": _tail, "agent": _agent, "demo": _demo}
+    adders = {"send": _send, "list": _list, "who": _who, "tail": _tail, "agent": _agent, "demo": _demo, "mcp": _mcp}
     for name, adder in adders.items():
         if only is None or only == name:
             adder(sub)
@@ -275,6 +276,26 @@ def _demo(sub: Any) -> None:
         "through their real sockets, print every delivery with its state, then clean up.",
     )
     p.set_defaults(run="crosstalk.cli.demo_cmd:run")
+
+
+def _mcp(sub: Any) -> None:
+    p = sub.add_parser(
+        "mcp",
+        help=_HELP["mcp"],
+        description="Speak MCP (JSON-RPC over stdin/stdout) to the harness that started this process and serve "
+        "the crosstalk tools to its model. Register it with the harness, e.g. `claude mcp add crosstalk -- "
+        'crosstalk mcp` or `[mcp_servers.crosstalk] command = "crosstalk" args = ["mcp"]` in Codex\'s '
+        "config.toml. Logs go to stderr only.",
+    )
+    p.add_argument(
+        "--harness",
+        choices=["auto", "claude", "codex", "fake"],
+        default="auto",
+        help="Which harness started this server (default auto: told apart per call by what it sends).",
+    )
+    p.add_argument("--router", help=argparse.SUPPRESS)  # tests: serve MODULE:ATTR instead of the crosstalk tools
+    p.add_argument("-v", "--verbose", action="store_true", help="Log every message to stderr.")
+    p.set_defaults(run="crosstalk.cli.mcp_cmd:run")
 
 
 def main(argv: Sequence[str] | None = None) -> None:

@@ -1,0 +1,327 @@
+"""`crosstalk mcp` start-up (spawn -> `initialize` answered) and idle memory, beside a bare interpreter start.
+
+    .venv/bin/python bench/shim_startup.py [--quick] [-n RUNS]
+
+Alternates `.venv/bin/python -c pass` (spawn to exit), `.venv/bin/crosstalk mcp` and `python -m crosstalk mcp`
+(spawn, write `initialize` at once, time until the answer line arrives), each a fresh process, in a temp
+CROSSTALK_HOME, and reports medians and the ratio to the bare start. Target: median <= 15x the bare start.
+Two environments, as in bench/send_cli.py: the inherited one ("as-is") and one with a bytecode cache ("pyc").
+
+Then: resident memory (VmRSS) of an idle shim after initialize + tools/list (target <= 60 MB), beside a bare
+interpreter's; and the same two figures for a minimal server built on the official `mcp` SDK (MCPServer, one tool),
+with the import cost of the SDK's server side against crosstalk.shim.protocol, each in a fresh interpreter. The SDK
+rows are skipped when `mcp` is not installed (it is a dev dependency only).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # bench/ is not a package
+
+from _common import (
+    PYTHON,
+    emit_result,
+    exit_on_sigterm,
+    figure,
+    make_tmp,
+    ms,
+    print_machine,
+    read_line,
+    remove_tmp,
+    stats,
+    stop_process,
+)
+
+TARGET_RATIO = 15.0
+TARGET_RSS_MB = 60.0
+CROSSTALK = str(Path(PYTHON).parent / "crosstalk")
+INIT = (
+    json.dumps(
+        {
+            "jsonrpc": "2.0",
+            "id": 0,
+            "method": "initialize",
+            "params": {
+                "protocolVersion": "2025-06-18",
+                "capabilities": {},
+                "clientInfo": {"name": "bench", "version": "1"},
+            },
+        }
+    )
+    + "\n"
+).encode()
+INITIALIZED = b'{"jsonrpc":"2.0","method":"notifications/initialized"}\n'
+TOOLS_LIST = b'{"jsonrpc":"2.0","id":1,"method":"tools/list"}\n'
+
+SDK_SERVER = '''
+from mcp.server.mcpserver import MCPServer
+
+server = MCPServer(name="sdk-bench", version="0")
+
+
+@server.tool()
+def echo(text: str) -> str:
+    """Echo."""
+    return text
+
+
+server.run()
+'''
+IMPORT_OURS = (
+    "import time; t = time.perf_counter(); import asyncio, crosstalk.cli.main, crosstalk.cli.mcp_cmd, "
+    "crosstalk.shim.protocol; print(time.perf_counter() - t)"
+)
+IMPORT_SDK = (
+    "import time; t = time.perf_counter(); import mcp.server.mcpserver, mcp.server.stdio; "
+    "print(time.perf_counter() - t)"
+)
+
+
+def have_sdk() -> bool:
+    return subprocess.run([PYTHON, "-c", "import mcp"], capture_output=True, timeout=60, check=False).returncode == 0
+
+
+def bare(env: dict[str, str]) -> float:
+    t0 = time.perf_counter()
+    subprocess.run([PYTHON, "-c", "pass"], env=env, stdin=subprocess.DEVNULL, timeout=60, check=True)
+    return time.perf_counter() - t0
+
+
+def spawn(cmd: list[str], env: dict[str, str]) -> subprocess.Popen:
+    return subprocess.Popen(cmd, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+
+
+def to_initialize(cmd: list[str], env: dict[str, str]) -> float:
+    """Spawn, write initialize at once, seconds until the answer line arrives."""
+    proc = None
+    try:
+        t0 = time.perf_counter()
+        proc = spawn(cmd, env)
+        assert proc.stdin is not None
+        proc.stdin.write(INIT)
+        proc.stdin.flush()
+        line = read_line(proc, 60)
+        elapsed = time.perf_counter() - t0
+        answer = json.loads(line)
+        if "result" not in answer:
+            raise RuntimeError(f"{cmd}: no initialize result: {line[:200]!r}")
+        proc.stdin.close()
+        proc.stdin = None
+        proc.wait(15)
+        return elapsed
+    finally:
+        stop_process(proc)
+
+
+def idle_rss_kb(cmd: list[str] | None, env: dict[str, str]) -> dict[str, int]:
+    """VmRSS/VmHWM (kB) of a server idle after initialize + tools/list, or of a bare sleeping interpreter."""
+    proc = None
+    try:
+        if cmd is None:
+            proc = spawn([PYTHON, "-c", "import sys; print('ready', flush=True); sys.stdin.read()"], env)
+            read_line(proc, 30)
+        else:
+            proc = spawn(cmd, env)
+            assert proc.stdin is not None
+            proc.stdin.write(INIT)
+            proc.stdin.flush()
+            read_line(proc, 60)
+            proc.stdin.write(INITIALIZED + TOOLS_LIST)
+            proc.stdin.flush()
+            time.sleep(0.3)  # let tools/list be answered (the pipe buffers the answer)
+        time.sleep(0.5)
+        fields = {}
+        for row in Path(f"/proc/{proc.pid}/status").read_text().splitlines():
+            key, _, value = row.partition(":")
+            if key in ("VmRSS", "VmHWM"):
+                fields[key] = int(value.split()[0])
+        return fields
+    finally:
+        stop_process(proc)
+
+
+def import_seconds(code: str, env: dict[str, str], runs: int) -> float:
+    out = []
+    for _ in range(runs):
+        res = subprocess.run([PYTHON, "-c", code], env=env, capture_output=True, text=True, timeout=60, check=True)
+        out.append(float(res.stdout.strip()))
+    return statistics.median(out)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--quick", action="store_true", help="a short run (20 of each, 5 SDK runs)")
+    ap.add_argument("-n", type=int, default=None, help="runs of each command (default 30, quick 20; at least 20)")
+    args = ap.parse_args()
+    exit_on_sigterm()
+    n = max(20, args.n or (20 if args.quick else 30))
+    sdk_runs = 5 if args.quick else 10
+    print_machine()
+    print(f"inherited PYTHONDONTWRITEBYTECODE={os.environ.get('PYTHONDONTWRITEBYTECODE', '(unset)')}")
+
+    tmp = make_tmp()
+    figures = []
+    extra: dict = {}
+    try:
+        env = {**os.environ, "CROSSTALK_HOME": str(tmp / "home")}
+        env.pop("CROSSTALK_MCP_ROUTER", None)
+        env_pyc = {k: v for k, v in env.items() if k != "PYTHONDONTWRITEBYTECODE"}
+        env_pyc["PYTHONPYCACHEPREFIX"] = str(tmp / "pyc")
+        script = [CROSSTALK, "mcp"]
+        module = [PYTHON, "-m", "crosstalk", "mcp"]
+        from crosstalk.cli.mcp_cmd import _NoTools, build
+
+        router = type(build("auto")).__name__
+        print(
+            f"router served: {router}{' (crosstalk.shim.tools not there yet)' if router == _NoTools.__name__ else ''}"
+        )
+        extra["router"] = router
+
+        for label, e in (("as-is", env), ("pyc", env_pyc)):
+            for _ in range(3):  # warm-up (and, for pyc, fill the cache)
+                bare(e), to_initialize(script, e), to_initialize(module, e)
+            b, s, m = [], [], []
+            for _ in range(n):
+                b.append(bare(e))
+                s.append(to_initialize(script, e))
+                m.append(to_initialize(module, e))
+            sb, ss, sm = stats(b), stats(s), stats(m)
+            print(f"\n[{label}] {n} runs each, alternating, after 3 warm-up runs of each")
+            print(f"  python -c pass                        median {ms(sb['p50'])}  p90 {ms(sb['p90'])}")
+            for name, st in (("crosstalk mcp", ss), ("python -m crosstalk mcp", sm)):
+                ratio = st["p50"] / sb["p50"]
+                verdict = "PASS" if ratio <= TARGET_RATIO else "MISS"
+                print(
+                    f"  {name + ' -> initialize':<37} median {ms(st['p50'])}  p90 {ms(st['p90'])}   "
+                    f"{ratio:.1f}x bare ({verdict}, target <= {TARGET_RATIO:.0f}x)"
+                )
+                figures.append(
+                    figure(
+                        f"{name} -> initialize median [{label}]",
+                        st["p50"] * 1e3,
+                        "ms",
+                        baseline=sb["p50"] * 1e3,
+                        baseline_name="python -c pass median",
+                        ratio=ratio,
+                        target=f"<= {TARGET_RATIO:.0f}x bare start",
+                        passed=ratio <= TARGET_RATIO,
+                        summary=f"{name}: initialize answered {st['p50'] * 1e3:.1f} ms after spawn",
+                    )
+                )
+            extra[label] = {"bare": sb, "crosstalk_mcp": ss, "python_m": sm}
+
+        # What the protocol layer alone costs: the same command serving a router with no tools.
+        env_bare_router = {**env_pyc, "CROSSTALK_MCP_ROUTER": "crosstalk.cli.mcp_cmd:_NoTools"}
+        to_initialize(script, env_bare_router)
+        b, p = [], []
+        for _ in range(n):
+            b.append(bare(env_pyc))
+            p.append(to_initialize(script, env_bare_router))
+        sb, sp = stats(b), stats(p)
+        added = extra["pyc"]["crosstalk_mcp"]["p50"] - sp["p50"]
+        print(
+            f"\n[pyc] protocol only (router with no tools): median {ms(sp['p50'])}, {sp['p50'] / sb['p50']:.1f}x bare "
+            f"{ms(sb['p50']).strip()}; the tools' router adds {ms(added).strip()}"
+        )
+        figures.append(
+            figure(
+                "crosstalk mcp, no tools -> initialize [pyc]",
+                sp["p50"] * 1e3,
+                "ms",
+                baseline=sb["p50"] * 1e3,
+                baseline_name="python -c pass median",
+                ratio=sp["p50"] / sb["p50"],
+                summary="the protocol layer alone (CROSSTALK_MCP_ROUTER=crosstalk.cli.mcp_cmd:_NoTools)",
+            )
+        )
+        extra["protocol_only"] = {"bare": sb, "shim": sp}
+
+        rss = [idle_rss_kb(script, env_pyc) for _ in range(3)]
+        rss_bare = [idle_rss_kb(None, env_pyc) for _ in range(3)]
+        mb = statistics.median(r["VmRSS"] for r in rss) / 1024
+        mb_bare = statistics.median(r["VmRSS"] for r in rss_bare) / 1024
+        hwm = statistics.median(r["VmHWM"] for r in rss) / 1024
+        print(
+            f"\nidle resident memory (VmRSS after initialize + tools/list, median of 3): {mb:.1f} MB (peak {hwm:.1f})"
+        )
+        print(f"  bare interpreter waiting on stdin: {mb_bare:.1f} MB; target <= {TARGET_RSS_MB:.0f} MB")
+        figures.append(
+            figure(
+                "idle crosstalk mcp VmRSS",
+                mb,
+                "MB",
+                baseline=mb_bare,
+                baseline_name="bare interpreter VmRSS",
+                ratio=mb / mb_bare,
+                target=f"<= {TARGET_RSS_MB:.0f} MB",
+                passed=mb <= TARGET_RSS_MB,
+                summary=f"idle shim {mb:.1f} MB vs bare interpreter {mb_bare:.1f} MB",
+            )
+        )
+        extra["rss_kb"] = {"shim": rss, "bare": rss_bare}
+
+        ours_import = import_seconds(IMPORT_OURS, env_pyc, sdk_runs)
+        print(
+            f"\nimport asyncio + crosstalk.cli.main + mcp_cmd + shim.protocol (fresh process, median of {sdk_runs}): "
+            f"{ms(ours_import)}"
+        )
+        extra["import_ours_s"] = ours_import
+        if have_sdk():
+            sdk_script = tmp / "sdk_server.py"
+            sdk_script.write_text(SDK_SERVER)
+            sdk_cmd = [PYTHON, str(sdk_script)]
+            sdk_import = import_seconds(IMPORT_SDK, env_pyc, sdk_runs)
+            to_initialize(sdk_cmd, env_pyc)  # warm-up
+            sdk_init = [to_initialize(sdk_cmd, env_pyc) for _ in range(sdk_runs)]
+            ours_pyc = extra["pyc"]["crosstalk_mcp"]["p50"]
+            sdk_p50 = statistics.median(sdk_init)
+            sdk_rss = statistics.median(idle_rss_kb(sdk_cmd, env_pyc)["VmRSS"] for _ in range(2)) / 1024
+            print(
+                f"import mcp.server.mcpserver + mcp.server.stdio (same):                             {ms(sdk_import)}"
+            )
+            print(
+                f"minimal MCPServer (official SDK) -> initialize median of {sdk_runs} [pyc]: {ms(sdk_p50)} "
+                f"({sdk_p50 / ours_pyc:.1f}x crosstalk mcp's {ms(ours_pyc).strip()}); idle VmRSS {sdk_rss:.1f} MB"
+            )
+            figures.append(
+                figure(
+                    "SDK MCPServer -> initialize median [pyc]",
+                    sdk_p50 * 1e3,
+                    "ms",
+                    baseline=ours_pyc * 1e3,
+                    baseline_name="crosstalk mcp median [pyc]",
+                    ratio=sdk_p50 / ours_pyc,
+                    summary="the same handshake served by the official SDK (for the choice in docs/mcp-shim.md)",
+                )
+            )
+            figures.append(
+                figure(
+                    "import SDK server vs shim.protocol",
+                    sdk_import * 1e3,
+                    "ms",
+                    baseline=ours_import * 1e3,
+                    baseline_name="import crosstalk shim path",
+                    ratio=sdk_import / ours_import,
+                )
+            )
+            figures.append(figure("idle SDK MCPServer VmRSS", sdk_rss, "MB", baseline=mb, ratio=sdk_rss / mb))
+            extra["sdk"] = {"import_s": sdk_import, "initialize": stats(sdk_init), "rss_mb": sdk_rss}
+        else:
+            print("mcp SDK not installed: SDK comparison skipped")
+    finally:
+        remove_tmp(tmp)
+
+    emit_result("shim", figures, extra)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,86 @@
+"""`crosstalk mcp`: the stdio MCP server a harness session starts (the shim; ARCHITECTURE.md decision 9).
+
+The router comes from `crosstalk.shim.tools.build_router(harness)` once that module exists; until then a router
+with no tools. `--router MODULE:ATTR` (hidden; for tests) serves another router instead: ATTR is a ToolRouter, or
+a class or callable taking the harness string and returning one. `CROSSTALK_MCP_ROUTER=MODULE:ATTR` does the same.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+    from typing import Any
+
+    from crosstalk.shim.router import CallContext, ToolResult, ToolRouter
+
+ROUTER_ENV = "CROSSTALK_MCP_ROUTER"
+
+
+class _NoTools:
+    """The router until crosstalk.shim.tools lands: lists nothing, answers every call with an error."""
+
+    def __init__(self, harness: str = "auto") -> None:
+        self.harness = harness
+
+    def tools(self) -> list[dict[str, Any]]:
+        return []
+
+    async def call(self, name: str, arguments: Mapping[str, Any], ctx: CallContext) -> ToolResult:
+        from crosstalk.shim.router import ToolResult
+
+        return ToolResult({"state": "error", "reason": "no tools", "tool": name}, is_error=True)
+
+    async def close(self) -> None:
+        return None
+
+
+def _load(spec: str, harness: str) -> ToolRouter:
+    import importlib
+
+    module, _, attr = spec.partition(":")
+    if not module or not attr:
+        from crosstalk.cli.common import EXIT_USAGE, fail
+
+        fail(f"--router {spec!r}: expected MODULE:ATTR", EXIT_USAGE)
+    obj = getattr(importlib.import_module(module), attr)
+    if isinstance(obj, type) or (callable(obj) and not hasattr(obj, "tools")):
+        obj = obj(harness)  # a class or a factory
+    return obj
+
+
+def build(harness: str, router_spec: str | None = None) -> ToolRouter:
+    """The router `crosstalk mcp` serves."""
+    spec = router_spec or os.environ.get(ROUTER_ENV)
+    if spec:
+        return _load(spec, harness)
+    try:
+        from crosstalk.shim.tools import build_router
+    except ImportError as exc:
+        if exc.name != "crosstalk.shim.tools":
+            raise  # the tools module exists but something it imports is broken: say so
+        return _NoTools()
+    return build_router(harness)
+
+
+def run(args: Any) -> int:
+    """`crosstalk mcp`: serve MCP on stdin/stdout until stdin closes."""
+    import logging
+
+    logging.basicConfig(
+        stream=sys.stderr,
+        level=logging.DEBUG if args.verbose else logging.WARNING,
+        format="crosstalk mcp[%(process)d] %(levelname)s %(name)s: %(message)s",
+    )
+    import asyncio
+
+    from crosstalk.shim.protocol import serve_stdio
+
+    async def main() -> None:
+        await serve_stdio(build(args.harness, args.router))
+
+    asyncio.run(main())
+    return 0

@@ -1,0 +1,5 @@
+"""`crosstalk mcp`: the shim a harness session starts as an MCP server (ARCHITECTURE.md decision 9).
+
+protocol.py speaks MCP over stdio (cheap to start); tools.py holds the seven tools and the agents they bind.
+The two meet only through router.ToolRouter.
+"""

@@ -1,0 +1,151 @@
+"""The agents one shim serves: one AgentHost per (harness, session_ref), created on its first bound call.
+
+Concurrent first calls for one session share one creation (one future per key), so they reuse one listener, journal
+and lock; two sessions never share an agent. close() stops every agent: descriptor, sockets and keys go, journals
+and lock files stay (seed 000 §9).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+from crosstalk.agent import AgentConfig, AgentHost
+from crosstalk.harness.base import AgentInfo, BindResult, Harness
+from crosstalk.harness.fake import FakeHarness
+from crosstalk.harness.unavailable import UnavailableHarness
+from crosstalk.registry.paths import StatePaths
+from crosstalk.shim.identity import FAKE, Identity
+
+log = logging.getLogger(__name__)
+
+HarnessFactory = Callable[[Identity], Harness]
+
+
+class PoolClosed(RuntimeError):
+    """The shim is shutting down: no new agent is created."""
+
+
+class ShimFakeHarness(FakeHarness):
+    """The fake harness as the shim runs it: its inbox file is named after the agent, known only at bind."""
+
+    def __init__(self, inbox_dir: str | None, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self._inbox_dir = inbox_dir
+
+    async def bind(self, agent: AgentInfo) -> BindResult:
+        if self._inbox_dir:
+            self._inbox = Path(self._inbox_dir) / f"{agent.name}.jsonl"
+        return await super().bind(agent)
+
+
+def default_harness_factory(environ: Mapping[str, str] | None = None) -> HarnessFactory:
+    """fake → the scriptable fake (answer from CROSSTALK_FAKE_ANSWER, inbox CROSSTALK_FAKE_INBOX_DIR/<name>.jsonl);
+    claude/codex → an adapter that honestly refuses every injection until their harness issues land."""
+    env = dict(os.environ if environ is None else environ)
+
+    def make(ident: Identity) -> Harness:
+        if ident.harness == FAKE:
+            return ShimFakeHarness(env.get("CROSSTALK_FAKE_INBOX_DIR") or None, answer=env.get("CROSSTALK_FAKE_ANSWER"))
+        return UnavailableHarness(ident.harness)
+
+    return make
+
+
+class AgentPool:
+    def __init__(self, paths: StatePaths, harness_factory: HarnessFactory, *, cwd: str | None = None) -> None:
+        self.paths = paths
+        self.harness_factory = harness_factory
+        self.cwd = cwd or os.getcwd()
+        self._agents: dict[tuple[str, str], asyncio.Future[AgentHost]] = {}
+        self._closed = False
+        self.created = 0  # AgentHost.start calls that succeeded (tests: concurrent first calls create one)
+
+    def hosts(self) -> list[AgentHost]:
+        return [f.result() for f in self._agents.values() if f.done() and not f.cancelled() and not f.exception()]
+
+    def existing(self, ident: Identity) -> AgentHost | None:
+        fut = self._agents.get(ident.key)
+        if fut is None or not fut.done() or fut.cancelled() or fut.exception():
+            return None
+        return fut.result()
+
+    async def get(self, ident: Identity) -> tuple[AgentHost, bool]:
+        """The agent of this session, started on first use: (host, created by this call)."""
+        if self._closed:
+            raise PoolClosed("the shim is closing")
+        fut = self._agents.get(ident.key)
+        if fut is not None:
+            return await asyncio.shield(fut), False
+        fut = asyncio.get_running_loop().create_future()
+        self._agents[ident.key] = fut
+        try:
+            host = await self._start(ident)
+        except BaseException as exc:
+            self._agents.pop(ident.key, None)  # a later call may try again
+            if isinstance(exc, Exception):
+                fut.set_exception(exc)
+                fut.exception()  # retrieved: no "never retrieved" warning when no one else waited
+            else:
+                fut.cancel()
+            raise
+        if self._closed:  # close() ran while this agent was starting: it must not outlive the shim
+            self._agents.pop(ident.key, None)
+            await host.close()
+            fut.cancel()
+            raise PoolClosed("the shim is closing")
+        fut.set_result(host)
+        self.created += 1
+        return host, True
+
+    async def _start(self, ident: Identity) -> AgentHost:
+        harness = self.harness_factory(ident)
+        config = AgentConfig(
+            harness=harness,
+            session_ref=ident.session_ref,
+            preferred_name=ident.preferred_name,
+            cwd=self.cwd,
+            harness_pid=ident.harness_pid,
+            a2a=True,
+        )
+        host = await AgentHost.start(self.paths, config)
+        _wire_answer(host)
+        return host
+
+    async def close(self) -> None:
+        self._closed = True
+        futures = list(self._agents.values())
+        self._agents.clear()
+        for fut in futures:
+            if not fut.done():
+                with contextlib.suppress(BaseException):
+                    await asyncio.wait_for(asyncio.shield(fut), 30)
+            if fut.done() and not fut.cancelled() and fut.exception() is None:
+                try:
+                    await fut.result().close()
+                except Exception:
+                    log.exception("closing agent failed")
+
+
+def _wire_answer(host: AgentHost) -> None:
+    """A fake with a scripted answer replies to every injected ask through the agent's task service, as the reply
+    tool would (the same wiring as `crosstalk agent run`)."""
+    harness = host.config.harness
+    tasks = host.tasks
+    if getattr(harness, "answer", None) is None or tasks is None:
+        return
+    from crosstalk.core.errors import CrosstalkError
+
+    async def answer(message_id: str, text: str) -> object:
+        try:
+            return await tasks.reply(message_id, text)
+        except CrosstalkError as exc:
+            log.warning("scripted answer to %s refused: %s", message_id, exc)
+            return None
+
+    harness.on_answer = answer  # type: ignore[attr-defined]

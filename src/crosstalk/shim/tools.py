@@ -1,0 +1,285 @@
+"""The tools a harness session gets from `crosstalk mcp`, behind the router seam (shim/router.py).
+
+Every call binds its caller from its own evidence (shim/identity.py) and is served by that session's agent
+(shim/pool.py), created on its first bound call. Without evidence only list_agents is served.
+
+Not in this build (left out of tools(), not stubbed): claim and release, which must travel to the target's own
+process (its journal has a single writer); superseded-session retirement (§3).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from crosstalk.core.errors import CrosstalkError
+from crosstalk.registry.paths import StatePaths
+from crosstalk.shim.identity import HARNESSES, Identity, resolve_identity
+from crosstalk.shim.router import CallContext, ToolResult
+from crosstalk.shim.schemas import check_arguments, tool_definitions
+
+if TYPE_CHECKING:  # the agent machinery loads on the first bound call, not at `initialize` (start-up cost)
+    from crosstalk.agent import AgentHost
+    from crosstalk.shim.pool import AgentPool, HarnessFactory
+    from crosstalk.shim.sending import Sender
+
+ADAPTERLESS = ("claude", "codex")  # harnesses whose inject adapter this build does not have yet
+ERROR_STATES = frozenset({"unbound", "invalid_arguments", "rejected", "unreachable", "error", "expired"})
+
+REPLY_HINTS = {
+    "no_such_message": "no ask with this message_id is open to you here; check receive_message(state='all') for "
+    "the id, or answer the sender with send_message",
+    "not_an_ask": "that message owes no reply; if you want to answer, use send_message to its sender",
+    "already_replied": "you already replied to this message with different text (one reply per message); send a "
+    "follow-up with send_message if needed",
+    "ask_closed": "the ask is closed (its deadline passed or it was canceled); tell the sender with send_message "
+    "if the answer still matters",
+}
+
+
+def _adapter_note(harness: str) -> str | None:
+    if harness in ADAPTERLESS:
+        return (
+            f"messages to this session cannot be delivered into it yet (the {harness} adapter is not available "
+            "in this build): you can send and ask, but answers and messages for you are unreachable"
+        )
+    if harness == "auto":
+        return (
+            "in this build Claude and Codex sessions cannot receive messages yet (their adapters are not "
+            "available): you can send and ask, but answers and messages for you are unreachable"
+        )
+    return None
+
+
+class ShimRouter:
+    """crosstalk.shim.router.ToolRouter for one `crosstalk mcp` process."""
+
+    def __init__(
+        self,
+        harness: str,
+        paths: StatePaths,
+        *,
+        harness_factory: HarnessFactory | None = None,
+        environ: Mapping[str, str] | None = None,
+        cwd: str | None = None,
+    ) -> None:
+        if harness not in HARNESSES:
+            raise ValueError(f"unknown harness {harness!r} (expected one of: {', '.join(HARNESSES)})")
+        self.harness = harness
+        self.paths = paths
+        self.environ = dict(os.environ if environ is None else environ)
+        self._harness_factory = harness_factory
+        self._cwd = cwd
+        self._pool: AgentPool | None = None
+        self._sender: Sender | None = None
+        self._defs = tool_definitions(_adapter_note(harness))
+        self._schemas = {d["name"]: d["inputSchema"] for d in self._defs}
+        self._replies: dict[tuple[str, str], dict[str, Any]] = {}  # (agent_id, message_id) → first reply result
+
+    @property
+    def pool(self) -> AgentPool:
+        if self._pool is None:
+            from crosstalk.shim.pool import AgentPool, default_harness_factory
+
+            factory = self._harness_factory or default_harness_factory(self.environ)
+            self._pool = AgentPool(self.paths, factory, cwd=self._cwd)
+        return self._pool
+
+    @property
+    def sender(self) -> Sender:
+        if self._sender is None:
+            from crosstalk.shim.sending import Sender
+
+            self._sender = Sender(self.paths)
+        return self._sender
+
+    def tools(self) -> list[dict[str, Any]]:
+        return [dict(d) for d in self._defs]
+
+    async def close(self) -> None:
+        if self._sender is not None:
+            await self._sender.close()
+        if self._pool is not None:
+            await self._pool.close()
+
+    async def call(self, name: str, arguments: Mapping[str, Any], ctx: CallContext) -> ToolResult:
+        schema = self._schemas.get(name)
+        if schema is None:
+            return _result({"state": "error", "reason": "unknown_tool", "hint": f"tools: {', '.join(self._schemas)}"})
+        args, problem = check_arguments(schema, dict(arguments) if arguments is not None else None)
+        if problem is not None:
+            return _result({"state": "invalid_arguments", "reason": problem})
+        ident = resolve_identity(self.harness, ctx, self.environ)
+        if name == "list_agents":
+            return _result(await self._list_agents(ident))
+        if ident is None:
+            return _result(
+                {
+                    "state": "unbound",
+                    "reason": "no_binding_evidence",
+                    "hint": "this call carries nothing that identifies your session, so only list_agents is served; "
+                    "restart the MCP connection from inside a Claude Code session or a Codex thread",
+                }
+            )
+        bound = await self._bind(ident)
+        if isinstance(bound, dict):
+            return _result(bound)
+        host, created = bound
+        handler = getattr(self, f"_tool_{name}")
+        out = await handler(host, args)
+        if created:
+            _first_call_notes(host, out)
+        return _result(out)
+
+    # ------------------------------------------------------------------ binding
+    async def _bind(self, ident: Identity) -> tuple[AgentHost, bool] | dict[str, Any]:
+        from crosstalk.shim.pool import PoolClosed
+
+        try:
+            return await self.pool.get(ident)
+        except PoolClosed:
+            return {"state": "unbound", "reason": "shutting_down"}
+        except CrosstalkError as exc:
+            return {
+                "state": "unbound",
+                "reason": "registration_failed",
+                "detail": str(exc),
+                "hint": "your session could not be registered; list_agents still works",
+            }
+
+    # ------------------------------------------------------------------ tools
+    async def _list_agents(self, ident: Identity | None) -> dict[str, Any]:
+        from crosstalk.registry.discovery import list_descriptors
+
+        out: dict[str, Any] = {"state": "ok"}
+        me: str | None = None
+        if ident is not None:
+            bound = await self._bind(ident)
+            if isinstance(bound, dict):
+                out["note"] = f"your session is not registered: {bound.get('detail') or bound['reason']}"
+            else:
+                me = bound[0].agent_id
+                if bound[1]:
+                    _first_call_notes(bound[0], out)
+        descs = list_descriptors(self.paths)
+        names = {d.agent_id: d.name for d in descs}
+        rows = []
+        for d in descs:
+            row: dict[str, Any] = {
+                "name": d.name,
+                "agent_id": d.agent_id,
+                "harness": d.harness,
+                "cwd": d.cwd,
+                "status": "live",
+                "crosstalk": True,
+                "reachable": bool(d.a2a_url) and d.harness not in ADAPTERLESS and os.path.exists(d.uds_path),
+                "role": d.role,
+                "owner": names.get(d.owner, d.owner) if d.owner else None,
+            }
+            if d.agent_id == me:
+                row["self"] = True
+            rows.append(row)
+        out["agents"] = rows
+        if ident is None:
+            out["hint"] = "this call carried no session identity: you can list agents but not send"
+        return out
+
+    async def _send(self, host: AgentHost, to: str, text: str, **fields: Any) -> dict[str, Any]:
+        from crosstalk.core.message import new_message
+        from crosstalk.shim.sending import resolve_target
+
+        target = resolve_target(self.paths, to)
+        if isinstance(target, dict):
+            return target
+        try:
+            msg = new_message(target.name, text, from_=host.name, **fields)
+        except CrosstalkError as exc:
+            return {"state": "invalid_arguments", "reason": str(exc)}
+        ask = msg.kind.value == "ask"
+        result = await self.sender.send(host, target, msg, return_immediately=ask)
+        await self.sender.count(host, target.agent_id, target.name, result)
+        if result["state"] == "unreachable" and target.harness in ADAPTERLESS:
+            result.setdefault(
+                "hint", f"{target.name} is a {target.harness} session; this build cannot deliver into it yet"
+            )
+        return result
+
+    async def _tool_send_message(self, host: AgentHost, args: dict[str, Any]) -> dict[str, Any]:
+        return await self._send(host, args["to"], args["text"], kind=args["kind"], delivery=args["delivery"])
+
+    async def _tool_ask(self, host: AgentHost, args: dict[str, Any]) -> dict[str, Any]:
+        result = await self._send(host, args["to"], args["text"], kind="ask", deadline_seconds=args["deadline_seconds"])
+        if result.get("state") in ("submitted", "accepted", "queued"):
+            result.setdefault(
+                "hint", "the answer arrives in your session as a message with in_reply_to = this message_id"
+            )
+        return result
+
+    async def _tool_reply(self, host: AgentHost, args: dict[str, Any]) -> dict[str, Any]:
+        from crosstalk.tasks.service import ReplyError
+
+        mid, text = args["message_id"], args["text"]
+        first = self._replies.get((host.agent_id, mid))
+        assert host.tasks is not None
+        task = host.tasks.table.holding(mid)
+        was_terminal = task is not None and task.view.terminal
+        try:
+            view = await host.tasks.reply(mid, text)
+        except ReplyError as exc:
+            return {"state": "rejected", "reason": exc.code, "message_id": mid, "hint": REPLY_HINTS.get(exc.code)}
+        except CrosstalkError as exc:
+            return {"state": "unknown", "reason": "reply_not_recorded", "detail": str(exc), "message_id": mid}
+        if was_terminal:  # a repeat with the same text: the first result, nothing sent again
+            return dict(first) if first else {"state": "replied", "in_reply_to": mid, "task_id": view.task_id}
+        answer = [h for h in view.history if h.role == "agent"]
+        reply_id = answer[-1].message_id if answer else None
+        result: dict[str, Any] = {"state": "replied", "message_id": reply_id, "in_reply_to": mid}
+        result["task_id"] = view.task_id
+        result["forwarded"] = await self._forward(host, view.creator, reply_id, mid, text)
+        self._replies[(host.agent_id, mid)] = result
+        return dict(result)
+
+    async def _forward(
+        self, host: AgentHost, creator: str, reply_id: str | None, in_reply_to: str, text: str
+    ) -> dict[str, Any]:
+        """Carry the answer into the asker's session: an inform with in_reply_to, sent as this agent. The asker's
+        A2A task already holds the reply; this is how its model sees it."""
+        from crosstalk.core.message import new_message
+        from crosstalk.shim.sending import resolve_target
+
+        target = resolve_target(self.paths, creator)
+        if isinstance(target, dict):
+            return {"state": "unreachable", "reason": "asker_gone"}
+        msg = new_message(target.name, text, from_=host.name, in_reply_to=in_reply_to, message_id=reply_id)
+        result = await self.sender.send(host, target, msg, return_immediately=False)
+        await self.sender.count(host, target.agent_id, target.name, result)
+        return {k: v for k, v in result.items() if k in ("state", "reason", "to", "hint")}
+
+    async def _tool_receive_message(self, host: AgentHost, args: dict[str, Any]) -> dict[str, Any]:
+        from crosstalk.shim.mailbox import page
+
+        return page(host, args["cursor"], args["state"])
+
+
+def _first_call_notes(host: AgentHost, out: dict[str, Any]) -> None:
+    notes = [f"you are registered as {host.name!r}"]
+    if host.registration.name_notice:
+        notes.append(host.registration.name_notice)
+    note = _adapter_note(host.config.harness.name)
+    if note:
+        notes.append(note)
+    out["note"] = "; ".join(notes)
+
+
+def _result(data: dict[str, Any]) -> ToolResult:
+    data = {k: v for k, v in data.items() if v is not None or k in ("in_reply_to",)}
+    return ToolResult(data, is_error=data.get("state") in ERROR_STATES or data.get("reason") in _ERROR_REASONS)
+
+
+_ERROR_REASONS = frozenset({"no_such_agent", "ambiguous_name"})
+
+
+def build_router(harness: str) -> ShimRouter:
+    """The router `crosstalk mcp` serves: state under CROSSTALK_HOME (else the XDG default)."""
+    return ShimRouter(harness, StatePaths.from_env())

@@ -1,0 +1,71 @@
+"""Helpers for the shim tool tests: in-process routers over real fake-harness agents on loopback, each test in a
+short private state root (AF_UNIX paths must stay short)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import shutil
+import tempfile
+from collections.abc import Callable, Coroutine
+from pathlib import Path
+from typing import Any, TypeVar
+
+from crosstalk.registry.paths import StatePaths
+from crosstalk.shim.router import CallContext
+from crosstalk.shim.tools import ShimRouter
+
+T = TypeVar("T")
+TEST_S = 60.0
+WAIT_S = 10.0
+
+
+def run(coro_fn: Callable[[Path], Coroutine[Any, Any, T]], timeout: float = TEST_S) -> T:
+    root = Path(tempfile.mkdtemp(prefix="xt", dir="/tmp"))
+
+    async def bounded() -> T:
+        return await asyncio.wait_for(coro_fn(root), timeout)
+
+    try:
+        return asyncio.run(bounded())
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def router(root: Path, *, answer: str | None = None) -> ShimRouter:
+    env = {"CROSSTALK_FAKE_INBOX_DIR": str(root / "inbox")}
+    if answer is not None:
+        env["CROSSTALK_FAKE_ANSWER"] = answer
+    (root / "inbox").mkdir(exist_ok=True)
+    return ShimRouter("fake", StatePaths(root / "st"), environ=env, cwd=str(root))
+
+
+def ctx(session: str | None, name: str | None = None) -> CallContext:
+    meta: dict[str, Any] = {}
+    if session is not None:
+        meta["crosstalk/session"] = session
+    if name is not None:
+        meta["crosstalk/name"] = name
+    return CallContext(meta=meta)
+
+
+async def call(r: ShimRouter, tool: str, c: CallContext, **args: Any) -> tuple[dict[str, Any], bool]:
+    res = await asyncio.wait_for(r.call(tool, args, c), WAIT_S)
+    json.dumps(res.data)  # compact JSON a model can read: always serializable
+    return dict(res.data), res.is_error
+
+
+def inbox(root: Path, name: str) -> list[dict[str, Any]]:
+    path = root / "inbox" / f"{name}.jsonl"
+    if not path.exists():
+        return []
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+async def until(predicate: Callable[[], bool], what: str, timeout: float = WAIT_S) -> None:
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while not predicate():
+        if loop.time() > deadline:
+            raise TimeoutError(f"{what}: not within {timeout} s")
+        await asyncio.sleep(0.01)
