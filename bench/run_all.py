@@ -24,7 +24,16 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))  # bench/ is not a pack
 from _common import PYTHON, exit_on_sigterm, machine, verdict
 
 BENCH_DIR = Path(__file__).resolve().parent
-BENCHMARKS = ("floor", "delivery", "a2a_bench", "journal_bench", "journal_async", "send_cli", "shim_startup")
+BENCHMARKS = (
+    "floor",
+    "delivery",
+    "a2a_bench",
+    "journal_bench",
+    "journal_async",
+    "send_cli",
+    "shim_startup",
+    "shim_tools",
+)
 TIMEOUT_S = {"quick": 180.0, "full": 900.0}
 
 

@@ -17,6 +17,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from crosstalk.claims import ClaimDesk
 from crosstalk.core.ids import hop_entry
 from crosstalk.core.sender import Sender, SenderClass
 from crosstalk.harness.base import AgentInfo, Harness
@@ -70,6 +71,7 @@ class AgentHost:
         self.descriptor: Descriptor | None = None
         self.replay_report: dict[str, int] = {}
         self.tasks: TaskService | None = None
+        self.claims: ClaimDesk | None = None
         self.a2a: Any = None  # crosstalk.ingress.a2a.server.A2AServer, imported only when enabled
         self._children: tuple[float, frozenset[str]] = (0.0, frozenset())
         self._retention_task: asyncio.Task[None] | None = None
@@ -138,6 +140,7 @@ class AgentHost:
 
         self.tasks = TaskService(self.receiver)
         self.tasks.load(kept)
+        self.claims = ClaimDesk(self)  # claim/release of this agent, arriving as A2A ops (crosstalk/claims.py)
 
         # 2. the socket and its key; the A2A server and this agent's bearer token.
         token = create_key(paths.key_path(agent_id))
@@ -220,6 +223,7 @@ class AgentHost:
             tasks=self.tasks,
             authenticate=authenticate,
             to=self.name,
+            ops=self.claims.handle if self.claims is not None else None,
         )
         await self.a2a.start()
 

@@ -2,7 +2,8 @@
 
 Entries are the inbound messages the journal holds, ordered by their journal position (`seq`); the cursor is the
 last seq a page showed. The state filter always applies, the default `unresolved` included, so a page may skip
-entries, but the cursor walks the full journal.
+entries, but the cursor walks the full journal. `replies` shows the answers to asks this agent sent: inbound
+messages whose in_reply_to names one of its journaled `sent` asks.
 """
 
 from __future__ import annotations
@@ -25,12 +26,23 @@ def reply_owed(host: AgentHost, entry: MessageEntry) -> bool:
     return task is not None and str(task.view.state) in OPEN_TASK_STATES
 
 
+def is_reply_to_my_ask(host: AgentHost, entry: MessageEntry) -> bool:
+    """An inbound message whose in_reply_to names an ask this agent sent (journaled `sent` records)."""
+    irt = entry.message.get("in_reply_to")
+    if not isinstance(irt, str):
+        return False
+    sent = host.state.sent.get(irt)
+    return sent is not None and (sent.get("message") or {}).get("kind") == "ask"
+
+
 def matches(host: AgentHost, entry: MessageEntry, state_filter: str) -> bool:
     state = entry.state.value
     if state_filter == "all":
         return True
     if state_filter in ("recovered", "bounced"):
         return state == state_filter
+    if state_filter == "replies":
+        return is_reply_to_my_ask(host, entry)
     # unresolved: what still needs the model's attention
     if entry.resolved:
         return False

@@ -3,6 +3,9 @@
 Concurrent first calls for one session share one creation (one future per key), so they reuse one listener, journal
 and lock; two sessions never share an agent. close() stops every agent: descriptor, sockets and keys go, journals
 and lock files stay (seed 000 §9).
+
+Supersession (seed 000 §3, shim/supersede.py): before a new Claude session of the same process gets its agent, an
+agent of that process's earlier session is retired (closed the same way) when the harness proves it superseded.
 """
 
 from __future__ import annotations
@@ -21,10 +24,13 @@ from crosstalk.harness.fake import FakeHarness
 from crosstalk.harness.unavailable import UnavailableHarness
 from crosstalk.registry.paths import StatePaths
 from crosstalk.shim.identity import FAKE, Identity
+from crosstalk.shim.supersede import may_supersede
 
 log = logging.getLogger(__name__)
 
 HarnessFactory = Callable[[Identity], Harness]
+SupersededCheck = Callable[[Identity], bool]  # True only with proof that this (older) session is superseded
+RETIRE_WAIT_S = 30.0
 
 
 class PoolClosed(RuntimeError):
@@ -58,13 +64,23 @@ def default_harness_factory(environ: Mapping[str, str] | None = None) -> Harness
 
 
 class AgentPool:
-    def __init__(self, paths: StatePaths, harness_factory: HarnessFactory, *, cwd: str | None = None) -> None:
+    def __init__(
+        self,
+        paths: StatePaths,
+        harness_factory: HarnessFactory,
+        *,
+        cwd: str | None = None,
+        superseded: SupersededCheck | None = None,
+    ) -> None:
         self.paths = paths
         self.harness_factory = harness_factory
         self.cwd = cwd or os.getcwd()
+        self.superseded = superseded
         self._agents: dict[tuple[str, str], asyncio.Future[AgentHost]] = {}
+        self._idents: dict[tuple[str, str], Identity] = {}
         self._closed = False
         self.created = 0  # AgentHost.start calls that succeeded (tests: concurrent first calls create one)
+        self.retired: list[tuple[str, str]] = []  # keys of agents retired as superseded, oldest first
 
     def hosts(self) -> list[AgentHost]:
         return [f.result() for f in self._agents.values() if f.done() and not f.cancelled() and not f.exception()]
@@ -84,10 +100,13 @@ class AgentPool:
             return await asyncio.shield(fut), False
         fut = asyncio.get_running_loop().create_future()
         self._agents[ident.key] = fut
+        self._idents[ident.key] = ident
         try:
+            await self._retire_superseded(ident)  # first: the new session may take the retired one's name
             host = await self._start(ident)
         except BaseException as exc:
             self._agents.pop(ident.key, None)  # a later call may try again
+            self._idents.pop(ident.key, None)
             if isinstance(exc, Exception):
                 fut.set_exception(exc)
                 fut.exception()  # retrieved: no "never retrieved" warning when no one else waited
@@ -96,12 +115,38 @@ class AgentPool:
             raise
         if self._closed:  # close() ran while this agent was starting: it must not outlive the shim
             self._agents.pop(ident.key, None)
+            self._idents.pop(ident.key, None)
             await host.close()
             fut.cancel()
             raise PoolClosed("the shim is closing")
         fut.set_result(host)
         self.created += 1
         return host, True
+
+    async def _retire_superseded(self, new: Identity) -> None:
+        """Close every agent of this pool that `new` supersedes: same Claude process, another session, and the
+        harness's proof (the `superseded` check) that the old session is over. No check, no proof: nothing."""
+        if self.superseded is None:
+            return
+        for key, fut in list(self._agents.items()):
+            old = self._idents.get(key)
+            if old is None or not may_supersede(new, old):
+                continue
+            if not fut.done():  # still starting: let it finish, then judge it like any other
+                with contextlib.suppress(BaseException):
+                    await asyncio.wait_for(asyncio.shield(fut), RETIRE_WAIT_S)
+            if self._agents.get(key) is not fut or not self.superseded(old):
+                continue
+            self._agents.pop(key, None)
+            self._idents.pop(key, None)
+            if fut.done() and not fut.cancelled() and fut.exception() is None:
+                host = fut.result()
+                log.info("retiring the agent of %s session %s: superseded by %s", *key, new.session_ref)
+                try:
+                    await host.close()
+                except Exception:
+                    log.exception("retiring the agent of superseded session %s failed", old.session_ref)
+            self.retired.append(key)
 
     async def _start(self, ident: Identity) -> AgentHost:
         harness = self.harness_factory(ident)
@@ -121,6 +166,7 @@ class AgentPool:
         self._closed = True
         futures = list(self._agents.values())
         self._agents.clear()
+        self._idents.clear()
         for fut in futures:
             if not fut.done():
                 with contextlib.suppress(BaseException):

@@ -6,7 +6,7 @@ from typing import Any
 
 PAGE_SIZE = 20
 MAX_DEADLINE_S = 7 * 24 * 3600
-MAILBOX_FILTERS = ("unresolved", "all", "recovered", "bounced")
+MAILBOX_FILTERS = ("unresolved", "all", "recovered", "bounced", "replies")
 
 _RESULT = (
     " The result is compact JSON: `state` (what happened), `reason` (why, when it did not simply work), "
@@ -105,7 +105,8 @@ def tool_definitions(adapter_note: str | None = None) -> list[dict[str, Any]]:
                 "what did not, or to look up a message_id. state filter (always applied): `unresolved` "
                 f"(default: messages that need attention: asks you still owe a reply, and messages whose "
                 f"delivery is unknown, unreachable, recovered after a crash, or still in flight), `all`, "
-                f"`recovered`, `bounced`. Pages of {PAGE_SIZE}: pass the returned next_cursor as `cursor` to "
+                f"`recovered`, `bounced`, `replies` (answers to the asks you sent: messages whose in_reply_to "
+                f"is one of your asks' message_id). Pages of {PAGE_SIZE}: pass the returned next_cursor as `cursor` to "
                 "continue; cursor 0 starts at the beginning." + _RESULT + note
             ),
             "inputSchema": {

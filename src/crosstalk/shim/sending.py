@@ -83,9 +83,10 @@ class Sender:
         self.counts: dict[tuple[str, str], int] = {}
 
     async def send(
-        self, host: AgentHost, target: Descriptor, msg: Message, *, return_immediately: bool
+        self, host: AgentHost, target: Descriptor, msg: Message, *, return_immediately: bool, op: str | None = None
     ) -> dict[str, Any]:
-        """SendMessage as `host` to `target`: the model-facing answer (state, reason, message_id, task_id)."""
+        """SendMessage as `host` to `target`: the model-facing answer (state, reason, message_id, task_id).
+        `op` ("claim", "release"): a request about the target itself (shim/claiming.py), not a message."""
         from crosstalk.ingress.a2a.errors import A2AAuthError, A2AOutcomeUnknown, A2AProtocolError, A2AUnreachable
         from crosstalk.tasks.model import TaskError
 
@@ -98,7 +99,8 @@ class Sender:
             return {"state": "unreachable", "reason": "no_sender_token", "detail": str(exc), **base}
         client = self._client(host.agent_id, target.a2a_url, token)
         try:
-            view = await client.send(msg, return_immediately=return_immediately)
+            extra = {"op": op} if op is not None else {}
+            view = await client.send(msg, return_immediately=return_immediately, **extra)
         except TaskError as exc:
             if exc.code == TaskError.INTERNAL:
                 return {"state": "unreachable", "reason": "receiver_journal_failed", **base}
@@ -157,6 +159,23 @@ class Sender:
                 await client.close()
             except Exception:
                 pass
+
+
+async def journal_sent(host: AgentHost, msg: Message, to_agent: str) -> bool:
+    """Journal an ask this agent is about to send (a `sent` record), so receive_message(state='replies') finds
+    the answers to it, after a restart too. Written before the send: an ask that went out is never missing from
+    the journal. Sends that are not asks are not journaled here. False when the journal refused the record."""
+    if msg.kind.value != "ask" or host.journal is None:
+        return True
+    from crosstalk.journal import records as R
+
+    rec = R.sent(msg, to_agent, "sending", None)
+    try:
+        await host.journal.append_async(rec)
+    except Exception:
+        return False
+    host.state.apply(rec)
+    return True
 
 
 def is_nudge_count(n: int) -> bool:

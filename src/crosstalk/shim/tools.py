@@ -3,8 +3,8 @@
 Every call binds its caller from its own evidence (shim/identity.py) and is served by that session's agent
 (shim/pool.py), created on its first bound call. Without evidence only list_agents is served.
 
-Not in this build (left out of tools(), not stubbed): claim and release, which must travel to the target's own
-process (its journal has a single writer); superseded-session retirement (§3).
+claim and release travel to the target's own process (its journal has a single writer): shim/claiming.py.
+Superseded Claude sessions (§3) are retired by the pool (shim/supersede.py).
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from crosstalk.core.errors import CrosstalkError
 from crosstalk.registry.paths import StatePaths
+from crosstalk.shim.claiming import CLAIM_TOOLS
 from crosstalk.shim.identity import HARNESSES, Identity, resolve_identity
 from crosstalk.shim.router import CallContext, ToolResult
 from crosstalk.shim.schemas import check_arguments, tool_definitions
@@ -73,7 +74,7 @@ class ShimRouter:
         self._cwd = cwd
         self._pool: AgentPool | None = None
         self._sender: Sender | None = None
-        self._defs = tool_definitions(_adapter_note(harness))
+        self._defs = tool_definitions(_adapter_note(harness)) + CLAIM_TOOLS
         self._schemas = {d["name"]: d["inputSchema"] for d in self._defs}
         self._replies: dict[tuple[str, str], dict[str, Any]] = {}  # (agent_id, message_id) → first reply result
 
@@ -81,9 +82,13 @@ class ShimRouter:
     def pool(self) -> AgentPool:
         if self._pool is None:
             from crosstalk.shim.pool import AgentPool, default_harness_factory
+            from crosstalk.shim.supersede import claude_superseded
 
             factory = self._harness_factory or default_harness_factory(self.environ)
-            self._pool = AgentPool(self.paths, factory, cwd=self._cwd)
+            env = self.environ
+            self._pool = AgentPool(
+                self.paths, factory, cwd=self._cwd, superseded=lambda old: claude_superseded(env, old)
+            )
         return self._pool
 
     @property
@@ -187,7 +192,7 @@ class ShimRouter:
 
     async def _send(self, host: AgentHost, to: str, text: str, **fields: Any) -> dict[str, Any]:
         from crosstalk.core.message import new_message
-        from crosstalk.shim.sending import resolve_target
+        from crosstalk.shim.sending import journal_sent, resolve_target
 
         target = resolve_target(self.paths, to)
         if isinstance(target, dict):
@@ -197,6 +202,8 @@ class ShimRouter:
         except CrosstalkError as exc:
             return {"state": "invalid_arguments", "reason": str(exc)}
         ask = msg.kind.value == "ask"
+        if not await journal_sent(host, msg, target.agent_id):
+            return {"state": "unreachable", "reason": "journal_failed", "message_id": msg.message_id, "to": target.name}
         result = await self.sender.send(host, target, msg, return_immediately=ask)
         await self.sender.count(host, target.agent_id, target.name, result)
         if result["state"] == "unreachable" and target.harness in ADAPTERLESS:
@@ -260,6 +267,16 @@ class ShimRouter:
         from crosstalk.shim.mailbox import page
 
         return page(host, args["cursor"], args["state"])
+
+    async def _tool_claim(self, host: AgentHost, args: dict[str, Any]) -> dict[str, Any]:
+        from crosstalk.shim.claiming import claim_or_release
+
+        return await claim_or_release("claim", self.paths, self.sender, host, args["name"])
+
+    async def _tool_release(self, host: AgentHost, args: dict[str, Any]) -> dict[str, Any]:
+        from crosstalk.shim.claiming import claim_or_release
+
+        return await claim_or_release("release", self.paths, self.sender, host, args["name"])
 
 
 def _first_call_notes(host: AgentHost, out: dict[str, Any]) -> None:

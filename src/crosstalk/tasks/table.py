@@ -126,10 +126,16 @@ class TaskTable:
             history = task.view.history
             if entry is not None and all(h.message_id != entry.message_id for h in history):
                 history = (*history, entry)
+            if task.view.terminal and state not in TERMINAL:
+                # A finished task never reopens: a change computed before it finished (a dispatch outcome racing
+                # the session's reply) may still add history, but not undo the ending.
+                state, reason = task.view.state, task.view.reason
+            else:
+                reason = rec.get("reason")
             task.view = replace(
                 task.view,
                 state=state,
-                reason=rec.get("reason"),
+                reason=reason,
                 delivery=rec.get("delivery") or task.view.delivery,
                 history=history,
                 updated_at=float(rec.get("ts", task.view.updated_at)),

@@ -53,7 +53,13 @@ def test_ask_then_reply_completes_the_task_and_reaches_the_asker():
             assert inbox(root, "bob")[-1]["kind"] == "ask"
 
             bob_host = b.pool.hosts()[0]
-            await until(lambda: bob_host.tasks.table.holding(mid).view.state.value == "working", "ask delivered, open")
+            # Delivered (its outcome journaled), not just dequeued: "working" is set before the harness call returns.
+            await until(
+                lambda: (
+                    (v := bob_host.tasks.table.holding(mid).view).state.value == "working" and v.delivery == "accepted"
+                ),
+                "ask delivered, open",
+            )
             box, _ = await call(b, "receive_message", BOB)
             owed = [e for e in box["entries"] if e["message_id"] == mid]
             assert owed and owed[0]["reply_owed"] and owed[0]["from"] == "alice" and owed[0]["kind"] == "ask"

@@ -28,7 +28,7 @@ def test_tools_listed_for_a_model():
         r = router(root)
         try:
             names = [t["name"] for t in r.tools()]
-            assert names == ["list_agents", "send_message", "ask", "reply", "receive_message"]
+            assert names == ["list_agents", "send_message", "ask", "reply", "receive_message", "claim", "release"]
             for t in r.tools():
                 assert len(t["description"]) > 80 and t["inputSchema"]["type"] == "object"
         finally:

@@ -85,3 +85,33 @@ def test_default_factory_never_fakes_a_real_harness():
 
     asyncio.run(inject())
     assert make(Identity("fake", "x")).name == "fake"
+
+
+def test_supersession_needs_a_claude_process_and_proof():
+    """Only a Claude session of the same harness_pid, with the check's proof, is retired; Codex threads pooled in
+    one process never evict each other, and a check that finds no proof retires nothing."""
+
+    async def main() -> None:
+        proof: dict[str, bool] = {}
+        pool = CountingPool()
+        pool.superseded = lambda old: proof.get(old.session_ref, False)
+        c1, c2 = Identity("claude", "s1", harness_pid=7), Identity("claude", "s2", harness_pid=7)
+        other = Identity("claude", "o1", harness_pid=8)
+        t1, t2 = Identity("codex", "t1"), Identity("codex", "t2")
+        h1, _ = await pool.get(c1)
+        ho, _ = await pool.get(other)
+        await pool.get(t1)
+        proof["t1"] = True  # even "proof" for a Codex thread is ignored: Codex never supersedes
+        await pool.get(t2)
+        assert pool.retired == [] and len(pool.hosts()) == 4
+        h2, created = await pool.get(c2)  # no proof for s1 (missing record): s1 stays
+        assert created and not h1.closed and pool.retired == []
+        await pool.get(Identity("claude", "s3", harness_pid=7))
+        proof["s1"] = proof["s2"] = True
+        await pool.get(Identity("claude", "s4", harness_pid=7))
+        assert sorted(pool.retired) == [("claude", "s1"), ("claude", "s2")]  # s3: no proof yet
+        assert h1.closed and h2.closed and not ho.closed
+        assert pool.existing(c1) is None and pool.existing(other) is ho
+        await pool.close()
+
+    asyncio.run(main())

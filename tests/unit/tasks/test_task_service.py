@@ -339,3 +339,35 @@ def test_prune_forgets_terminal_tasks_retention_dropped_and_keeps_open_ones(root
         run(body())
     finally:
         rig.close()
+
+
+def test_a_finished_task_never_reopens_when_a_stale_change_lands_after_it(root: Path) -> None:
+    rig = _rig(root)
+
+    async def body() -> None:
+        svc = await _service(rig)
+        try:
+            ask = msg("quick?", kind=Kind.ASK)
+            view = await svc.send(CAROL, ask, task_id=None, return_immediately=True)
+            await wait_for(lambda: svc.table.tasks[view.task_id].view.delivery == "accepted")
+            done = await svc.reply(ask.message_id, "yes")
+            assert done.state is TaskState.COMPLETED
+            stale = {**R.received(ask, CAROL, dedupe_key=None, transport="a2a", bind={}), "type": R.TASK}
+            stale.update(
+                task_id=view.task_id,
+                state="working",
+                delivery="accepted",
+                reason=None,
+                entry=None,
+                message_id=ask.message_id,
+            )
+            svc.table.apply(stale)  # e.g. a dispatch outcome computed before the reply was applied
+            after = await svc.get(CAROL.agent_id, view.task_id)
+            assert after.state is TaskState.COMPLETED and after.completion == "replied"
+        finally:
+            await svc.close()
+
+    try:
+        run(body())
+    finally:
+        rig.close()

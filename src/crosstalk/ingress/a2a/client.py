@@ -80,11 +80,14 @@ class A2AClient:
 
     # -------------------------------------------------------------- the four operations
 
-    async def send(self, message: Message, *, task_id: str | None = None, return_immediately: bool = False) -> TaskView:
+    async def send(
+        self, message: Message, *, task_id: str | None = None, return_immediately: bool = False, op: str | None = None
+    ) -> TaskView:
         """SendMessage. Without return_immediately the agent answers when the task is terminal (an ask: answered,
-        failed or past its deadline), so the HTTP wait stretches to the ask's deadline plus slack."""
+        failed or past its deadline), so the HTTP wait stretches to the ask's deadline plus slack. `op` ("claim",
+        "release") makes it a request about the receiving agent itself rather than a message for its session."""
         request = pb.SendMessageRequest(
-            message=message_to_a2a(message, task_id=task_id),
+            message=message_to_a2a(message, task_id=task_id, op=op),
             configuration=pb.SendMessageConfiguration(return_immediately=return_immediately),
         )
         context = None

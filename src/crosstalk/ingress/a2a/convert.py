@@ -33,6 +33,7 @@ from crosstalk.tasks.model import Artifact, ArtifactPart, HistoryEntry, TaskErro
 
 META_KEY = "crosstalk"  # the metadata namespace crosstalk's own fields travel under
 MESSAGE_META_KEYS = ("kind", "delivery", "deadline_seconds", "in_reply_to", "hop_chain", "from")
+OPS = ("claim", "release")  # metadata.crosstalk.op: a request about the receiving agent itself, never injected as is
 
 STATE_TO_A2A: dict[TaskState, int] = {
     TaskState.SUBMITTED: pb.TASK_STATE_SUBMITTED,
@@ -86,6 +87,17 @@ def message_from_a2a(msg: pb.Message, *, to: str, sender: Sender) -> Message:
     except MessageError as exc:
         wire = _WIRE_FIELD.get(exc.field, exc.field)
         raise InvalidParamsError(message=f"{wire}: {exc.problem}", data={"field": wire}) from None
+
+
+def message_op(msg: pb.Message) -> str | None:
+    """`metadata.crosstalk.op` of an inbound A2A Message: None for an ordinary message, else one of OPS."""
+    op = _crosstalk_metadata(msg).get("op")
+    if op is None:
+        return None
+    if op not in OPS:
+        field = f"message.metadata.{META_KEY}.op"
+        raise InvalidParamsError(message=f"{field}: must be one of {', '.join(OPS)}, got {op!r}", data={"field": field})
+    return str(op)
 
 
 def _text_parts(msg: pb.Message) -> list[str]:
@@ -258,8 +270,8 @@ def state_filter_from_a2a(state: int) -> tuple[bool, TaskState | None]:
 # ------------------------------------------------------------------ client side: crosstalk out, A2A in
 
 
-def message_to_a2a(message: Message, *, task_id: str | None = None) -> pb.Message:
-    """The A2A Message that carries a crosstalk Message to another agent."""
+def message_to_a2a(message: Message, *, task_id: str | None = None, op: str | None = None) -> pb.Message:
+    """The A2A Message that carries a crosstalk Message to another agent (`op`: a claim or release request)."""
     msg = pb.Message(
         message_id=message.message_id,
         context_id=message.context_id or "",
@@ -276,6 +288,8 @@ def message_to_a2a(message: Message, *, task_id: str | None = None) -> pb.Messag
         meta["hop_chain"] = list(message.hop_chain)
     if message.from_:
         meta["from"] = message.from_
+    if op is not None:
+        meta["op"] = op
     msg.metadata.update({META_KEY: meta})
     return msg
 

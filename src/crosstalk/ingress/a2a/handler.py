@@ -7,7 +7,7 @@ context builder below hands it to the handler through ServerCallContext.state.
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, Awaitable, Callable
 from typing import Any, NoReturn
 
 from a2a.auth.user import User
@@ -26,10 +26,13 @@ from a2a.utils.errors import (
 from a2a.utils.task import validate_history_length, validate_page_size
 
 from crosstalk.core.errors import MessageError
+from crosstalk.core.message import Message
 from crosstalk.core.sender import Sender
 from crosstalk.ingress.a2a.convert import (
+    META_KEY,
     direct_reply_to_a2a,
     message_from_a2a,
+    message_op,
     state_filter_from_a2a,
     task_error_to_a2a,
     task_to_a2a,
@@ -37,6 +40,10 @@ from crosstalk.ingress.a2a.convert import (
 from crosstalk.tasks.model import TaskApi, TaskError, TaskView
 
 log = logging.getLogger(__name__)
+
+# metadata.crosstalk.op requests (claim, release): (op, verified sender, message) → (the task that answers it,
+# fields added to the task's metadata.crosstalk). crosstalk.claims.ClaimDesk.handle is the one implementation.
+OpHandler = Callable[[str, Sender, Message], Awaitable[tuple[TaskView, dict[str, Any]]]]
 
 SENDER_STATE_KEY = "crosstalk_sender"  # where the bearer middleware leaves the Sender (ASGI scope["state"])
 
@@ -78,9 +85,10 @@ class SenderContextBuilder(DefaultServerCallContextBuilder):
 class A2ARequestHandler(RequestHandler):
     """A2A 1.0 methods over crosstalk's task service. `to` is the receiving agent's name (Message.to)."""
 
-    def __init__(self, tasks: TaskApi, *, to: str) -> None:
+    def __init__(self, tasks: TaskApi, *, to: str, ops: OpHandler | None = None) -> None:
         self._tasks = tasks
         self._to = to
+        self._ops = ops
 
     # -------------------------------------------------------------- the four methods crosstalk serves
 
@@ -89,6 +97,9 @@ class A2ARequestHandler(RequestHandler):
         validate_history_length(params.configuration)
         sender = _sender(context)
         message = message_from_a2a(params.message, to=self._to, sender=sender)
+        op = message_op(params.message)
+        if op is not None:
+            return await self._on_op(op, sender, message, params.configuration)
         try:
             view = await self._tasks.send(
                 sender,
@@ -102,6 +113,19 @@ class A2ARequestHandler(RequestHandler):
         if direct is not None:
             return direct  # answered with a direct message: SendMessageResponse(message=…), the task kept for audit
         return _task(view, params.configuration)
+
+    async def _on_op(self, op: str, sender: Sender, message: Message, config: Any) -> pb.Task:
+        """A claim or release of this agent: answered by the op handler, never queued as a message."""
+        if self._ops is None:
+            raise UnsupportedOperationError(message=f"this agent does not serve metadata.{META_KEY}.op ({op})")
+        try:
+            view, extra = await self._ops(op, sender, message)
+        except Exception as exc:
+            _raise_mapped(exc, f"SendMessage ({op})")
+        task = _task(view, config)
+        if extra:
+            task.metadata.fields[META_KEY].struct_value.update(extra)
+        return task
 
     @validate_request_params
     async def on_get_task(self, params: pb.GetTaskRequest, context: ServerCallContext) -> pb.Task:

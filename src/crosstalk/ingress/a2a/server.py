@@ -32,7 +32,7 @@ from starlette.middleware import Middleware
 from crosstalk import __version__
 from crosstalk.core.errors import CrosstalkError
 from crosstalk.core.sender import Sender, SenderClass
-from crosstalk.ingress.a2a.handler import SENDER_STATE_KEY, A2ARequestHandler, SenderContextBuilder
+from crosstalk.ingress.a2a.handler import SENDER_STATE_KEY, A2ARequestHandler, OpHandler, SenderContextBuilder
 from crosstalk.tasks.model import TaskApi
 
 log = logging.getLogger(__name__)
@@ -71,6 +71,7 @@ class A2AServer:
         host: str = "127.0.0.1",
         port: int = 0,
         body_limit: int = DEFAULT_BODY_LIMIT,
+        ops: OpHandler | None = None,
     ) -> None:
         _check_no_paths("name", name)
         _check_no_paths("description", description)
@@ -83,6 +84,7 @@ class A2AServer:
         self._tasks = tasks
         self._authenticate = authenticate
         self._to = to
+        self._ops = ops  # claim/release requests (metadata.crosstalk.op); None: refused as unsupported
         self._want_port = port
         self._server: _EmbeddedServer | None = None
         self._task: asyncio.Task[None] | None = None
@@ -159,7 +161,7 @@ class A2AServer:
         return build_card(name=self.name, description=self.description, url=url or self.url or "")
 
     def _build_app(self, url: str) -> Starlette:
-        handler = A2ARequestHandler(self._tasks, to=self._to)
+        handler = A2ARequestHandler(self._tasks, to=self._to, ops=self._ops)
         routes = [
             *create_agent_card_routes(self.card(url), cache_control=CARD_CACHE_CONTROL),
             *create_jsonrpc_routes(handler, rpc_url="/", context_builder=SenderContextBuilder()),

@@ -1,0 +1,176 @@
+"""Claims on this agent, handled in the agent's own process (seed 000 §7; ARCHITECTURE.md decision 4).
+
+An agent's journal has exactly one writer, its own process, so a claim travels to the target: the claimer sends an
+A2A SendMessage carrying `metadata.crosstalk.op = "claim"` (or "release") under its own bearer token, and the
+target's ClaimDesk, in order and one request at a time:
+
+    check the pure rules (policy/claims.py) against the verified sender → journal the claim record (durable)
+    → rewrite the descriptor (role worker + owner = the claimer's agent_id, or back to primary)
+    → announce it by injecting an inform from crosstalk into its own session → answer
+
+The answer is a task: completed (delivery accepted) with `metadata.crosstalk.claim = {"state": "claimed" |
+"released", ...}`, or failed with the rule's reason (`self_claim`, `already_claimed`, `worker_cannot_claim`,
+`self_release`, `not_claimed`, `not_owner`, `claimer_unknown`) and `claim.state = "rejected"`. The task is an
+answer only: it is not kept in the task table (the claim record is the durable fact). A repeated claim by the
+current owner is answered `claimed` again (already: true) without a new record or announcement, so a retry after
+an unknown outcome is safe.
+
+A claim ends when the target's session ends. A claim is keyed to the target's agent_id, which is a hash of its
+session_ref, and it lives in that agent's journal. A new session (a new Claude session id after /clear or a new
+start, a new Codex thread) is a new agent_id with a fresh journal, so it starts primary and no claim follows it.
+A shim restart or a resume of the same session is the same session, so the claim survives it through journal
+replay. Nothing is journaled on close: a closing shim cannot tell a session that ended from one whose shim is
+restarting, and a release journaled on every close would drop the claim across a restart of the same session.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any
+
+from crosstalk.core.errors import CrosstalkError
+from crosstalk.core.ids import new_message_id
+from crosstalk.core.message import Message, new_message
+from crosstalk.core.sender import Sender, SenderClass
+from crosstalk.core.states import State
+from crosstalk.harness.base import InjectRequest
+from crosstalk.journal import JournalError
+from crosstalk.journal import records as R
+from crosstalk.policy import ClaimError, ClaimState, Role, claim, release
+from crosstalk.tasks.model import HistoryEntry, TaskError, TaskState, TaskView
+
+if TYPE_CHECKING:
+    from crosstalk.agent import AgentHost
+
+log = logging.getLogger(__name__)
+
+CLAIM, RELEASE = "claim", "release"
+NOTICE_SENDER = Sender(SenderClass.VERIFIED, None, "crosstalk", "crosstalk")  # the notice is crosstalk's own
+CLAIMED_NOTICE = (
+    "{owner} claimed you: you are now its worker; commands from it are allowed. Only {owner} can release you."
+)
+RELEASED_NOTICE = "{owner} released you: you are a primary again and no agent owns you."
+
+
+class ClaimDesk:
+    """The target side of claim and release for one AgentHost; `handle` is the A2A edge's op handler."""
+
+    def __init__(self, host: AgentHost) -> None:
+        self.host = host
+        self._lock = asyncio.Lock()  # one claim decision at a time: check and journal are one step
+
+    async def handle(self, op: str, sender: Sender, message: Message) -> tuple[TaskView, dict[str, Any]]:
+        if op not in (CLAIM, RELEASE):
+            raise TaskError(TaskError.INVALID_PARAMS, f"unknown op {op!r}")
+        if sender.sender_class is not SenderClass.VERIFIED or not sender.agent_id:
+            raise TaskError(TaskError.INVALID, "claims need a verified sender")
+        async with self._lock:
+            try:
+                result = await self._apply(op, sender, message)
+            except ClaimError as exc:
+                log.info("%s of %s by %s refused: %s", op, self.host.name, sender.agent_id, exc.reason)
+                return _answer(op, sender, message, exc.reason), {"claim": {"state": "rejected", "reason": exc.reason}}
+            except JournalError as exc:  # nothing changed: the claim was never durable
+                raise TaskError(TaskError.INTERNAL, f"the {op} could not be journaled") from exc
+        return _answer(op, sender, message, None), {"claim": result}
+
+    def current(self) -> ClaimState:
+        view = self.host.view()
+        return ClaimState(role=view.role, owner=view.owner)
+
+    async def _apply(self, op: str, sender: Sender, message: Message) -> dict[str, Any]:
+        host, requester = self.host, sender.agent_id or ""
+        now = self.current()
+        if op == CLAIM:
+            if now.owner == requester and requester != host.agent_id:
+                return {"state": "claimed", "owner": requester, "already": True}  # a retry: nothing changes
+            new = claim(now, target_id=host.agent_id, claimer_id=requester, claimer_role=self._role_of(requester))
+            rec = R.claim("claimed", requester, sender.name, new.role.value)
+            text = CLAIMED_NOTICE.format(owner=sender.name or requester)
+        else:
+            new = release(now, target_id=host.agent_id, requester_id=requester)
+            rec = R.claim("released", None, None, new.role.value)
+            rec["released_by"] = requester
+            text = RELEASED_NOTICE.format(owner=sender.name or requester)
+        assert host.journal is not None and host.receiver is not None
+        rec["binding"] = host.receiver.identity.binding
+        rec["message_id"] = message.message_id
+        await host.journal.append_async(rec)  # durable before anything else changes or anyone is told
+        host.state.apply(rec)
+        out: dict[str, Any] = {"state": "claimed" if op == CLAIM else "released", "owner": new.owner}
+        if not self._republish(new):
+            out["descriptor"] = "stale"
+        out["announced"] = await self._announce(text)
+        return out
+
+    def _role_of(self, agent_id: str) -> Role:
+        """The claimer's role as its live descriptor publishes it (workers may not claim)."""
+        from crosstalk.registry.discovery import resolve
+        from crosstalk.registry.errors import AmbiguousName, NoSuchAgent
+
+        try:
+            desc = resolve(self.host.paths, agent_id)
+        except (NoSuchAgent, AmbiguousName):
+            desc = None
+        if desc is None or desc.agent_id != agent_id:
+            raise ClaimError("claimer_unknown", f"agent {agent_id} has no live registration")
+        try:
+            return Role(desc.role)
+        except ValueError:
+            raise ClaimError("claimer_unknown", f"agent {agent_id} publishes an unknown role {desc.role!r}") from None
+
+    def _republish(self, state: ClaimState) -> bool:
+        """Rewrite the descriptor so list_agents and the owner's children see the change. False if it could not
+        be (the journal still holds the claim; the next registration publishes it from there)."""
+        host = self.host
+        if host.descriptor is None or host.registration.closed:
+            return host.descriptor is None  # not yet published: the first publish reads view()
+        try:
+            host.descriptor = host.registration.publish(
+                replace(host.descriptor, role=state.role.value, owner=state.owner)
+            )
+        except (CrosstalkError, OSError):
+            log.exception("could not rewrite the descriptor of %s after a claim change", host.name)
+            return False
+        return True
+
+    async def _announce(self, text: str) -> str:
+        """Tell the session, as an inform from crosstalk. Returns the delivery state; never raises."""
+        host = self.host
+        assert host.receiver is not None
+        msg = new_message(host.name, text, from_="crosstalk")
+        request = InjectRequest(
+            message=msg,
+            sender=NOTICE_SENDER,
+            delivery=msg.delivery,
+            reply_address=host.receiver.identity.reply_address,
+        )
+        try:
+            result = await asyncio.wait_for(host.config.harness.inject(request), host.config.inject_timeout_s)
+        except Exception as exc:  # the claim stands; the model learns of it from list_agents if not from this
+            log.warning("claim notice to %s not delivered: %s", host.name, exc)
+            return State.UNKNOWN.value
+        with contextlib.suppress(AttributeError, ValueError):
+            return State(result.state).value
+        return State.UNKNOWN.value
+
+
+def _answer(op: str, sender: Sender, message: Message, refusal: str | None) -> TaskView:
+    """The task a claim or release is answered with: completed, or failed with the rule's reason."""
+    now = time.time()
+    return TaskView(
+        task_id=new_message_id(),
+        context_id=message.context_id or message.message_id,
+        creator=sender.agent_id or "",
+        kind=op,
+        state=TaskState.FAILED if refusal else TaskState.COMPLETED,
+        reason=refusal,
+        delivery=State.REJECTED.value if refusal else State.ACCEPTED.value,
+        history=(HistoryEntry(message.message_id, "user", message.text),),
+        created_at=now,
+        updated_at=now,
+    )
