@@ -20,7 +20,7 @@ CLAIM = "claim"  # a claim on / release of this agent by an owner
 SENT = "sent"  # an outbound message this agent sent, with its answer
 TASK = "task"  # an A2A task change (kept generic here; the A2A ingress owns its fields)
 ROUTE = "route"  # a reply route (an outbound ask awaiting its answer)
-OBLIGATION = "obligation"  # a reply owed for an inbound ask
+OBLIGATION = "obligation"  # a reply owed for an inbound ask; or a reply made to an inbound inform (inform_reply)
 NUDGE = "nudge"  # the send-count nudge fired for a peer
 BOUNCED = "bounced"  # a native reply bounced back into this agent's own session
 
@@ -100,4 +100,27 @@ def claim(action: str, owner: str | None, owner_name: str | None, role: str) -> 
 def sent(msg: Message, to_agent: str | None, state: str, reason: str | None) -> dict[str, Any]:
     rec = _base(SENT)
     rec.update(message=msg.to_dict(), to_agent=to_agent, state=state, reason=reason)
+    return rec
+
+
+def inform_reply(
+    message_id: str, reply_id: str, text: str, to_agent: str, result: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    """A reply this agent made to an inbound inform (the shim's reply tool): an `obligation` record that is closed
+    from the start (an inform owes nothing, so it never counts as an open ask), keyed by the inform's message_id so
+    "one reply per inbound message" survives a restart. Written twice: before the reply is sent (no `result`; a
+    repeat after a crash resends the same reply_id, which the receiver dedupes) and after, with the tool's result."""
+    rec = _base(OBLIGATION)
+    rec.update(
+        message_id=message_id,
+        task_id=None,
+        kind="inform",
+        state="closed",
+        reason="replied",
+        reply_id=reply_id,
+        text=text,
+        to_agent=to_agent,
+    )
+    if result is not None:
+        rec["result"] = result
     return rec

@@ -33,6 +33,7 @@ class MessageEntry:
     resolved: bool = False  # the agent has dealt with it in its mailbox
     evidence: dict[str, Any] = field(default_factory=dict)
     seq: int = 0  # position in the journal: the mailbox cursor
+    outcome_ts: float | None = None  # when its first outcome was journaled: the delivery an inform route counts from
 
     @property
     def message_id(self) -> str:
@@ -118,6 +119,8 @@ class JournalState:
                     entry.state = State.UNKNOWN
                 entry.reason = rec.get("reason")
                 entry.evidence = rec.get("evidence") or {}
+                if entry.outcome_ts is None:
+                    entry.outcome_ts = float(rec.get("ts", 0.0))
         elif rtype == R.RESOLVED:
             entry = self.messages.get(rec.get("message_id", ""))
             if entry is not None:

@@ -81,16 +81,23 @@ def tool_definitions(adapter_note: str | None = None) -> list[dict[str, Any]]:
         {
             "name": "reply",
             "description": (
-                "Answer an ask another session sent you, naming its message_id (shown in the message you "
-                "received, and in receive_message). This completes the asker's task and sends your text back to "
-                "the asker. One reply per ask: repeating the same text returns the first result; different text "
-                "is refused with already_replied; after the ask's deadline it is refused with ask_closed. For "
-                "a message that is not an ask, answer with send_message instead." + _RESULT
+                "Answer a message another session sent you, naming its message_id (shown in the message you "
+                "received, and in receive_message). Your text goes back to that session as a message whose "
+                "in_reply_to is that message_id. An ask: this completes the asker's task; after the ask's "
+                "deadline the reply is refused with ask_closed. An inform: you can reply for 1 hour after it was "
+                "delivered to you; later it is refused with route_expired (use send_message instead). One reply "
+                "per message: repeating the same text returns the first result and sends nothing; different text "
+                "is refused with already_replied. Messages from unverified or external senders cannot be replied "
+                "to (sender_unverified): there is no address to reply to." + _RESULT
             ),
             "inputSchema": {
                 "type": "object",
                 "properties": {
-                    "message_id": {"type": "string", "minLength": 1, "description": "The ask's message_id."},
+                    "message_id": {
+                        "type": "string",
+                        "minLength": 1,
+                        "description": "The message_id of the ask or inform you answer.",
+                    },
                     "text": _TEXT,
                 },
                 "required": ["message_id", "text"],

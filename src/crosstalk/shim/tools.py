@@ -23,15 +23,19 @@ from crosstalk.shim.schemas import check_arguments, tool_definitions
 if TYPE_CHECKING:  # the agent machinery loads on the first bound call, not at `initialize` (start-up cost)
     from crosstalk.agent import AgentHost
     from crosstalk.shim.pool import AgentPool, HarnessFactory
+    from crosstalk.shim.replying import InformReplies
     from crosstalk.shim.sending import Sender
 
 ADAPTERLESS = ("claude", "codex")  # harnesses whose inject adapter this build does not have yet
 ERROR_STATES = frozenset({"unbound", "invalid_arguments", "rejected", "unreachable", "error", "expired"})
 
 REPLY_HINTS = {
-    "no_such_message": "no ask with this message_id is open to you here; check receive_message(state='all') for "
-    "the id, or answer the sender with send_message",
+    "no_such_message": "no ask or inform with this message_id was delivered to you here (or it opened no route); "
+    "check receive_message(state='all') for the id, or answer the sender with send_message",
     "not_an_ask": "that message owes no reply; if you want to answer, use send_message to its sender",
+    "route_expired": "informs can be replied to for 1 hour after they were delivered; answer the sender with "
+    "send_message instead",
+    "sender_unverified": "that message came from an unverified or external sender: there is no address to reply to",
     "already_replied": "you already replied to this message with different text (one reply per message); send a "
     "follow-up with send_message if needed",
     "ask_closed": "the ask is closed (its deadline passed or it was canceled); tell the sender with send_message "
@@ -74,6 +78,7 @@ class ShimRouter:
         self._cwd = cwd
         self._pool: AgentPool | None = None
         self._sender: Sender | None = None
+        self._inform_replies: InformReplies | None = None
         self._defs = tool_definitions(_adapter_note(harness)) + CLAIM_TOOLS
         self._schemas = {d["name"]: d["inputSchema"] for d in self._defs}
         self._replies: dict[tuple[str, str], dict[str, Any]] = {}  # (agent_id, message_id) → first reply result
@@ -98,6 +103,15 @@ class ShimRouter:
 
             self._sender = Sender(self.paths)
         return self._sender
+
+    @property
+    def inform_replies(self) -> InformReplies:
+        if self._inform_replies is None:
+            from crosstalk.shim.replying import InformReplies
+            from crosstalk.shim.sending import resolve_target
+
+            self._inform_replies = InformReplies(lambda to: resolve_target(self.paths, to), self._forward)
+        return self._inform_replies
 
     def tools(self) -> list[dict[str, Any]]:
         return [dict(d) for d in self._defs]
@@ -224,9 +238,15 @@ class ShimRouter:
         return result
 
     async def _tool_reply(self, host: AgentHost, args: dict[str, Any]) -> dict[str, Any]:
+        from crosstalk.shim.replying import is_inform_reply
         from crosstalk.tasks.service import ReplyError
 
         mid, text = args["message_id"], args["text"]
+        if is_inform_reply(host, mid):  # an inform: its route back to the sender (shim/replying.py)
+            out = await self.inform_replies.reply(host, mid, text)
+            if out.get("state") == "rejected":
+                out.setdefault("hint", REPLY_HINTS.get(out.get("reason", "")))
+            return out
         first = self._replies.get((host.agent_id, mid))
         assert host.tasks is not None
         task = host.tasks.table.holding(mid)
@@ -251,7 +271,8 @@ class ShimRouter:
         self, host: AgentHost, creator: str, reply_id: str | None, in_reply_to: str, text: str
     ) -> dict[str, Any]:
         """Carry the answer into the asker's session: an inform with in_reply_to, sent as this agent. The asker's
-        A2A task already holds the reply; this is how its model sees it."""
+        A2A task already holds the reply; this is how its model sees it. A reply to an inform travels the same way
+        (shim/replying.py), with `creator` the inform's verified sender."""
         from crosstalk.core.message import new_message
         from crosstalk.shim.sending import resolve_target
 

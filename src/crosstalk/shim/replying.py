@@ -1,0 +1,141 @@
+"""reply to an inbound inform (seed 000 §4/§5, R7): the inform route.
+
+An inform delivered into this agent's session from a verified agent opens a route back to that agent for
+INFORM_ROUTE_TTL_S (1 h), counted from its delivery: the journal's first `outcome` record for it, so the window
+survives a restart. A reply goes back as an inform with in_reply_to = the inform's message_id, through the same
+path as an ask's answer (ShimRouter._forward). One reply per inbound message: the reply is journaled in this
+agent's journal (records.inform_reply, an `obligation` record closed from the start) before it is sent, so a repeat
+with the same text returns the first result and sends nothing, and different text is `already_replied`, after a
+restart too. Asks keep their own path (tasks.reply completes the task and closes its route).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from crosstalk.agent import AgentHost
+from crosstalk.core.ids import new_message_id
+from crosstalk.journal import MessageEntry
+from crosstalk.journal import records as R
+
+INFORM_ROUTE_TTL_S = 3600.0
+# Delivery outcomes that put the inform into the session: the model may have read it, so it may answer. unknown
+# counts (the Claude adapter cannot confirm an injection); recovered, bounced, rejected and unreachable opened no
+# route (the operator ruling on recovered informs: no_such_message).
+ROUTED_STATES = frozenset({"accepted", "queued", "unknown"})
+UNDELIVERED = frozenset({"rejected", "unreachable"})
+
+Forward = Callable[[AgentHost, str, str, str, str], Awaitable[dict[str, Any]]]
+
+
+def now() -> float:
+    """The clock inform routes are measured on (a seam for tests)."""
+    return time.time()
+
+
+def is_inform_reply(host: AgentHost, message_id: str) -> bool:
+    """Whether `reply(message_id)` takes the inform route: an inbound inform this agent's journal holds, unless the
+    receiving side said it would answer it as a task (expect_answer), which tasks.reply serves."""
+    entry = host.state.messages.get(message_id)
+    if entry is None or (entry.message.get("kind") or "inform") != "inform":
+        return False
+    task = host.tasks.table.holding(message_id) if host.tasks is not None else None
+    return task is None or not task.awaiting
+
+
+def _refuse(reason: str, message_id: str) -> dict[str, Any]:
+    return {"state": "rejected", "reason": reason, "message_id": message_id}
+
+
+def _route_problem(host: AgentHost, entry: MessageEntry) -> str | None:
+    """Why no route leads back from `entry`, or None when one is open."""
+    if entry.state.value == "bounced":
+        return "no_such_message"  # a native frame from this agent's own session: a bounce opens no route
+    sender = entry.sender
+    if sender.get("class") != "verified" or not sender.get("agent_id"):
+        return "sender_unverified"
+    if entry.state.value not in ROUTED_STATES:
+        return "no_such_message"
+    bind = host.receiver.identity.binding if host.receiver is not None else {}
+    mine = entry.binding or {}
+    if mine.get("session_ref") != bind.get("session_ref") or mine.get("endpoint") != bind.get("endpoint"):
+        return "no_such_message"  # delivered into another conversation: never routed from this one (§5)
+    opened = entry.outcome_ts if entry.outcome_ts is not None else entry.ts
+    if now() - opened > INFORM_ROUTE_TTL_S:
+        return "route_expired"
+    return None
+
+
+class InformReplies:
+    """The inform half of the reply tool for one shim: a lock per (agent, inbound message) so two concurrent
+    replies to one inform cannot both send."""
+
+    def __init__(self, resolve: Callable[[str], Any], forward: Forward) -> None:
+        self._resolve = resolve  # agent_id → Descriptor, or the model-facing answer (dict) when it is gone
+        self._forward = forward
+        self._locks: dict[tuple[str, str], asyncio.Lock] = {}
+
+    async def reply(self, host: AgentHost, message_id: str, text: str) -> dict[str, Any]:
+        key = (host.agent_id, message_id)
+        lock = self._locks.setdefault(key, asyncio.Lock())
+        try:
+            async with lock:
+                return await self._reply(host, message_id, text)
+        finally:
+            if not lock.locked() and self._locks.get(key) is lock:
+                del self._locks[key]
+
+    async def _reply(self, host: AgentHost, message_id: str, text: str) -> dict[str, Any]:
+        prior = host.state.obligations.get(message_id)
+        if prior is not None and prior.get("kind") == "inform" and prior.get("reply_id"):
+            if prior.get("text") != text:
+                return _refuse("already_replied", message_id)
+            if isinstance(prior.get("result"), dict):
+                return dict(prior["result"])  # the first result; nothing is sent again
+            # Journaled but its result is not: a crash (or a refused write) between the two records. Send the same
+            # reply_id again; the receiver dedupes it, so the sender's session gets it once.
+            return await self._send(host, message_id, prior["reply_id"], text, str(prior.get("to_agent")))
+        entry = host.state.messages.get(message_id)
+        if entry is None:
+            return _refuse("no_such_message", message_id)
+        problem = _route_problem(host, entry)
+        if problem is not None:
+            return _refuse(problem, message_id)
+        to_agent = str(entry.sender["agent_id"])
+        if isinstance(self._resolve(to_agent), dict):  # gone: nothing is spent, a later retry may find it back
+            return {
+                "state": "unreachable",
+                "reason": "sender_gone",
+                "in_reply_to": message_id,
+                "hint": "the sender is no longer registered; your reply was not sent and you may retry it later",
+            }
+        reply_id = new_message_id()
+        if not await _journal(host, R.inform_reply(message_id, reply_id, text, to_agent)):
+            return {"state": "unreachable", "reason": "journal_failed", "in_reply_to": message_id}
+        return await self._send(host, message_id, reply_id, text, to_agent)
+
+    async def _send(self, host: AgentHost, message_id: str, reply_id: str, text: str, to_agent: str) -> dict[str, Any]:
+        forwarded = await self._forward(host, to_agent, reply_id, message_id, text)
+        result: dict[str, Any] = {"state": "replied", "message_id": reply_id, "in_reply_to": message_id}
+        result["forwarded"] = forwarded
+        if forwarded.get("state") in UNDELIVERED or forwarded.get("reason") == "asker_gone":
+            result["hint"] = (
+                "your reply reached no one (see forwarded); it counts as this message's one reply: tell the sender "
+                "with send_message if it still matters"
+            )
+        await _journal(host, R.inform_reply(message_id, reply_id, text, to_agent, result))
+        return dict(result)
+
+
+async def _journal(host: AgentHost, rec: dict[str, Any]) -> bool:
+    if host.journal is None:
+        return False
+    try:
+        await host.journal.append_async(rec)
+    except Exception:
+        return False
+    host.state.apply(rec)
+    return True
