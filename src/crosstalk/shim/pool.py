@@ -14,7 +14,7 @@ import asyncio
 import contextlib
 import logging
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +29,7 @@ from crosstalk.shim.supersede import may_supersede
 log = logging.getLogger(__name__)
 
 HarnessFactory = Callable[[Identity], Harness]
+AnswerFn = Callable[["AgentHost", str, str], Awaitable[object]]
 SupersededCheck = Callable[[Identity], bool]  # True only with proof that this (older) session is superseded
 RETIRE_WAIT_S = 30.0
 
@@ -71,8 +72,10 @@ class AgentPool:
         *,
         cwd: str | None = None,
         superseded: SupersededCheck | None = None,
+        answer: AnswerFn | None = None,
     ) -> None:
         self.paths = paths
+        self.answer = answer  # how a scripted (fake) answer is given: the router's reply path, forward included
         self.harness_factory = harness_factory
         self.cwd = cwd or os.getcwd()
         self.superseded = superseded
@@ -159,7 +162,7 @@ class AgentPool:
             a2a=True,
         )
         host = await AgentHost.start(self.paths, config)
-        _wire_answer(host)
+        _wire_answer(host, self.answer)
         return host
 
     async def close(self) -> None:
@@ -178,9 +181,9 @@ class AgentPool:
                     log.exception("closing agent failed")
 
 
-def _wire_answer(host: AgentHost) -> None:
-    """A fake with a scripted answer replies to every injected ask through the agent's task service, as the reply
-    tool would (the same wiring as `crosstalk agent run`)."""
+def _wire_answer(host: AgentHost, via: AnswerFn | None) -> None:
+    """A fake with a scripted answer replies to every injected ask as the reply tool would: through `via` (the
+    router's reply path, which also carries the answer into the asker's session), else the task service alone."""
     harness = host.config.harness
     tasks = host.tasks
     if getattr(harness, "answer", None) is None or tasks is None:
@@ -189,6 +192,8 @@ def _wire_answer(host: AgentHost) -> None:
 
     async def answer(message_id: str, text: str) -> object:
         try:
+            if via is not None:
+                return await via(host, message_id, text)
             return await tasks.reply(message_id, text)
         except CrosstalkError as exc:
             log.warning("scripted answer to %s refused: %s", message_id, exc)

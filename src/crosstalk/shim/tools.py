@@ -92,7 +92,11 @@ class ShimRouter:
             factory = self._harness_factory or default_harness_factory(self.environ)
             env = self.environ
             self._pool = AgentPool(
-                self.paths, factory, cwd=self._cwd, superseded=lambda old: claude_superseded(env, old)
+                self.paths,
+                factory,
+                cwd=self._cwd,
+                superseded=lambda old: claude_superseded(env, old),
+                answer=lambda host, mid, text: self._tool_reply(host, {"message_id": mid, "text": text}),
             )
         return self._pool
 

@@ -191,9 +191,14 @@ def test_scripted_answer_completes_an_ask_across_processes() -> None:
         assert not err, asked
         mid = asked["message_id"]
         await until(lambda: any(x["message_id"] == mid for x in root.inbox("bob")), "the ask injected at bob")
-        # The fake's scripted "model" answers through bob's task service (the A2A task completes with the text);
-        # unlike the reply tool it does not forward the answer into alice's session, so the completed task is
-        # observed from bob's side: the ask is no longer owed, and a different reply is already_replied.
+        # The fake's scripted "model" answers through the shim's reply path, as the reply tool does: bob's task
+        # completes with the text and the answer is carried into alice's session.
+        await until(
+            lambda: any(x.get("in_reply_to") == mid and x["text"] == "scripted 42" for x in root.inbox("alice")),
+            "the scripted answer forwarded to alice",
+        )
+        mine, err = await a.call("receive_message", ALICE, state="replies")
+        assert not err and [e["in_reply_to"] for e in mine["entries"]] == [mid], mine
         for _ in range(200):
             box, _ = await b.call("receive_message", BOB, state="all")
             entry = next((e for e in box["entries"] if e["message_id"] == mid), None)
