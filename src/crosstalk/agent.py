@@ -227,6 +227,27 @@ class AgentHost:
         )
         await self.a2a.start()
 
+    def rename(self, new_name: str) -> bool:
+        """Follow a harness rename (seed 000 §3): the new alias is taken under its lock, the descriptor rewritten,
+        the old alias released. agent_id, socket, journal, tasks, claims and routes are unchanged. False when the
+        name is held by another live agent or is not a valid name (the agent keeps its current name)."""
+        from dataclasses import replace as _replace
+
+        from crosstalk.registry.errors import InvalidName, NameHeld
+
+        if new_name == self.name:
+            return True
+        try:
+            self.registration.rename(new_name)
+        except (NameHeld, InvalidName):
+            return False
+        self.descriptor = self.registration.descriptor
+        if self.receiver is not None:
+            self.receiver.identity = _replace(self.receiver.identity, name=new_name)
+        if self.a2a is not None:
+            self.a2a.rename(new_name)
+        return True
+
     def view(self) -> ReceiverView:
         """What the policy needs to know about this agent, current as of this message."""
         role, owner = self.config.role, self.config.owner

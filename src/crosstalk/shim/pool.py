@@ -100,7 +100,12 @@ class AgentPool:
             raise PoolClosed("the shim is closing")
         fut = self._agents.get(ident.key)
         if fut is not None:
-            return await asyncio.shield(fut), False
+            host = await asyncio.shield(fut)
+            renamed = ident.harness == "claude" and ident.preferred_name and ident.preferred_name != host.name
+            # The session was renamed (/rename): follow it, unless another live agent holds the name.
+            if renamed and host.rename(ident.preferred_name or ""):
+                log.info("agent %s renamed to %s", host.agent_id, host.name)
+            return host, False
         fut = asyncio.get_running_loop().create_future()
         self._agents[ident.key] = fut
         self._idents[ident.key] = ident

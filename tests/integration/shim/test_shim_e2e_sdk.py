@@ -478,3 +478,44 @@ def _plant_twins(root: Root) -> dict[str, Any]:
         assert lock.try_acquire()
         locks[aid] = lock
     return locks
+
+
+def test_a_renamed_claude_session_keeps_its_agent_journal_asks_and_claims() -> None:
+    """Seed 000 test 30 as far as no real Claude is needed: the session's registry record changes its name while an
+    owner holds a claim on it. Same agent_id; the old alias is no_such_agent; the claim still binds and is released
+    under the new name. (The open-ask half needs delivery into a live Claude session: the Claude adapter.)"""
+
+    async def go(root: Root) -> None:
+        sessions = root.dir / "claude" / "sessions"
+        sessions.mkdir(parents=True)
+        record = sessions / f"{os.getpid()}.json"
+        record.write_text(json.dumps({"sessionId": "claude-r1", "name": "carl", "pid": os.getpid()}))
+        claude, peer = await root.shim("claude"), await root.shim()
+        await peer.call("list_agents", ALICE)
+        out, err = await claude.call("list_agents")
+        assert not err, out
+        before = next(r for r in out["agents"] if r.get("self"))
+        assert before["name"] == "carl"
+
+        out, err = await peer.call("claim", ALICE, name="carl")
+        assert not err and out["state"] == "claimed", out
+
+        record.write_text(json.dumps({"sessionId": "claude-r1", "name": "carla", "pid": os.getpid()}))  # /rename
+        out, err = await claude.call("list_agents")
+        assert not err, out
+        after = next(r for r in out["agents"] if r.get("self"))
+        assert (after["name"], after["agent_id"]) == ("carla", before["agent_id"]), out
+        assert after["role"] == "worker" and after["owner"] == "alice", after  # the claim still binds
+        assert before["agent_id"] in root.descriptors()
+
+        listed = rows((await peer.call("list_agents", ALICE))[0])
+        assert "carl" not in listed and listed["carla"]["agent_id"] == before["agent_id"]
+        out, err = await peer.call("send_message", ALICE, to="carl", text="old alias?")
+        assert err and out["reason"] == "no_such_agent", out
+        out, err = await claude.call("send_message", to="alice", text="renamed and still here")
+        assert not err and out["state"] == "accepted", out
+        assert root.inbox("alice")[-1]["from"] == "carla"
+        out, err = await peer.call("release", ALICE, name="carla")
+        assert not err and out["state"] == "released", out
+
+    run(go)

@@ -90,6 +90,10 @@ class A2ARequestHandler(RequestHandler):
         self._to = to
         self._ops = ops
 
+    def rename(self, to: str) -> None:
+        """The receiving agent's new alias (a harness rename): later messages are addressed to it."""
+        self._to = to
+
     # -------------------------------------------------------------- the four methods crosstalk serves
 
     @validate_request_params

@@ -88,6 +88,7 @@ class A2AServer:
         self._want_port = port
         self._server: _EmbeddedServer | None = None
         self._task: asyncio.Task[None] | None = None
+        self._handler: Any = None
         self._closing = False
 
     async def __aenter__(self) -> A2AServer:
@@ -157,11 +158,19 @@ class A2AServer:
         except Exception:
             log.exception("A2A server %s failed while stopping", self.name)
 
+    def rename(self, name: str) -> None:
+        """Address later messages to the agent's new alias. The published card keeps the name it started with
+        until the agent restarts (the SDK serves a card built once); the URL and the bearer identity are unchanged."""
+        self._to = name
+        if self._handler is not None:
+            self._handler.rename(name)
+
     def card(self, url: str | None = None) -> pb.AgentCard:
         return build_card(name=self.name, description=self.description, url=url or self.url or "")
 
     def _build_app(self, url: str) -> Starlette:
         handler = A2ARequestHandler(self._tasks, to=self._to, ops=self._ops)
+        self._handler = handler
         routes = [
             *create_agent_card_routes(self.card(url), cache_control=CARD_CACHE_CONTROL),
             *create_jsonrpc_routes(handler, rpc_url="/", context_builder=SenderContextBuilder()),
