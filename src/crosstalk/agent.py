@@ -144,7 +144,9 @@ class AgentHost:
 
         # 2. the socket and its key; the A2A server and this agent's bearer token.
         token = create_key(paths.key_path(agent_id))
-        self.ingress = UdsIngress(uds_path, token, self.receiver, lambda pid: find_by_peer(paths, pid))
+        self.ingress = UdsIngress(
+            uds_path, token, self.receiver, lambda pid: find_by_peer(paths, pid), open_messages=self.open_inbound
+        )
         await self.ingress.start()
         create_key(paths.token_path(agent_id))
         if self.config.a2a:
@@ -226,6 +228,25 @@ class AgentHost:
             ops=self.claims.handle if self.claims is not None else None,
         )
         await self.a2a.start()
+
+    def open_inbound(self, *, inform_window_s: float = 3600.0) -> list[dict[str, str]]:
+        """Inbound messages the session may still answer with the reply tool, newest first: asks whose reply is
+        owed, and informs from verified agents delivered within the last hour (their reply route)."""
+        from crosstalk.core.states import State
+
+        now = time.time()
+        owed = {mid for mid, o in self.state.obligations.items() if o.get("state") not in ("delivered", "closed")}
+        rows: list[tuple[float, dict[str, str]]] = []
+        for mid, entry in self.state.messages.items():
+            if entry.native or (entry.sender or {}).get("class") != "verified":
+                continue
+            kind = entry.message.get("kind") or "inform"
+            delivered = entry.state in (State.ACCEPTED, State.QUEUED, State.UNKNOWN)
+            fresh = entry.outcome_ts is not None and now - entry.outcome_ts < inform_window_s
+            if (kind == "ask" and mid in owed) or (kind == "inform" and delivered and fresh):
+                name = entry.sender.get("name") or entry.sender.get("agent_id") or "?"
+                rows.append((entry.ts, {"message_id": mid, "from": str(name), "kind": kind}))
+        return [row for _, row in sorted(rows, key=lambda r: r[0], reverse=True)]
 
     def rename(self, new_name: str) -> bool:
         """Follow a harness rename (seed 000 §3): the new alias is taken under its lock, the descriptor rewritten,

@@ -15,9 +15,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from crosstalk.core.ids import new_message_id
 from crosstalk.core.kinds import Kind
-from crosstalk.core.message import Message
-from crosstalk.core.sender import Sender
+from crosstalk.core.message import Message, TextPart
+from crosstalk.core.sender import Sender, SenderClass
 from crosstalk.core.states import Outcome, State
 from crosstalk.harness.base import (
     INJECT_STATES,
@@ -194,6 +195,41 @@ class Receiver:
         self.state.apply(received)
         self.state.apply(claim)
         return await self._inject_and_record(inbound)
+
+    # ------------------------------------------------------------------ native replies (ADR 0009)
+    async def bounce(self, inbound: Inbound, *, open_messages: list[dict[str, str]] | None = None) -> Outcome:
+        """A native frame from this agent's own session (Claude answering an envelope natively, to our address)
+        carries no correlation: it is never forwarded. Journal it as bounced, then tell the session, listing the
+        open inbound messages it may answer with the reply tool. A bounce opens no route and is never bounced."""
+        msg = inbound.message
+        received = self._received_record(inbound)
+        settled = R.outcome(msg.message_id, State.BOUNCED, "native_reply_bounced", self.identity.binding)
+        try:
+            await self.journal.append_many_async([received, settled])
+        except (TimeoutError, JournalError, OSError) as exc:
+            log.error("journal append failed for a bounce: %s", exc)
+            return Outcome(msg.message_id, State.UNREACHABLE, "journal_write_failed")
+        self.state.apply(received)
+        self.state.apply(settled)
+        first_line = (msg.text.strip().splitlines() or [""])[0][:200]
+        lines = [
+            f"crosstalk: your native message was not delivered to anyone (native replies are not forwarded): "
+            f"{first_line!r}.",
+        ]
+        listed = (open_messages or [])[:10]
+        if listed:
+            lines.append("To answer one of these, call the reply tool with its message_id; otherwise use send_message:")
+            lines += [f"- {m['message_id']} from {m['from']} ({m['kind']})" for m in listed]
+            lines.append("receive_message lists the rest.")
+        else:
+            lines.append("No inbound message is open for a reply: use send_message to write to an agent.")
+        notice = Message(
+            message_id=new_message_id(), to=self.identity.name, parts=(TextPart("\n".join(lines)),), from_="crosstalk"
+        )
+        crosstalk = Sender(SenderClass.VERIFIED, self.identity.agent_id, "crosstalk", inbound.transport)
+        result = await self._inject(Inbound(notice, crosstalk, inbound.transport, native=True))
+        evidence = {"notice": notice.message_id, "notice_state": result.state.value}
+        return Outcome(msg.message_id, State.BOUNCED, "native_reply_bounced", evidence)
 
     # ------------------------------------------------------------------ the queued path (A2A tasks)
     async def accept(self, inbound: Inbound, extra: list[dict[str, Any]] | None = None) -> None:

@@ -82,10 +82,21 @@ def _still_same(desc: Descriptor, pid: int) -> bool:
 
 
 class UdsIngress:
-    def __init__(self, path: Path, token: str, receiver: Receiver, resolve_peer: PeerResolver) -> None:
+    def __init__(
+        self,
+        path: Path,
+        token: str,
+        receiver: Receiver,
+        resolve_peer: PeerResolver,
+        *,
+        open_messages: Callable[[], list[dict[str, str]]] | None = None,
+    ) -> None:
         self.path = path
         self._token = token
         self._receiver = receiver
+        # Bouncing needs to know what the session may answer; a host that cannot say (tests) does not bounce.
+        self._bounces = open_messages is not None
+        self._open_messages = open_messages or list
         self._peers = _PeerCache(resolve_peer)
         self._server: asyncio.AbstractServer | None = None
         self._handlers: set[asyncio.Task[None]] = set()
@@ -192,6 +203,9 @@ class UdsIngress:
         if kind not in (None, "", "inform"):
             # A native frame is an inform; one that asks to be anything else is refused, whatever the sender.
             return self._receiver.reject(inbound, "kind:native_inform_only")
+        if peer is not None and peer.agent_id == self._receiver.identity.agent_id and self._bounces:
+            # Our own session answering natively (ADR 0009): bounced back, never forwarded.
+            return await self._receiver.bounce(inbound, open_messages=self._open_messages())
         return await self._receiver.receive(inbound)
 
 
