@@ -14,7 +14,7 @@ import contextlib
 import logging
 import os
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from crosstalk.claims import ClaimDesk
@@ -30,6 +30,7 @@ from crosstalk.receiver import AgentIdentity, Receiver
 from crosstalk.registry.credentials import create_key, remove_key
 from crosstalk.registry.descriptor import Descriptor
 from crosstalk.registry.discovery import find_by_peer, list_descriptors
+from crosstalk.registry.errors import InvalidName, NameHeld
 from crosstalk.registry.paths import StatePaths, check_socket_path
 from crosstalk.registry.registration import Registration
 from crosstalk.tasks.service import TaskService
@@ -252,10 +253,6 @@ class AgentHost:
         """Follow a harness rename (seed 000 §3): the new alias is taken under its lock, the descriptor rewritten,
         the old alias released. agent_id, socket, journal, tasks, claims and routes are unchanged. False when the
         name is held by another live agent or is not a valid name (the agent keeps its current name)."""
-        from dataclasses import replace as _replace
-
-        from crosstalk.registry.errors import InvalidName, NameHeld
-
         if new_name == self.name:
             return True
         try:
@@ -264,7 +261,7 @@ class AgentHost:
             return False
         self.descriptor = self.registration.descriptor
         if self.receiver is not None:
-            self.receiver.identity = _replace(self.receiver.identity, name=new_name)
+            self.receiver.identity = replace(self.receiver.identity, name=new_name)
         if self.a2a is not None:
             self.a2a.rename(new_name)
         return True

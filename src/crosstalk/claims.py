@@ -99,8 +99,7 @@ class ClaimDesk:
         assert host.journal is not None and host.receiver is not None
         rec["binding"] = host.receiver.identity.binding
         rec["message_id"] = message.message_id
-        await host.journal.append_async(rec)  # durable before anything else changes or anyone is told
-        host.state.apply(rec)
+        await host.receiver.record([rec])  # durable before anything else changes or anyone is told
         out: dict[str, Any] = {"state": "claimed" if op == CLAIM else "released", "owner": new.owner}
         if not self._republish(new):
             out["descriptor"] = "stale"

@@ -235,8 +235,11 @@ class Receiver:
     async def accept(self, inbound: Inbound, extra: list[dict[str, Any]] | None = None) -> None:
         """Journal a checked message without claiming it for dispatch (it stays submitted, hence cancelable),
         together with `extra` records (its task record). Raises JournalError when that is not durable."""
-        received = self._received_record(inbound)
-        records = [received, *(extra or [])]
+        await self.record([self._received_record(inbound), *(extra or [])])
+
+    async def record(self, records: list[dict[str, Any]]) -> None:
+        """Make records durable, then fold them into the agent's state, in that order: how every writer but the
+        inline chain adds to the journal, so memory never holds what the journal could lose. Raises JournalError."""
         await self.journal.append_many_async(records)
         for rec in records:
             self.state.apply(rec)

@@ -36,6 +36,7 @@ from crosstalk.ingress.frames import (
 )
 from crosstalk.receiver import Inbound, Receiver
 from crosstalk.registry.descriptor import Descriptor
+from crosstalk.registry.procinfo import proc_start_time
 
 log = logging.getLogger(__name__)
 
@@ -75,10 +76,8 @@ class _PeerCache:
 
 
 def _still_same(desc: Descriptor, pid: int) -> bool:
-    from crosstalk.registry.procinfo import proc_start_time
-
     start = proc_start_time(pid)
-    return start is not None and start in (desc.started_at, desc.harness_started_at)
+    return start is not None and desc.served_by(pid, start)
 
 
 class UdsIngress:

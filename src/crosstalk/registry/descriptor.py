@@ -50,6 +50,11 @@ class Descriptor:
     registered_at: str
     protocol: int = PROTOCOL
 
+    def served_by(self, pid: int, started_at: str) -> bool:
+        """Whether process (pid, kernel start time) is this agent's shim or its harness session: how a socket peer
+        is matched to an agent (start times make a reused pid a different process)."""
+        return (pid, started_at) in ((self.pid, self.started_at), (self.harness_pid, self.harness_started_at))
+
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {f.name: getattr(self, f.name) for f in fields(self)}
         out["peers"] = list(self.peers)

@@ -81,11 +81,7 @@ def find_by_peer(paths: StatePaths, pid: int) -> Descriptor | None:
     started_at = proc_start_time(pid)
     if started_at is None:
         return None
-    matches = [
-        d
-        for d in _read_all(paths)
-        if (pid, started_at) in ((d.pid, d.started_at), (d.harness_pid, d.harness_started_at)) and is_live(paths, d)
-    ]
+    matches = [d for d in _read_all(paths) if d.served_by(pid, started_at) and is_live(paths, d)]
     return matches[0] if len(matches) == 1 else None
 
 

@@ -131,11 +131,10 @@ class InformReplies:
 
 
 async def _journal(host: AgentHost, rec: dict[str, Any]) -> bool:
-    if host.journal is None:
+    if host.receiver is None:
         return False
     try:
-        await host.journal.append_async(rec)
+        await host.receiver.record([rec])
     except Exception:
         return False
-    host.state.apply(rec)
     return True

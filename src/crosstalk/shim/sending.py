@@ -165,16 +165,14 @@ async def journal_sent(host: AgentHost, msg: Message, to_agent: str) -> bool:
     """Journal an ask this agent is about to send (a `sent` record), so receive_message(state='replies') finds
     the answers to it, after a restart too. Written before the send: an ask that went out is never missing from
     the journal. Sends that are not asks are not journaled here. False when the journal refused the record."""
-    if msg.kind.value != "ask" or host.journal is None:
+    if msg.kind.value != "ask" or host.receiver is None:
         return True
     from crosstalk.journal import records as R
 
-    rec = R.sent(msg, to_agent, "sending", None)
     try:
-        await host.journal.append_async(rec)
+        await host.receiver.record([R.sent(msg, to_agent, "sending", None)])
     except Exception:
         return False
-    host.state.apply(rec)
     return True
 
 

@@ -197,9 +197,7 @@ class TaskService(TaskApi):
         for mid in task.messages:
             entry = self.state.messages.get(mid)
             if entry is not None and entry.state is State.SUBMITTED:
-                settled = R.outcome(mid, State.REJECTED, "canceled", self.receiver.identity.binding)
-                await self.receiver.journal.append_async(settled)
-                self.state.apply(settled)
+                await self.receiver.record([R.outcome(mid, State.REJECTED, "canceled", self.receiver.identity.binding)])
         return task.view
 
     # ------------------------------------------------------------------ the receiving side
@@ -297,8 +295,7 @@ class TaskService(TaskApi):
             self.receiver.reject(inbound, reason)
             failed = replace(view, state=TaskState.FAILED, reason=reason, delivery=State.REJECTED.value)
             rec = task_record(failed, msg.message_id, sender, entry_ref="user", text=msg.text, meta=meta_of(msg))
-            await self.receiver.journal.append_async(rec)
-            self.state.apply(rec)
+            await self.receiver.record([rec])
             self.table.apply(rec)
             return tid
         rec = task_record(view, msg.message_id, sender, entry_ref="user", meta=meta_of(msg))
@@ -356,8 +353,8 @@ class TaskService(TaskApi):
         inbound = Inbound(msg, sender, "a2a")
         reason, _ = self.receiver.check(inbound, load=Load())  # admitted before the restart: never evicted by load
         if reason is not None:
-            await self.receiver.journal.append_async(
-                R.outcome(msg.message_id, State.REJECTED, reason, self.receiver.identity.binding, reconciled=True)
+            await self.receiver.record(
+                [R.outcome(msg.message_id, State.REJECTED, reason, self.receiver.identity.binding, reconciled=True)]
             )
             await self._record(task, state=TaskState.FAILED, reason=reason, delivery=State.REJECTED.value)
             return
@@ -478,10 +475,7 @@ class TaskService(TaskApi):
             rec["artifacts"] = [a.to_dict() for a in artifacts]
         if direct:
             rec["direct"] = True
-        records = [rec, *(extra or [])]
-        await self.receiver.journal.append_many_async(records)
-        for r in records:
-            self.state.apply(r)
+        await self.receiver.record([rec, *(extra or [])])
         self.table.apply(rec)
 
     def _arm_deadline(self, task: TaskEntry, delay: float) -> None:
