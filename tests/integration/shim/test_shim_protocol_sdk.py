@@ -107,11 +107,10 @@ def test_concurrent_calls_answer_out_of_order(tmp_path: Path) -> None:
                 await s.call_tool(name, args)
                 done.append(name if name != "slow" else f"slow{args['seconds']}")
 
-            t0 = time.monotonic()
             await asyncio.gather(
                 call("slow", {"seconds": 0.8}), call("slow", {"seconds": 0.1}), call("echo", {"text": "x"})
             )
-            assert time.monotonic() - t0 < 2.5  # concurrent, not serial
+            # Served serially, the answers would come back in call order (slow0.8 first); concurrently, by duration.
             assert done[-1] == "slow0.8"
 
     run(go())
