@@ -89,6 +89,62 @@ def run_threads(count: int, threads: int, fn) -> float:
     return wall
 
 
+def fsync_loop(path: Path, data: bytes, n: int) -> float:
+    """Seconds for n appends of `data` to `path`, one write + fsync each, in this thread (the unbatched baseline)."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+    try:
+        t0 = time.perf_counter()
+        for _ in range(n):
+            os.write(fd, data)
+            os.fsync(fd)
+        return time.perf_counter() - t0
+    finally:
+        os.close(fd)
+
+
+# ------------------------------------------------------------------ fresh processes
+def print_bytecode_env() -> None:
+    print(f"inherited PYTHONDONTWRITEBYTECODE={os.environ.get('PYTHONDONTWRITEBYTECODE', '(unset)')}")
+
+
+def pyc_env(env: dict[str, str], tmp: Path) -> dict[str, str]:
+    """`env` with a bytecode cache: no PYTHONDONTWRITEBYTECODE, PYTHONPYCACHEPREFIX in the temp dir `tmp`."""
+    out = {k: v for k, v in env.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    out["PYTHONPYCACHEPREFIX"] = str(tmp / "pyc")
+    return out
+
+
+def timed_run(cmd: list[str], env: dict[str, str]) -> float:
+    """Wall seconds of one fresh process, spawn to exit (RuntimeError if it fails)."""
+    t0 = time.perf_counter()
+    res = subprocess.run(cmd, env=env, stdin=subprocess.DEVNULL, capture_output=True, timeout=60, check=False)
+    wall = time.perf_counter() - t0
+    if res.returncode != 0:
+        raise RuntimeError(f"{' '.join(cmd)} exited {res.returncode}: {res.stderr.decode(errors='replace').strip()}")
+    return wall
+
+
+def python_json_runs(code: str, env: dict[str, str], runs: int, *args: str) -> list[Any]:
+    """The JSON each of `runs` fresh `python -c code args...` interpreters prints (for self-timed code)."""
+    out = []
+    for _ in range(runs):
+        res = subprocess.run(
+            [PYTHON, "-c", code, *args], env=env, stdin=subprocess.DEVNULL, capture_output=True, timeout=60, check=True
+        )
+        out.append(json.loads(res.stdout))
+    return out
+
+
+def proc_status_kb(pid: int, *keys: str) -> dict[str, int]:
+    """kB fields (VmRSS, VmHWM, ...) of /proc/PID/status."""
+    fields = {}
+    for row in Path(f"/proc/{pid}/status").read_text().splitlines():
+        key, _, value = row.partition(":")
+        if key in keys:
+            fields[key] = int(value.split()[0])
+    return fields
+
+
 # ------------------------------------------------------------------ machine and process hygiene
 def machine() -> dict[str, Any]:
     return {

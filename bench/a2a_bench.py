@@ -237,7 +237,7 @@ async def run(args: argparse.Namespace) -> int:
         f"{'PASS' if passed else 'MISS'} ({ratio:.1f}x)"
     )
     print("  by block (messages bob already held -> floor p50 / A2A p50):")
-    print("    " + "  ".join(f"{h}:{fp * 1e6:.0f}/{sp * 1e6:.0f}" for h, fp, sp in block_p50))
+    floor.print_block_p50(block_p50)
     print(f"\nthroughput, {n_tput} messages, {k} in flight on one client ({k} connections):")
     print(f"  floor server, {k} client threads       {thr_floor:8.0f} msg/s")
     print(f"  A2A to bob                             {thr_a2a:8.0f} msg/s   ratio {thr_a2a / thr_floor:.2f}x")
@@ -250,54 +250,18 @@ async def run(args: argparse.Namespace) -> int:
     if not all_ok:
         print("WARNING: not every message was delivered to bob exactly once from verified alice", file=sys.stderr)
 
-    (h0, _f0, s0), (h1, f1, s1) = block_p50[0], block_p50[-1]
     emit_result(
         "a2a",
         [
-            figure(
-                "A2A send p50 (reused client)",
-                s["p50"] * 1e6,
-                "us",
-                baseline=f["p50"] * 1e6,
-                baseline_name="floor p50",
-                ratio=ratio,
-                target=f"<= {TARGET_RATIO:.0f}x floor",
-                passed=passed,
+            *floor.vs_floor_figures(
+                "A2A send {q} (reused client)",
+                s,
+                f,
+                target_ratio=TARGET_RATIO,
                 summary=f"A2A p50 {s['p50'] * 1e6:.0f} us vs floor {f['p50'] * 1e6:.0f} us",
             ),
-            figure(
-                "A2A send p99 (reused client)",
-                s["p99"] * 1e6,
-                "us",
-                baseline=f["p99"] * 1e6,
-                baseline_name="floor p99",
-                ratio=s["p99"] / f["p99"],
-            ),
-            figure(
-                "A2A send p50, last block",
-                s1 * 1e6,
-                "us",
-                baseline=f1 * 1e6,
-                baseline_name="floor p50, last block",
-                ratio=s1 / f1,
-                summary=f"first block {s0 * 1e6:.0f} us at {h0} held, last {s1 * 1e6:.0f} us at {h1}",
-            ),
-            figure(
-                "A2A send p50 (fresh client)",
-                fr["p50"] * 1e6,
-                "us",
-                baseline=f["p50"] * 1e6,
-                baseline_name="floor p50",
-                ratio=fr["p50"] / f["p50"],
-            ),
-            figure(
-                "A2A send p99 (fresh client)",
-                fr["p99"] * 1e6,
-                "us",
-                baseline=f["p99"] * 1e6,
-                baseline_name="floor p99",
-                ratio=fr["p99"] / f["p99"],
-            ),
+            floor.last_block_figure("A2A send p50, last block", block_p50),
+            *floor.vs_floor_figures("A2A send {q} (fresh client)", fr, f),
             figure(
                 f"A2A throughput ({k} in flight)",
                 thr_a2a,
@@ -315,7 +279,7 @@ async def run(args: argparse.Namespace) -> int:
             "bob_distinct_ids": len(set(got_ids)),
             "alice_inbox_lines": alice_lines,
             "request_bytes": req_len,
-            "blocks": [{"held": h, "floor_p50_us": fp * 1e6, "a2a_p50_us": sp * 1e6} for h, fp, sp in block_p50],
+            "blocks": floor.blocks_extra(block_p50, "a2a_p50_us"),
         },
     )
     return 0 if all_ok else 1

@@ -148,7 +148,7 @@ def main() -> int:
     )
     print(f"  target: client.send p50 <= {TARGET_RATIO:.0f}x floor p50 -> {'PASS' if ok else 'MISS'} ({ratio:.1f}x)")
     print("  drift by block (messages the agent already held -> floor p50 / client.send p50):")
-    print("    " + "  ".join(f"{h}:{fp * 1e6:.0f}/{sp * 1e6:.0f}" for h, fp, sp in block_p50))
+    floor.print_block_p50(block_p50)
     (h0, f0, s0), (h1, f1, s1) = block_p50[0], block_p50[-1]
     print(
         f"    first block send p50 {s0 * 1e6:.0f} us ({s0 / f0:.1f}x floor) at {h0} held; "
@@ -165,34 +165,14 @@ def main() -> int:
     emit_result(
         "delivery",
         [
-            figure(
-                "delivery p50 (client.send)",
-                s["p50"] * 1e6,
-                "us",
-                baseline=f["p50"] * 1e6,
-                baseline_name="floor p50",
-                ratio=ratio,
-                target=f"<= {TARGET_RATIO:.0f}x floor",
-                passed=ok,
+            *floor.vs_floor_figures(
+                "delivery {q} (client.send)",
+                s,
+                f,
+                target_ratio=TARGET_RATIO,
                 summary=f"delivery p50 {s['p50'] * 1e6:.0f} us vs floor {f['p50'] * 1e6:.0f} us",
             ),
-            figure(
-                "delivery p99 (client.send)",
-                s["p99"] * 1e6,
-                "us",
-                baseline=f["p99"] * 1e6,
-                baseline_name="floor p99",
-                ratio=s["p99"] / f["p99"],
-            ),
-            figure(
-                "delivery p50, last block",
-                s1 * 1e6,
-                "us",
-                baseline=f1 * 1e6,
-                baseline_name="floor p50, last block",
-                ratio=s1 / f1,
-                summary=f"first block {s0 * 1e6:.0f} us at {h0} held, last {s1 * 1e6:.0f} us at {h1}",
-            ),
+            floor.last_block_figure("delivery p50, last block", block_p50),
             figure(
                 "deliver-only p50",
                 d["p50"] * 1e6,
@@ -214,7 +194,7 @@ def main() -> int:
             "outcomes": states,
             "sent": sent,
             "inbox_lines": inbox_lines,
-            "blocks": [{"held": h, "floor_p50_us": fp * 1e6, "send_p50_us": sp * 1e6} for h, fp, sp in block_p50],
+            "blocks": floor.blocks_extra(block_p50, "send_p50_us"),
         },
     )
     return 0 if accepted == sent == inbox_lines else 1

@@ -17,7 +17,9 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # bench/ is not a package
 
@@ -172,6 +174,68 @@ def measure_fsync(dir_path: Path, n: int, size: int = DEFAULT_PAYLOAD_BYTES) -> 
     return out
 
 
+# ------------------------------------------------------------------ shared with the benchmarks beside the floor
+def interleave(blocks: int, *steps: Callable[[], list[float]]) -> list[list[float]]:
+    """Run the steps in turn, `blocks` times, so drift on a noisy machine hits them alike; the samples of each step."""
+    out: list[list[float]] = [[] for _ in steps]
+    for _ in range(blocks):
+        for acc, step in zip(out, steps, strict=True):
+            acc += step()
+    return out
+
+
+def vs_floor_figures(
+    name: str, s: dict, f: dict, *, unit: str = "us", target_ratio: float | None = None, summary: str = ""
+) -> list[dict[str, Any]]:
+    """The p50 and p99 figures of samples `s` beside the floor's `f` (stats dicts); `name` holds `{q}` for p50/p99.
+    With target_ratio, the p50 figure carries the target "<= Nx floor"."""
+    scale = {"us": 1e6, "ms": 1e3}[unit]
+    ratio = s["p50"] / f["p50"]
+    return [
+        figure(
+            name.format(q="p50"),
+            s["p50"] * scale,
+            unit,
+            baseline=f["p50"] * scale,
+            baseline_name="floor p50",
+            ratio=ratio,
+            target=None if target_ratio is None else f"<= {target_ratio:.0f}x floor",
+            passed=None if target_ratio is None else ratio <= target_ratio,
+            summary=summary,
+        ),
+        figure(
+            name.format(q="p99"),
+            s["p99"] * scale,
+            unit,
+            baseline=f["p99"] * scale,
+            baseline_name="floor p99",
+            ratio=s["p99"] / f["p99"],
+        ),
+    ]
+
+
+def last_block_figure(name: str, block_p50: list[tuple[int, float, float]]) -> dict[str, Any]:
+    """The last block's p50 (us) beside the floor's in the same block; block_p50 = [(held, floor p50, p50), ...]."""
+    (h0, _f0, s0), (h1, f1, s1) = block_p50[0], block_p50[-1]
+    return figure(
+        name,
+        s1 * 1e6,
+        "us",
+        baseline=f1 * 1e6,
+        baseline_name="floor p50, last block",
+        ratio=s1 / f1,
+        summary=f"first block {s0 * 1e6:.0f} us at {h0} held, last {s1 * 1e6:.0f} us at {h1}",
+    )
+
+
+def print_block_p50(block_p50: list[tuple[int, float, float]]) -> None:
+    print("    " + "  ".join(f"{h}:{fp * 1e6:.0f}/{sp * 1e6:.0f}" for h, fp, sp in block_p50))
+
+
+def blocks_extra(block_p50: list[tuple[int, float, float]], key: str) -> list[dict[str, float]]:
+    return [{"held": h, "floor_p50_us": fp * 1e6, key: sp * 1e6} for h, fp, sp in block_p50]
+
+
 # ------------------------------------------------------------------ the script
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -196,12 +260,13 @@ def main() -> int:
             measure(nf.sock_path, warm)
             measure_fsync(tmp, warm)
             # Interleave the three in blocks so drift on a noisy machine hits them alike.
-            floor, nofsync, fsync_only = [], [], []
             blocks = 10
-            for _ in range(blocks):
-                floor += measure(fs.sock_path, n // blocks)
-                nofsync += measure(nf.sock_path, n // blocks)
-                fsync_only += measure_fsync(tmp, n // blocks)
+            floor, nofsync, fsync_only = interleave(
+                blocks,
+                lambda: measure(fs.sock_path, n // blocks),
+                lambda: measure(nf.sock_path, n // blocks),
+                lambda: measure_fsync(tmp, n // blocks),
+            )
             tput = measure_throughput(fs.sock_path, n, 8)
     finally:
         remove_tmp(tmp)

@@ -12,30 +12,20 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import os
 import sys
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # bench/ is not a package
 
-from _common import emit_result, exit_on_sigterm, make_tmp, print_machine, remove_tmp, verdict
+from _common import emit_result, exit_on_sigterm, figure, fsync_loop, make_tmp, print_machine, remove_tmp, verdict
 from crosstalk.journal import Journal
 
 RECORD = {"type": "received", "ts": 1.0, "message": {"text": "x" * 520}, "sender": {"class": "verified"}}
 
 
 def unbatched_rate(path: Path, count: int) -> float:
-    line = (json.dumps(RECORD) + "\n").encode()
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
-    try:
-        t0 = time.perf_counter()
-        for _ in range(count):
-            os.write(fd, line)
-            os.fsync(fd)
-        return count / (time.perf_counter() - t0)
-    finally:
-        os.close(fd)
+    return count / fsync_loop(path, (json.dumps(RECORD) + "\n").encode(), count)
 
 
 async def journal_rate(journal: Journal, writers: int, total: int) -> tuple[float, int]:
@@ -83,17 +73,17 @@ def main() -> None:
                     f"target >= 4x: {verdict(passed)}"
                 )
                 figures.append(
-                    {
-                        "name": f"journal async {writers} appenders",
-                        "value": rate,
-                        "unit": "rec/s",
-                        "baseline": base,
-                        "baseline_name": "adjacent unbatched fsync",
-                        "ratio": ratio,
-                        "target": ">= 4x unbatched",
-                        "passed": passed,
-                        "summary": f"{rate:.0f} rec/s vs {base:.0f} rec/s unbatched",
-                    }
+                    figure(
+                        f"journal async {writers} appenders",
+                        rate,
+                        "rec/s",
+                        baseline=base,
+                        baseline_name="adjacent unbatched fsync",
+                        ratio=ratio,
+                        target=">= 4x unbatched",
+                        passed=passed,
+                        summary=f"{rate:.0f} rec/s vs {base:.0f} rec/s unbatched",
+                    )
                 )
         finally:
             journal.close()

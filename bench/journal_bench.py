@@ -24,6 +24,7 @@ from _common import (
     emit_result,
     exit_on_sigterm,
     figure,
+    fsync_loop,
     make_tmp,
     print_machine,
     remove_tmp,
@@ -55,15 +56,7 @@ def make_record() -> dict:
 
 def unbatched(path: Path, data: bytes, n: int) -> float:
     """Seconds for n records, one write + fsync each, one thread."""
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
-    try:
-        t0 = time.perf_counter()
-        for _ in range(n):
-            os.write(fd, data)
-            os.fsync(fd)
-        return time.perf_counter() - t0
-    finally:
-        os.close(fd)
+    return fsync_loop(path, data, n)
 
 
 def through_journal(path: Path, record: dict, total: int, writers: int) -> tuple[float, int, float]:

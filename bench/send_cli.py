@@ -16,13 +16,10 @@ imports.
 from __future__ import annotations
 
 import argparse
-import json
-import os
 import re
 import statistics
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # bench/ is not a package
@@ -35,9 +32,13 @@ from _common import (
     figure,
     make_tmp,
     ms,
+    print_bytecode_env,
     print_machine,
+    pyc_env,
+    python_json_runs,
     remove_tmp,
     stats,
+    timed_run,
 )
 
 TARGET_RATIO = 6.0
@@ -74,15 +75,6 @@ STAGE_NAMES = (
 )
 
 
-def timed(cmd: list[str], env: dict[str, str]) -> float:
-    t0 = time.perf_counter()
-    res = subprocess.run(cmd, env=env, stdin=subprocess.DEVNULL, capture_output=True, timeout=60, check=False)
-    wall = time.perf_counter() - t0
-    if res.returncode != 0:
-        raise RuntimeError(f"{' '.join(cmd)} exited {res.returncode}: {res.stderr.decode(errors='replace').strip()}")
-    return wall
-
-
 def importtime(cmd: list[str], env: dict[str, str]) -> list[tuple[int, int, int, str]]:
     """(cumulative us, self us, depth, module) for each import `-X importtime` reports."""
     res = subprocess.run(cmd, env=env, stdin=subprocess.DEVNULL, capture_output=True, timeout=60, check=False)
@@ -96,12 +88,7 @@ def importtime(cmd: list[str], env: dict[str, str]) -> list[tuple[int, int, int,
 
 def stages(env: dict[str, str], runs: int) -> list[float]:
     """Median wall seconds of each STAGES step over `runs` fresh interpreters."""
-    per: list[list[float]] = []
-    for _ in range(runs):
-        res = subprocess.run(
-            [PYTHON, "-c", STAGES, TEXT], env=env, stdin=subprocess.DEVNULL, capture_output=True, timeout=60, check=True
-        )
-        per.append(json.loads(res.stdout))
+    per = python_json_runs(STAGES, env, runs, TEXT)
     return [statistics.median(col) for col in zip(*per, strict=True)]
 
 
@@ -109,12 +96,12 @@ def measure_env(env: dict[str, str], n: int) -> tuple[list[float], list[float]]:
     bare_cmd = [PYTHON, "-c", "pass"]
     send_cmd = [str(Path(PYTHON).parent / "crosstalk"), "send", "bench", TEXT, "--from", "@bench:cli"]
     for _ in range(3):  # warm the page cache and, in the pyc environment, fill the bytecode cache
-        timed(bare_cmd, env)
-        timed(send_cmd, env)
+        timed_run(bare_cmd, env)
+        timed_run(send_cmd, env)
     bare, send = [], []
     for _ in range(n):  # alternate, so drift on a noisy machine hits both alike
-        bare.append(timed(bare_cmd, env))
-        send.append(timed(send_cmd, env))
+        bare.append(timed_run(bare_cmd, env))
+        send.append(timed_run(send_cmd, env))
     return bare, send
 
 
@@ -127,15 +114,14 @@ def main() -> int:
     n = max(20, args.n or (20 if args.quick else 40))
     stage_runs = 5 if args.quick else 10
     print_machine()
-    print(f"inherited PYTHONDONTWRITEBYTECODE={os.environ.get('PYTHONDONTWRITEBYTECODE', '(unset)')}")
+    print_bytecode_env()
 
     tmp = make_tmp()
     agent = None
     results: dict[str, dict] = {}
     try:
         agent = FakeAgent(tmp, "bench", inbox=True).start()
-        env_pyc = {k: v for k, v in agent.env.items() if k != "PYTHONDONTWRITEBYTECODE"}
-        env_pyc["PYTHONPYCACHEPREFIX"] = str(tmp / "pyc")
+        env_pyc = pyc_env(agent.env, tmp)
         for label, env in (("as-is", agent.env), ("pyc", env_pyc)):
             bare, send = measure_env(env, n)
             it_cmd = [PYTHON, "-X", "importtime", "-m", "crosstalk", "send", "bench", TEXT, "--from", "@bench:cli"]

@@ -33,11 +33,16 @@ from _common import (
     figure,
     make_tmp,
     ms,
+    print_bytecode_env,
     print_machine,
+    proc_status_kb,
+    pyc_env,
+    python_json_runs,
     read_line,
     remove_tmp,
     stats,
     stop_process,
+    timed_run,
 )
 
 TARGET_RATIO = 15.0
@@ -90,9 +95,7 @@ def have_sdk() -> bool:
 
 
 def bare(env: dict[str, str]) -> float:
-    t0 = time.perf_counter()
-    subprocess.run([PYTHON, "-c", "pass"], env=env, stdin=subprocess.DEVNULL, timeout=60, check=True)
-    return time.perf_counter() - t0
+    return timed_run([PYTHON, "-c", "pass"], env)
 
 
 def spawn(cmd: list[str], env: dict[str, str]) -> subprocess.Popen:
@@ -138,22 +141,13 @@ def idle_rss_kb(cmd: list[str] | None, env: dict[str, str]) -> dict[str, int]:
             proc.stdin.flush()
             time.sleep(0.3)  # let tools/list be answered (the pipe buffers the answer)
         time.sleep(0.5)
-        fields = {}
-        for row in Path(f"/proc/{proc.pid}/status").read_text().splitlines():
-            key, _, value = row.partition(":")
-            if key in ("VmRSS", "VmHWM"):
-                fields[key] = int(value.split()[0])
-        return fields
+        return proc_status_kb(proc.pid, "VmRSS", "VmHWM")
     finally:
         stop_process(proc)
 
 
 def import_seconds(code: str, env: dict[str, str], runs: int) -> float:
-    out = []
-    for _ in range(runs):
-        res = subprocess.run([PYTHON, "-c", code], env=env, capture_output=True, text=True, timeout=60, check=True)
-        out.append(float(res.stdout.strip()))
-    return statistics.median(out)
+    return statistics.median(python_json_runs(code, env, runs))
 
 
 def main() -> int:
@@ -165,7 +159,7 @@ def main() -> int:
     n = max(20, args.n or (20 if args.quick else 30))
     sdk_runs = 5 if args.quick else 10
     print_machine()
-    print(f"inherited PYTHONDONTWRITEBYTECODE={os.environ.get('PYTHONDONTWRITEBYTECODE', '(unset)')}")
+    print_bytecode_env()
 
     tmp = make_tmp()
     figures = []
@@ -173,8 +167,7 @@ def main() -> int:
     try:
         env = {**os.environ, "CROSSTALK_HOME": str(tmp / "home")}
         env.pop("CROSSTALK_MCP_ROUTER", None)
-        env_pyc = {k: v for k, v in env.items() if k != "PYTHONDONTWRITEBYTECODE"}
-        env_pyc["PYTHONPYCACHEPREFIX"] = str(tmp / "pyc")
+        env_pyc = pyc_env(env, tmp)
         script = [CROSSTALK, "mcp"]
         module = [PYTHON, "-m", "crosstalk", "mcp"]
         from crosstalk.cli.mcp_cmd import _NoTools, build

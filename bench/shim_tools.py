@@ -36,11 +36,12 @@ from _common import (
     figure,
     make_tmp,
     print_machine,
+    proc_status_kb,
     remove_tmp,
     stats,
     stop_process,
 )
-from floor import FloorServer
+from floor import FloorServer, interleave, vs_floor_figures
 from floor import measure as floor_measure
 
 CROSSTALK = str(Path(PYTHON).parent / "crosstalk")
@@ -127,11 +128,10 @@ class RawShim:
         return result["structuredContent"]
 
     def rss_kb(self) -> int:
-        for row in Path(f"/proc/{self.pid}/status").read_text().splitlines():
-            key, _, value = row.partition(":")
-            if key == "VmRSS":
-                return int(value.split()[0])
-        raise RuntimeError("no VmRSS")
+        kb = proc_status_kb(self.pid, "VmRSS")
+        if "VmRSS" not in kb:
+            raise RuntimeError("no VmRSS")
+        return kb["VmRSS"]
 
     def stop(self) -> None:
         stop_process(self.proc)
@@ -204,12 +204,12 @@ def main() -> int:
         with FloorServer(fsync=True, tmp=tmp) as fs:
             measure_send(a, tmp, warm)
             floor_measure(fs.sock_path, warm)
-            sends: list[float] = []
-            floor: list[float] = []
             blocks = 10
-            for _ in range(blocks):  # interleaved, so drift on a noisy machine hits both alike
-                sends += measure_send(a, tmp, n // blocks)
-                floor += floor_measure(fs.sock_path, max(1, n // blocks))
+            sends, floor = interleave(
+                blocks,
+                lambda: measure_send(a, tmp, n // blocks),
+                lambda: floor_measure(fs.sock_path, max(1, n // blocks)),
+            )
         a.stop()
         b.stop()
         a = b = None
@@ -234,22 +234,12 @@ def main() -> int:
     emit_result(
         "shim_tools",
         [
-            figure(
-                "send_message → injected p50",
-                s["p50"] * 1e3,
-                "ms",
-                baseline=f["p50"] * 1e3,
-                baseline_name="floor p50",
-                ratio=s["p50"] / f["p50"],
+            *vs_floor_figures(
+                "send_message → injected {q}",
+                s,
+                f,
+                unit="ms",
                 summary="tool call written → result read (accepted = the receiver's harness wrote it)",
-            ),
-            figure(
-                "send_message → injected p99",
-                s["p99"] * 1e3,
-                "ms",
-                baseline=f["p99"] * 1e3,
-                baseline_name="floor p99",
-                ratio=s["p99"] / f["p99"],
             ),
             figure(
                 "shim RSS idle",

@@ -93,9 +93,7 @@ class UdsIngress:
         self.path = path
         self._token = token
         self._receiver = receiver
-        # Bouncing needs to know what the session may answer; a host that cannot say (tests) does not bounce.
-        self._bounces = open_messages is not None
-        self._open_messages = open_messages or list
+        self._open_messages = open_messages or list  # what a bounce notice lists as still answerable
         self._peers = _PeerCache(resolve_peer)
         self._server: asyncio.AbstractServer | None = None
         self._handlers: set[asyncio.Task[None]] = set()
@@ -202,7 +200,7 @@ class UdsIngress:
         if kind not in (None, "", "inform"):
             # A native frame is an inform; one that asks to be anything else is refused, whatever the sender.
             return self._receiver.reject(inbound, "kind:native_inform_only")
-        if peer is not None and peer.agent_id == self._receiver.identity.agent_id and self._bounces:
+        if peer is not None and peer.agent_id == self._receiver.identity.agent_id:
             # Our own session answering natively (ADR 0009): bounced back, never forwarded.
             return await self._receiver.bounce(inbound, open_messages=self._open_messages())
         return await self._receiver.receive(inbound)
