@@ -16,6 +16,7 @@ from a2a.utils.errors import InvalidRequestError, TaskNotCancelableError, TaskNo
 from xt_a2a_agents import (
     WAIT_S,
     agents,
+    alice_to_bob,
     ct_meta,
     error_of,
     history_roles,
@@ -101,28 +102,26 @@ def test_23_the_creators_continuation_is_policy_checked_again():
 
 def test_23_command_from_a_primary_to_another_primary_is_a_failed_task():
     async def main(root):
-        async with agents(root, "alice", "bob") as ag:
-            alice, bob = ag["alice"], ag["bob"]
-            async with sdk(bob.url, alice.token) as a:
-                waited = await a.send_task(send_request("rm -rf build", message_id=new_message_id(), metadata=COMMAND))
-                assert waited.status.state == pb.TASK_STATE_FAILED
-                meta = ct_meta(waited)
-                assert (meta["reason"], meta["delivery"], meta["kind"]) == (
-                    "kind:command_needs_parent",
-                    "rejected",
-                    "command",
-                )
-                immediate = await a.send_task(
-                    send_request("deploy", message_id=new_message_id(), metadata=COMMAND, returnImmediately=True)
-                )
-                assert immediate.status.state == pb.TASK_STATE_FAILED
-                # The failed tasks are the creator's to look up; they cannot be canceled.
-                got = await a.get(waited.id)
-                assert got.status.state == pb.TASK_STATE_FAILED
-                assert history_roles(got) == [("ROLE_USER", "rm -rf build")]
-                assert {t.id for t in (await a.list()).tasks} == {waited.id, immediate.id}
-                with pytest.raises(TaskNotCancelableError):
-                    await a.cancel(waited.id)
+        async with alice_to_bob(root) as (_alice, bob, a):
+            waited = await a.send_task(send_request("rm -rf build", message_id=new_message_id(), metadata=COMMAND))
+            assert waited.status.state == pb.TASK_STATE_FAILED
+            meta = ct_meta(waited)
+            assert (meta["reason"], meta["delivery"], meta["kind"]) == (
+                "kind:command_needs_parent",
+                "rejected",
+                "command",
+            )
+            immediate = await a.send_task(
+                send_request("deploy", message_id=new_message_id(), metadata=COMMAND, returnImmediately=True)
+            )
+            assert immediate.status.state == pb.TASK_STATE_FAILED
+            # The failed tasks are the creator's to look up; they cannot be canceled.
+            got = await a.get(waited.id)
+            assert got.status.state == pb.TASK_STATE_FAILED
+            assert history_roles(got) == [("ROLE_USER", "rm -rf build")]
+            assert {t.id for t in (await a.list()).tasks} == {waited.id, immediate.id}
+            with pytest.raises(TaskNotCancelableError):
+                await a.cancel(waited.id)
             await asyncio.sleep(0.1)
             assert bob.writes() == []
             assert received_ids(await bob.records()) == []

@@ -91,7 +91,8 @@ def test_22_cancel_racing_the_worker_is_never_both_canceled_and_written():
                     for mid, answer in zip(ids, answers, strict=True):
                         expected = 1 if isinstance(answer, TaskNotCancelableError) else 0
                         assert bob.write_ids().count(mid) == expected, (mid, answer)
-            assert sum(seen.values()) == 36
+            # Both sides of the race were exercised: some cancels beat the worker, some came after its claim.
+            assert seen["canceled"] > 0 and seen["not_cancelable"] > 0, seen
             assert len(set(bob.write_ids())) == len(bob.write_ids()) == seen["not_cancelable"]
             print("cancel race:", seen)
 

@@ -25,6 +25,7 @@ from google.protobuf.json_format import MessageToDict
 from xt_a2a_agents import (
     WAIT_S,
     agents,
+    alice_to_bob,
     ct_meta,
     error_of,
     history_roles,
@@ -97,36 +98,34 @@ def test_a_card_validates_with_the_sdk_resolver():
 
 def test_b_d_plain_text_default_wait_returns_completed_delivered_and_gettask_agrees():
     async def main(root):
-        async with agents(root, "alice", "bob") as ag:
-            alice, bob = ag["alice"], ag["bob"]
-            async with sdk(bob.url, alice.token) as client:
-                mid = new_message_id()
-                event = await client.send(send_request("hi bob, plain text", message_id=mid))
-                assert event.HasField("task") and not event.HasField("message")
-                task = event.task
-                # (b) returned only in a terminal state: completed, delivered.
-                assert task.status.state == pb.TASK_STATE_COMPLETED
-                assert ct_meta(task) == {"completion": "delivered", "delivery": "accepted", "kind": "inform"}
-                assert [m.message_id for m in task.history] == [mid]
-                # The text is inside the session, once, from the verified sender alice.
-                [line] = bob.inbox_lines()
-                assert (line["message_id"], line["text"], line["from"], line["sender_class"], line["kind"]) == (
-                    mid,
-                    "hi bob, plain text",
-                    "alice",
-                    "verified",
-                    "inform",
-                )
-                assert 'from-name="alice"' in line["rendered"] and "hi bob, plain text" in line["rendered"]
-                assert bob.write_ids() == [mid]
-                # (d) GetTask after SendMessage returned shows completed.
-                got = await client.get(task.id)
-                assert got.status.state == pb.TASK_STATE_COMPLETED and ct_meta(got)["completion"] == "delivered"
-                assert history_roles(got) == [("ROLE_USER", "hi bob, plain text")]
-                # The journal holds the task, created by alice.
-                recs = await bob.records()
-                tasks = [r for r in recs if r.get("type") == "task" and r["task_id"] == task.id]
-                assert tasks and {r["creator"] for r in tasks} == {alice.agent_id}
+        async with alice_to_bob(root) as (alice, bob, client):
+            mid = new_message_id()
+            event = await client.send(send_request("hi bob, plain text", message_id=mid))
+            assert event.HasField("task") and not event.HasField("message")
+            task = event.task
+            # (b) returned only in a terminal state: completed, delivered.
+            assert task.status.state == pb.TASK_STATE_COMPLETED
+            assert ct_meta(task) == {"completion": "delivered", "delivery": "accepted", "kind": "inform"}
+            assert [m.message_id for m in task.history] == [mid]
+            # The text is inside the session, once, from the verified sender alice.
+            [line] = bob.inbox_lines()
+            assert (line["message_id"], line["text"], line["from"], line["sender_class"], line["kind"]) == (
+                mid,
+                "hi bob, plain text",
+                "alice",
+                "verified",
+                "inform",
+            )
+            assert 'from-name="alice"' in line["rendered"] and "hi bob, plain text" in line["rendered"]
+            assert bob.write_ids() == [mid]
+            # (d) GetTask after SendMessage returned shows completed.
+            got = await client.get(task.id)
+            assert got.status.state == pb.TASK_STATE_COMPLETED and ct_meta(got)["completion"] == "delivered"
+            assert history_roles(got) == [("ROLE_USER", "hi bob, plain text")]
+            # The journal holds the task, created by alice.
+            recs = await bob.records()
+            tasks = [r for r in recs if r.get("type") == "task" and r["task_id"] == task.id]
+            assert tasks and {r["creator"] for r in tasks} == {alice.agent_id}
 
     run(main)
 
@@ -188,27 +187,25 @@ def test_c_a_definite_refusal_fails_the_task():
 
 def test_e_ask_return_immediately_completes_with_the_sessions_reply():
     async def main(root):
-        async with agents(root, "alice", "bob") as ag:
-            alice, bob = ag["alice"], ag["bob"]
-            async with sdk(bob.url, alice.token) as client:
-                mid = new_message_id()
-                task = await client.send_task(
-                    send_request("what is 6*7?", message_id=mid, metadata=ASK, returnImmediately=True)
-                )
-                assert task.status.state == pb.TASK_STATE_SUBMITTED
-                await until(lambda: bob.write_ids() == [mid], "the ask reached bob's session")
-                working = await client.wait_delivered(task.id)
-                assert ct_meta(working)["delivery"] == "accepted" and ct_meta(working)["kind"] == "ask"
-                assert bob.inbox_lines()[0]["kind"] == "ask"
-                # Bob's session replies (the reply tool's path).
-                await bob.tasks.reply(mid, "42")
-                done = await client.wait_state(task.id, pb.TASK_STATE_COMPLETED)
-                assert ct_meta(done)["completion"] == "replied"
-                assert done.status.HasField("message")
-                assert done.status.message.role == pb.ROLE_AGENT
-                assert [p.text for p in done.status.message.parts] == ["42"]
-                assert history_roles(done) == [("ROLE_USER", "what is 6*7?"), ("ROLE_AGENT", "42")]
-                assert bob.write_ids() == [mid]  # the reply is not another injection
+        async with alice_to_bob(root) as (_alice, bob, client):
+            mid = new_message_id()
+            task = await client.send_task(
+                send_request("what is 6*7?", message_id=mid, metadata=ASK, returnImmediately=True)
+            )
+            assert task.status.state == pb.TASK_STATE_SUBMITTED
+            await until(lambda: bob.write_ids() == [mid], "the ask reached bob's session")
+            working = await client.wait_delivered(task.id)
+            assert ct_meta(working)["delivery"] == "accepted" and ct_meta(working)["kind"] == "ask"
+            assert bob.inbox_lines()[0]["kind"] == "ask"
+            # Bob's session replies (the reply tool's path).
+            await bob.tasks.reply(mid, "42")
+            done = await client.wait_state(task.id, pb.TASK_STATE_COMPLETED)
+            assert ct_meta(done)["completion"] == "replied"
+            assert done.status.HasField("message")
+            assert done.status.message.role == pb.ROLE_AGENT
+            assert [p.text for p in done.status.message.parts] == ["42"]
+            assert history_roles(done) == [("ROLE_USER", "what is 6*7?"), ("ROLE_AGENT", "42")]
+            assert bob.write_ids() == [mid]  # the reply is not another injection
 
     run(main)
 
@@ -228,17 +225,15 @@ def test_e_ask_default_wait_returns_the_scripted_answer():
 
 def test_e_an_unanswered_ask_fails_at_its_deadline():
     async def main(root):
-        async with agents(root, "alice", "bob") as ag:
-            alice, bob = ag["alice"], ag["bob"]
-            async with sdk(bob.url, alice.token) as client:
-                mid = new_message_id()
-                meta = {"crosstalk": {"kind": "ask", "deadline_seconds": 1}}
-                task = await client.send_task(send_request("quick?", message_id=mid, metadata=meta))
-                assert task.status.state == pb.TASK_STATE_FAILED and ct_meta(task)["reason"] == "deadline_passed"
-                assert bob.write_ids() == [mid]
-                with pytest.raises(ReplyError) as info:
-                    await bob.tasks.reply(mid, "too late")
-                assert info.value.code == ReplyError.ASK_CLOSED
+        async with alice_to_bob(root) as (_alice, bob, client):
+            mid = new_message_id()
+            meta = {"crosstalk": {"kind": "ask", "deadline_seconds": 1}}
+            task = await client.send_task(send_request("quick?", message_id=mid, metadata=meta))
+            assert task.status.state == pb.TASK_STATE_FAILED and ct_meta(task)["reason"] == "deadline_passed"
+            assert bob.write_ids() == [mid]
+            with pytest.raises(ReplyError) as info:
+                await bob.tasks.reply(mid, "too late")
+            assert info.value.code == ReplyError.ASK_CLOSED
 
     run(main)
 
@@ -284,35 +279,31 @@ def test_f_cancel_unclaimed_submitted_task_then_claimed_and_terminal_are_not_can
 
 def test_g_terminal_task_id_is_unsupported_and_unknown_task_id_is_not_found():
     async def main(root):
-        async with agents(root, "alice", "bob") as ag:
-            alice, bob = ag["alice"], ag["bob"]
-            async with sdk(bob.url, alice.token) as client:
-                done = await client.send_task(send_request("first", message_id=new_message_id()))
-                assert done.status.state == pb.TASK_STATE_COMPLETED
-                with pytest.raises(UnsupportedOperationError):
-                    await client.send(send_request("more", message_id=new_message_id(), task_id=done.id))
-                with pytest.raises(TaskNotFoundError):
-                    await client.send(send_request("more", message_id=new_message_id(), task_id=new_message_id()))
-                assert len(bob.writes()) == 1
+        async with alice_to_bob(root) as (_alice, bob, client):
+            done = await client.send_task(send_request("first", message_id=new_message_id()))
+            assert done.status.state == pb.TASK_STATE_COMPLETED
+            with pytest.raises(UnsupportedOperationError):
+                await client.send(send_request("more", message_id=new_message_id(), task_id=done.id))
+            with pytest.raises(TaskNotFoundError):
+                await client.send(send_request("more", message_id=new_message_id(), task_id=new_message_id()))
+            assert len(bob.writes()) == 1
 
     run(main)
 
 
 def test_g_continuation_of_an_open_task_is_delivered_into_the_same_task():
     async def main(root):
-        async with agents(root, "alice", "bob") as ag:
-            alice, bob = ag["alice"], ag["bob"]
-            async with sdk(bob.url, alice.token) as client:
-                ask_id, more_id = new_message_id(), new_message_id()
-                t = await client.send_task(send_request("q?", message_id=ask_id, metadata=ASK, returnImmediately=True))
-                await client.wait_delivered(t.id)
-                cont = await client.send_task(send_request("more context", message_id=more_id, task_id=t.id))
-                assert cont.id == t.id and cont.status.state == pb.TASK_STATE_WORKING
-                assert [m.message_id for m in cont.history] == [ask_id, more_id]
-                assert bob.write_ids() == [ask_id, more_id]
-                await bob.tasks.reply(more_id, "answered")  # any message id of the task names it
-                done = await client.wait_state(t.id, pb.TASK_STATE_COMPLETED)
-                assert history_roles(done)[-1] == ("ROLE_AGENT", "answered")
+        async with alice_to_bob(root) as (_alice, bob, client):
+            ask_id, more_id = new_message_id(), new_message_id()
+            t = await client.send_task(send_request("q?", message_id=ask_id, metadata=ASK, returnImmediately=True))
+            await client.wait_delivered(t.id)
+            cont = await client.send_task(send_request("more context", message_id=more_id, task_id=t.id))
+            assert cont.id == t.id and cont.status.state == pb.TASK_STATE_WORKING
+            assert [m.message_id for m in cont.history] == [ask_id, more_id]
+            assert bob.write_ids() == [ask_id, more_id]
+            await bob.tasks.reply(more_id, "answered")  # any message id of the task names it
+            done = await client.wait_state(t.id, pb.TASK_STATE_COMPLETED)
+            assert history_roles(done)[-1] == ("ROLE_AGENT", "answered")
 
     run(main)
 
@@ -441,13 +432,11 @@ def test_task_json_is_a2a_shaped():
     """A sanity check of the wire form the SDK parsed: camelCase, state enum names, crosstalk metadata."""
 
     async def main(root):
-        async with agents(root, "alice", "bob") as ag:
-            alice, bob = ag["alice"], ag["bob"]
-            async with sdk(bob.url, alice.token) as client:
-                task = await client.send_task(send_request("shape", message_id=new_message_id()))
-                data = MessageToDict(task)
-                assert data["status"]["state"] == "TASK_STATE_COMPLETED"
-                assert data["metadata"]["crosstalk"]["completion"] == "delivered"
-                assert {"id", "contextId", "status", "history"} <= set(data)
+        async with alice_to_bob(root) as (_alice, _bob, client):
+            task = await client.send_task(send_request("shape", message_id=new_message_id()))
+            data = MessageToDict(task)
+            assert data["status"]["state"] == "TASK_STATE_COMPLETED"
+            assert data["metadata"]["crosstalk"]["completion"] == "delivered"
+            assert {"id", "contextId", "status", "history"} <= set(data)
 
     run(main)

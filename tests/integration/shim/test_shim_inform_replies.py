@@ -40,161 +40,147 @@ async def receive_at(host, msg, sender: Sender) -> str:
     return out.state.value
 
 
-def test_reply_to_an_inform_reaches_the_sender_once():
+def run_with_bob(body) -> None:
+    """Run `body(root, a, b)` over two in-process routers with bob bound on `b`, closing both after."""
+
     async def main(root):
         a, b = router(root), router(root)
         try:
             await call(b, "list_agents", BOB)
-            mid = await inform_bob(a, root, "fyi: the build is green")
-            rep, err = await call(b, "reply", BOB, message_id=mid, text="thanks, merging")
-            assert not err, rep
-            assert rep["state"] == "replied" and rep["in_reply_to"] == mid and rep["message_id"]
-            assert rep["forwarded"]["state"] == "accepted" and rep["forwarded"]["to"] == "alice"
-            back = replies_to(root, "alice", mid)
-            assert len(back) == 1, back
-            assert back[0]["text"] == "thanks, merging" and back[0]["from"] == "bob"
-            assert back[0]["sender_class"] == "verified" and back[0]["kind"] == "inform"
-            assert back[0]["message_id"] == rep["message_id"]
-
-            # The reply is journaled in bob's journal as a closed obligation: it never counts as an open ask.
-            bob_host = b.pool.hosts()[0]
-            rec = bob_host.state.obligations[mid]
-            assert rec["type"] == R.OBLIGATION and rec["kind"] == "inform" and rec["state"] == "closed"
-            assert rec["reply_id"] == rep["message_id"] and rec["text"] == "thanks, merging"
-            assert bob_host.state.open_asks() == 0
-
-            # One reply per inbound message: the same text returns the first result and sends nothing.
-            again, err = await call(b, "reply", BOB, message_id=mid, text="thanks, merging")
-            assert not err and again == rep
-            other, err = await call(b, "reply", BOB, message_id=mid, text="actually, wait")
-            assert err and other["state"] == "rejected" and other["reason"] == "already_replied" and other["hint"]
-            await asyncio.sleep(0.1)
-            assert len(replies_to(root, "alice", mid)) == 1
-
-            # Two concurrent replies with the same text: one send between them.
-            mid2 = await inform_bob(a, root, "second note")
-            r1, r2 = await asyncio.gather(
-                call(b, "reply", BOB, message_id=mid2, text="ok"), call(b, "reply", BOB, message_id=mid2, text="ok")
-            )
-            assert r1 == r2 and r1[0]["state"] == "replied"
-            await asyncio.sleep(0.1)
-            assert len(replies_to(root, "alice", mid2)) == 1
-
-            # Asks keep their own path: a reply still completes the ask's task.
-            asked, _ = await call(a, "ask", ALICE, to="bob", text="ship it?", deadline_seconds=60)
-            amid = asked["message_id"]
-            await until(
-                lambda: (t := bob_host.tasks.table.holding(amid)) is not None and t.view.delivery == "accepted",
-                "ask open at bob",
-            )
-            ans, err = await call(b, "reply", BOB, message_id=amid, text="yes")
-            assert not err and ans["task_id"] == asked["task_id"]
-            assert bob_host.tasks.table.holding(amid).view.state.value == "completed"
+            await body(root, a, b)
         finally:
             await a.close()
             await b.close()
 
     run(main)
+
+
+def test_reply_to_an_inform_reaches_the_sender_once():
+    async def body(root, a, b):
+        mid = await inform_bob(a, root, "fyi: the build is green")
+        rep, err = await call(b, "reply", BOB, message_id=mid, text="thanks, merging")
+        assert not err, rep
+        assert rep["state"] == "replied" and rep["in_reply_to"] == mid and rep["message_id"]
+        assert rep["forwarded"]["state"] == "accepted" and rep["forwarded"]["to"] == "alice"
+        back = replies_to(root, "alice", mid)
+        assert len(back) == 1, back
+        assert back[0]["text"] == "thanks, merging" and back[0]["from"] == "bob"
+        assert back[0]["sender_class"] == "verified" and back[0]["kind"] == "inform"
+        assert back[0]["message_id"] == rep["message_id"]
+
+        # The reply is journaled in bob's journal as a closed obligation: it never counts as an open ask.
+        bob_host = b.pool.hosts()[0]
+        rec = bob_host.state.obligations[mid]
+        assert rec["type"] == R.OBLIGATION and rec["kind"] == "inform" and rec["state"] == "closed"
+        assert rec["reply_id"] == rep["message_id"] and rec["text"] == "thanks, merging"
+        assert bob_host.state.open_asks() == 0
+
+        # One reply per inbound message: the same text returns the first result and sends nothing.
+        again, err = await call(b, "reply", BOB, message_id=mid, text="thanks, merging")
+        assert not err and again == rep
+        other, err = await call(b, "reply", BOB, message_id=mid, text="actually, wait")
+        assert err and other["state"] == "rejected" and other["reason"] == "already_replied" and other["hint"]
+        await asyncio.sleep(0.1)
+        assert len(replies_to(root, "alice", mid)) == 1
+
+        # Two concurrent replies with the same text: one send between them.
+        mid2 = await inform_bob(a, root, "second note")
+        r1, r2 = await asyncio.gather(
+            call(b, "reply", BOB, message_id=mid2, text="ok"), call(b, "reply", BOB, message_id=mid2, text="ok")
+        )
+        assert r1 == r2 and r1[0]["state"] == "replied"
+        await asyncio.sleep(0.1)
+        assert len(replies_to(root, "alice", mid2)) == 1
+
+        # Asks keep their own path: a reply still completes the ask's task.
+        asked, _ = await call(a, "ask", ALICE, to="bob", text="ship it?", deadline_seconds=60)
+        amid = asked["message_id"]
+        await until(
+            lambda: (t := bob_host.tasks.table.holding(amid)) is not None and t.view.delivery == "accepted",
+            "ask open at bob",
+        )
+        ans, err = await call(b, "reply", BOB, message_id=amid, text="yes")
+        assert not err and ans["task_id"] == asked["task_id"]
+        assert bob_host.tasks.table.holding(amid).view.state.value == "completed"
+
+    run_with_bob(body)
 
 
 def test_inform_route_expires_an_hour_after_delivery(monkeypatch):
-    async def main(root):
-        a, b = router(root), router(root)
-        try:
-            await call(b, "list_agents", BOB)
-            early = await inform_bob(a, root, "replied in time")
-            late = await inform_bob(a, root, "answered too late")
-            first, err = await call(b, "reply", BOB, message_id=early, text="got it")
-            assert not err and first["state"] == "replied"
+    async def body(root, a, b):
+        early = await inform_bob(a, root, "replied in time")
+        before = time.time()
+        late = await inform_bob(a, root, "answered too late")
+        first, err = await call(b, "reply", BOB, message_id=early, text="got it")
+        assert not err and first["state"] == "replied"
 
-            delivered = b.pool.hosts()[0].state.messages[late].outcome_ts
-            assert delivered is not None and abs(delivered - time.time()) < WAIT_S
-            monkeypatch.setattr(replying, "now", lambda: delivered + replying.INFORM_ROUTE_TTL_S + 1)
-            out, err = await call(b, "reply", BOB, message_id=late, text="sorry, late")
-            assert err and out["state"] == "rejected" and out["reason"] == "route_expired", out
-            assert "send_message" in out["hint"]
-            assert not replies_to(root, "alice", late)
-            # A repeat of a reply made in time still returns its first result.
-            again, err = await call(b, "reply", BOB, message_id=early, text="got it")
-            assert not err and again == first
-        finally:
-            await a.close()
-            await b.close()
+        delivered = b.pool.hosts()[0].state.messages[late].outcome_ts
+        assert delivered is not None and before <= delivered <= time.time()  # stamped at delivery
+        monkeypatch.setattr(replying, "now", lambda: delivered + replying.INFORM_ROUTE_TTL_S + 1)
+        out, err = await call(b, "reply", BOB, message_id=late, text="sorry, late")
+        assert err and out["state"] == "rejected" and out["reason"] == "route_expired", out
+        assert "send_message" in out["hint"]
+        assert not replies_to(root, "alice", late)
+        # A repeat of a reply made in time still returns its first result.
+        again, err = await call(b, "reply", BOB, message_id=early, text="got it")
+        assert not err and again == first
 
-    run(main)
+    run_with_bob(body)
 
 
 def test_inform_route_is_open_until_the_hour_is_up(monkeypatch):
-    async def main(root):
-        a, b = router(root), router(root)
-        try:
-            await call(b, "list_agents", BOB)
-            mid = await inform_bob(a, root, "edge of the window")
-            delivered = b.pool.hosts()[0].state.messages[mid].outcome_ts
-            monkeypatch.setattr(replying, "now", lambda: delivered + replying.INFORM_ROUTE_TTL_S - 1)
-            out, err = await call(b, "reply", BOB, message_id=mid, text="just in time")
-            assert not err and out["state"] == "replied", out
-            await until(lambda: len(replies_to(root, "alice", mid)) == 1, "the reply at alice")
-        finally:
-            await a.close()
-            await b.close()
+    async def body(root, a, b):
+        mid = await inform_bob(a, root, "edge of the window")
+        delivered = b.pool.hosts()[0].state.messages[mid].outcome_ts
+        monkeypatch.setattr(replying, "now", lambda: delivered + replying.INFORM_ROUTE_TTL_S - 1)
+        out, err = await call(b, "reply", BOB, message_id=mid, text="just in time")
+        assert not err and out["state"] == "replied", out
+        await until(lambda: len(replies_to(root, "alice", mid)) == 1, "the reply at alice")
 
-    run(main)
+    run_with_bob(body)
 
 
 def test_unverified_and_external_senders_cannot_be_replied_to():
-    async def main(root):
-        a, b = router(root), router(root)
-        try:
-            await call(b, "list_agents", BOB)
-            await call(a, "list_agents", ALICE)
-            bob_host = b.pool.hosts()[0]
-            ext = new_message("bob", "note from ci", from_="@ci:build")
-            assert await receive_at(bob_host, ext, Sender.unverified("@ci:build")) == "accepted"
-            # The default policy refuses an unnamed unverified sender at the door; journal one as delivered (a
-            # policy that admits it) to check that the reply tool still has no address for it.
-            anon = new_message("bob", "note from someone", from_="someone")
-            bind = bob_host.receiver.identity.binding
-            got = R.received(anon, Sender.unverified("someone"), dedupe_key=None, transport="uds", bind=bind)
-            done = R.outcome(anon.message_id, State.ACCEPTED, None, bind)
-            for rec in (got, done):
-                await bob_host.journal.append_async(rec)
-                bob_host.state.apply(rec)
-            for msg in (ext, anon):
-                out, err = await call(b, "reply", BOB, message_id=msg.message_id, text="who is this?")
-                assert err and out["state"] == "rejected" and out["reason"] == "sender_unverified", out
-                assert "no address" in out["hint"]
-            assert not [x for x in inbox(root, "alice") if x.get("in_reply_to")]
-            # An id bob never received.
-            out, err = await call(b, "reply", BOB, message_id=new_message_id(), text="x")
-            assert err and out["reason"] == "no_such_message"
-        finally:
-            await a.close()
-            await b.close()
+    async def body(root, a, b):
+        await call(a, "list_agents", ALICE)
+        bob_host = b.pool.hosts()[0]
+        ext = new_message("bob", "note from ci", from_="@ci:build")
+        assert await receive_at(bob_host, ext, Sender.unverified("@ci:build")) == "accepted"
+        # The default policy refuses an unnamed unverified sender at the door; journal one as delivered (a
+        # policy that admits it) to check that the reply tool still has no address for it.
+        anon = new_message("bob", "note from someone", from_="someone")
+        bind = bob_host.receiver.identity.binding
+        got = R.received(anon, Sender.unverified("someone"), dedupe_key=None, transport="uds", bind=bind)
+        done = R.outcome(anon.message_id, State.ACCEPTED, None, bind)
+        for rec in (got, done):
+            await bob_host.journal.append_async(rec)
+            bob_host.state.apply(rec)
+        for msg in (ext, anon):
+            out, err = await call(b, "reply", BOB, message_id=msg.message_id, text="who is this?")
+            assert err and out["state"] == "rejected" and out["reason"] == "sender_unverified", out
+            assert "no address" in out["hint"]
+        assert not [x for x in inbox(root, "alice") if x.get("in_reply_to")]
+        # An id bob never received.
+        out, err = await call(b, "reply", BOB, message_id=new_message_id(), text="x")
+        assert err and out["reason"] == "no_such_message"
 
-    run(main)
+    run_with_bob(body)
 
 
 def test_uds_inform_from_a_verified_agent_is_repliable():
-    async def main(root):
-        a, b = router(root), router(root)
-        try:
-            await call(b, "list_agents", BOB)
-            await call(a, "list_agents", ALICE)
-            alice_host, bob_host = a.pool.hosts()[0], b.pool.hosts()[0]
-            msg = new_message("bob", "over the socket", from_="alice")
-            verified = Sender(SenderClass.VERIFIED, alice_host.agent_id, "alice", "uds")
-            assert await receive_at(bob_host, msg, verified) == "accepted"
-            assert bob_host.tasks.table.holding(msg.message_id) is None  # no task: a uds frame
-            out, err = await call(b, "reply", BOB, message_id=msg.message_id, text="heard you")
-            assert not err and out["state"] == "replied" and out["forwarded"]["state"] == "accepted", out
-            back = replies_to(root, "alice", msg.message_id)
-            assert len(back) == 1 and back[0]["text"] == "heard you" and back[0]["from"] == "bob"
-        finally:
-            await a.close()
-            await b.close()
+    async def body(root, a, b):
+        await call(a, "list_agents", ALICE)
+        alice_host, bob_host = a.pool.hosts()[0], b.pool.hosts()[0]
+        msg = new_message("bob", "over the socket", from_="alice")
+        verified = Sender(SenderClass.VERIFIED, alice_host.agent_id, "alice", "uds")
+        assert await receive_at(bob_host, msg, verified) == "accepted"
+        assert bob_host.tasks.table.holding(msg.message_id) is None  # no task: a uds frame
+        out, err = await call(b, "reply", BOB, message_id=msg.message_id, text="heard you")
+        assert not err and out["state"] == "replied" and out["forwarded"]["state"] == "accepted", out
+        back = replies_to(root, "alice", msg.message_id)
+        assert len(back) == 1 and back[0]["text"] == "heard you" and back[0]["from"] == "bob"
 
-    run(main)
+    run_with_bob(body)
 
 
 def test_inform_replies_survive_a_restart_of_the_replying_agent(monkeypatch):

@@ -12,6 +12,7 @@ import pytest
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "receiver"))
 from receiver_support import CAROL, Rig, make_tmp, msg, rm_tmp, run, wait_for
+from task_support import run_with_service
 
 from crosstalk.core.kinds import Kind
 from crosstalk.harness.fake import FakeHarness
@@ -44,11 +45,16 @@ def _wire(fake: FakeHarness, svc: TaskService) -> None:
     fake.on_require_input = svc.require_input
 
 
+def _conformance(rig: Rig, svc: TaskService) -> None:
+    """Turn the fake's conformance profile on and wire it to `svc` (the `setup` for `run_with_service`)."""
+    rig.fake.conformance = True
+    _wire(rig.fake, svc)
+
+
 async def _service(rig: Rig, *, conformance: bool = True) -> TaskService:
     svc = TaskService(rig.receiver)
     if conformance:
-        rig.fake.conformance = True
-        _wire(rig.fake, svc)
+        _conformance(rig, svc)
     await svc.start()
     return svc
 
@@ -86,19 +92,18 @@ def test_reply_with_artifacts_completes_an_awaited_inform_and_replays(root: Path
                 await svc.reply(m.message_id, "", artifacts=(Artifact("a", (FILE,)),))
 
             awaited = msg("make me data")
-            svc2 = svc
-            sent2 = await svc2.send(CAROL, awaited, task_id=None, return_immediately=True)
-            assert svc2.expect_answer(awaited.message_id)
-            assert not svc2.expect_answer("no-such-message")
-            await wait_for(lambda: svc2.table.tasks[sent2.task_id].view.delivery == "accepted")
-            assert svc2.table.tasks[sent2.task_id].view.state is TaskState.WORKING  # waits for the answer
+            sent2 = await svc.send(CAROL, awaited, task_id=None, return_immediately=True)
+            assert svc.expect_answer(awaited.message_id)
+            assert not svc.expect_answer("no-such-message")
+            await wait_for(lambda: svc.table.tasks[sent2.task_id].view.delivery == "accepted")
+            assert svc.table.tasks[sent2.task_id].view.state is TaskState.WORKING  # waits for the answer
             arts = (Artifact("out-1", (FILE, DATA), name="outputs"),)
-            done = await svc2.reply(awaited.message_id, "", artifacts=arts)
+            done = await svc.reply(awaited.message_id, "", artifacts=arts)
             assert done.state is TaskState.COMPLETED and done.completion == "replied"
             assert done.artifacts == arts and [h.role for h in done.history] == ["user"]
-            assert (await svc2.reply(awaited.message_id, "", artifacts=arts)).task_id == sent2.task_id  # same: fine
+            assert (await svc.reply(awaited.message_id, "", artifacts=arts)).task_id == sent2.task_id  # same: fine
             with pytest.raises(ReplyError) as again:
-                await svc2.reply(awaited.message_id, "different")
+                await svc.reply(awaited.message_id, "different")
             assert again.value.code == ReplyError.ALREADY_REPLIED
             ids["task"] = sent2.task_id
         finally:
@@ -117,46 +122,36 @@ def test_reply_with_artifacts_completes_an_awaited_inform_and_replays(root: Path
 
 
 def test_profile_answers_each_magic_prefix_before_the_default_wait_returns(root: Path) -> None:
-    rig = Rig(root)
+    async def body(rig: Rig, svc: TaskService) -> None:
+        async def send(mid: str) -> Any:
+            return await svc.send(CAROL, msg("tck", mid=mid), task_id=None, return_immediately=False)
 
-    async def body() -> None:
-        svc = await _service(rig)
-        try:
+        done = await send("tck-complete-task-s1")
+        assert done.state is TaskState.COMPLETED and done.history[-1].text == "Hello from TCK"
+        expected = {
+            "tck-artifact-text-s1": ArtifactPart(text="Generated text content"),
+            "tck-artifact-file-s1": FILE,
+            "tck-artifact-file-url-s1": ArtifactPart(
+                url="https://example.com/output.txt", media_type="text/plain", filename="output.txt"
+            ),
+            "tck-artifact-data-s1": DATA,
+        }
+        for mid, part in expected.items():
+            view = await send(mid)
+            assert view.state is TaskState.COMPLETED, mid
+            assert [a.parts for a in view.artifacts] == [(part,)], mid
+        direct = await send("tck-message-response-s1")
+        assert direct.state is TaskState.COMPLETED and direct.direct
+        assert direct.history[-1].role == "agent" and direct.history[-1].text == "Direct message response"
+        rejected = await send("tck-reject-task-s1")
+        assert (rejected.state, rejected.delivery) == (TaskState.FAILED, "unreachable")
+        other = await send("tck-something-else-s1")
+        assert other.state is TaskState.COMPLETED and other.completion == "delivered"
+        # Every one of them went through the session, except the one it refused.
+        written = [w["message_id"] for w in rig.fake.writes]
+        assert "tck-reject-task-s1" not in written and "tck-message-response-s1" in written
 
-            async def send(mid: str) -> Any:
-                return await svc.send(CAROL, msg("tck", mid=mid), task_id=None, return_immediately=False)
-
-            done = await send("tck-complete-task-s1")
-            assert done.state is TaskState.COMPLETED and done.history[-1].text == "Hello from TCK"
-            expected = {
-                "tck-artifact-text-s1": ArtifactPart(text="Generated text content"),
-                "tck-artifact-file-s1": FILE,
-                "tck-artifact-file-url-s1": ArtifactPart(
-                    url="https://example.com/output.txt", media_type="text/plain", filename="output.txt"
-                ),
-                "tck-artifact-data-s1": DATA,
-            }
-            for mid, part in expected.items():
-                view = await send(mid)
-                assert view.state is TaskState.COMPLETED, mid
-                assert [a.parts for a in view.artifacts] == [(part,)], mid
-            direct = await send("tck-message-response-s1")
-            assert direct.state is TaskState.COMPLETED and direct.direct
-            assert direct.history[-1].role == "agent" and direct.history[-1].text == "Direct message response"
-            rejected = await send("tck-reject-task-s1")
-            assert (rejected.state, rejected.delivery) == (TaskState.FAILED, "unreachable")
-            other = await send("tck-something-else-s1")
-            assert other.state is TaskState.COMPLETED and other.completion == "delivered"
-            # Every one of them went through the session, except the one it refused.
-            written = [w["message_id"] for w in rig.fake.writes]
-            assert "tck-reject-task-s1" not in written and "tck-message-response-s1" in written
-        finally:
-            await svc.close()
-
-    try:
-        run(body())
-    finally:
-        rig.close()
+    run_with_service(root, body, setup=_conformance)
 
 
 def test_input_required_resumes_on_the_next_message_and_replays(root: Path) -> None:

@@ -13,6 +13,7 @@ import pytest
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "receiver"))
 from receiver_support import CAROL, Rig, make_tmp, msg, rm_tmp, run, wait_for
+from task_support import run_with_service
 
 from crosstalk.core.kinds import Kind
 from crosstalk.core.sender import Sender, SenderClass
@@ -47,48 +48,30 @@ def _rig(root: Path, **kw: Any) -> Rig:
 
 
 def test_default_wait_returns_completed_delivered_after_one_write(root: Path) -> None:
-    rig = _rig(root)
+    async def body(rig: Rig, svc: TaskService) -> None:
+        m = msg("hello over a2a")
+        view = await svc.send(CAROL, m, task_id=None, return_immediately=False)
+        assert view.state is TaskState.COMPLETED and view.completion == "delivered"
+        assert view.delivery == "accepted" and view.creator == CAROL.agent_id
+        assert [h.text for h in view.history] == ["hello over a2a"]
+        assert len(rig.writes_for(m.message_id)) == 1
+        again = await svc.send(CAROL, m, task_id=None, return_immediately=False)  # same message id
+        assert again.task_id == view.task_id and len(rig.fake.writes) == 1
 
-    async def body() -> None:
-        svc = await _service(rig)
-        try:
-            m = msg("hello over a2a")
-            view = await svc.send(CAROL, m, task_id=None, return_immediately=False)
-            assert view.state is TaskState.COMPLETED and view.completion == "delivered"
-            assert view.delivery == "accepted" and view.creator == CAROL.agent_id
-            assert [h.text for h in view.history] == ["hello over a2a"]
-            assert len(rig.writes_for(m.message_id)) == 1
-            again = await svc.send(CAROL, m, task_id=None, return_immediately=False)  # same message id
-            assert again.task_id == view.task_id and len(rig.fake.writes) == 1
-        finally:
-            await svc.close()
-
-    try:
-        run(body())
-    finally:
-        rig.close()
+    run_with_service(root, body)
 
 
 def test_return_immediately_answers_submitted_then_completes(root: Path) -> None:
-    rig = _rig(root, default="block")
+    async def body(rig: Rig, svc: TaskService) -> None:
+        view = await svc.send(CAROL, msg("later"), task_id=None, return_immediately=True)
+        assert view.state is TaskState.SUBMITTED and view.completion is None
+        await wait_for(rig.fake.blocked)
+        assert (await svc.get(CAROL.agent_id, view.task_id)).state is TaskState.WORKING
+        rig.fake.release()
+        await wait_for(lambda: svc.table.tasks[view.task_id].view.terminal)
+        assert (await svc.get(CAROL.agent_id, view.task_id)).completion == "delivered"
 
-    async def body() -> None:
-        svc = await _service(rig)
-        try:
-            view = await svc.send(CAROL, msg("later"), task_id=None, return_immediately=True)
-            assert view.state is TaskState.SUBMITTED and view.completion is None
-            await wait_for(rig.fake.blocked)
-            assert (await svc.get(CAROL.agent_id, view.task_id)).state is TaskState.WORKING
-            rig.fake.release()
-            await wait_for(lambda: svc.table.tasks[view.task_id].view.terminal)
-            assert (await svc.get(CAROL.agent_id, view.task_id)).completion == "delivered"
-        finally:
-            await svc.close()
-
-    try:
-        run(body())
-    finally:
-        rig.close()
+    run_with_service(root, body, default="block")
 
 
 @pytest.mark.parametrize(
@@ -104,174 +87,120 @@ def test_return_immediately_answers_submitted_then_completes(root: Path) -> None
 def test_dispatch_outcomes_map_to_task_states_and_unknown_is_never_completed(
     root: Path, step: str, state: TaskState, delivery: str
 ) -> None:
-    rig = _rig(root, script=[step])
+    async def body(rig: Rig, svc: TaskService) -> None:
+        view = await svc.send(CAROL, msg("x"), task_id=None, return_immediately=False)
+        assert (view.state, view.delivery) == (state, delivery)
+        assert view.completion == ("delivered" if state is TaskState.COMPLETED else None)
 
-    async def body() -> None:
-        svc = await _service(rig)
-        try:
-            view = await svc.send(CAROL, msg("x"), task_id=None, return_immediately=False)
-            assert (view.state, view.delivery) == (state, delivery)
-            assert view.completion == ("delivered" if state is TaskState.COMPLETED else None)
-        finally:
-            await svc.close()
-
-    try:
-        run(body())
-    finally:
-        rig.close()
+    run_with_service(root, body, script=[step])
 
 
 def test_policy_refusal_is_a_failed_task_and_limits_are_errors(root: Path) -> None:
-    rig = _rig(root)
+    async def body(rig: Rig, svc: TaskService) -> None:
+        view = await svc.send(CAROL, msg("do it", kind=Kind.COMMAND), task_id=None, return_immediately=False)
+        assert (view.state, view.reason) == (TaskState.FAILED, "kind:command_needs_parent")
+        assert [h.text for h in view.history] == ["do it"] and rig.fake.writes == []
+        looped = msg("loop", hop_chain=(rig.identity.hop_entry,))
+        with pytest.raises(TaskError) as err:
+            await svc.send(CAROL, looped, task_id=None, return_immediately=False)
+        assert err.value.code == TaskError.INVALID and "hop:loop" in err.value.message
+        assert (await svc.list(CAROL.agent_id)).total_size == 1  # no task for the refused-by-limit message
 
-    async def body() -> None:
-        svc = await _service(rig)
-        try:
-            view = await svc.send(CAROL, msg("do it", kind=Kind.COMMAND), task_id=None, return_immediately=False)
-            assert (view.state, view.reason) == (TaskState.FAILED, "kind:command_needs_parent")
-            assert [h.text for h in view.history] == ["do it"] and rig.fake.writes == []
-            looped = msg("loop", hop_chain=(rig.identity.hop_entry,))
-            with pytest.raises(TaskError) as err:
-                await svc.send(CAROL, looped, task_id=None, return_immediately=False)
-            assert err.value.code == TaskError.INVALID and "hop:loop" in err.value.message
-            assert (await svc.list(CAROL.agent_id)).total_size == 1  # no task for the refused-by-limit message
-        finally:
-            await svc.close()
-
-    try:
-        run(body())
-    finally:
-        rig.close()
+    run_with_service(root, body)
 
 
 def test_cancel_before_dispatch_and_the_dequeue_to_write_window(root: Path) -> None:
-    rig = _rig(root, script=["block"])
+    async def body(rig: Rig, svc: TaskService) -> None:
+        first = await svc.send(CAROL, msg("first"), task_id=None, return_immediately=True)
+        await wait_for(rig.fake.blocked)  # the worker holds `first` between claim and harness write
+        queued = await svc.send(CAROL, msg("second"), task_id=None, return_immediately=True)
+        canceled = await svc.cancel(CAROL.agent_id, queued.task_id)
+        assert canceled.state is TaskState.CANCELED
+        with pytest.raises(TaskError) as err:
+            await svc.cancel(CAROL.agent_id, first.task_id)
+        assert err.value.code == TaskError.NOT_CANCELABLE
+        with pytest.raises(TaskError) as other:
+            await svc.cancel(DAVE.agent_id, first.task_id)
+        assert other.value.code == TaskError.NOT_FOUND
+        rig.fake.release()
+        await wait_for(lambda: svc.table.tasks[first.task_id].view.terminal)
+        await asyncio.sleep(0.05)
+        texts = [w["text"] for w in rig.fake.writes]
+        assert texts == ["first"]  # canceled: zero writes; not cancelable: exactly one
+        with pytest.raises(TaskError) as done:
+            await svc.cancel(CAROL.agent_id, canceled.task_id)
+        assert done.value.code == TaskError.NOT_CANCELABLE
 
-    async def body() -> None:
-        svc = await _service(rig)
-        try:
-            first = await svc.send(CAROL, msg("first"), task_id=None, return_immediately=True)
-            await wait_for(rig.fake.blocked)  # the worker holds `first` between claim and harness write
-            queued = await svc.send(CAROL, msg("second"), task_id=None, return_immediately=True)
-            canceled = await svc.cancel(CAROL.agent_id, queued.task_id)
-            assert canceled.state is TaskState.CANCELED
-            with pytest.raises(TaskError) as err:
-                await svc.cancel(CAROL.agent_id, first.task_id)
-            assert err.value.code == TaskError.NOT_CANCELABLE
-            with pytest.raises(TaskError) as other:
-                await svc.cancel(DAVE.agent_id, first.task_id)
-            assert other.value.code == TaskError.NOT_FOUND
-            rig.fake.release()
-            await wait_for(lambda: svc.table.tasks[first.task_id].view.terminal)
-            await asyncio.sleep(0.05)
-            texts = [w["text"] for w in rig.fake.writes]
-            assert texts == ["first"]  # canceled: zero writes; not cancelable: exactly one
-            with pytest.raises(TaskError) as done:
-                await svc.cancel(CAROL.agent_id, canceled.task_id)
-            assert done.value.code == TaskError.NOT_CANCELABLE
-        finally:
-            await svc.close()
-
-    try:
-        run(body())
-    finally:
-        rig.close()
+    run_with_service(root, body, script=["block"])
 
 
 def test_get_list_and_continuations_belong_to_the_creator(root: Path) -> None:
-    rig = _rig(root)
+    async def body(rig: Rig, svc: TaskService) -> None:
+        views = [await svc.send(CAROL, msg(f"m{i}"), task_id=None, return_immediately=False) for i in range(3)]
+        await svc.send(DAVE, msg("dave's"), task_id=None, return_immediately=False)
+        page = await svc.list(CAROL.agent_id, page_size=2)
+        assert page.total_size == 3 and len(page.tasks) == 2 and page.next_page_token
+        rest = await svc.list(CAROL.agent_id, page_size=2, page_token=page.next_page_token)
+        assert {v.task_id for v in (*page.tasks, *rest.tasks)} == {v.task_id for v in views}
+        with pytest.raises(TaskError) as err:
+            await svc.get(DAVE.agent_id, views[0].task_id)
+        assert err.value.code == TaskError.NOT_FOUND
+        with pytest.raises(TaskError) as cont:
+            await svc.send(DAVE, msg("hijack"), task_id=views[0].task_id, return_immediately=False)
+        assert cont.value.code == TaskError.NOT_FOUND
+        with pytest.raises(TaskError) as term:
+            await svc.send(CAROL, msg("more"), task_id=views[0].task_id, return_immediately=False)
+        assert term.value.code == TaskError.UNSUPPORTED
+        assert "hijack" not in [w["text"] for w in rig.fake.writes]
+        with pytest.raises(TaskError):
+            await svc.list(CAROL.agent_id, page_token="garbage!")
 
-    async def body() -> None:
-        svc = await _service(rig)
-        try:
-            views = [await svc.send(CAROL, msg(f"m{i}"), task_id=None, return_immediately=False) for i in range(3)]
-            await svc.send(DAVE, msg("dave's"), task_id=None, return_immediately=False)
-            page = await svc.list(CAROL.agent_id, page_size=2)
-            assert page.total_size == 3 and len(page.tasks) == 2 and page.next_page_token
-            rest = await svc.list(CAROL.agent_id, page_size=2, page_token=page.next_page_token)
-            assert {v.task_id for v in (*page.tasks, *rest.tasks)} == {v.task_id for v in views}
-            with pytest.raises(TaskError) as err:
-                await svc.get(DAVE.agent_id, views[0].task_id)
-            assert err.value.code == TaskError.NOT_FOUND
-            with pytest.raises(TaskError) as cont:
-                await svc.send(DAVE, msg("hijack"), task_id=views[0].task_id, return_immediately=False)
-            assert cont.value.code == TaskError.NOT_FOUND
-            with pytest.raises(TaskError) as term:
-                await svc.send(CAROL, msg("more"), task_id=views[0].task_id, return_immediately=False)
-            assert term.value.code == TaskError.UNSUPPORTED
-            assert "hijack" not in [w["text"] for w in rig.fake.writes]
-            with pytest.raises(TaskError):
-                await svc.list(CAROL.agent_id, page_token="garbage!")
-        finally:
-            await svc.close()
-
-    try:
-        run(body())
-    finally:
-        rig.close()
+    run_with_service(root, body)
 
 
 def test_ask_completes_with_the_reply_and_continuations_are_checked_again(root: Path) -> None:
-    rig = _rig(root)
+    async def body(rig: Rig, svc: TaskService) -> None:
+        ask = msg("what is the build status?", kind=Kind.ASK)
+        view = await svc.send(CAROL, ask, task_id=None, return_immediately=True)
+        await wait_for(lambda: svc.table.tasks[view.task_id].view.delivery == "accepted")
+        working = await svc.get(CAROL.agent_id, view.task_id)
+        assert working.state is TaskState.WORKING and rig.state.open_asks() == 1
+        follow = msg("also: which branch?")
+        cont = await svc.send(CAROL, follow, task_id=view.task_id, return_immediately=False)
+        assert cont.state is TaskState.WORKING and len(rig.fake.writes) == 2
+        other_context = msg("wrong conversation").with_(context_id="some-other-context")
+        with pytest.raises(TaskError) as ctx_err:
+            await svc.send(CAROL, other_context, task_id=view.task_id, return_immediately=False)
+        assert ctx_err.value.code == TaskError.INVALID_PARAMS and len(rig.fake.writes) == 2
+        command = msg("and deploy it", kind=Kind.COMMAND)
+        with pytest.raises(TaskError):  # policy applies to continuations too: carol is not our parent
+            await svc.send(CAROL, command, task_id=view.task_id, return_immediately=False)
+        done = await svc.reply(follow.message_id, "green, on main")  # any message id of the task
+        assert done.state is TaskState.COMPLETED and done.completion == "replied"
+        assert done.history[-1].role == "agent" and done.history[-1].text == "green, on main"
+        assert (await svc.reply(ask.message_id, "green, on main")).task_id == view.task_id  # same text: fine
+        with pytest.raises(ReplyError) as again:
+            await svc.reply(ask.message_id, "red")
+        assert again.value.code == ReplyError.ALREADY_REPLIED
+        assert rig.state.open_asks() == 0
+        with pytest.raises(ReplyError) as nosuch:
+            await svc.reply("not-a-message", "x")
+        assert nosuch.value.code == ReplyError.NO_SUCH_MESSAGE
 
-    async def body() -> None:
-        svc = await _service(rig)
-        try:
-            ask = msg("what is the build status?", kind=Kind.ASK)
-            view = await svc.send(CAROL, ask, task_id=None, return_immediately=True)
-            await wait_for(lambda: svc.table.tasks[view.task_id].view.delivery == "accepted")
-            working = await svc.get(CAROL.agent_id, view.task_id)
-            assert working.state is TaskState.WORKING and rig.state.open_asks() == 1
-            follow = msg("also: which branch?")
-            cont = await svc.send(CAROL, follow, task_id=view.task_id, return_immediately=False)
-            assert cont.state is TaskState.WORKING and len(rig.fake.writes) == 2
-            other_context = msg("wrong conversation").with_(context_id="some-other-context")
-            with pytest.raises(TaskError) as ctx_err:
-                await svc.send(CAROL, other_context, task_id=view.task_id, return_immediately=False)
-            assert ctx_err.value.code == TaskError.INVALID_PARAMS and len(rig.fake.writes) == 2
-            command = msg("and deploy it", kind=Kind.COMMAND)
-            with pytest.raises(TaskError):  # policy applies to continuations too: carol is not our parent
-                await svc.send(CAROL, command, task_id=view.task_id, return_immediately=False)
-            done = await svc.reply(follow.message_id, "green, on main")  # any message id of the task
-            assert done.state is TaskState.COMPLETED and done.completion == "replied"
-            assert done.history[-1].role == "agent" and done.history[-1].text == "green, on main"
-            assert (await svc.reply(ask.message_id, "green, on main")).task_id == view.task_id  # same text: fine
-            with pytest.raises(ReplyError) as again:
-                await svc.reply(ask.message_id, "red")
-            assert again.value.code == ReplyError.ALREADY_REPLIED
-            assert rig.state.open_asks() == 0
-            with pytest.raises(ReplyError) as nosuch:
-                await svc.reply("not-a-message", "x")
-            assert nosuch.value.code == ReplyError.NO_SUCH_MESSAGE
-        finally:
-            await svc.close()
-
-    try:
-        run(body())
-    finally:
-        rig.close()
+    run_with_service(root, body)
 
 
 def test_ask_deadline_fails_the_task_and_closes_the_route(root: Path) -> None:
-    rig = _rig(root)
+    async def body(rig: Rig, svc: TaskService) -> None:
+        ask = msg("quick question", kind=Kind.ASK).with_(deadline_seconds=1)
+        view = await svc.send(CAROL, ask, task_id=None, return_immediately=False)  # waits for the deadline
+        assert (view.state, view.reason) == (TaskState.FAILED, "deadline_passed")
+        with pytest.raises(ReplyError) as late:
+            await svc.reply(ask.message_id, "too late")
+        assert late.value.code == ReplyError.ASK_CLOSED
+        assert rig.state.open_asks() == 0
 
-    async def body() -> None:
-        svc = await _service(rig)
-        try:
-            ask = msg("quick question", kind=Kind.ASK).with_(deadline_seconds=1)
-            view = await svc.send(CAROL, ask, task_id=None, return_immediately=False)  # waits for the deadline
-            assert (view.state, view.reason) == (TaskState.FAILED, "deadline_passed")
-            with pytest.raises(ReplyError) as late:
-                await svc.reply(ask.message_id, "too late")
-            assert late.value.code == ReplyError.ASK_CLOSED
-            assert rig.state.open_asks() == 0
-        finally:
-            await svc.close()
-
-    try:
-        run(body())
-    finally:
-        rig.close()
+    run_with_service(root, body)
 
 
 def test_restart_resumes_unclaimed_tasks_once_and_never_resends_claimed_ones(root: Path) -> None:
@@ -318,56 +247,38 @@ def test_restart_resumes_unclaimed_tasks_once_and_never_resends_claimed_ones(roo
 
 
 def test_prune_forgets_terminal_tasks_retention_dropped_and_keeps_open_ones(root: Path) -> None:
-    rig = _rig(root)
+    async def body(rig: Rig, svc: TaskService) -> None:
+        done = await svc.send(CAROL, msg("old news"), task_id=None, return_immediately=False)
+        ask = msg("still open?", kind=Kind.ASK)
+        open_task = await svc.send(CAROL, ask, task_id=None, return_immediately=True)
+        await wait_for(lambda: svc.table.tasks[open_task.task_id].view.delivery == "accepted")
+        assert svc.prune(set(), cutoff=time.time() + 1) == 1  # only the terminal one
+        with pytest.raises(TaskError):
+            await svc.get(CAROL.agent_id, done.task_id)
+        assert (await svc.get(CAROL.agent_id, open_task.task_id)).state is TaskState.WORKING
+        assert (await svc.reply(ask.message_id, "yes")).state is TaskState.COMPLETED
 
-    async def body() -> None:
-        svc = await _service(rig)
-        try:
-            done = await svc.send(CAROL, msg("old news"), task_id=None, return_immediately=False)
-            ask = msg("still open?", kind=Kind.ASK)
-            open_task = await svc.send(CAROL, ask, task_id=None, return_immediately=True)
-            await wait_for(lambda: svc.table.tasks[open_task.task_id].view.delivery == "accepted")
-            assert svc.prune(set(), cutoff=time.time() + 1) == 1  # only the terminal one
-            with pytest.raises(TaskError):
-                await svc.get(CAROL.agent_id, done.task_id)
-            assert (await svc.get(CAROL.agent_id, open_task.task_id)).state is TaskState.WORKING
-            assert (await svc.reply(ask.message_id, "yes")).state is TaskState.COMPLETED
-        finally:
-            await svc.close()
-
-    try:
-        run(body())
-    finally:
-        rig.close()
+    run_with_service(root, body)
 
 
 def test_a_finished_task_never_reopens_when_a_stale_change_lands_after_it(root: Path) -> None:
-    rig = _rig(root)
+    async def body(rig: Rig, svc: TaskService) -> None:
+        ask = msg("quick?", kind=Kind.ASK)
+        view = await svc.send(CAROL, ask, task_id=None, return_immediately=True)
+        await wait_for(lambda: svc.table.tasks[view.task_id].view.delivery == "accepted")
+        done = await svc.reply(ask.message_id, "yes")
+        assert done.state is TaskState.COMPLETED
+        stale = {**R.received(ask, CAROL, dedupe_key=None, transport="a2a", bind={}), "type": R.TASK}
+        stale.update(
+            task_id=view.task_id,
+            state="working",
+            delivery="accepted",
+            reason=None,
+            entry=None,
+            message_id=ask.message_id,
+        )
+        svc.table.apply(stale)  # e.g. a dispatch outcome computed before the reply was applied
+        after = await svc.get(CAROL.agent_id, view.task_id)
+        assert after.state is TaskState.COMPLETED and after.completion == "replied"
 
-    async def body() -> None:
-        svc = await _service(rig)
-        try:
-            ask = msg("quick?", kind=Kind.ASK)
-            view = await svc.send(CAROL, ask, task_id=None, return_immediately=True)
-            await wait_for(lambda: svc.table.tasks[view.task_id].view.delivery == "accepted")
-            done = await svc.reply(ask.message_id, "yes")
-            assert done.state is TaskState.COMPLETED
-            stale = {**R.received(ask, CAROL, dedupe_key=None, transport="a2a", bind={}), "type": R.TASK}
-            stale.update(
-                task_id=view.task_id,
-                state="working",
-                delivery="accepted",
-                reason=None,
-                entry=None,
-                message_id=ask.message_id,
-            )
-            svc.table.apply(stale)  # e.g. a dispatch outcome computed before the reply was applied
-            after = await svc.get(CAROL.agent_id, view.task_id)
-            assert after.state is TaskState.COMPLETED and after.completion == "replied"
-        finally:
-            await svc.close()
-
-    try:
-        run(body())
-    finally:
-        rig.close()
+    run_with_service(root, body)
