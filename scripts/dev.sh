@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # One entry point for a fresh machine: creates .venv, installs crosstalk with its dev extras, then runs
 #   demo   the crosstalk demo (fake-harness agents exchanging messages over real sockets)
-#   test   ruff + the whole pytest suite (what CI runs)
+#   test   installs the pinned harness CLIs (scripts/install_harnesses.sh), then ruff + the whole pytest suite (what CI runs)
 #   bench  the benchmarks in bench/ (figures beside same-run baselines)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -38,6 +38,14 @@ cmd="${1:-}"
 case "$cmd" in
   demo)  setup; exec .venv/bin/crosstalk demo ;;
   test)  setup; shift
+         # The real harness CLIs for tests/e2e (pinned, in .harnesses/). When they install, the e2e tests must run
+         # (CROSSTALK_E2E_REQUIRED=1 turns their skip into a failure); when they cannot (no node/npm, offline), they skip.
+         export CROSSTALK_E2E_BIN="$PWD/.harnesses/node_modules/.bin"
+         if bash scripts/install_harnesses.sh; then
+           export CROSSTALK_E2E_REQUIRED=1
+         else
+           echo "dev.sh: harness CLIs not installed; the e2e tests will be skipped" >&2
+         fi
          .venv/bin/ruff check src tests bench
          exec .venv/bin/python -m pytest "$@" ;;
   bench) setup; exec .venv/bin/python bench/run_all.py ;;

@@ -65,7 +65,18 @@ _HELP = {
     "agent": "Run a standalone agent.",
     "demo": "Run agents in a temporary state root and exchange messages.",
     "mcp": "Serve the crosstalk tools to a Claude Code or Codex session (stdio MCP server).",
+    # The git bus (protocol v7): each noun's parser lives in crosstalk.cli.<noun>_cmd (add_parser).
+    "transport": "Create, join, list and remove git transports (the bus).",
+    "channel": "Create, list, rename and delete channels in a transport.",
+    "message": "Send a message on the bus, and see which have replies.",
+    "server": "Start, stop and watch this machine's background dispatcher for a transport.",
+    "daemon": "The dispatcher itself (run by 'server start' or systemd).",
+    "status": "A transport at a glance: channels, dispatcher heartbeat, claimed models, errors.",
+    "logs": "Show or follow this machine's dispatcher log for a transport.",
+    "settings": "Show the effective bus settings on this machine.",
+    "version": "Print crosstalk's version and the bus protocol version.",
 }
+_BUS_NOUNS = ("transport", "channel", "message", "server", "daemon", "status", "logs", "settings", "version")
 
 
 def build_parser(only: str | None = None) -> Parser:
@@ -86,6 +97,11 @@ def build_parser(only: str | None = None) -> Parser:
             adder(sub)
         else:
             sub.add_parser(name, help=_HELP[name])  # listed in help; its arguments are never needed this run
+    for name in _BUS_NOUNS:
+        if only is None or only == name:
+            importlib.import_module(f"crosstalk.cli.{name}_cmd").add_parser(sub)
+        else:
+            sub.add_parser(name, help=_HELP[name])
     return parser
 
 
@@ -266,6 +282,15 @@ def _agent(sub: Any) -> None:
     )
     p.add_argument("-v", "--verbose", action="store_true", help="Log each delivery to stderr.")
     p.set_defaults(run="crosstalk.cli.agent_cmd:run")
+
+    lp = agent_sub.add_parser(
+        "list",
+        help="List the bus models of a transport: which this machine claims, and why the others are skipped.",
+    )
+    lp.add_argument("--transport", metavar="NAME|DIR", help="The transport (default: the one containing the "
+                    "current directory, else the only one known).")
+    lp.add_argument("--json", dest="as_json", action="store_true", help="Print JSON.")
+    lp.set_defaults(run="crosstalk.cli.bus_agent_cmd:run_list")
 
 
 def _demo(sub: Any) -> None:

@@ -50,12 +50,13 @@ def _refuse(reason: str, message_id: str) -> dict[str, Any]:
     return {"state": "rejected", "reason": reason, "message_id": message_id}
 
 
-def _route_problem(host: AgentHost, entry: MessageEntry) -> str | None:
-    """Why no route leads back from `entry`, or None when one is open."""
+def _route_problem(host: AgentHost, entry: MessageEntry, *, bus: bool = False) -> str | None:
+    """Why no route leads back from `entry`, or None when one is open. A bus message's route is the channel it
+    came from: its sender is the repository's word, not a verified agent, and the channel never expires."""
     if entry.state.value == "bounced":
         return "no_such_message"  # a native frame from this agent's own session: a bounce opens no route
     sender = entry.sender
-    if sender.get("class") != "verified" or not sender.get("agent_id"):
+    if not bus and (sender.get("class") != "verified" or not sender.get("agent_id")):
         return "sender_unverified"
     if entry.state.value not in ROUTED_STATES:
         return "no_such_message"
@@ -64,7 +65,7 @@ def _route_problem(host: AgentHost, entry: MessageEntry) -> str | None:
     if mine.get("session_ref") != bind.get("session_ref") or mine.get("endpoint") != bind.get("endpoint"):
         return "no_such_message"  # delivered into another conversation: never routed from this one (§5)
     opened = entry.outcome_ts if entry.outcome_ts is not None else entry.ts
-    if now() - opened > INFORM_ROUTE_TTL_S:
+    if not bus and now() - opened > INFORM_ROUTE_TTL_S:
         return "route_expired"
     return None
 
@@ -97,10 +98,23 @@ class InformReplies:
                 return dict(prior["result"])  # the first result; nothing is sent again
             # Journaled but its result is not: a crash (or a refused write) between the two records. Send the same
             # reply_id again; the receiver dedupes it, so the sender's session gets it once.
+            if parse_sender_tag(str(prior.get("to_agent"))) is not None:
+                entry = host.state.messages.get(message_id)
+                if entry is not None:  # the bus is at-least-once: a second copy of the reply may land
+                    return await self._reply_bus(host, entry, message_id, prior["reply_id"], text)
             return await self._send(host, message_id, prior["reply_id"], text, str(prior.get("to_agent")))
         entry = host.state.messages.get(message_id)
         if entry is None:
             return _refuse("no_such_message", message_id)
+        if _bus_route(entry) is not None:
+            problem = _route_problem(host, entry, bus=True)
+            if problem is not None:
+                return _refuse(problem, message_id)
+            reply_id = new_message_id()
+            tag = str(entry.sender.get("name"))
+            if not await _journal(host, R.inform_reply(message_id, reply_id, text, tag)):
+                return {"state": "unreachable", "reason": "journal_failed", "in_reply_to": message_id}
+            return await self._reply_bus(host, entry, message_id, reply_id, text)
         problem = _route_problem(host, entry)
         if problem is not None:
             return _refuse(problem, message_id)
@@ -128,6 +142,40 @@ class InformReplies:
             )
         await _journal(host, R.inform_reply(message_id, reply_id, text, to_agent, result))
         return dict(result)
+
+
+    async def _reply_bus(
+        self, host: AgentHost, entry: MessageEntry, message_id: str, reply_id: str, text: str
+    ) -> dict[str, Any]:
+        """A reply to a message that came over the git bus: a channel message re: it (crosstalk.bus.bridge)."""
+        from crosstalk.bus.bridge import reply_from_live
+
+        tag = str(entry.sender.get("name"))
+        context = str(entry.message.get("context_id"))
+        published = await asyncio.to_thread(reply_from_live, host.paths, host.name, tag, context, text)
+        result: dict[str, Any] = {"state": "replied", "message_id": reply_id, "in_reply_to": message_id}
+        result["forwarded"] = published
+        if published.get("state") != "replied":
+            result["hint"] = "your reply could not be written to the bus (see forwarded); you may retry it"
+        await _journal(host, R.inform_reply(message_id, reply_id, text, tag, result))
+        return dict(result)
+
+
+def _bus_route(entry: MessageEntry) -> tuple[str, str] | None:
+    """The (transport, bus sender) of a message delivered by the bus bridge, or None."""
+    from crosstalk.bus.bridge import parse_context
+
+    tag = parse_sender_tag(entry.sender.get("name"))
+    if tag is None or entry.sender.get("class") != "external":
+        return None
+    return tag if parse_context(entry.message.get("context_id")) is not None else None
+
+
+def parse_sender_tag(tag: str | None) -> tuple[str, str] | None:
+    # Imported on use: the bus (PyYAML, git helpers) is loaded only by agents that meet a bus message.
+    from crosstalk.bus.bridge import parse_sender_tag as parse
+
+    return parse(tag)
 
 
 async def _journal(host: AgentHost, rec: dict[str, Any]) -> bool:

@@ -1,0 +1,120 @@
+"""Build big transports fast for the bus benchmarks: `crosstalk transport init`, then N message files committed in
+one `git fast-import` stream (adding 100k files through `git add` takes minutes; fast-import takes seconds).
+
+The messages are real v7 message files (crosstalk.bus.message.render_message), spread over channels and days the
+way a long-lived transport accumulates them: most are answered operator tasks, so a dispatcher that started after
+them has nothing to do — exactly the idle tick the benchmark measures.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import subprocess
+import sys
+import uuid
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+from crosstalk.bus.message import BusMessage, render_message
+
+GIT_TIMEOUT_S = 600.0
+MESSAGES_PER_CHANNEL = 1000
+
+
+def cli(args: list[str], env: dict[str, str], cwd: Path | None = None, timeout: float = 120.0) -> str:
+    """Run `crosstalk ARGS` as a user would; its stdout, or an exception with its stderr."""
+    out = subprocess.run(
+        [sys.executable, "-m", "crosstalk", *args],
+        env=env,
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+    if out.returncode != 0:
+        raise RuntimeError(f"crosstalk {' '.join(args)} failed ({out.returncode}): {out.stderr.strip()}")
+    return out.stdout
+
+
+def git(root: Path, *args: str, stdin: bytes | None = None, timeout: float = GIT_TIMEOUT_S) -> str:
+    out = subprocess.run(["git", "-C", str(root), *args], input=stdin, capture_output=True, timeout=timeout)
+    if out.returncode != 0:
+        raise RuntimeError(f"git {' '.join(args)} failed: {out.stderr.decode(errors='replace').strip()}")
+    return out.stdout.decode()
+
+
+def _channel_md(name: str) -> bytes:
+    return f"---\nname: {name}\n---\n".encode()
+
+
+def fast_import_messages(root: Path, count: int, *, branch: str = "main") -> int:
+    """Commit `count` answered-task message pairs' worth of files (count files in all) on top of `branch`, as
+    one commit. Returns the number of message files written."""
+    start = datetime(2026, 1, 1, tzinfo=UTC)
+    chunks: list[bytes] = []
+    mark = 0
+    files: list[tuple[int, str]] = []
+    written = 0
+    channel_index = 0
+    while written < count:
+        channel = str(uuid.UUID(bytes=secrets.token_bytes(16), version=4))
+        base = f"data/channels/{channel}"
+        mark += 1
+        chunks.append(_blob(mark, _channel_md(f"bench-{channel_index}")))
+        files.append((mark, f"{base}/CHANNEL.md"))
+        channel_index += 1
+        for i in range(min(MESSAGES_PER_CHANNEL, count - written)):
+            when = start + timedelta(seconds=written * 7 + i)
+            name = f"{when:%Y/%m/%d/%H%M%S}{when.microsecond // 1000:03d}Z-{secrets.token_hex(8)}.md"
+            is_reply = i % 2 == 1
+            msg = BusMessage(
+                sender="bench/echo@elsewhere" if is_reply else "operator",
+                to="operator" if is_reply else "bench/echo@elsewhere",
+                timestamp=f"{when:%Y-%m-%dT%H:%M:%S}.000Z",
+                re=(files[-1][1].removeprefix(base + "/"),) if is_reply else (),
+                body=f"message {written} in {channel}",
+            )
+            mark += 1
+            chunks.append(_blob(mark, render_message(msg).encode()))
+            files.append((mark, f"{base}/{name}"))
+            written += 1
+    stamp = int(datetime.now(UTC).timestamp())
+    commit = [
+        f"commit refs/heads/{branch}\n".encode(),
+        f"committer bench <bench@crosstalk.invalid> {stamp} +0000\n".encode(),
+        _data(f"bench: {count} messages\n".encode()),
+        f"from refs/heads/{branch}^0\n".encode(),
+    ]
+    commit += [f"M 100644 :{m} {path}\n".encode() for m, path in files]
+    stream = b"".join(chunks) + b"".join(commit) + b"done\n"
+    git(root, "fast-import", "--quiet", "--done", stdin=stream)
+    return written
+
+
+def _blob(mark: int, data: bytes) -> bytes:
+    return b"blob\n" + f"mark :{mark}\n".encode() + _data(data)
+
+
+def _data(data: bytes) -> bytes:
+    return f"data {len(data)}\n".encode() + data + b"\n"
+
+
+def build_transport(tmp: Path, name: str, count: int, env: dict[str, str]) -> tuple[Path, Path]:
+    """A bare remote holding a transport with `count` messages, and a checked-out clone registered on this
+    machine. Returns (remote, clone root)."""
+    remote = tmp / f"{name}.git"
+    seed = tmp / f"{name}-seed"
+    git(tmp, "init", "--bare", "-q", "--initial-branch=main", str(remote))
+    cli(["transport", "init", f"{name}-seed", "--dir", str(seed), "--remote", str(remote)], env)
+    fast_import_messages(remote, count)
+    clone = tmp / name
+    cli(["transport", "clone", str(remote), "--dir", str(clone), "--name", name], env, timeout=GIT_TIMEOUT_S)
+    return remote, clone
+
+
+if __name__ == "__main__":  # a quick manual check: python bench/bus_fixture.py DIR COUNT
+    target, n = Path(sys.argv[1]), int(sys.argv[2])
+    target.mkdir(parents=True, exist_ok=True)
+    env = dict(os.environ, CROSSTALK_HOME=str(target / "home"))
+    print(build_transport(target, "fixture", n, env))

@@ -1,0 +1,438 @@
+"""The dispatcher: one tick (sync, scan the commits since the cursor, run the pending batches, commit the replies,
+move the cursor) and the loop around it (wake socket, interval, SIGTERM).
+
+Delivery is at-least-once: the cursor only moves after every batch of the tick has its reply committed, and the
+scan skips messages whose reply is already in the range, so only a crash between a model run and its commit can
+produce a duplicate reply.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import select
+import socket
+import threading
+import time
+from collections.abc import Mapping
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from crosstalk.bus import layout
+from crosstalk.bus.errors import BusError, GitError, ModelError
+from crosstalk.bus.gitops import transport_lock
+from crosstalk.bus.message import BusMessage, new_message_name, render_message, utc_timestamp
+from crosstalk.bus.models import CONFIG_PATH, ModelSpec, Skipped, claim, load_registry, spawn_env
+from crosstalk.bus.prompt import PromptItem, build_prompt, load_persona
+from crosstalk.bus.runner import run_model
+from crosstalk.bus.scan import Batch, Rejection, ScannedMessage, is_answered, replies_since, scan
+from crosstalk.bus.server import EventLog, bind_wake_socket, drain, hold_dispatcher_lock
+from crosstalk.bus.state import read_cursor, read_pid, write_cursor, write_json_atomic
+from crosstalk.bus.store import publish
+from crosstalk.bus.transports import Transport
+
+
+@dataclass(slots=True)
+class TickReport:
+    """What one tick did (the counts the `tick` log line carries)."""
+
+    head: str | None = None
+    idle: bool = True
+    added: int = 0
+    parse_errors: int = 0
+    batches: int = 0
+    dispatched: int = 0  # messages handed to models
+    replies: int = 0
+    silent: int = 0
+    failed: int = 0
+    rejected: int = 0  # messages answered with a failure without a model run (ambiguous model, broken file)
+    skipped_answered: int = 0
+    skipped_taken: int = 0  # bare-name messages another dispatcher answered first
+    incomplete: int = 0  # batches not finished (stop requested, commit failed): the cursor stays put
+    halted: str | None = None
+    duration_s: float = 0.0
+    reply_paths: list[str] = field(default_factory=list)
+
+
+class Dispatcher:
+    """One transport's dispatcher on this machine. `tick()` is safe to call directly (tests, `--once`)."""
+
+    def __init__(
+        self,
+        transport: Transport,
+        *,
+        jobs: int = 4,
+        interval: float = 5.0,
+        model_timeout: float | None = None,
+        log: EventLog | None = None,
+        environ: Mapping[str, str] | None = None,
+    ) -> None:
+        self.transport = transport
+        self.root = Path(transport.root)
+        self.alias = transport.alias
+        self.jobs = max(1, jobs)
+        self.interval = interval
+        self.model_timeout = model_timeout
+        self.environ = dict(os.environ if environ is None else environ)
+        self.repo = transport.git()
+        self.state = transport.state(self.environ).ensure()
+        self.log = log or EventLog(self.state.log)
+        self.claimed: list[ModelSpec] = []
+        self.skipped: list[Skipped] = []
+        self.halted: str | None = None
+        self.started_at = utc_timestamp()
+        self.last_tick_at: str | None = None
+        self.counts = {"ticks": 0, "errors": 0, "dispatched": 0, "silent": 0, "failed": 0}
+        self._count_lock = threading.Lock()
+        self._registry_sig: tuple[int, int, int] | None = None
+        self._registry_loaded = False
+        self._stop = threading.Event()
+        self._wake_r, self._wake_w = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
+
+    # ------------------------------------------------------------------------------------------------ registry
+
+    def reload_registry(self, *, force: bool = False) -> bool:
+        """(Re)load data/crosstalk.yaml and re-claim models by PATH when the file changed; whether it reloaded."""
+        try:
+            st = os.stat(self.root / CONFIG_PATH)
+            sig: tuple[int, int, int] | None = (st.st_mtime_ns, st.st_size, st.st_ino)
+        except FileNotFoundError:
+            sig = None
+        if self._registry_loaded and not force and sig == self._registry_sig:
+            return False
+        self._registry_sig, self._registry_loaded = sig, True
+        try:
+            self.claimed, self.skipped = claim(load_registry(self.root), self.environ.get("PATH"))
+        except ModelError as exc:
+            self.claimed, self.skipped = [], [Skipped(CONFIG_PATH, exc.message)]
+            self._error("registry_error", error=exc.message)
+        self.log(
+            "registry_reload",
+            claimed=",".join(s.key for s in self.claimed) or "-",
+            skipped="; ".join(f"{s.what}: {s.reason}" for s in self.skipped) or "-",
+        )
+        return True
+
+    # ------------------------------------------------------------------------------------------------ the tick
+
+    def tick(self) -> TickReport:
+        """One pass: sync, scan (cursor, HEAD], run every pending batch, commit replies, move the cursor."""
+        started = time.monotonic()
+        report = TickReport()
+        self._bump("ticks")
+        cursor = read_cursor(self.state)
+        with transport_lock(self.root):
+            self._sync()
+            if not self._version_ok():
+                report.halted = self.halted
+                self._finish(report, started)
+                return report
+            self.reload_registry()
+            head = self.repo.head()
+            report.head = head
+            if head == cursor:
+                self._finish(report, started)
+                return report
+            try:
+                result = scan(self.repo, self.root, cursor, head, claimed=self.claimed, alias=self.alias)
+            except GitError:
+                # The cursor's commit is gone (a re-clone, a gc after a history rewrite): rescan the whole tree;
+                # the answered index keeps already answered messages from running again.
+                result = scan(self.repo, self.root, None, head, claimed=self.claimed, alias=self.alias)
+        report.idle = False
+        report.added, report.parse_errors = result.added, len(result.parse_errors)
+        report.skipped_answered, report.batches = result.skipped_answered, len(result.batches)
+        for bad in result.parse_errors:
+            self._error("parse_error", path=bad.path, error=bad.error)
+        if result.rejections and not self._reject(result.rejections, report):
+            report.incomplete += 1
+        if result.batches:
+            with ThreadPoolExecutor(max_workers=min(self.jobs, len(result.batches))) as pool:
+                for done in list(pool.map(lambda b: self._run_batch(b, head, report), result.batches)):
+                    if not done:
+                        report.incomplete += 1
+        if report.incomplete == 0:
+            write_cursor(self.state, head)
+        self._finish(report, started)
+        return report
+
+    def _sync(self) -> None:
+        """Pull what the remote has and push what only we have (a reply whose push failed in an earlier tick)."""
+        try:
+            if not self.repo.has_remote():
+                return
+            self.repo.sync()
+            if self.repo.ahead_behind()[0] > 0 and not self.repo.push_with_retry():
+                self._error("push_failed", error=self.repo.last_push_error or "the remote is unreachable")
+        except GitError as exc:
+            self._error("sync_failed", error=exc.message)
+
+    def _version_ok(self) -> bool:
+        """A transport upgraded under us stops dispatching (and the heartbeat says why) until it is v7 again."""
+        try:
+            layout.check_version(self.root, self.transport.name)
+        except BusError as exc:
+            if self.halted != exc.message:
+                self._error("version_error", error=exc.message)
+            self.halted = exc.message
+            return False
+        if self.halted is not None:
+            self.log("version_ok", protocol=layout.PROTOCOL_VERSION)
+        self.halted = None
+        return True
+
+    def _finish(self, report: TickReport, started: float) -> None:
+        report.duration_s = time.monotonic() - started
+        self.last_tick_at = utc_timestamp()
+        # Only ticks that did something are logged: scanning our own reply commits is not news.
+        if report.batches or report.rejected or report.parse_errors or report.incomplete or report.skipped_taken:
+            self.log(
+                "tick",
+                head=(report.head or "")[:12],
+                added=report.added,
+                batches=report.batches,
+                dispatched=report.dispatched,
+                replies=report.replies,
+                silent=report.silent,
+                failed=report.failed,
+                rejected=report.rejected,
+                parse_errors=report.parse_errors,
+                skipped_answered=report.skipped_answered,
+                skipped_taken=report.skipped_taken,
+                incomplete=report.incomplete,
+                duration=f"{report.duration_s:.3f}",
+            )
+        self.write_heartbeat()
+
+    # ------------------------------------------------------------------------------------------------ batches
+
+    def _run_batch(self, batch: Batch, head: str, report: TickReport) -> bool:
+        """Run one batch and commit its replies; False when it must run again next tick."""
+        if self._stop.is_set():
+            return False
+        try:
+            if batch.bare and not self._drop_taken(batch, head, report):
+                return True
+            result, error = self._invoke(batch)
+        except BusError as exc:
+            self._error("dispatch_error", channel=batch.channel, model=batch.model.key, error=exc.message)
+            return False
+        with self._count_lock:
+            report.dispatched += len(batch.messages)
+            self.counts["dispatched"] += len(batch.messages)
+        if error is None and result.strip():
+            return self._reply(batch, result.strip(), report, failed=None)
+        if error is None:
+            self.log("dispatch_silent", channel=batch.channel, model=batch.model.key, n=len(batch.messages))
+            with self._count_lock:
+                report.silent += 1
+                self.counts["silent"] += 1
+            return True
+        self.log("dispatch_failed", "warn", channel=batch.channel, model=batch.model.key, error=error)
+        with self._count_lock:
+            report.failed += 1
+            self.counts["failed"] += 1
+        body = error + (f"\n\n{result.strip()}" if result.strip() else "")
+        return self._reply(batch, body, report, failed=error)
+
+    def _drop_taken(self, batch: Batch, head: str, report: TickReport) -> bool:
+        """Bare-name work may be taken by any dispatcher claiming the model: sync first and drop what another
+        one already answered since the tick began. False when nothing is left to run."""
+        if not self.repo.has_remote():
+            return True
+        with transport_lock(self.root):
+            self._sync()
+            now = self.repo.head()
+            answered = replies_since(self.repo, self.root, head, now) if now != head else {}
+        if not answered:
+            return True
+        keep = [m for m in batch.messages if not is_answered(answered, m.channel, m.rel, batch.model.key)]
+        with self._count_lock:
+            report.skipped_taken += len(batch.messages) - len(keep)
+        batch.messages[:] = keep
+        return bool(keep)
+
+    def _invoke(self, batch: Batch) -> tuple[str, str | None]:
+        """(stdout, error or None) of one model run over the batch; setup problems are failures too."""
+        spec = batch.model
+        rels = [m.rel for m in batch.messages]
+        try:
+            persona = load_persona(self.root, batch.as_) if batch.as_ else None
+            dispatch_env = {
+                "CROSSTALK_TRANSPORT": str(self.root),
+                "CROSSTALK_CHANNEL": batch.channel,
+                "CROSSTALK_RE": ",".join(rels),
+                "CROSSTALK_FROM": f"{spec.key}@{self.alias}",
+                "CROSSTALK_ALIAS": self.alias,
+            }
+            if batch.as_:
+                dispatch_env["CROSSTALK_AS"] = batch.as_
+            env = spawn_env(spec, self.environ, self.root, dispatch_env)
+        except ModelError as exc:
+            return "", exc.message
+        try:
+            protocol = (self.root / layout.PROTOCOL_FILE).read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            protocol = ""
+        items = [PromptItem(m.msg.sender, m.rel, m.msg.body) for m in batch.messages]
+        prompt = build_prompt(protocol, persona, items)
+        run = run_model(spec, prompt, env=env, cwd=self.root, timeout=self.model_timeout)
+        self.log(
+            "dispatch",
+            channel=batch.channel,
+            model=spec.key,
+            n=len(batch.messages),
+            duration=f"{run.duration_s:.3f}",
+            exit=run.exit_code,
+        )
+        if run.ok:
+            return run.stdout, None
+        return run.stdout, run.error or "the model failed"
+
+    def _reply(self, batch: Batch, body: str, report: TickReport, *, failed: str | None) -> bool:
+        """One reply per distinct asker, re: that asker's messages; all in one commit."""
+        by_asker: dict[str, list[ScannedMessage]] = {}
+        for item in batch.messages:
+            by_asker.setdefault(item.msg.sender, []).append(item)
+        sender = f"{batch.model.key}@{self.alias}"
+        files = {}
+        for asker, items in by_asker.items():
+            wake_as = next((m.msg.wake_as for m in items if m.msg.wake_as), None)
+            msg = BusMessage(
+                sender=sender,
+                to=asker,
+                timestamp=utc_timestamp(),
+                re=tuple(m.rel for m in items),
+                as_=wake_as,
+                failed=failed is not None,
+                error=failed,
+                body=body,
+            )
+            files[f"{layout.CHANNELS_DIR}/{batch.channel}/{new_message_name()}"] = render_message(msg)
+        summary = f"crosstalk: {'failed ' if failed else ''}reply from {sender} ({len(batch.messages)} message(s))"
+        return self._commit(files, summary, report)
+
+    def _reject(self, rejections: list[Rejection], report: TickReport) -> bool:
+        """Failed replies for messages no model can take (an ambiguous bare name, an unreadable file)."""
+        files = {}
+        for item in rejections:
+            self.log("dispatch_failed", "warn", channel=item.channel, model=item.addressee, error=item.error)
+            msg = BusMessage(
+                sender=f"{item.responder}@{self.alias}",
+                to=item.sender,
+                timestamp=utc_timestamp(),
+                re=item.rels,
+                failed=True,
+                error=item.error,
+                body=item.error,
+            )
+            files[f"{layout.CHANNELS_DIR}/{item.channel}/{new_message_name()}"] = render_message(msg)
+        report.rejected += len(rejections)
+        with self._count_lock:
+            self.counts["failed"] += len(rejections)
+        return self._commit(files, f"crosstalk: {len(files)} failed reply(ies) from {self.alias}", report)
+
+    def _commit(self, files: dict[str, str], summary: str, report: TickReport) -> bool:
+        try:
+            result = publish(self.transport, files, summary)
+        except BusError as exc:
+            self._error("commit_failed", error=exc.message)
+            return False
+        with self._count_lock:
+            report.replies += len(files)
+            report.reply_paths.extend(files)
+        for path in files:
+            self.log("reply", path=path)
+        if result.push_error:
+            self._error("push_failed", error=result.push_error)
+        return True
+
+    # ------------------------------------------------------------------------------------------------ state
+
+    def _bump(self, key: str, by: int = 1) -> None:
+        with self._count_lock:
+            self.counts[key] += by
+
+    def _error(self, event: str, **fields: object) -> None:
+        self._bump("errors")
+        self.log(event, "error", **fields)
+
+    def heartbeat(self, *, running: bool = True) -> dict[str, object]:
+        return {
+            "pid": os.getpid(),
+            "transport": self.transport.name,
+            "root": str(self.root),
+            "alias": self.alias,
+            "started_at": self.started_at,
+            "last_tick_at": self.last_tick_at,
+            "interval": self.interval,
+            "jobs": self.jobs,
+            "cursor": read_cursor(self.state),
+            "claimed": [s.key for s in self.claimed],
+            "skipped": [{"what": s.what, "reason": s.reason} for s in self.skipped],
+            "halted": self.halted,
+            "running": running,
+            **self.counts,
+        }
+
+    def write_heartbeat(self, *, running: bool = True) -> None:
+        write_json_atomic(self.state.heartbeat, self.heartbeat(running=running))
+
+    # ------------------------------------------------------------------------------------------------ the loop
+
+    def stop(self) -> None:
+        """Ask the loop to end after the current tick's git work (safe from a signal handler)."""
+        self._stop.set()
+        with contextlib.suppress(OSError):
+            os.write(self._wake_w, b"x")
+
+    def _forward_stop(self, event: threading.Event) -> None:
+        """An external stop event interrupts the wait as stop() does (polled, so this thread never hangs)."""
+        while not self._stop.is_set():
+            if event.wait(0.5):
+                self.stop()
+                return
+
+    @property
+    def stopping(self) -> bool:
+        return self._stop.is_set()
+
+    def run_forever(self, stop_event: threading.Event | None = None, *, once: bool = False) -> int:
+        """Hold dispatcher.lock, write the pid file, bind wake.sock, then tick and wait until stopped."""
+        if stop_event is not None:
+            threading.Thread(target=self._forward_stop, args=(stop_event,), daemon=True).start()
+        lock_fd = hold_dispatcher_lock(self.state, self.transport.name)
+        sock: socket.socket | None = None
+        try:
+            sock = bind_wake_socket(self.state)
+            self.reload_registry(force=True)
+            self.log("boot", pid=os.getpid(), transport=self.transport.name, alias=self.alias,
+                     interval=self.interval, jobs=self.jobs, claimed=len(self.claimed))
+            self.write_heartbeat()
+            while not self._stop.is_set():
+                drain(sock)
+                try:
+                    self.tick()
+                except Exception as exc:  # one bad tick must not end the daemon; the next one retries
+                    self._error("tick_failed", error=f"{type(exc).__name__}: {exc}")
+                    with contextlib.suppress(OSError):
+                        self.write_heartbeat()
+                if once or self._stop.is_set():
+                    break
+                with contextlib.suppress(InterruptedError):
+                    select.select([sock, self._wake_r], [], [], self.interval)
+            self.log("stop", pid=os.getpid())
+            return 0
+        finally:
+            self._stop.set()  # ends a _forward_stop watcher
+            with contextlib.suppress(OSError):
+                self.write_heartbeat(running=False)
+            if sock is not None:
+                sock.close()
+                with contextlib.suppress(FileNotFoundError):
+                    self.state.wake_sock.unlink()
+            if read_pid(self.state) == os.getpid():
+                with contextlib.suppress(FileNotFoundError):
+                    self.state.pidfile.unlink()
+            os.close(lock_fd)

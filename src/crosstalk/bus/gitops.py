@@ -1,0 +1,254 @@
+"""A thin git wrapper for the bus (every call has a timeout) and the per-transport lock around git mutations."""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+import random
+import subprocess
+import threading
+import time
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+
+from crosstalk.bus.errors import GitError
+
+CHANNELS_PATHSPEC = "data/channels"
+LOCK_NAME = "crosstalk.lock"
+_REJECTED_MARKERS = ("[rejected]", "non-fast-forward", "fetch first", "failed to update ref", "stale info")
+
+
+def _git_env() -> dict[str, str]:
+    env = dict(os.environ)
+    # Never block on a credential prompt or an editor; parse git's English messages reliably.
+    env.update({"GIT_TERMINAL_PROMPT": "0", "GIT_EDITOR": "true", "GIT_MERGE_AUTOEDIT": "no", "LC_ALL": "C"})
+    env.pop("GIT_DIR", None)
+    env.pop("GIT_WORK_TREE", None)
+    return env
+
+
+def _last_line(text: str) -> str:
+    lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
+    return lines[-1] if lines else ""
+
+
+def run_git(args: Iterable[str], *, cwd: Path | None = None, timeout: float = 60.0, input: str | None = None) -> str:
+    """Run git outside any repository (clone, init); GitError with git's last stderr line on failure."""
+    argv = ["git", *args]
+    try:
+        proc = subprocess.run(
+            argv, cwd=cwd, input=input, capture_output=True, text=True, timeout=timeout, env=_git_env()
+        )
+    except subprocess.TimeoutExpired:
+        raise GitError(f"git {' '.join(argv[1:3])} timed out after {timeout:g} s") from None
+    except OSError as exc:
+        raise GitError(f"cannot run git: {exc}") from None
+    if proc.returncode != 0:
+        why = _last_line(proc.stderr) or _last_line(proc.stdout) or f"exit {proc.returncode}"
+        raise GitError(f"git {' '.join(argv[1:3])} failed: {why}")
+    return proc.stdout
+
+
+class GitRepo:
+    """One transport's git work tree. Commands get a committer identity only when the repo has none."""
+
+    def __init__(self, root: Path, timeout: float = 60.0, *, alias: str | None = None) -> None:
+        self.root = Path(root)
+        self.timeout = timeout
+        self.alias = alias or "local"
+        self.last_push_error: str | None = None
+        self._identity: list[str] | None = None
+
+    # ------------------------------------------------------------------------------------------------ plumbing
+
+    def _identity_args(self) -> list[str]:
+        # A fresh machine (CI, a container) has no user.name; git would refuse to commit. Checked once per repo.
+        if self._identity is None:
+            proc = self._raw(["config", "--get", "user.name"], identity=False)
+            self._identity = (
+                []
+                if proc.returncode == 0 and proc.stdout.strip()
+                else ["-c", "user.name=crosstalk", "-c", f"user.email=crosstalk@{self.alias}.invalid"]
+            )
+        return self._identity
+
+    def _raw(
+        self, args: list[str], *, input: str | None = None, identity: bool = True, timeout: float | None = None
+    ) -> subprocess.CompletedProcess[str]:
+        argv = ["git", *(self._identity_args() if identity else []), "-C", str(self.root), *args]
+        limit = self.timeout if timeout is None else timeout
+        try:
+            return subprocess.run(argv, input=input, capture_output=True, text=True, timeout=limit, env=_git_env())
+        except subprocess.TimeoutExpired:
+            raise GitError(f"git {' '.join(args[:2])} timed out after {limit:g} s in {self.root}") from None
+        except OSError as exc:
+            raise GitError(f"cannot run git: {exc}") from None
+
+    def run(self, *args: str, input: str | None = None, check: bool = True) -> str:
+        """git -C root ARGS; stdout. check=True raises GitError with git's last stderr line."""
+        proc = self._raw(list(args), input=input)
+        if check and proc.returncode != 0:
+            why = _last_line(proc.stderr) or _last_line(proc.stdout) or f"exit {proc.returncode}"
+            raise GitError(f"git {' '.join(args[:2])} failed in {self.root}: {why}")
+        return proc.stdout
+
+    # ------------------------------------------------------------------------------------------------ queries
+
+    def head(self) -> str:
+        return self.run("rev-parse", "HEAD").strip()
+
+    def branch(self) -> str:
+        out = self._raw(["symbolic-ref", "--short", "-q", "HEAD"])
+        return out.stdout.strip() or "main"
+
+    def has_remote(self) -> bool:
+        return self._raw(["config", "--get", "remote.origin.url"], identity=False).returncode == 0
+
+    def upstream(self) -> str | None:
+        """The sha of HEAD's upstream (as of the last fetch), or None when no upstream is set."""
+        proc = self._raw(["rev-parse", "-q", "--verify", "@{u}"])
+        return proc.stdout.strip() or None if proc.returncode == 0 else None
+
+    def fetch(self) -> None:
+        self.run("fetch", "-q", "origin")
+
+    def ahead_behind(self) -> tuple[int, int]:
+        """(commits only here, commits only upstream); (0, 0) without an upstream."""
+        if self.upstream() is None:
+            return (0, 0)
+        out = self.run("rev-list", "--left-right", "--count", "HEAD...@{u}").split()
+        return (int(out[0]), int(out[1]))
+
+    def is_ancestor(self, older: str, newer: str) -> bool:
+        return self._raw(["merge-base", "--is-ancestor", older, newer]).returncode == 0
+
+    def added_message_files(self, old: str | None, new: str) -> list[str]:
+        """Transport-relative paths of files added under data/channels between two commits (tree to tree only,
+        so the cost follows the change, not the number of files in the work tree)."""
+        if old is None:
+            out = self.run("ls-tree", "-r", "--name-only", new, "--", CHANNELS_PATHSPEC)
+        else:
+            out = self.run("diff", "--name-only", "--no-renames", "--diff-filter=A", old, new, "--", CHANNELS_PATHSPEC)
+        return [line for line in out.splitlines() if line]
+
+    # ------------------------------------------------------------------------------------------------ changes
+
+    def commit(self, paths: Iterable[str], message: str) -> str:
+        """Stage paths (additions, edits and deletions) and commit them; the new HEAD."""
+        paths = list(paths)
+        if paths:
+            self.run("add", "-A", "--", *paths)
+        self.run("commit", "--no-verify", "-q", "-m", message)
+        return self.head()
+
+    def _rebase_onto_upstream(self) -> None:
+        args = ["-c", "rebase.autoStash=true", "pull", "--rebase", "--no-edit", "-q", "origin", self.branch()]
+        proc = self._raw(args)
+        if proc.returncode != 0:
+            self._raw(["rebase", "--abort"])
+            why = _last_line(proc.stderr) or f"exit {proc.returncode}"
+            raise GitError(f"git pull --rebase failed in {self.root}: {why}")
+
+    def push_with_retry(self, attempts: int = 8) -> bool:
+        """Push HEAD to origin; on a lost race, pull --rebase and try again with jittered backoff.
+
+        Returns False when the remote stays unreachable (the commits stay local, to be pushed later); raises
+        GitError only when a rebase cannot be completed."""
+        self.last_push_error = None
+        branch = self.branch()
+        unreachable = 0
+        for attempt in range(attempts):
+            proc = self._raw(["push", "-q", "origin", f"HEAD:refs/heads/{branch}"])
+            if proc.returncode == 0:
+                # Record the upstream so ahead_behind()/sync() work on a transport initialised without -u.
+                self._raw(["branch", "-q", f"--set-upstream-to=origin/{branch}"])
+                return True
+            err = proc.stderr
+            self.last_push_error = _last_line(err) or f"exit {proc.returncode}"
+            if any(marker in err for marker in _REJECTED_MARKERS):
+                try:
+                    self._rebase_onto_upstream()
+                except GitError as exc:
+                    if "could not read" in exc.message.lower() or "unable to access" in exc.message.lower():
+                        return False
+                    raise
+            else:
+                unreachable += 1
+                if unreachable >= 2:  # not a race: the remote is down or refuses us; a later tick pushes
+                    return False
+            time.sleep(min(2.0, 0.05 * (2**attempt)) * random.uniform(0.5, 1.5))
+        return False
+
+    def sync(self) -> bool:
+        """Fetch, then fast-forward or rebase onto the upstream when it moved; whether HEAD changed."""
+        if not self.has_remote():
+            return False
+        self.fetch()
+        upstream = self.upstream()
+        if upstream is None:
+            return False
+        head = self.head()
+        if upstream == head or self.is_ancestor(upstream, head):
+            return False
+        if self.is_ancestor(head, upstream):
+            self.run("merge", "--ff-only", "-q", upstream)
+        else:
+            proc = self._raw(["-c", "rebase.autoStash=true", "rebase", "-q", upstream])
+            if proc.returncode != 0:
+                self._raw(["rebase", "--abort"])
+                raise GitError(f"git rebase onto the upstream failed in {self.root}: {_last_line(proc.stderr)}")
+        return self.head() != head
+
+
+def git_dir(root: Path) -> Path:
+    """root/.git, following a `gitdir:` file (worktrees, submodules) without running git."""
+    dot = Path(root) / ".git"
+    if dot.is_file():
+        text = dot.read_text(encoding="utf-8", errors="replace").strip()
+        if text.startswith("gitdir:"):
+            target = Path(text[len("gitdir:") :].strip())
+            return target if target.is_absolute() else (Path(root) / target).resolve()
+    return dot
+
+
+_held = threading.local()
+
+
+@contextlib.contextmanager
+def transport_lock(root: Path, timeout: float = 30.0) -> Iterator[None]:
+    """Serialise git mutations on one transport across processes and threads (flock on .git/crosstalk.lock).
+
+    Re-entrant within a thread, so a helper that locks may call another that locks."""
+    path = git_dir(root) / LOCK_NAME
+    key = str(path)
+    depth: dict[str, int] = getattr(_held, "depth", None) or {}
+    _held.depth = depth
+    if depth.get(key):
+        depth[key] += 1
+        try:
+            yield
+        finally:
+            depth[key] -= 1
+        return
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    try:
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() >= deadline:
+                    raise GitError(
+                        f"transport {root} is busy: another crosstalk process held its lock for {timeout:g} s"
+                    ) from None
+                time.sleep(0.02)
+        depth[key] = 1
+        try:
+            yield
+        finally:
+            depth.pop(key, None)
+            fcntl.flock(fd, fcntl.LOCK_UN)
+    finally:
+        os.close(fd)

@@ -1,0 +1,45 @@
+"""The dispatch prompt: PROTOCOL.md, then the persona (if `as:`), then the batch's messages with delimiters."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from crosstalk.bus.errors import ModelError
+from crosstalk.bus.models import NAME_RE
+
+ACTORS_DIR = "local/actors"
+
+
+@dataclass(frozen=True, slots=True)
+class PromptItem:
+    sender: str  # the message's "from"
+    ref: str  # its channel-relative relPath
+    body: str
+
+
+def build_prompt(protocol_text: str, persona: str | None, items: list[PromptItem]) -> str:
+    """Protocol text, "## Persona" when given, then "--- Message K of N (from: X, ref: R) ---" blocks; ends in "\\n"."""
+    sections = [protocol_text.strip("\n")]
+    if persona is not None:
+        sections.append("## Persona\n\n" + persona.strip("\n"))
+    total = len(items)
+    for number, item in enumerate(items, start=1):
+        header = f"--- Message {number} of {total} (from: {item.sender}, ref: {item.ref}) ---"
+        sections.append(header + "\n" + item.body.strip("\n"))
+    return "\n\n".join(s for s in sections if s) + "\n"
+
+
+def load_persona(root: Path, name: str) -> str:
+    """The text of local/actors/<name>.md in the transport at `root`."""
+    if not NAME_RE.fullmatch(name):
+        raise ModelError(
+            f"persona name {name!r} is not valid (1-64 of A-Z a-z 0-9 . _ -, starting with a letter/digit)"
+        )
+    rel = f"{ACTORS_DIR}/{name}.md"
+    try:
+        return (Path(root) / rel).read_text(encoding="utf-8", errors="replace")
+    except FileNotFoundError:
+        raise ModelError(f"persona '{name}' not found: {rel}") from None
+    except OSError as exc:
+        raise ModelError(f"cannot read persona '{name}' ({rel}): {exc.strerror or exc}") from None

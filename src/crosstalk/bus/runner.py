@@ -1,0 +1,242 @@
+"""Run one model invocation under the command contract, with a hard timeout.
+
+The contract: argv = the model's whitespace-split command + the prompt as the final positional argument; a prompt
+over 64 KiB (or one holding a NUL, which argv cannot carry) goes on stdin instead, with no positional. The model
+runs in its own process group so a timeout ends it and everything it spawned (SIGTERM, 2 s, SIGKILL).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import selectors
+import signal
+import subprocess
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from crosstalk.bus.models import ModelSpec
+
+STDIN_THRESHOLD = 65536  # prompt bytes above this go on stdin (Linux caps one argv string at 128 KiB)
+STDOUT_CAP = 4 * 1024 * 1024  # the reply body; more is cut with a note rather than filling memory
+STDERR_CAP = 1024 * 1024  # only the tail matters (for the error text)
+TERM_GRACE_S = 2.0
+# After the model exits, how long leftovers of its process group may keep our pipes open before they are killed.
+EXIT_DRAIN_S = 1.0
+_POLL_S = 0.2
+_READ_CHUNK = 65536
+
+
+@dataclass(frozen=True, slots=True)
+class RunResult:
+    ok: bool
+    stdout: str
+    stderr: str
+    exit_code: int | None  # None when the process never started; negative when a signal ended it
+    timed_out: bool
+    duration_s: float
+    error: str | None  # one line when not ok
+
+
+def build_argv(spec: ModelSpec, prompt: str) -> tuple[tuple[str, ...], bytes | None]:
+    """(argv, stdin bytes or None) for `prompt` under the contract."""
+    data = prompt.encode("utf-8", errors="replace")
+    if len(data) > STDIN_THRESHOLD or "\x00" in prompt:
+        return spec.argv, data
+    return (*spec.argv, data.decode("utf-8")), None
+
+
+def run_model(
+    spec: ModelSpec,
+    prompt: str,
+    *,
+    env: Mapping[str, str],
+    cwd: Path | str,
+    timeout: float | None = None,
+) -> RunResult:
+    """Run `spec` on `prompt` in `cwd` with exactly `env`; `timeout` defaults to the model's own."""
+    limit = spec.timeout if timeout is None else timeout
+    argv, stdin_data = build_argv(spec, prompt)
+    started = time.monotonic()
+    try:
+        proc = subprocess.Popen(
+            argv,
+            stdin=subprocess.PIPE if stdin_data is not None else subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=dict(env),
+            cwd=str(cwd),
+            start_new_session=True,
+            close_fds=True,
+        )
+    except (OSError, ValueError) as exc:
+        text = getattr(exc, "strerror", None) or str(exc)
+        return RunResult(False, "", "", None, False, time.monotonic() - started, f"cannot run {argv[0]}: {text}")
+    deadline = started + limit
+    try:
+        out, err, out_dropped, timed_out = _pump(proc, stdin_data, deadline)
+        if not timed_out:
+            # Both pipes closed; a model that closed them early still gets only the rest of its time.
+            try:
+                proc.wait(timeout=max(0.0, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                timed_out = True
+                _kill_group(proc)
+    finally:
+        _reap(proc)
+    duration = time.monotonic() - started
+    stdout = out.decode("utf-8", errors="replace")
+    if out_dropped:
+        stdout += f"\n[crosstalk: stdout truncated at {STDOUT_CAP} bytes; {out_dropped} more bytes dropped]\n"
+    stderr = err.decode("utf-8", errors="replace")
+    code = proc.returncode
+    if timed_out:
+        return RunResult(False, stdout, stderr, code, True, duration, f"timed out after {limit:g}s")
+    if code == 0:
+        return RunResult(True, stdout, stderr, 0, False, duration, None)
+    return RunResult(False, stdout, stderr, code, False, duration, _exit_error(code, stdout, stderr))
+
+
+def _pump(proc: subprocess.Popen[bytes], stdin_data: bytes | None, deadline: float) -> tuple[bytes, bytes, int, bool]:
+    """Feed stdin and read stdout/stderr until both close, the deadline passes (group killed), or the model has
+    exited and leftovers hold the pipes. Returns (stdout, stderr, stdout bytes dropped, timed_out)."""
+    assert proc.stdout is not None and proc.stderr is not None
+    out, err = bytearray(), bytearray()
+    dropped = 0
+    sel = selectors.DefaultSelector()
+    sel.register(proc.stdout, selectors.EVENT_READ, "out")
+    sel.register(proc.stderr, selectors.EVENT_READ, "err")
+    pending = memoryview(stdin_data or b"")
+    if proc.stdin is not None:
+        os.set_blocking(proc.stdin.fileno(), False)
+        sel.register(proc.stdin, selectors.EVENT_WRITE, "in")
+    timed_out = False
+    exited_at: float | None = None
+    try:
+        while sel.get_map():
+            now = time.monotonic()
+            if now >= deadline:
+                timed_out = True
+                _kill_group(proc)
+                break
+            if exited_at is None and _exited(proc):
+                exited_at = now
+            elif exited_at is not None and now - exited_at > EXIT_DRAIN_S:
+                break
+            events = sel.select(min(_POLL_S, deadline - now))
+            for key, _ in events:
+                if key.data == "in":
+                    pending = _feed(sel, proc, pending)
+                    continue
+                chunk = os.read(key.fd, _READ_CHUNK)
+                if not chunk:
+                    sel.unregister(key.fileobj)
+                    continue
+                if key.data == "out":
+                    room = STDOUT_CAP - len(out)
+                    out += chunk[:room]
+                    dropped += max(0, len(chunk) - room)
+                else:
+                    err += chunk
+                    if len(err) > STDERR_CAP:
+                        del err[: len(err) - STDERR_CAP]
+        if sel.get_map():
+            # Timed out, or the model exited while something it started still holds the pipes: end the group,
+            # then take what is already buffered (bounded; the pipes close once the group is gone).
+            _signal_group(proc, signal.SIGKILL)
+            _drain(sel, out, err, time.monotonic() + 1.0)
+    finally:
+        sel.close()
+        for stream in (proc.stdin, proc.stdout, proc.stderr):
+            if stream is not None:
+                with contextlib.suppress(OSError):
+                    stream.close()
+    return bytes(out), bytes(err), dropped, timed_out
+
+
+def _feed(sel: selectors.BaseSelector, proc: subprocess.Popen[bytes], pending: memoryview) -> memoryview:
+    """Write what the pipe takes now; close stdin when done or when the model stopped reading it."""
+    assert proc.stdin is not None
+    try:
+        written = os.write(proc.stdin.fileno(), pending[:_READ_CHUNK])
+        pending = pending[written:]
+    except BlockingIOError:
+        return pending
+    except (BrokenPipeError, OSError):
+        pending = pending[:0]  # the model closed stdin; what it did read is its business
+    if not pending:
+        sel.unregister(proc.stdin)
+        with contextlib.suppress(OSError):
+            proc.stdin.close()
+    return pending
+
+
+def _drain(sel: selectors.BaseSelector, out: bytearray, err: bytearray, deadline: float) -> None:
+    while sel.get_map() and time.monotonic() < deadline:
+        for key, _ in sel.select(max(0.0, deadline - time.monotonic())):
+            if key.data == "in":
+                sel.unregister(key.fileobj)
+                continue
+            try:
+                chunk = os.read(key.fd, _READ_CHUNK)
+            except OSError:
+                chunk = b""
+            if not chunk:
+                sel.unregister(key.fileobj)
+            elif key.data == "out":
+                out += chunk[: max(0, STDOUT_CAP - len(out))]
+            else:
+                err += chunk
+
+
+def _exited(proc: subprocess.Popen[bytes]) -> bool:
+    """Whether the model process has exited, without reaping it (so its pid, the group id, stays reserved)."""
+    try:
+        info = os.waitid(os.P_PID, proc.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT)
+    except ChildProcessError:
+        return True
+    return info is not None
+
+
+def _signal_group(proc: subprocess.Popen[bytes], sig: signal.Signals) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(proc.pid, sig)
+
+
+def _kill_group(proc: subprocess.Popen[bytes]) -> None:
+    """SIGTERM the model's process group, give it TERM_GRACE_S to leave, then SIGKILL whatever is left."""
+    _signal_group(proc, signal.SIGTERM)
+    deadline = time.monotonic() + TERM_GRACE_S
+    while not _exited(proc) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    _signal_group(proc, signal.SIGKILL)
+
+
+def _reap(proc: subprocess.Popen[bytes]) -> None:
+    try:
+        proc.wait(timeout=5.0)
+    except subprocess.TimeoutExpired:
+        # Only reachable if the model ignored a closed stdout and survived; the group kill cannot be ignored.
+        _signal_group(proc, signal.SIGKILL)
+        proc.wait(timeout=5.0)
+
+
+def _exit_error(code: int, stdout: str, stderr: str) -> str:
+    """One line: how the model ended and the last lines it wrote (stderr first, else stdout)."""
+    if code < 0:
+        try:
+            head = f"killed by {signal.Signals(-code).name}"
+        except ValueError:
+            head = f"killed by signal {-code}"
+    else:
+        head = f"exit {code}"
+    tail = _tail_lines(stderr) or _tail_lines(stdout)
+    return f"{head}: {tail}" if tail else f"{head} (no output)"
+
+
+def _tail_lines(text: str, count: int = 3, limit: int = 500) -> str:
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    joined = " | ".join(lines[-count:])
+    return joined if len(joined) <= limit else "…" + joined[-(limit - 1) :]

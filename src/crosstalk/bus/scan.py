@@ -1,0 +1,311 @@
+"""The dispatcher's incremental scan: the message files added between two commits, parsed, and what is ours to do.
+
+Only the commits since the cursor are looked at (a `git diff` between two trees), never the whole channel
+history, so an idle or small tick costs the same at 1k or 100k messages. The scan is pure apart from reading
+files: the caller holds the transport lock, so the work tree is at `head`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from crosstalk.bus import layout
+from crosstalk.bus.addressing import actor_of, same_actor, split_address, wakes
+from crosstalk.bus.errors import AmbiguousModel, GitError, MessageFormatError, ModelError
+from crosstalk.bus.gitops import GitRepo
+from crosstalk.bus.message import BusMessage, parse_message
+from crosstalk.bus.models import ModelSpec, resolve
+
+CHANNELS_DIR = layout.CHANNELS_DIR
+
+
+@dataclass(frozen=True, slots=True)
+class ScannedMessage:
+    """One parsed message: its channel uuid, channel-relative path (what `re:` holds) and content."""
+
+    channel: str
+    rel: str
+    msg: BusMessage
+
+    @property
+    def path(self) -> str:
+        """The transport-relative path (`data/channels/<uuid>/<rel>`)."""
+        return f"{CHANNELS_DIR}/{self.channel}/{self.rel}"
+
+
+@dataclass(frozen=True, slots=True)
+class ParseFailure:
+    """A message file that breaks the protocol; `sender`/`to` are read leniently so it can still be answered."""
+
+    channel: str
+    rel: str
+    error: str
+    sender: str | None = None
+    to: str | None = None
+    re: tuple[str, ...] = ()
+
+    @property
+    def path(self) -> str:
+        return f"{CHANNELS_DIR}/{self.channel}/{self.rel}"
+
+
+@dataclass(slots=True)
+class Batch:
+    """Pending messages for one model in one channel under one persona: a single invocation."""
+
+    channel: str
+    model: ModelSpec
+    as_: str | None
+    messages: list[ScannedMessage] = field(default_factory=list)
+
+    @property
+    def bare(self) -> bool:
+        """True when any message names the model without @machine (another dispatcher may take it too)."""
+        return any(split_address(m.msg.to)[1] is None for m in self.messages)
+
+
+@dataclass(frozen=True, slots=True)
+class Rejection:
+    """A message addressed to us that cannot be dispatched (an ambiguous bare model, a broken file): it gets a
+    failed reply instead of a model run."""
+
+    channel: str
+    rels: tuple[str, ...]
+    sender: str
+    addressee: str
+    responder: str  # the actor the failed reply comes from (without @machine): a claimed key or the bare name
+    error: str
+
+
+@dataclass(slots=True)
+class ScanResult:
+    added: int = 0
+    messages: list[ScannedMessage] = field(default_factory=list)
+    parse_errors: list[ParseFailure] = field(default_factory=list)
+    # (channel, channel-relative target) -> the actors (from without @machine) that replied to it in the range
+    answered: dict[tuple[str, str], set[str]] = field(default_factory=dict)
+    batches: list[Batch] = field(default_factory=list)
+    rejections: list[Rejection] = field(default_factory=list)
+    skipped_answered: int = 0
+
+
+def split_channel_path(path: str) -> tuple[str, str] | None:
+    """`data/channels/<uuid>/<rel>` -> (uuid, rel) for a message file, else None (CHANNEL.md, PLAN.json, ...)."""
+    prefix = CHANNELS_DIR + "/"
+    if not path.startswith(prefix) or not path.endswith(".md"):
+        return None
+    channel, _, rel = path[len(prefix) :].partition("/")
+    if not channel or "/" not in rel:  # data/channels/<uuid>/CHANNEL.md has no date directories
+        return None
+    return channel, rel
+
+
+class FileReader:
+    """Reads message files as of `head`: from the work tree (the lock is held, so HEAD == head), else git."""
+
+    def __init__(self, repo: GitRepo, root: Path, head: str) -> None:
+        self._repo = repo
+        self._root = root
+        self._head = head
+
+    def read(self, path: str) -> str | None:
+        try:
+            return (self._root / path).read_text(encoding="utf-8")
+        except FileNotFoundError:
+            pass
+        except (OSError, UnicodeDecodeError):
+            return None
+        try:
+            return self._repo.run("show", f"{self._head}:{path}")
+        except GitError:
+            return None
+
+
+class SenderIndex:
+    """`sender_of(channel, rel)` for the activation rule: the `from` of a re: target, cached for one tick."""
+
+    def __init__(self, reader: FileReader) -> None:
+        self._reader = reader
+        self._cache: dict[tuple[str, str], str | None] = {}
+
+    def add(self, channel: str, rel: str, sender: str | None) -> None:
+        self._cache[(channel, rel)] = sender
+
+    def sender_of(self, channel: str, rel: str) -> str | None:
+        key = (channel, rel)
+        if key not in self._cache:
+            text = self._reader.read(f"{CHANNELS_DIR}/{channel}/{rel}")
+            sender: str | None = None
+            if text is not None:
+                try:
+                    sender = parse_message(text, where=rel).sender
+                except MessageFormatError:
+                    sender = _lenient_fields(text).get("from")
+            self._cache[key] = sender
+        return self._cache[key]
+
+
+def _lenient_fields(text: str) -> dict[str, Any]:
+    """The front matter of a broken message as far as it can be read, string fields only (never raises)."""
+    if not text.startswith("---"):
+        return {}
+    parts = text.split("\n---", 1)
+    try:
+        data = yaml.safe_load(parts[0][3:]) if len(parts) == 2 else None
+    except yaml.YAMLError:
+        return {}
+    if not isinstance(data, dict):
+        return {}
+    out: dict[str, Any] = {}
+    for key in ("from", "to"):
+        if isinstance(data.get(key), str) and data[key].strip():
+            out[key] = data[key].strip()
+    re_value = data.get("re")
+    if isinstance(re_value, str):
+        out["re"] = (re_value,)
+    elif isinstance(re_value, list) and all(isinstance(r, str) for r in re_value):
+        out["re"] = tuple(re_value)
+    return out
+
+
+def parse_range(reader: FileReader, paths: Iterable[str]) -> tuple[list[ScannedMessage], list[ParseFailure]]:
+    """Parse every message file among `paths` (others are ignored), in file-name (chronological) order."""
+    messages: list[ScannedMessage] = []
+    failures: list[ParseFailure] = []
+    for path in sorted(paths):
+        where = split_channel_path(path)
+        if where is None:
+            continue
+        channel, rel = where
+        text = reader.read(path)
+        if text is None:
+            failures.append(ParseFailure(channel, rel, "the file could not be read"))
+            continue
+        try:
+            messages.append(ScannedMessage(channel, rel, parse_message(text, where=path)))
+        except MessageFormatError as exc:
+            raw = _lenient_fields(text)
+            failures.append(ParseFailure(channel, rel, exc.message, raw.get("from"), raw.get("to"), raw.get("re", ())))
+    return messages, failures
+
+
+def answered_index(messages: Iterable[ScannedMessage]) -> dict[tuple[str, str], set[str]]:
+    """(channel, target) -> the actors that replied to target (any message whose re: lists it)."""
+    index: dict[tuple[str, str], set[str]] = {}
+    for item in messages:
+        for target in item.msg.re:
+            index.setdefault((item.channel, target), set()).add(actor_of(item.msg.sender))
+    return index
+
+
+def is_answered(answered: dict[tuple[str, str], set[str]], channel: str, rel: str, model_key: str) -> bool:
+    return any(same_actor(actor, model_key) for actor in answered.get((channel, rel), ()))
+
+
+def our_model(to: str, claimed: Sequence[ModelSpec], alias: str) -> ModelSpec | None:
+    """The claimed model a `to:` names on this machine, None when it is not ours. AmbiguousModel propagates."""
+    model, machine = split_address(to)
+    if machine is not None and machine != alias:
+        return None
+    try:
+        return resolve(list(claimed), model)
+    except AmbiguousModel:
+        raise
+    except ModelError:
+        return None
+
+
+def scan(
+    repo: GitRepo,
+    root: Path,
+    old: str | None,
+    new: str,
+    *,
+    claimed: Sequence[ModelSpec],
+    alias: str,
+    paths: Sequence[str] | None = None,
+) -> ScanResult:
+    """Everything the tick needs from the commits in (old, new]: parsed messages, parse errors, the answered
+    index, the pending batches for our claimed models and alias, and the messages to answer with a failure."""
+    reader = FileReader(repo, root, new)
+    added = repo.added_message_files(old, new) if paths is None else list(paths)
+    messages, failures = parse_range(reader, added)
+    result = ScanResult(added=len(added), messages=messages, parse_errors=failures)
+    result.answered = answered_index(messages)
+    senders = SenderIndex(reader)
+    for item in messages:
+        senders.add(item.channel, item.rel, item.msg.sender)
+    for bad in failures:
+        senders.add(bad.channel, bad.rel, bad.sender)
+
+    def sender_in(channel: str) -> Callable[[str], str | None]:
+        return lambda rel: senders.sender_of(channel, rel)
+
+    batches: dict[tuple[str, str, str | None], Batch] = {}
+    for item in messages:
+        msg = item.msg
+        try:
+            spec = our_model(msg.to, claimed, alias)
+        except AmbiguousModel as exc:
+            # Only answer the ambiguity when the message would have woken that name at all.
+            name = split_address(msg.to)[0]
+            if wakes(msg, name, sender_in(item.channel)) and not is_answered(
+                result.answered, item.channel, item.rel, name
+            ):
+                result.rejections.append(Rejection(item.channel, (item.rel,), msg.sender, msg.to, name, exc.message))
+            continue
+        if spec is None or msg.type == "workflow" or not wakes(msg, spec.key, sender_in(item.channel)):
+            continue
+        if is_answered(result.answered, item.channel, item.rel, spec.key):
+            result.skipped_answered += 1
+            continue
+        if msg.fanout:
+            result.batches.append(Batch(item.channel, spec, msg.as_, [item]))  # a fanout copy runs alone
+            continue
+        key = (item.channel, spec.key, msg.as_)
+        batches.setdefault(key, Batch(item.channel, spec, msg.as_)).messages.append(item)
+    result.batches.extend(batches.values())
+    result.batches.sort(key=lambda b: b.messages[0].rel)
+    for bad in failures:
+        rejection = _reject_broken(bad, claimed, alias, result.answered, sender_in(bad.channel))
+        if rejection is not None:
+            result.rejections.append(rejection)
+    return result
+
+
+def _reject_broken(
+    bad: ParseFailure,
+    claimed: Sequence[ModelSpec],
+    alias: str,
+    answered: dict[tuple[str, str], set[str]],
+    sender_of: Callable[[str], str | None],
+) -> Rejection | None:
+    """A broken file addressed to one of our models gets a failed reply (once), when it can be addressed back."""
+    if bad.to is None or bad.sender is None:
+        return None
+    try:
+        spec = our_model(bad.to, claimed, alias)
+        responder = spec.key if spec is not None else None
+    except AmbiguousModel:
+        responder = split_address(bad.to)[0]
+    if responder is None:
+        return None
+    probe = BusMessage(sender=bad.sender, to=bad.to, timestamp="", re=bad.re)
+    if not wakes(probe, responder, sender_of) or is_answered(answered, bad.channel, bad.rel, responder):
+        return None
+    return Rejection(bad.channel, (bad.rel,), bad.sender, bad.to, responder, f"unreadable message: {bad.error}")
+
+
+def replies_since(repo: GitRepo, root: Path, old: str, new: str) -> dict[tuple[str, str], set[str]]:
+    """The answered index of the commits in (old, new]: used right before a bare-name batch runs, to skip the
+    messages another dispatcher answered meanwhile."""
+    if old == new:
+        return {}
+    reader = FileReader(repo, root, new)
+    messages, _ = parse_range(reader, repo.added_message_files(old, new))
+    return answered_index(messages)

@@ -1,0 +1,186 @@
+"""Machine-local bus state under the crosstalk state root: the transports registry dir and, per transport, the
+dispatcher's cursor, heartbeat, pid file, lock, log and wake socket. None of it is ever committed."""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import fcntl
+import json
+import os
+import socket
+import stat
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from crosstalk.bus.errors import BusError
+from crosstalk.registry.fsutil import atomic_write
+from crosstalk.registry.paths import MAX_SOCKET_PATH_BYTES, StatePaths
+
+WAKE_BYTE = b"w"
+
+
+def bus_root(environ: Mapping[str, str] = os.environ) -> Path:
+    """$CROSSTALK_HOME/bus (or the XDG default)."""
+    return StatePaths.from_env(environ).root / "bus"
+
+
+def transports_dir(environ: Mapping[str, str] = os.environ) -> Path:
+    return bus_root(environ) / "transports"
+
+
+def ensure_private_dir(path: Path) -> Path:
+    """Create path (and parents) 0700; tighten it if it is wider. Secrets-adjacent state is for this user only."""
+    path.mkdir(parents=True, exist_ok=True, mode=0o700)
+    st = os.stat(path)
+    if not stat.S_ISDIR(st.st_mode):
+        raise BusError(f"state path {path} exists and is not a directory")
+    if stat.S_IMODE(st.st_mode) != 0o700:
+        os.chmod(path, 0o700)
+    return path
+
+
+@dataclass(frozen=True, slots=True)
+class TransportState:
+    """Where one transport's dispatcher keeps its machine-local state: bus/state/<name>/."""
+
+    name: str
+    dir: Path
+
+    @property
+    def cursor(self) -> Path:
+        return self.dir / "cursor"
+
+    @property
+    def heartbeat(self) -> Path:
+        return self.dir / "heartbeat.json"
+
+    @property
+    def pidfile(self) -> Path:
+        return self.dir / "dispatcher.pid"
+
+    @property
+    def lock(self) -> Path:
+        return self.dir / "dispatcher.lock"
+
+    @property
+    def log(self) -> Path:
+        return self.dir / "dispatcher.log"
+
+    @property
+    def wake_sock(self) -> Path:
+        return self.dir / "wake.sock"
+
+    def ensure(self) -> TransportState:
+        """Create the directory 0700 and fail early if the wake socket path cannot fit AF_UNIX."""
+        size = len(os.fsencode(self.wake_sock))
+        if size > MAX_SOCKET_PATH_BYTES:
+            raise BusError(
+                f"wake socket path {self.wake_sock} is {size} bytes, over the {MAX_SOCKET_PATH_BYTES}-byte AF_UNIX "
+                "limit; set CROSSTALK_HOME to a shorter directory"
+            )
+        ensure_private_dir(self.dir)
+        return self
+
+
+def transport_state(name: str, environ: Mapping[str, str] = os.environ) -> TransportState:
+    return TransportState(name, bus_root(environ) / "state" / name)
+
+
+# ---------------------------------------------------------------------------------------------- small files
+
+
+def write_text_atomic(path: Path, text: str, *, mode: int = 0o600) -> None:
+    """Readers see the old content or the new, never a torn write."""
+    atomic_write(path, text.encode("utf-8"), mode=mode)
+
+
+def write_json_atomic(path: Path, data: Any, *, mode: int = 0o600) -> None:
+    write_text_atomic(path, json.dumps(data, ensure_ascii=False, indent=1) + "\n", mode=mode)
+
+
+def read_text(path: Path) -> str | None:
+    try:
+        return path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return None
+
+
+def read_json(path: Path) -> Any | None:
+    """The parsed file, or None when it is missing or not JSON (a reader never fails on a half-made file)."""
+    text = read_text(path)
+    if text is None:
+        return None
+    try:
+        return json.loads(text)
+    except ValueError:
+        return None
+
+
+def read_cursor(state: TransportState) -> str | None:
+    text = read_text(state.cursor)
+    sha = text.strip() if text else ""
+    return sha or None
+
+
+def write_cursor(state: TransportState, sha: str) -> None:
+    state.ensure()
+    write_text_atomic(state.cursor, sha + "\n")
+
+
+def read_pid(state: TransportState) -> int | None:
+    text = read_text(state.pidfile)
+    try:
+        return int(text.strip()) if text else None
+    except ValueError:
+        return None
+
+
+def pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def dispatcher_pid(state: TransportState) -> int | None:
+    """The pid of this machine's live dispatcher for the transport, or None.
+
+    The daemon holds flock on dispatcher.lock for its whole life, so the lock (not the pid file, whose pid may
+    have been reused) is the truth; the pid file only says which process it is."""
+    try:
+        fd = os.open(state.lock, os.O_RDONLY | os.O_CLOEXEC)
+    except FileNotFoundError:
+        return None
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except BlockingIOError:
+            pid = read_pid(state)
+            return pid if pid is not None else -1
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        return None
+    finally:
+        os.close(fd)
+
+
+def wake(name: str, environ: Mapping[str, str] = os.environ) -> bool:
+    """Poke this machine's dispatcher for transport name; False (never an error) when none is listening."""
+    path = transport_state(name, environ).wake_sock
+    if len(os.fsencode(path)) > MAX_SOCKET_PATH_BYTES:
+        return False
+    with contextlib.closing(socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)) as sock:
+        sock.setblocking(False)
+        try:
+            sock.sendto(WAKE_BYTE, os.fsencode(path))
+        except OSError as exc:
+            # Absent socket, a dead daemon's leftover, or a full queue (it is already awake): all fine.
+            if exc.errno not in (errno.ENOENT, errno.ECONNREFUSED, errno.EAGAIN, errno.ENOTSOCK, errno.EACCES):
+                return False
+            return exc.errno == errno.EAGAIN
+    return True

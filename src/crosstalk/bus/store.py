@@ -1,0 +1,193 @@
+"""Writing to the bus (files -> commit -> push with retry -> wake) and reading reply status from it."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from crosstalk.bus import layout
+from crosstalk.bus.errors import BusError, MessageFormatError
+from crosstalk.bus.gitops import transport_lock
+from crosstalk.bus.message import MESSAGE_NAME_RE, BusMessage, is_safe_relpath, parse_message
+from crosstalk.bus.state import wake
+from crosstalk.bus.transports import Transport
+from crosstalk.registry.fsutil import atomic_write
+
+PENDING, REPLIED, FAILED = "PENDING", "REPLIED", "FAILED"
+
+
+@dataclass(frozen=True, slots=True)
+class PublishResult:
+    commit: str
+    pushed: bool
+    push_error: str | None = None  # set when a remote exists but could not be reached (the commit stays local)
+
+
+def publish(
+    transport: Transport,
+    files: dict[str, str],
+    summary: str,
+    *,
+    push: bool = True,
+    remove: Sequence[str] = (),
+    precheck: Callable[[], None] | None = None,
+) -> PublishResult:
+    """Under the transport lock: run precheck, write files (transport-relative -> text), `git rm -r` remove,
+    commit as one commit, push with retry when a remote exists; then wake this machine's dispatcher."""
+    for rel in (*files, *remove):
+        if not is_safe_relpath(rel):
+            raise BusError(f"refusing to write outside the transport: {rel!r}")
+    repo = transport.git()
+    pushed = False
+    push_error: str | None = None
+    with transport_lock(transport.root):
+        if precheck is not None:
+            precheck()
+        for rel, text in files.items():
+            path = transport.root / rel
+            path.parent.mkdir(parents=True, exist_ok=True)
+            atomic_write(path, text.encode("utf-8"), mode=0o644)
+        if remove:
+            repo.run("rm", "-r", "-q", "--", *remove)
+        commit = repo.commit(list(files), summary)
+        if push and repo.has_remote():
+            pushed = repo.push_with_retry()
+            if not pushed:
+                push_error = repo.last_push_error or "the remote is unreachable"
+    wake(transport.name)
+    return PublishResult(commit, pushed, push_error)
+
+
+def sync(transport: Transport) -> bool:
+    """Pull the remote's new commits (under the lock); whether HEAD moved."""
+    with transport_lock(transport.root):
+        return transport.git().sync()
+
+
+# ---------------------------------------------------------------------------------------------- replies
+
+
+@dataclass(frozen=True, slots=True)
+class ReplyInfo:
+    path: str  # transport-relative
+    sender: str
+    failed: bool
+    error: str | None
+
+    def to_json(self) -> dict[str, object]:
+        return {"path": self.path, "from": self.sender, "failed": self.failed, "error": self.error}
+
+
+@dataclass(frozen=True, slots=True)
+class ReplyStatus:
+    path: str  # transport-relative
+    state: str  # PENDING | REPLIED | FAILED
+    replies: tuple[ReplyInfo, ...] = field(default=())
+
+    def to_json(self) -> dict[str, object]:
+        return {"path": self.path, "state": self.state, "replies": [r.to_json() for r in self.replies]}
+
+
+def split_message_path(rel: str) -> tuple[str, str]:
+    """("<uuid>", "YYYY/MM/DD/name.md") of a transport-relative message path; BusError if it is not one."""
+    prefix = layout.CHANNELS_DIR + "/"
+    if not rel.startswith(prefix):
+        raise BusError(f"{rel} is not a message path (expected {prefix}<uuid>/YYYY/MM/DD/<name>.md)")
+    uuid, _, inner = rel[len(prefix) :].partition("/")
+    if not uuid or not MESSAGE_NAME_RE.match(inner):
+        raise BusError(f"{rel} is not a message path (expected {prefix}<uuid>/YYYY/MM/DD/<name>.md)")
+    return uuid, inner
+
+
+def normalize_message_path(transport: Transport, given: str, cwd: Path | None = None) -> str:
+    """A transport-relative message path from what a user typed: transport-relative, absolute, or relative to
+    cwd inside the transport. BusError when it does not name an existing message file."""
+    candidates: list[Path] = []
+    path = Path(given)
+    if path.is_absolute():
+        candidates.append(path)
+    else:
+        candidates.append(transport.root / given)
+        if cwd is not None:
+            candidates.append(Path(cwd) / given)
+    root = transport.root.resolve()
+    for candidate in candidates:
+        try:
+            rel = candidate.resolve().relative_to(root).as_posix()
+        except ValueError:
+            continue
+        if candidate.is_file():
+            split_message_path(rel)
+            return rel
+    if path.is_absolute() and not any(p.resolve().is_relative_to(root) for p in candidates):
+        raise BusError(f"{given} is not inside transport {transport.name} ({transport.root})")
+    raise BusError(f"no message {given} in transport {transport.name}")
+
+
+def _messages_from(channel_dir: Path, start: str) -> Iterable[str]:
+    """Channel-relative message names >= start in name (= time) order, pruning whole days/months/years before it."""
+    parts = start.split("/")  # YYYY, MM, DD, file
+
+    def sorted_dirs(path: Path) -> list[str]:
+        try:
+            return sorted(e.name for e in os.scandir(path) if e.is_dir())
+        except FileNotFoundError:
+            return []
+
+    for year in sorted_dirs(channel_dir):
+        if year < parts[0]:
+            continue
+        for month in sorted_dirs(channel_dir / year):
+            if (year, month) < tuple(parts[:2]):
+                continue
+            for day in sorted_dirs(channel_dir / year / month):
+                if (year, month, day) < tuple(parts[:3]):
+                    continue
+                folder = channel_dir / year / month / day
+                for name in sorted(e.name for e in os.scandir(folder) if e.is_file() and e.name.endswith(".md")):
+                    rel = f"{year}/{month}/{day}/{name}"
+                    if rel >= start:
+                        yield rel
+
+
+def _read(path: Path, where: str) -> BusMessage | None:
+    try:
+        return parse_message(path.read_text(encoding="utf-8"), where=where)
+    except (OSError, UnicodeDecodeError, MessageFormatError):
+        return None  # an unreadable neighbour is not a reply; the dispatcher logs parse errors
+
+
+def replies_status(transport: Transport, rel_paths: Sequence[str]) -> list[ReplyStatus]:
+    """For each transport-relative message path: REPLIED, FAILED (every reply failed) or PENDING, matched by the
+    `re:` of later messages in the same channel."""
+    targets: dict[str, list[str]] = {}
+    for rel in rel_paths:
+        uuid, inner = split_message_path(rel)
+        if not (transport.root / rel).is_file():
+            raise BusError(f"no message {rel} in transport {transport.name}")
+        targets.setdefault(uuid, []).append(inner)
+    found: dict[tuple[str, str], list[ReplyInfo]] = {}
+    for uuid, inners in targets.items():
+        wanted = set(inners)
+        channel_dir = layout.channel_dir(transport.root, uuid)
+        for name in _messages_from(channel_dir, min(inners)):
+            rel = f"{layout.CHANNELS_DIR}/{uuid}/{name}"
+            msg = _read(channel_dir / name, rel)
+            if msg is None:
+                continue
+            for target in wanted.intersection(msg.re):
+                found.setdefault((uuid, target), []).append(ReplyInfo(rel, msg.sender, msg.failed, msg.error))
+    out: list[ReplyStatus] = []
+    for rel in rel_paths:
+        uuid, inner = split_message_path(rel)
+        replies = tuple(found.get((uuid, inner), ()))
+        if not replies:
+            state = PENDING
+        elif all(r.failed for r in replies):
+            state = FAILED
+        else:
+            state = REPLIED
+        out.append(ReplyStatus(rel, state, replies))
+    return out

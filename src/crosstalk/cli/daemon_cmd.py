@@ -1,0 +1,57 @@
+"""`crosstalk daemon dispatch`: the dispatcher loop in the foreground (what `server start` and systemd run)."""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import sys
+from typing import Any
+
+from crosstalk.cli.bus_common import add_transport_option, bus_errors, open_transport
+from crosstalk.cli.main import non_negative_int, positive_float
+
+
+def add_parser(sub: Any) -> None:
+    p = sub.add_parser("daemon", help="The dispatcher itself (run by 'server start' or systemd).")
+    verbs = p.add_subparsers(dest="daemon_command", metavar="COMMAND", parser_class=type(p))
+    d = verbs.add_parser(
+        "dispatch",
+        help="Run this machine's dispatcher for a transport in the foreground (SIGTERM stops it).",
+        description="Tick: pull, scan the commits since the cursor, run the models the new messages wake, commit "
+        "and push their replies; then wait for a wake-up ('message send') or the interval. Logs go to stderr and "
+        "to the transport's dispatcher.log.",
+    )
+    add_transport_option(d)
+    d.add_argument("--once", action="store_true", help="Run one tick and exit.")
+    d.add_argument("--interval", type=positive_float(0.05, 86400), default=5.0,
+                   help="Seconds between ticks when nothing wakes the dispatcher (default 5).")
+    d.add_argument("--jobs", type=non_negative_int(1), default=4, help="Model runs at once (default 4).")
+    d.add_argument("--model-timeout", dest="model_timeout", type=positive_float(0.1, 86400),
+                   help="Seconds per model run, overriding the registry's timeouts (default: the provider's, 600).")
+    d.set_defaults(run="crosstalk.cli.daemon_cmd:run_dispatch")
+
+
+def run_dispatch(args: argparse.Namespace) -> int:
+    from crosstalk.bus.dispatcher import Dispatcher
+    from crosstalk.bus.server import EventLog, same_file
+
+    transport = open_transport(args)
+    with bus_errors():
+        state = transport.state().ensure()
+        # Under `server start` stderr already is the log file: writing both would double every line.
+        stream = None if same_file(sys.stderr, state.log) else sys.stderr
+        dispatcher = Dispatcher(
+            transport,
+            jobs=args.jobs,
+            interval=args.interval,
+            model_timeout=args.model_timeout,
+            log=EventLog(state.log, stream=stream),
+        )
+
+        def on_signal(signum: int, _frame: object) -> None:
+            dispatcher.stop()
+
+        signal.signal(signal.SIGTERM, on_signal)
+        signal.signal(signal.SIGINT, on_signal)
+        signal.signal(signal.SIGHUP, on_signal)
+        return dispatcher.run_forever(once=args.once)

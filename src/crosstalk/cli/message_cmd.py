@@ -1,0 +1,207 @@
+"""`crosstalk message send|replies`: put a message on the bus, and see which messages have been answered."""
+
+from __future__ import annotations
+
+import argparse
+import getpass
+import os
+import re
+import sys
+from pathlib import Path
+from typing import Any
+
+from crosstalk.cli.bus_common import add_transport_option, bus_errors, open_transport
+from crosstalk.cli.common import EXIT_USAGE, Fail, echo, print_json
+
+MAX_FANOUT = 64
+_PERSONA_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
+
+
+def _fanout(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if not 1 <= value <= MAX_FANOUT:
+        raise argparse.ArgumentTypeError(f"{value} is not between 1 and {MAX_FANOUT}")
+    return value
+
+
+def add_parser(sub: Any) -> None:
+    p = sub.add_parser("message", help="Send a message on the bus, and see which have replies.")
+    verbs = p.add_subparsers(dest="message_command", metavar="COMMAND", parser_class=type(p))
+
+    send = verbs.add_parser(
+        "send",
+        help="Send a message to a model; prints its path.",
+        description="Commit a message to a channel and push it. BODY is the text, a path to a file to read, or "
+        "'-' for stdin. Prints the message's transport-relative path (one per line with --fanout).",
+    )
+    send.add_argument("body", metavar="BODY|FILE|-")
+    send.add_argument("--to", metavar="ADDR", help="The addressee: MODEL, PROVIDER/MODEL, optionally @MACHINE.")
+    send.add_argument("--as", dest="as_", metavar="PERSONA", help="Wear local/actors/PERSONA.md when dispatched.")
+    send.add_argument("--fanout", type=_fanout, metavar="N", help="Send N independent copies (1-64).")
+    send.add_argument(
+        "--channel",
+        metavar="HANDLE",
+        help="Channel name or UUID (default: $CROSSTALK_CHANNEL, else the only channel).",
+    )
+    send.add_argument(
+        "--new", action="store_true", help="From a dispatched turn: start new work (do not link to its messages)."
+    )
+    send.add_argument("--from", dest="from_", metavar="NAME", help="Sender (default: $CROSSTALK_FROM, else $USER).")
+    send.add_argument("--json", dest="as_json", action="store_true", help="Print JSON.")
+    add_transport_option(send)
+    send.set_defaults(run="crosstalk.cli.message_cmd:run_send")
+
+    replies = verbs.add_parser(
+        "replies",
+        help="Show REPLIED / FAILED / PENDING per message; exit 0 when none is PENDING, 2 otherwise.",
+    )
+    replies.add_argument("paths", metavar="RELPATH", nargs="+", help="Message paths as 'message send' printed them.")
+    replies.add_argument("--pull", action="store_true", help="Fetch the remote's new messages first.")
+    replies.add_argument("--json", dest="as_json", action="store_true", help="Print JSON with the reply paths.")
+    add_transport_option(replies)
+    replies.set_defaults(run="crosstalk.cli.message_cmd:run_replies")
+
+
+def _read_body(arg: str) -> str:
+    from crosstalk.bus.message import MAX_BODY_BYTES
+
+    if arg == "-":
+        data = sys.stdin.buffer.read(MAX_BODY_BYTES + 1)
+        source = "stdin"
+    elif os.path.isfile(arg):
+        try:
+            with open(arg, "rb") as f:
+                data = f.read(MAX_BODY_BYTES + 1)
+        except OSError as exc:
+            raise Fail(f"cannot read {arg}: {exc.strerror}") from None
+        source = arg
+    else:
+        data = arg.encode("utf-8", errors="surrogateescape")
+        source = "the body"
+    if len(data) > MAX_BODY_BYTES:
+        raise Fail(f"{source} is over the {MAX_BODY_BYTES // 1024} KiB message limit", EXIT_USAGE)
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise Fail(f"{source} is not UTF-8 text", EXIT_USAGE) from None
+    text = text.rstrip()
+    if not text.strip():
+        raise Fail(f"{source} is empty; a message needs a body", EXIT_USAGE)
+    return text
+
+
+def _channel(transport: Any, handle: str | None) -> Any:
+    from crosstalk.bus.channels import find_channel, list_channels
+    from crosstalk.bus.errors import ChannelError
+
+    handle = handle or os.environ.get("CROSSTALK_CHANNEL") or None
+    if handle:
+        return find_channel(transport.root, handle)
+    channels = list_channels(transport.root)
+    if len(channels) == 1:
+        return channels[0]
+    if not channels:
+        raise ChannelError("no channels yet: create one with 'crosstalk channel create NAME'")
+    names = ", ".join(c.name for c in channels)
+    raise ChannelError(f"{len(channels)} channels ({names}): pick one with --channel")
+
+
+def _sender(given: str | None) -> str:
+    sender = given or os.environ.get("CROSSTALK_FROM") or os.environ.get("USER") or ""
+    if not sender:
+        try:
+            sender = getpass.getuser()
+        except (KeyError, OSError):
+            sender = "operator"
+    if any(ch.isspace() for ch in sender) or len(sender) > 200:
+        raise Fail(f"sender {sender[:40]!r} must be one word of at most 200 characters", EXIT_USAGE)
+    return sender
+
+
+def _re_from_env(channel_uuid: str) -> tuple[str, ...]:
+    """The dispatched turn's triggering messages, when sending into that turn's channel (re: is channel-relative)."""
+    from crosstalk.bus.message import is_safe_relpath
+
+    raw = os.environ.get("CROSSTALK_RE", "")
+    if not raw or os.environ.get("CROSSTALK_CHANNEL", channel_uuid) != channel_uuid:
+        return ()
+    paths = tuple(p.strip() for p in raw.split(",") if p.strip())
+    bad = [p for p in paths if not is_safe_relpath(p)]
+    if bad:
+        raise Fail(f"CROSSTALK_RE holds an unsafe path {bad[0]!r}", EXIT_USAGE)
+    return paths
+
+
+def run_send(args: argparse.Namespace) -> int:
+    from crosstalk.bus import layout
+    from crosstalk.bus.addressing import validate_address
+    from crosstalk.bus.errors import BusError
+    from crosstalk.bus.message import BusMessage, new_message_name, render_message, utc_timestamp
+    from crosstalk.bus.store import publish
+
+    if not args.to:
+        raise Fail("message send needs --to ADDR (a model: MODEL, PROVIDER/MODEL, optionally @MACHINE)", EXIT_USAGE)
+    try:
+        validate_address(args.to)
+    except BusError as exc:
+        raise Fail(exc.message, EXIT_USAGE) from None
+    sender = _sender(args.from_)
+    body = _read_body(args.body)
+    transport = open_transport(args)
+    with bus_errors():
+        if args.as_ is not None and (
+            not _PERSONA_RE.match(args.as_) or not layout.actor_file(transport.root, args.as_).is_file()
+        ):
+            raise Fail(
+                f"no actor {args.as_!r}: expected a persona file {layout.ACTORS_DIR}/{args.as_}.md in the transport",
+                EXIT_USAGE,
+            )
+        channel = _channel(transport, args.channel)
+        re_paths = () if args.new else _re_from_env(channel.uuid)
+        count = args.fanout or 1
+        timestamp = utc_timestamp()
+        files: dict[str, str] = {}
+        for k in range(1, count + 1):
+            msg = BusMessage(
+                sender=sender,
+                to=args.to,
+                timestamp=timestamp,
+                re=re_paths,
+                as_=args.as_,
+                fanout=f"{k}/{count}" if args.fanout else None,
+                body=body,
+            )
+            files[f"{channel.rel_dir}/{new_message_name()}"] = render_message(msg)
+        what = f"{count} messages" if count > 1 else "message"
+        result = publish(transport, files, f"crosstalk: {what} from {sender} to {args.to} in {channel.name}")
+    if result.push_error:
+        sys.stderr.write(
+            f"crosstalk: warning: the message is committed locally but the push failed ({result.push_error}); "
+            "the dispatcher pushes it later\n"
+        )
+    if args.as_json:
+        print_json({"paths": list(files), "channel": channel.uuid, "commit": result.commit, "pushed": result.pushed})
+    else:
+        for rel in files:
+            echo(rel)
+    return 0
+
+
+def run_replies(args: argparse.Namespace) -> int:
+    from crosstalk.bus.store import PENDING, normalize_message_path, replies_status, sync
+
+    transport = open_transport(args)
+    with bus_errors():
+        if args.pull:
+            sync(transport)
+        rels = [normalize_message_path(transport, given, Path.cwd()) for given in args.paths]
+        statuses = replies_status(transport, rels)
+    if args.as_json:
+        print_json([s.to_json() for s in statuses])
+    else:
+        for s in statuses:
+            echo(f"{s.path} {s.state}")
+    return 2 if any(s.state == PENDING for s in statuses) else 0

@@ -1,0 +1,238 @@
+"""End-to-end fixtures: the REAL harness CLIs (claude, codex, pi: pinned, installed by scripts/install_harnesses.sh
+into .harnesses/) run one-shot against local mock model servers (tests/e2e/mock_models), each in an isolated HOME.
+
+Binaries come from $CROSSTALK_E2E_BIN, else <repo>/.harnesses/node_modules/.bin. A missing binary skips the test,
+or fails it when CROSSTALK_E2E_REQUIRED=1 (scripts/dev.sh sets that once the install succeeded).
+
+    def test_x(harness_run):
+        run = harness_run("codex")                 # HarnessRun(name, argv_prefix, env, mock, cwd, home)
+        proc = run.run("hello")                    # argv_prefix + ["hello"], stdin closed, killed on timeout
+        assert run.mock.replies[-1] in proc.stdout
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import tempfile
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import NoReturn
+
+import pytest
+from mock_models import MockAnthropic, MockChat, MockModelServer, MockResponses
+
+REPO = Path(__file__).resolve().parents[2]
+HARNESSES = ("claude", "codex", "pi")
+# A model id Claude Code knows (an unknown id works too, but prints a context-window warning on stderr).
+CLAUDE_MODEL = "claude-sonnet-4-6"
+MOCK_MODEL = "mock-model"
+RUN_TIMEOUT = 120.0
+
+
+def make_tmp() -> Path:
+    """A short temp dir (unix socket paths stay well under 108 bytes)."""
+    return Path(tempfile.mkdtemp(prefix="xt", dir="/tmp"))
+
+
+def e2e_bin_dir() -> Path:
+    return Path(os.environ.get("CROSSTALK_E2E_BIN") or REPO / ".harnesses" / "node_modules" / ".bin")
+
+
+def _unavailable(reason: str) -> NoReturn:
+    if os.environ.get("CROSSTALK_E2E_REQUIRED") == "1":
+        pytest.fail(f"{reason} (CROSSTALK_E2E_REQUIRED=1)", pytrace=False)
+    pytest.skip(f"{reason}; run `bash scripts/install_harnesses.sh` or set CROSSTALK_E2E_BIN")
+
+
+def harness_binary(name: str) -> Path:
+    """The harness executable, or skip (fail when required) with a reason naming where it was looked for."""
+    path = e2e_bin_dir() / name
+    if not (path.is_file() and os.access(path, os.X_OK)):
+        _unavailable(f"e2e harness binary {name!r} not found at {path}")
+    if name in ("codex", "pi") and shutil.which("node") is None:
+        _unavailable(f"{name} needs node on PATH")
+    return path
+
+
+def run_bounded(argv: list[str], env: dict[str, str], cwd: Path, stdin: str | None = None,
+                timeout: float = RUN_TIMEOUT) -> subprocess.CompletedProcess[str]:
+    """Runs argv in its own process group with stdin closed (or fed `stdin`), and kills the whole group on a
+    timeout and after exit, so no harness child outlives the test."""
+    proc = subprocess.Popen(argv, env=env, cwd=cwd, text=True, start_new_session=True,
+                            stdin=subprocess.DEVNULL if stdin is None else subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        out, err = proc.communicate(stdin, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        _kill_group(proc.pid)
+        out, err = proc.communicate(timeout=10)
+        raise AssertionError(f"{argv[0]} timed out after {timeout}s; stderr tail:\n{err[-2000:]}") from None
+    finally:
+        _kill_group(proc.pid)
+    return subprocess.CompletedProcess(argv, proc.returncode, out, err)
+
+
+def _kill_group(pgid: int) -> None:
+    try:
+        os.killpg(pgid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+@dataclass
+class HarnessRun:
+    """How to run one harness one-shot against its mock: `argv_prefix + [prompt]` (the prompt is the final
+    positional argument) with exactly `env`, in `cwd`. Without a prompt argument, all three read it from stdin.
+
+    claude and codex prefixes end in `--`, so a prompt starting with "-" is not taken for an option (without it
+    `claude -p "-v ..."` prints its version and exits 0). pi has no `--`: it rejects a leading "-" as an unknown
+    option and reads a leading "@" as a file to include, so such a prompt must go on stdin (`argv_unsafe_starts`)."""
+
+    name: str
+    argv_prefix: list[str]
+    env: dict[str, str]
+    mock: MockModelServer
+    cwd: Path
+    home: Path
+    argv_unsafe_starts: tuple[str, ...] = ()
+
+    def prompt_fits_argv(self, prompt: str) -> bool:
+        return not prompt.startswith(self.argv_unsafe_starts)
+
+    def run(self, prompt: str | None = None, *, stdin: str | None = None,
+            timeout: float = RUN_TIMEOUT) -> subprocess.CompletedProcess[str]:
+        # Keep stdin closed when the prompt is an argument: all three CLIs also read a piped stdin and merge it
+        # into the prompt (codex appends a <stdin> block, claude appends it, pi prepends it).
+        argv = [*self.argv_prefix, *([] if prompt is None else [prompt])]
+        return run_bounded(argv, self.env, self.cwd, stdin=stdin, timeout=timeout)
+
+
+def base_env(root: Path) -> dict[str, str]:
+    """A minimal environment (nothing inherited but PATH): no API keys or session variables of the caller leak in."""
+    home, tmp = root / "home", root / "tmp"
+    home.mkdir(exist_ok=True)
+    tmp.mkdir(exist_ok=True)
+    path = os.pathsep.join([str(e2e_bin_dir()), os.environ.get("PATH", "/usr/bin:/bin")])
+    return {"PATH": path, "HOME": str(home), "TMPDIR": str(tmp), "LANG": "C.UTF-8", "TERM": "dumb", "NO_COLOR": "1"}
+
+
+def claude_setup(root: Path, mock: MockModelServer) -> tuple[list[str], dict[str, str]]:
+    env = base_env(root)
+    run_dir = root / "run"  # Claude's messaging socket goes to $XDG_RUNTIME_DIR/cc-socks/<pid>.sock
+    run_dir.mkdir(mode=0o700, exist_ok=True)
+    env.update({
+        "CLAUDE_CONFIG_DIR": str(root / "home" / ".claude"),
+        "XDG_RUNTIME_DIR": str(run_dir),
+        "ANTHROPIC_BASE_URL": mock.base_url,
+        "ANTHROPIC_API_KEY": "dummy",
+        "IS_SANDBOX": "1",  # lets root use --dangerously-skip-permissions
+        "DISABLE_AUTOUPDATER": "1",
+        "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+    })
+    argv = [str(harness_binary("claude")), "-p", "--dangerously-skip-permissions", "--model", CLAUDE_MODEL, "--"]
+    return argv, env
+
+
+def codex_setup(root: Path, mock: MockModelServer) -> tuple[list[str], dict[str, str]]:
+    env = base_env(root)
+    codex_home = root / "home" / ".codex"
+    codex_home.mkdir(parents=True, exist_ok=True)
+    (codex_home / "config.toml").write_text(
+        f'model = "{MOCK_MODEL}"\n'
+        'model_provider = "mock"\n'
+        'approval_policy = "never"\n'
+        'sandbox_mode = "danger-full-access"\n'
+        "\n[model_providers.mock]\n"
+        'name = "Mock Responses"\n'
+        f'base_url = "{mock.base_url}/v1"\n'
+        'wire_api = "responses"\n'
+        'env_key = "MOCK_API_KEY"\n'
+        "request_max_retries = 0\n"
+        "stream_max_retries = 0\n"
+    )
+    env.update({"CODEX_HOME": str(codex_home), "MOCK_API_KEY": "dummy"})
+    # exec refuses to run outside a git repo or trusted dir without --skip-git-repo-check. stdout carries only the
+    # final agent message; the banner, the echoed prompt and warnings go to stderr.
+    argv = [str(harness_binary("codex")), "exec", "--skip-git-repo-check", "--color", "never", "--"]
+    return argv, env
+
+
+def pi_setup(root: Path, mock: MockModelServer) -> tuple[list[str], dict[str, str]]:
+    env = base_env(root)
+    agent_dir = root / "home" / ".pi" / "agent"
+    agent_dir.mkdir(parents=True, exist_ok=True)
+    provider = {
+        "baseUrl": f"{mock.base_url}/v1",
+        "api": "openai-completions",
+        "apiKey": "dummy",
+        "compat": {"supportsDeveloperRole": False, "supportsReasoningEffort": False},
+        "models": [{"id": MOCK_MODEL, "name": "Mock Model", "reasoning": False, "input": ["text"],
+                    "contextWindow": 200000, "maxTokens": 1024}],
+    }
+    (agent_dir / "models.json").write_text(json.dumps({"providers": {"mock": provider}}, indent=1))
+    env.update({"PI_CODING_AGENT_DIR": str(agent_dir), "PI_OFFLINE": "1", "PI_TELEMETRY": "0"})
+    argv = [str(harness_binary("pi")), "-p", "--provider", "mock", "--model", MOCK_MODEL]
+    return argv, env
+
+
+Setup = Callable[[Path, MockModelServer], tuple[list[str], dict[str, str]]]
+# harness -> (its mock fixture, its setup, prompt starts that cannot go on argv)
+SETUPS: dict[str, tuple[str, Setup, tuple[str, ...]]] = {
+    "claude": ("mock_anthropic", claude_setup, ()),
+    "codex": ("mock_responses", codex_setup, ()),
+    "pi": ("mock_chat", pi_setup, ("-", "@")),
+}
+
+
+def _serve(mock: MockModelServer) -> Iterator[MockModelServer]:
+    mock.start()
+    try:
+        yield mock
+    finally:
+        mock.stop()
+
+
+@pytest.fixture
+def mock_anthropic() -> Iterator[MockModelServer]:
+    yield from _serve(MockAnthropic())
+
+
+@pytest.fixture
+def mock_responses() -> Iterator[MockModelServer]:
+    yield from _serve(MockResponses())
+
+
+@pytest.fixture
+def mock_chat() -> Iterator[MockModelServer]:
+    yield from _serve(MockChat())
+
+
+@pytest.fixture
+def harness_run(request: pytest.FixtureRequest) -> Iterator[Callable[..., HarnessRun]]:
+    """Factory: `harness_run(name, reply=None)` → a HarnessRun for "claude", "codex" or "pi", wired to this test's
+    mock fixture for that API (started on first use) in a fresh temp root that is removed afterwards."""
+    roots: list[Path] = []
+
+    def make(name: str, reply: str | None = None) -> HarnessRun:
+        if name not in SETUPS:
+            raise ValueError(f"unknown harness {name!r}; expected one of {HARNESSES}")
+        fixture, setup, unsafe = SETUPS[name]
+        harness_binary(name)
+        mock: MockModelServer = request.getfixturevalue(fixture)
+        if reply is not None:
+            mock.reply = reply
+        root = make_tmp()
+        roots.append(root)
+        argv, env = setup(root, mock)
+        cwd = root / "work"
+        cwd.mkdir()
+        return HarnessRun(name, argv, env, mock, cwd, root / "home", unsafe)
+
+    yield make
+    for root in roots:
+        shutil.rmtree(root, ignore_errors=True)

@@ -1,0 +1,230 @@
+"""Helpers for the dispatcher tests: script models, the registry, sending, running dispatchers, reading replies.
+
+Models are small scripts written to a temp dir and named by absolute path in data/crosstalk.yaml. Every script
+appends one JSON line per run to its record file: {"argv": [...], "stdin": bool, "prompt": str, "env": {...}}.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import stat
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterable
+from pathlib import Path
+
+from conftest import GIT_TIMEOUT, Machine, clean_env
+
+from crosstalk.bus.errors import MessageFormatError
+from crosstalk.bus.message import BusMessage, parse_message
+
+GIT_ID = ("-c", "user.name=test", "-c", "user.email=test@example.invalid")
+
+MODEL_TEMPLATE = """#!{python}
+import json, os, sys, time
+args = sys.argv[1:]
+from_stdin = not args
+prompt = sys.stdin.read() if from_stdin else args[-1]
+env = {{k: v for k, v in os.environ.items() if k.startswith("CROSSTALK_")}}
+with open({record!r}, "a") as fh:
+    record = {{"argv": args, "stdin": from_stdin, "prompt": prompt, "env": env, "pid": os.getpid()}}
+    fh.write(json.dumps(record) + "\\n")
+{body}
+"""
+
+
+def write_model(folder: Path, name: str, body: str = 'print("answer from " + os.environ["CROSSTALK_FROM"])') -> Path:
+    """An executable python model at folder/name; body runs after the run was recorded to folder/name.jsonl."""
+    path = folder / name
+    path.write_text(MODEL_TEMPLATE.format(python=sys.executable, record=str(folder / f"{name}.jsonl"), body=body))
+    path.chmod(path.stat().st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
+    return path
+
+
+def runs(model: Path) -> list[dict[str, object]]:
+    """The recorded runs of a model written by write_model."""
+    record = model.with_name(model.name + ".jsonl")
+    if not record.exists():
+        return []
+    return [json.loads(line) for line in record.read_text().splitlines() if line.strip()]
+
+
+def registry_yaml(providers: dict[str, dict[str, str]], timeouts: dict[str, float] | None = None) -> str:
+    lines = ["providers:"]
+    for provider, models in providers.items():
+        lines.append(f"  {provider}:")
+        if timeouts and provider in timeouts:
+            lines.append(f"    timeout: {timeouts[provider]}")
+        lines.append("    models:")
+        lines.extend(f"      {name}: {command}" for name, command in models.items())
+    return "\n".join(lines) + "\n"
+
+
+def commit_files(machine: Machine, files: dict[str, str], message: str = "test: files", *, push: bool = True) -> None:
+    """Write and commit files in the machine's work tree with plain git (and push when there is a remote)."""
+    assert machine.root is not None
+    for rel, text in files.items():
+        path = machine.root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    machine.git("add", "--", *files)
+    machine.git(*GIT_ID, "commit", "-q", "-m", message)
+    if push and machine.git("remote").strip():
+        machine.git("push", "-q", "origin", "HEAD:main")
+
+
+def set_registry(machine: Machine, providers: dict[str, dict[str, str]], **kw: object) -> None:
+    commit_files(machine, {"data/crosstalk.yaml": registry_yaml(providers, **kw)}, "test: registry")  # type: ignore[arg-type]
+
+
+def single_machine(make_machine: Callable[[str], Machine], alias: str = "m1") -> tuple[Machine, str]:
+    """A machine with a local-only transport `bus` (no remote) and a channel `general`; (machine, channel uuid)."""
+    m = make_machine(alias)
+    res = m.cli("transport", "init", "bus", "--dir", str(m.base / "bus"))
+    assert res.returncode == 0, res.stderr
+    m.root = Path(res.stdout.strip())
+    res = m.cli("channel", "create", "general")
+    assert res.returncode == 0, res.stderr
+    return m, res.stdout.strip()
+
+
+def send(machine: Machine, to: str, body: str, *, sender: str = "alice", extra: Iterable[str] = (),
+         env: dict[str, str] | None = None) -> list[str]:
+    """`message send` through the CLI; the transport-relative paths it printed."""
+    res = machine.cli("message", "send", "--to", to, "--from", sender, *extra, body, env=env)
+    assert res.returncode == 0, res.stderr
+    return res.stdout.split()
+
+
+def dispatch_once(machine: Machine, *extra: str, timeout: float = 90.0) -> subprocess.CompletedProcess[str]:
+    res = machine.cli("daemon", "dispatch", "--once", *extra, timeout=timeout)
+    assert res.returncode == 0, res.stderr
+    return res
+
+
+def channel_messages(root: Path, channel: str) -> dict[str, BusMessage]:
+    """channel-relative path -> parsed message, for every message file in the work tree's channel."""
+    base = root / "data" / "channels" / channel
+    out: dict[str, BusMessage] = {}
+    for path in sorted(base.rglob("*.md")):
+        rel = path.relative_to(base).as_posix()
+        if rel != "CHANNEL.md":
+            with contextlib.suppress(MessageFormatError):  # a deliberately broken file in a test
+                out[rel] = parse_message(path.read_text(), where=rel)
+    return out
+
+
+def replies_to(root: Path, channel: str, rel_path: str) -> list[BusMessage]:
+    """Messages in the channel whose re: lists the given (transport- or channel-relative) path."""
+    target = rel_path.split(f"{channel}/", 1)[-1]
+    return [m for m in channel_messages(root, channel).values() if target in m.re]
+
+
+def channel_rel(path: str) -> str:
+    """data/channels/<uuid>/YYYY/... -> YYYY/..."""
+    return path.split("/", 3)[3]
+
+
+def log_text(machine: Machine) -> str:
+    path = machine.home / "bus" / "state" / "bus" / "dispatcher.log"
+    return path.read_text() if path.exists() else ""
+
+
+def heartbeat(machine: Machine, name: str = "bus") -> dict[str, object]:
+    path = machine.home / "bus" / "state" / name / "heartbeat.json"
+    try:
+        return json.loads(path.read_text())
+    except (FileNotFoundError, ValueError):
+        return {}
+
+
+def wait_for(predicate: Callable[[], object], timeout: float, what: str, poll: float = 0.1) -> object:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(poll)
+    raise AssertionError(f"timed out after {timeout:g} s waiting for {what}")
+
+
+class Daemon:
+    """`crosstalk daemon dispatch` as a subprocess of the test, stopped (by pid) on exit."""
+
+    def __init__(self, machine: Machine, *args: str, log_name: str = "daemon.out") -> None:
+        self.machine = machine
+        self.out = machine.base / log_name
+        self._fh = open(self.out, "ab")  # noqa: SIM115 - closed in stop()
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "crosstalk", "daemon", "dispatch", *args],
+            cwd=machine.root,
+            env=machine.env,
+            stdin=subprocess.DEVNULL,
+            stdout=self._fh,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+
+    def wait_ready(self, timeout: float = 30.0) -> None:
+        wait_for(lambda: heartbeat(self.machine).get("pid") == self.proc.pid or self.proc.poll() is not None,
+                 timeout, "the daemon's first heartbeat")
+        assert self.proc.poll() is None, self.out.read_text()
+
+    def kill9(self) -> None:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(self.proc.pid, signal.SIGKILL)
+        self.proc.wait(timeout=10)
+        self._fh.close()
+
+    def stop(self, timeout: float = 20.0) -> int | None:
+        if self.proc.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(self.proc.pid, signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                os.kill(self.proc.pid, signal.SIGKILL)
+                self.proc.wait(timeout=10)
+        self._fh.close()
+        return self.proc.returncode
+
+    def __enter__(self) -> Daemon:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+def kill_pid_group(pid: int) -> None:
+    """End a leftover model process (it runs in its own process group)."""
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pid, signal.SIGKILL)
+
+
+def remote_files(remote: Path) -> dict[str, str]:
+    """Every message file on the bare remote's main: transport-relative path -> text (one git process each)."""
+    env = clean_env()
+    names = subprocess.run(
+        ["git", "--git-dir", str(remote), "ls-tree", "-r", "--name-only", "main", "--", "data/channels"],
+        capture_output=True, text=True, timeout=GIT_TIMEOUT, env=env, check=True,
+    ).stdout.split()
+    names = [n for n in names if n.endswith(".md") and not n.endswith("/CHANNEL.md")]
+    if not names:
+        return {}
+    batch = "".join(f"main:{n}\n" for n in names)
+    out = subprocess.run(
+        ["git", "--git-dir", str(remote), "cat-file", "--batch"],
+        input=batch.encode(), capture_output=True, timeout=GIT_TIMEOUT, env=env, check=True,
+    ).stdout
+    files: dict[str, str] = {}
+    pos = 0
+    for name in names:
+        header_end = out.index(b"\n", pos)
+        size = int(out[pos:header_end].split()[2])
+        files[name] = out[header_end + 1 : header_end + 1 + size].decode()
+        pos = header_end + 1 + size + 1
+    return files

@@ -1,0 +1,106 @@
+"""Dispatcher.tick() in-process: the TickReport, an idle tick, the answered index after a crash before the cursor
+moved, and the bare-name grab (a dispatcher skips work another one answered while its tick ran)."""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+
+import pytest
+from conftest import Machine, TwoMachines
+from dispatch_helpers import channel_rel, replies_to, runs, send, set_registry, single_machine, write_model
+
+from crosstalk.bus.dispatcher import Dispatcher
+from crosstalk.bus.server import EventLog
+from crosstalk.bus.state import transport_state, write_cursor
+from crosstalk.bus.transports import resolve_transport
+
+pytestmark = pytest.mark.integration
+
+
+def _dispatcher(machine: Machine, monkeypatch: pytest.MonkeyPatch) -> Dispatcher:
+    # The store wakes and git runs with the process env: make this process look like the machine.
+    for key in ("CROSSTALK_HOME", "CROSSTALK_ALIAS", "HOME", "GIT_CONFIG_GLOBAL", "GIT_CONFIG_NOSYSTEM"):
+        monkeypatch.setenv(key, machine.env[key])
+    transport = resolve_transport(machine.root, None, dict(os.environ))
+    state = transport.state(os.environ).ensure()
+    dispatcher = Dispatcher(transport, jobs=2, interval=1.0, log=EventLog(state.log))
+    dispatcher.reload_registry(force=True)
+    return dispatcher
+
+
+def test_tick_report_idle_tick_and_rescan_after_a_crash(make_machine, monkeypatch) -> None:
+    m, channel = single_machine(make_machine)
+    models = m.base / "models"
+    models.mkdir()
+    echo = write_model(models, "echo")
+    set_registry(m, {"local": {"echo": str(echo)}})
+    [path] = send(m, "echo", "in-process please")
+    dispatcher = _dispatcher(m, monkeypatch)
+    first_cursor_target = m.git("rev-parse", "HEAD").strip()
+
+    report = dispatcher.tick()
+    assert not report.idle and report.head == first_cursor_target
+    assert (report.batches, report.dispatched, report.replies, report.failed, report.silent) == (1, 1, 1, 0, 0)
+    assert report.reply_paths and replies_to(m.root, channel, path)
+
+    # The reply commit is new: one more (cheap) tick scans it and finds nothing to do; then the tick is idle.
+    again = dispatcher.tick()
+    assert (again.added, again.batches, again.replies) == (1, 0, 0)
+    assert dispatcher.tick().idle is True
+
+    # A crash before the cursor moved: the range is scanned again, and the reply in it keeps the model asleep.
+    write_cursor(transport_state("bus", os.environ), m.git("rev-parse", "HEAD~2").strip())
+    rescan = dispatcher.tick()
+    assert rescan.skipped_answered == 1 and rescan.dispatched == 0
+    assert len(runs(echo)) == 1 and len(replies_to(m.root, channel, path)) == 1
+    beat = dispatcher.heartbeat()
+    assert beat["dispatched"] == 1 and beat["claimed"] == ["local/echo"] and beat["alias"] == "m1"
+
+
+def test_bare_name_work_answered_elsewhere_meanwhile_is_skipped(two_machines: TwoMachines, monkeypatch) -> None:
+    a, b = two_machines.a, two_machines.b
+    models = a.base / "models"
+    models.mkdir()
+    echo = write_model(models, "echo")
+    set_registry(a, {"local": {"echo": str(echo)}})
+    b.git("pull", "-q")
+    [path] = send(a, "echo", "first grab wins", sender="op-m1")
+    dispatcher = _dispatcher(a, monkeypatch)
+    original = dispatcher._drop_taken
+
+    def b_answers_first(batch, head, report):  # B's dispatcher takes the job after A's tick scanned it
+        res = b.cli("daemon", "dispatch", "--once", timeout=90)
+        assert res.returncode == 0, res.stderr
+        return original(batch, head, report)
+
+    monkeypatch.setattr(dispatcher, "_drop_taken", b_answers_first)
+    report = dispatcher.tick()
+    assert report.skipped_taken == 1 and report.dispatched == 0 and report.replies == 0
+    [run] = runs(echo)
+    assert run["env"]["CROSSTALK_ALIAS"] == "m2"
+    replies = replies_to(a.root, two_machines.channel, path)
+    assert [r.sender for r in replies] == ["local/echo@m2"]
+    assert replies[0].re == (channel_rel(path),)
+
+
+def test_run_forever_ends_when_its_stop_event_is_set(make_machine, monkeypatch) -> None:
+    m, _ = single_machine(make_machine)
+    dispatcher = _dispatcher(m, monkeypatch)
+    dispatcher.interval = 120.0
+    stop = threading.Event()
+    codes: list[int] = []
+    thread = threading.Thread(target=lambda: codes.append(dispatcher.run_forever(stop)))
+    thread.start()
+    try:
+        state = transport_state("bus", os.environ)
+        deadline = time.monotonic() + 20
+        while not state.wake_sock.exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert state.pidfile.read_text().strip() == str(os.getpid())
+    finally:
+        stop.set()
+        thread.join(timeout=20)
+    assert not thread.is_alive() and codes == [0]
+    assert not state.wake_sock.exists() and not state.pidfile.exists()

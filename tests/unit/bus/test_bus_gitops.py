@@ -1,0 +1,66 @@
+"""The transport lock (flock under .git) and the wake poke, without a daemon."""
+
+from __future__ import annotations
+
+import shutil
+import socket
+import tempfile
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from crosstalk.bus.errors import GitError
+from crosstalk.bus.gitops import git_dir, transport_lock
+from crosstalk.bus.state import transport_state, wake
+
+pytestmark = pytest.mark.unit
+
+
+@pytest.fixture
+def tmp() -> Iterator[Path]:
+    path = Path(tempfile.mkdtemp(prefix="xt", dir="/tmp"))
+    try:
+        yield path
+    finally:
+        shutil.rmtree(path, ignore_errors=True)
+
+
+def test_lock_is_reentrant_in_a_thread_and_exclusive_across_threads(tmp: Path) -> None:
+    (tmp / ".git").mkdir()
+    with transport_lock(tmp), transport_lock(tmp):  # a locked helper may call another locked helper
+        failures: list[str] = []
+
+        def other() -> None:
+            try:
+                with transport_lock(tmp, timeout=0.2):
+                    failures.append("acquired while held")
+            except GitError as exc:
+                assert "is busy" in exc.message
+
+        t = threading.Thread(target=other)
+        t.start()
+        t.join(timeout=30)
+        assert failures == []
+    with transport_lock(tmp, timeout=1):
+        pass
+
+
+def test_git_dir_follows_a_gitdir_file(tmp: Path) -> None:
+    (tmp / "real").mkdir()
+    (tmp / "wt").mkdir()
+    (tmp / "wt" / ".git").write_text(f"gitdir: {tmp / 'real'}\n")
+    assert git_dir(tmp / "wt") == tmp / "real"
+    assert git_dir(tmp) == tmp / ".git"
+
+
+def test_wake_without_and_with_a_listener(tmp: Path) -> None:
+    env = {"CROSSTALK_HOME": str(tmp / "h")}
+    assert wake("bus", env) is False  # nobody listening is not an error
+    state = transport_state("bus", env).ensure()
+    with socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM) as sock:
+        sock.bind(str(state.wake_sock))
+        sock.settimeout(10)
+        assert wake("bus", env) is True
+        assert sock.recv(8) == b"w"
