@@ -294,7 +294,9 @@ def run_demo(out: Callable[[str], None] = print) -> int:
 
         demo.show_inboxes()
         out(f"\n{demo.delivered} messages delivered (accepted or queued), none twice.")
-        return 0
     finally:
         demo.close()
         out(f"cleaned up {demo.root}")
+    from crosstalk.bus_demo import run_bus_demo
+
+    return run_bus_demo(out)

@@ -287,3 +287,10 @@ def test_demo_runs_and_cleans_up(xt: Procs) -> None:
     assert not root.exists()
     # The demo used its own root, never $CROSSTALK_HOME.
     assert not (xt.root / "agents").exists() or not any((xt.root / "agents").iterdir())
+    # The bus half: a model on the other machine answered both messages, re: linked, and a live agent got a bus
+    # message in its session; its temp dir (remote, both machines) is gone too.
+    assert out.count(": REPLIED") == 2, out
+    assert "from: demo/reviewer@server" in out and "re:" in out
+    assert "alice's session got it live: from @bus:team/op-server" in out
+    m = re.search(r"cleaned up (/tmp/xtbus\.[^\s]+)", out)
+    assert m and not Path(m.group(1)).exists(), out
