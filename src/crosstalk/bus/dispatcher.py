@@ -1,17 +1,16 @@
 """The dispatcher: one tick (sync, scan the commits since the cursor, run the pending batches, commit the replies,
-move the cursor) and the loop around it (wake socket, interval, SIGTERM).
+move the cursor). The loop around it (lock, wake socket, interval) is crosstalk.bus.daemon.
 
 Delivery is at-least-once: the cursor only moves after every batch of the tick has its reply committed, and the
 scan skips messages whose reply is already in the range, so only a crash between a model run and its commit can
-produce a duplicate reply.
+produce a duplicate reply. A stop interrupts running models; their batches get no reply and run again after a
+restart.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
-import select
-import socket
 import threading
 import time
 from collections.abc import Mapping
@@ -19,18 +18,23 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from crosstalk.bus import layout
+from crosstalk.bus import daemon, layout
 from crosstalk.bus.errors import BusError, GitError, ModelError
+from crosstalk.bus.eventlog import EventLog
 from crosstalk.bus.gitops import transport_lock
 from crosstalk.bus.message import BusMessage, new_message_name, render_message, utc_timestamp
 from crosstalk.bus.models import CONFIG_PATH, ModelSpec, Skipped, claim, load_registry, spawn_env
 from crosstalk.bus.prompt import PromptItem, build_prompt, load_persona
-from crosstalk.bus.runner import run_model
-from crosstalk.bus.scan import Batch, Rejection, ScannedMessage, is_answered, replies_since, scan
-from crosstalk.bus.server import EventLog, bind_wake_socket, drain, hold_dispatcher_lock
-from crosstalk.bus.state import read_cursor, read_pid, write_cursor, write_json_atomic
+from crosstalk.bus.runner import RunResult, run_model
+from crosstalk.bus.scan import Batch, LiveDelivery, Rejection, ScannedMessage, is_answered, replies_since, scan
+from crosstalk.bus.state import read_cursor, write_cursor, write_json_atomic
 from crosstalk.bus.store import publish
 from crosstalk.bus.transports import Transport
+from crosstalk.registry.paths import StatePaths
+
+
+class _Interrupted(Exception):
+    """A model run was ended because the dispatcher is stopping: its batch stays pending."""
 
 
 @dataclass(slots=True)
@@ -49,7 +53,8 @@ class TickReport:
     rejected: int = 0  # messages answered with a failure without a model run (ambiguous model, broken file)
     skipped_answered: int = 0
     skipped_taken: int = 0  # bare-name messages another dispatcher answered first
-    incomplete: int = 0  # batches not finished (stop requested, commit failed): the cursor stays put
+    bridged: int = 0  # messages delivered into live agents' sessions (to: NAME@ALIAS)
+    incomplete: int = 0  # batches not finished (stop requested or run interrupted, commit failed): the cursor stays put
     halted: str | None = None
     duration_s: float = 0.0
     reply_paths: list[str] = field(default_factory=list)
@@ -77,6 +82,7 @@ class Dispatcher:
         self.environ = dict(os.environ if environ is None else environ)
         self.repo = transport.git()
         self.state = transport.state(self.environ).ensure()
+        self.paths = StatePaths.from_env(self.environ)  # live agents on this machine (the bridge)
         self.log = log or EventLog(self.state.log)
         self.claimed: list[ModelSpec] = []
         self.skipped: list[Skipped] = []
@@ -134,17 +140,20 @@ class Dispatcher:
             if head == cursor:
                 self._finish(report, started)
                 return report
+            found = {"claimed": self.claimed, "alias": self.alias, "live_agent": self._live_agent}
             try:
-                result = scan(self.repo, self.root, cursor, head, claimed=self.claimed, alias=self.alias)
+                result = scan(self.repo, self.root, cursor, head, **found)
             except GitError:
                 # The cursor's commit is gone (a re-clone, a gc after a history rewrite): rescan the whole tree;
                 # the answered index keeps already answered messages from running again.
-                result = scan(self.repo, self.root, None, head, claimed=self.claimed, alias=self.alias)
+                result = scan(self.repo, self.root, None, head, **found)
         report.idle = False
         report.added, report.parse_errors = result.added, len(result.parse_errors)
         report.skipped_answered, report.batches = result.skipped_answered, len(result.batches)
         for bad in result.parse_errors:
             self._error("parse_error", path=bad.path, error=bad.error)
+        if result.live:
+            self._bridge(result.live, report)
         if result.rejections and not self._reject(result.rejections, report):
             report.incomplete += 1
         if result.batches:
@@ -186,7 +195,14 @@ class Dispatcher:
         report.duration_s = time.monotonic() - started
         self.last_tick_at = utc_timestamp()
         # Only ticks that did something are logged: scanning our own reply commits is not news.
-        if report.batches or report.rejected or report.parse_errors or report.incomplete or report.skipped_taken:
+        if (
+            report.batches
+            or report.rejected
+            or report.parse_errors
+            or report.incomplete
+            or report.skipped_taken
+            or report.bridged
+        ):
             self.log(
                 "tick",
                 head=(report.head or "")[:12],
@@ -200,10 +216,38 @@ class Dispatcher:
                 parse_errors=report.parse_errors,
                 skipped_answered=report.skipped_answered,
                 skipped_taken=report.skipped_taken,
+                bridged=report.bridged,
                 incomplete=report.incomplete,
                 duration=f"{report.duration_s:.3f}",
             )
         self.write_heartbeat()
+
+    # ------------------------------------------------------------------------------------------------ live agents
+
+    def _live_agent(self, name: str) -> str | None:
+        from crosstalk.bus.bridge import live_agent_name
+
+        return live_agent_name(self.paths, name)
+
+    def _bridge(self, deliveries: list[LiveDelivery], report: TickReport) -> None:
+        """Deliver `to: NAME@ALIAS` messages into live sessions. The receiver dedupes on the message's derived id,
+        so a re-delivery after a crash reaches the session once. A new task the agent refuses, or that finds no
+        session, is answered with a failed reply so its sender learns why."""
+        from crosstalk.bus.bridge import deliver_live
+
+        failures: list[Rejection] = []
+        for d in deliveries:
+            item = d.item
+            out = deliver_live(self.paths, self.transport, item.channel, item.rel, item.msg, d.agent)
+            delivered = out.state in ("accepted", "queued")
+            fields = {"path": item.path, "agent": d.agent, "state": out.state, "reason": out.reason or "-"}
+            self.log("bridged" if delivered else "bridge_failed", "info" if delivered else "warn", **fields)
+            report.bridged += int(delivered)
+            if out.state in ("rejected", "unreachable") and not item.msg.re:
+                error = f"live agent {d.agent} on {self.alias}: {out.state} ({out.reason or 'no reason given'})"
+                failures.append(Rejection(item.channel, (item.rel,), item.msg.sender, item.msg.to, d.agent, error))
+        if failures and not self._reject(failures, report):
+            report.incomplete += 1
 
     # ------------------------------------------------------------------------------------------------ batches
 
@@ -215,6 +259,8 @@ class Dispatcher:
             if batch.bare and not self._drop_taken(batch, head, report):
                 return True
             result, error = self._invoke(batch)
+        except _Interrupted:
+            return False  # no reply: the batch runs again after a restart (the cursor stays put)
         except BusError as exc:
             self._error("dispatch_error", channel=batch.channel, model=batch.model.key, error=exc.message)
             return False
@@ -254,7 +300,8 @@ class Dispatcher:
         return bool(keep)
 
     def _invoke(self, batch: Batch) -> tuple[str, str | None]:
-        """(stdout, error or None) of one model run over the batch; setup problems are failures too."""
+        """(stdout, error or None) of one model run over the batch; setup problems are failures too. Raises
+        _Interrupted when stop() ended the run."""
         spec = batch.model
         rels = [m.rel for m in batch.messages]
         try:
@@ -277,7 +324,11 @@ class Dispatcher:
             protocol = ""
         items = [PromptItem(m.msg.sender, m.rel, m.msg.body) for m in batch.messages]
         prompt = build_prompt(protocol, persona, items)
-        run = run_model(spec, prompt, env=env, cwd=self.root, timeout=self.model_timeout)
+        run: RunResult = run_model(spec, prompt, env=env, cwd=self.root, timeout=self.model_timeout, cancel=self._stop)
+        if run.interrupted:
+            self.log("dispatch_interrupted", "warn", channel=batch.channel, model=spec.key, n=len(batch.messages),
+                     duration=f"{run.duration_s:.3f}")
+            raise _Interrupted
         self.log(
             "dispatch",
             channel=batch.channel,
@@ -358,6 +409,8 @@ class Dispatcher:
         self._bump("errors")
         self.log(event, "error", **fields)
 
+    record_error = _error  # for the loop (crosstalk.bus.daemon): counted in the heartbeat's errors, logged
+
     def heartbeat(self, *, running: bool = True) -> dict[str, object]:
         return {
             "pid": os.getpid(),
@@ -382,57 +435,23 @@ class Dispatcher:
     # ------------------------------------------------------------------------------------------------ the loop
 
     def stop(self) -> None:
-        """Ask the loop to end after the current tick's git work (safe from a signal handler)."""
+        """Ask the loop to end (safe from a signal handler): batches not started yet are left for the next run,
+        running models are interrupted (their group killed, no reply written), and the git work of the current
+        tick finishes."""
         self._stop.set()
         with contextlib.suppress(OSError):
             os.write(self._wake_w, b"x")
-
-    def _forward_stop(self, event: threading.Event) -> None:
-        """An external stop event interrupts the wait as stop() does (polled, so this thread never hangs)."""
-        while not self._stop.is_set():
-            if event.wait(0.5):
-                self.stop()
-                return
 
     @property
     def stopping(self) -> bool:
         return self._stop.is_set()
 
+    @property
+    def wake_fd(self) -> int:
+        """Readable once stop() was called (the loop waits on it next to wake.sock)."""
+        return self._wake_r
+
     def run_forever(self, stop_event: threading.Event | None = None, *, once: bool = False) -> int:
-        """Hold dispatcher.lock, write the pid file, bind wake.sock, then tick and wait until stopped."""
-        if stop_event is not None:
-            threading.Thread(target=self._forward_stop, args=(stop_event,), daemon=True).start()
-        lock_fd = hold_dispatcher_lock(self.state, self.transport.name)
-        sock: socket.socket | None = None
-        try:
-            sock = bind_wake_socket(self.state)
-            self.reload_registry(force=True)
-            self.log("boot", pid=os.getpid(), transport=self.transport.name, alias=self.alias,
-                     interval=self.interval, jobs=self.jobs, claimed=len(self.claimed))
-            self.write_heartbeat()
-            while not self._stop.is_set():
-                drain(sock)
-                try:
-                    self.tick()
-                except Exception as exc:  # one bad tick must not end the daemon; the next one retries
-                    self._error("tick_failed", error=f"{type(exc).__name__}: {exc}")
-                    with contextlib.suppress(OSError):
-                        self.write_heartbeat()
-                if once or self._stop.is_set():
-                    break
-                with contextlib.suppress(InterruptedError):
-                    select.select([sock, self._wake_r], [], [], self.interval)
-            self.log("stop", pid=os.getpid())
-            return 0
-        finally:
-            self._stop.set()  # ends a _forward_stop watcher
-            with contextlib.suppress(OSError):
-                self.write_heartbeat(running=False)
-            if sock is not None:
-                sock.close()
-                with contextlib.suppress(FileNotFoundError):
-                    self.state.wake_sock.unlink()
-            if read_pid(self.state) == os.getpid():
-                with contextlib.suppress(FileNotFoundError):
-                    self.state.pidfile.unlink()
-            os.close(lock_fd)
+        """Hold dispatcher.lock, write the pid file, bind wake.sock, then tick and wait until stopped (see
+        crosstalk.bus.daemon.run_loop)."""
+        return daemon.run_loop(self, stop_event, once=once)

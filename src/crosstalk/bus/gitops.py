@@ -28,13 +28,36 @@ def _git_env() -> dict[str, str]:
     return env
 
 
-def _last_line(text: str) -> str:
-    lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
-    return lines[-1] if lines else ""
+def _lines(text: str) -> list[str]:
+    return [line.strip() for line in text.splitlines() if line.strip()]
+
+
+def error_line(stderr: str, stdout: str = "", returncode: int | None = None) -> str:
+    """The one line that says why git failed, for GitError messages and GitRepo.last_push_error.
+
+    git ends many failures with advice ("hint: ...") or with the second half of a wrapped sentence, so the last
+    line is often useless. Preferred, in order: the ref rejection ("! [rejected] HEAD -> main (fetch first)"),
+    the "fatal:" lines, the "error:" lines (several of a kind are joined with "; "); else the last line that is
+    not a hint, of stderr and then of stdout; else "exit N"."""
+    lines = [line for line in _lines(stderr) if not line.lower().startswith("hint:")]
+    for wanted in (
+        lambda line: line.startswith("! ["),
+        lambda line: line.lower().startswith("fatal:"),
+        lambda line: line.lower().startswith("error:"),
+    ):
+        found = [line for line in lines if wanted(line)]
+        if found:
+            return "; ".join(dict.fromkeys(found))
+    if lines:
+        return lines[-1]
+    out = [line for line in _lines(stdout) if not line.lower().startswith("hint:")]
+    if out:
+        return out[-1]
+    return f"exit {returncode}" if returncode is not None else "no output"
 
 
 def run_git(args: Iterable[str], *, cwd: Path | None = None, timeout: float = 60.0, input: str | None = None) -> str:
-    """Run git outside any repository (clone, init); GitError with git's last stderr line on failure."""
+    """Run git outside any repository (clone, init); GitError with git's error line (error_line) on failure."""
     argv = ["git", *args]
     try:
         proc = subprocess.run(
@@ -45,8 +68,7 @@ def run_git(args: Iterable[str], *, cwd: Path | None = None, timeout: float = 60
     except OSError as exc:
         raise GitError(f"cannot run git: {exc}") from None
     if proc.returncode != 0:
-        why = _last_line(proc.stderr) or _last_line(proc.stdout) or f"exit {proc.returncode}"
-        raise GitError(f"git {' '.join(argv[1:3])} failed: {why}")
+        raise GitError(f"git {' '.join(argv[1:3])} failed: {error_line(proc.stderr, proc.stdout, proc.returncode)}")
     return proc.stdout
 
 
@@ -86,10 +108,10 @@ class GitRepo:
             raise GitError(f"cannot run git: {exc}") from None
 
     def run(self, *args: str, input: str | None = None, check: bool = True) -> str:
-        """git -C root ARGS; stdout. check=True raises GitError with git's last stderr line."""
+        """git -C root ARGS; stdout. check=True raises GitError with git's error line (error_line)."""
         proc = self._raw(list(args), input=input)
         if check and proc.returncode != 0:
-            why = _last_line(proc.stderr) or _last_line(proc.stdout) or f"exit {proc.returncode}"
+            why = error_line(proc.stderr, proc.stdout, proc.returncode)
             raise GitError(f"git {' '.join(args[:2])} failed in {self.root}: {why}")
         return proc.stdout
 
@@ -147,7 +169,7 @@ class GitRepo:
         proc = self._raw(args)
         if proc.returncode != 0:
             self._raw(["rebase", "--abort"])
-            why = _last_line(proc.stderr) or f"exit {proc.returncode}"
+            why = error_line(proc.stderr, proc.stdout, proc.returncode)
             raise GitError(f"git pull --rebase failed in {self.root}: {why}")
 
     def push_with_retry(self, attempts: int = 8) -> bool:
@@ -165,7 +187,7 @@ class GitRepo:
                 self._raw(["branch", "-q", f"--set-upstream-to=origin/{branch}"])
                 return True
             err = proc.stderr
-            self.last_push_error = _last_line(err) or f"exit {proc.returncode}"
+            self.last_push_error = error_line(err, proc.stdout, proc.returncode)
             if any(marker in err for marker in _REJECTED_MARKERS):
                 try:
                     self._rebase_onto_upstream()
@@ -197,7 +219,8 @@ class GitRepo:
             proc = self._raw(["-c", "rebase.autoStash=true", "rebase", "-q", upstream])
             if proc.returncode != 0:
                 self._raw(["rebase", "--abort"])
-                raise GitError(f"git rebase onto the upstream failed in {self.root}: {_last_line(proc.stderr)}")
+                why = error_line(proc.stderr, proc.stdout, proc.returncode)
+                raise GitError(f"git rebase onto the upstream failed in {self.root}: {why}")
         return self.head() != head
 
 

@@ -2,7 +2,8 @@
 
 The contract: argv = the model's whitespace-split command + the prompt as the final positional argument; a prompt
 over 64 KiB (or one holding a NUL, which argv cannot carry) goes on stdin instead, with no positional. The model
-runs in its own process group so a timeout ends it and everything it spawned (SIGTERM, 2 s, SIGKILL).
+runs in its own process group so a timeout ends it and everything it spawned (SIGTERM, 2 s, SIGKILL); so does a
+`cancel` event (the dispatcher stopping), which ends the run with INTERRUPTED as its error.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import os
 import selectors
 import signal
 import subprocess
+import threading
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -25,7 +27,8 @@ STDERR_CAP = 1024 * 1024  # only the tail matters (for the error text)
 TERM_GRACE_S = 2.0
 # After the model exits, how long leftovers of its process group may keep our pipes open before they are killed.
 EXIT_DRAIN_S = 1.0
-_POLL_S = 0.2
+_POLL_S = 0.1  # how often a run notices its cancel event (and the model's exit) while output is quiet
+INTERRUPTED = "interrupted: the dispatcher is stopping"
 _READ_CHUNK = 65536
 
 
@@ -38,6 +41,7 @@ class RunResult:
     timed_out: bool
     duration_s: float
     error: str | None  # one line when not ok
+    interrupted: bool = False  # the cancel event ended the run: it has no outcome and should run again
 
 
 def build_argv(spec: ModelSpec, prompt: str) -> tuple[tuple[str, ...], bytes | None]:
@@ -55,11 +59,17 @@ def run_model(
     env: Mapping[str, str],
     cwd: Path | str,
     timeout: float | None = None,
+    cancel: threading.Event | None = None,
 ) -> RunResult:
-    """Run `spec` on `prompt` in `cwd` with exactly `env`; `timeout` defaults to the model's own."""
+    """Run `spec` on `prompt` in `cwd` with exactly `env`; `timeout` defaults to the model's own.
+
+    Setting `cancel` ends the run within about _POLL_S: the model's process group gets SIGTERM, TERM_GRACE_S, then
+    SIGKILL, and the result has interrupted=True and error INTERRUPTED."""
     limit = spec.timeout if timeout is None else timeout
     argv, stdin_data = build_argv(spec, prompt)
     started = time.monotonic()
+    if cancel is not None and cancel.is_set():
+        return RunResult(False, "", "", None, False, 0.0, INTERRUPTED, interrupted=True)
     try:
         proc = subprocess.Popen(
             argv,
@@ -76,13 +86,11 @@ def run_model(
         return RunResult(False, "", "", None, False, time.monotonic() - started, f"cannot run {argv[0]}: {text}")
     deadline = started + limit
     try:
-        out, err, out_dropped, timed_out = _pump(proc, stdin_data, deadline)
-        if not timed_out:
+        out, err, out_dropped, ended = _pump(proc, stdin_data, deadline, cancel)
+        if ended is None:
             # Both pipes closed; a model that closed them early still gets only the rest of its time.
-            try:
-                proc.wait(timeout=max(0.0, deadline - time.monotonic()))
-            except subprocess.TimeoutExpired:
-                timed_out = True
+            ended = _wait_exit(proc, deadline, cancel)
+            if ended is not None:
                 _kill_group(proc)
     finally:
         _reap(proc)
@@ -92,16 +100,35 @@ def run_model(
         stdout += f"\n[crosstalk: stdout truncated at {STDOUT_CAP} bytes; {out_dropped} more bytes dropped]\n"
     stderr = err.decode("utf-8", errors="replace")
     code = proc.returncode
-    if timed_out:
+    if ended == "cancel":
+        return RunResult(False, stdout, stderr, code, False, duration, INTERRUPTED, interrupted=True)
+    if ended == "timeout":
         return RunResult(False, stdout, stderr, code, True, duration, f"timed out after {limit:g}s")
     if code == 0:
         return RunResult(True, stdout, stderr, 0, False, duration, None)
     return RunResult(False, stdout, stderr, code, False, duration, _exit_error(code, stdout, stderr))
 
 
-def _pump(proc: subprocess.Popen[bytes], stdin_data: bytes | None, deadline: float) -> tuple[bytes, bytes, int, bool]:
-    """Feed stdin and read stdout/stderr until both close, the deadline passes (group killed), or the model has
-    exited and leftovers hold the pipes. Returns (stdout, stderr, stdout bytes dropped, timed_out)."""
+def _wait_exit(proc: subprocess.Popen[bytes], deadline: float, cancel: threading.Event | None) -> str | None:
+    """Wait for the model to exit until the deadline, watching `cancel`; None, "timeout" or "cancel"."""
+    while True:
+        try:
+            proc.wait(timeout=max(0.0, min(_POLL_S, deadline - time.monotonic())))
+            return None
+        except subprocess.TimeoutExpired:
+            pass
+        if cancel is not None and cancel.is_set():
+            return "cancel"
+        if time.monotonic() >= deadline:
+            return "timeout"
+
+
+def _pump(
+    proc: subprocess.Popen[bytes], stdin_data: bytes | None, deadline: float, cancel: threading.Event | None = None
+) -> tuple[bytes, bytes, int, str | None]:
+    """Feed stdin and read stdout/stderr until both close, the deadline passes or `cancel` is set (group killed),
+    or the model has exited and leftovers hold the pipes. Returns (stdout, stderr, stdout bytes dropped, why the
+    run was ended: None, "timeout" or "cancel")."""
     assert proc.stdout is not None and proc.stderr is not None
     out, err = bytearray(), bytearray()
     dropped = 0
@@ -112,13 +139,13 @@ def _pump(proc: subprocess.Popen[bytes], stdin_data: bytes | None, deadline: flo
     if proc.stdin is not None:
         os.set_blocking(proc.stdin.fileno(), False)
         sel.register(proc.stdin, selectors.EVENT_WRITE, "in")
-    timed_out = False
+    ended: str | None = None
     exited_at: float | None = None
     try:
         while sel.get_map():
             now = time.monotonic()
-            if now >= deadline:
-                timed_out = True
+            if now >= deadline or (cancel is not None and cancel.is_set()):
+                ended = "timeout" if now >= deadline else "cancel"
                 _kill_group(proc)
                 break
             if exited_at is None and _exited(proc):
@@ -143,7 +170,7 @@ def _pump(proc: subprocess.Popen[bytes], stdin_data: bytes | None, deadline: flo
                     if len(err) > STDERR_CAP:
                         del err[: len(err) - STDERR_CAP]
         if sel.get_map():
-            # Timed out, or the model exited while something it started still holds the pipes: end the group,
+            # Ended, or the model exited while something it started still holds the pipes: end the group,
             # then take what is already buffered (bounded; the pipes close once the group is gone).
             _signal_group(proc, signal.SIGKILL)
             _drain(sel, out, err, time.monotonic() + 1.0)
@@ -153,7 +180,7 @@ def _pump(proc: subprocess.Popen[bytes], stdin_data: bytes | None, deadline: flo
             if stream is not None:
                 with contextlib.suppress(OSError):
                     stream.close()
-    return bytes(out), bytes(err), dropped, timed_out
+    return bytes(out), bytes(err), dropped, ended
 
 
 def _feed(sel: selectors.BaseSelector, proc: subprocess.Popen[bytes], pending: memoryview) -> memoryview:

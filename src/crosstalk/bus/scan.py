@@ -82,6 +82,15 @@ class Rejection:
     error: str
 
 
+@dataclass(frozen=True, slots=True)
+class LiveDelivery:
+    """A message for a live crosstalk agent on this machine (`to: NAME@ALIAS`): the bridge delivers it into the
+    agent's session through its receiver chain (crosstalk.bus.bridge)."""
+
+    item: ScannedMessage
+    agent: str
+
+
 @dataclass(slots=True)
 class ScanResult:
     added: int = 0
@@ -91,6 +100,7 @@ class ScanResult:
     answered: dict[tuple[str, str], set[str]] = field(default_factory=dict)
     batches: list[Batch] = field(default_factory=list)
     rejections: list[Rejection] = field(default_factory=list)
+    live: list[LiveDelivery] = field(default_factory=list)
     skipped_answered: int = 0
 
 
@@ -229,9 +239,11 @@ def scan(
     claimed: Sequence[ModelSpec],
     alias: str,
     paths: Sequence[str] | None = None,
+    live_agent: Callable[[str], str | None] | None = None,
 ) -> ScanResult:
     """Everything the tick needs from the commits in (old, new]: parsed messages, parse errors, the answered
-    index, the pending batches for our claimed models and alias, and the messages to answer with a failure."""
+    index, the pending batches for our claimed models and alias, the deliveries to live agents (`live_agent`
+    maps a name to the live agent on this machine, or None), and the messages to answer with a failure."""
     reader = FileReader(repo, root, new)
     added = repo.added_message_files(old, new) if paths is None else list(paths)
     messages, failures = parse_range(reader, added)
@@ -259,6 +271,9 @@ def scan(
             ):
                 result.rejections.append(Rejection(item.channel, (item.rel,), msg.sender, msg.to, name, exc.message))
             continue
+        if spec is None and msg.type != "workflow":
+            _route_unclaimed(item, alias, live_agent, result, sender_in(item.channel))
+            continue
         if spec is None or msg.type == "workflow" or not wakes(msg, spec.key, sender_in(item.channel)):
             continue
         if is_answered(result.answered, item.channel, item.rel, spec.key):
@@ -276,6 +291,27 @@ def scan(
         if rejection is not None:
             result.rejections.append(rejection)
     return result
+
+
+def _route_unclaimed(
+    item: ScannedMessage,
+    alias: str,
+    live_agent: Callable[[str], str | None] | None,
+    result: ScanResult,
+    sender_of: Callable[[str], str | None],
+) -> None:
+    """`to: NAME@<our alias>` that no claimed model answers: a live agent called NAME gets it through the bridge;
+    a new task for a name nothing here answers gets a failed reply (a reply to such a name is only logged by the
+    caller's scan counts: failing a reply would wake its sender for nothing)."""
+    actor, machine = split_address(item.msg.to)
+    if machine != alias or live_agent is None or not wakes(item.msg, actor, sender_of):
+        return
+    agent = live_agent(actor) if "/" not in actor else None
+    if agent is not None:
+        result.live.append(LiveDelivery(item, agent))
+    elif not item.msg.re and not is_answered(result.answered, item.channel, item.rel, actor):
+        error = f"no model and no live agent named {actor!r} on machine {alias!r}"
+        result.rejections.append(Rejection(item.channel, (item.rel,), item.msg.sender, item.msg.to, actor, error))
 
 
 def _reject_broken(

@@ -1,4 +1,5 @@
-"""The background dispatcher as a process: start, stop, restart, status, its log, and a systemd user unit.
+"""The background dispatcher as a process: start, stop, restart, status, and a systemd user unit. (The daemon's
+own side, the loop with its lock and wake socket, is crosstalk.bus.daemon; its log is crosstalk.bus.eventlog.)
 
 `server start` spawns `python -m crosstalk daemon dispatch --transport ROOT` in its own session; the daemon
 holds dispatcher.lock for life, so the lock (not the pid file) says whether one runs. A pid is only ever
@@ -8,164 +9,56 @@ signalled after /proc/<pid>/cmdline shows it is a dispatcher for this transport 
 from __future__ import annotations
 
 import contextlib
-import fcntl
-import json
 import os
 import signal
-import socket
 import subprocess
 import sys
-import threading
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TextIO
 
+# AlreadyRunning, the daemon helpers and the event log moved to crosstalk.bus.daemon / crosstalk.bus.eventlog;
+# they are re-exported here for callers that still import them from server.
+from crosstalk.bus.daemon import AlreadyRunning, bind_wake_socket, drain, hold_dispatcher_lock
 from crosstalk.bus.errors import BusError
-from crosstalk.bus.message import utc_timestamp
-from crosstalk.bus.state import TransportState, dispatcher_pid, pid_alive, read_json, read_pid, write_text_atomic
+from crosstalk.bus.eventlog import EventLog, follow, same_file, tail_lines
+from crosstalk.bus.state import TransportState, dispatcher_pid, pid_alive, read_json
 from crosstalk.bus.transports import Transport
+
+__all__ = [
+    "KILL_WAIT_S",
+    "START_TIMEOUT_S",
+    "STOP_TIMEOUT_S",
+    "AlreadyRunning",
+    "EventLog",
+    "ServerError",
+    "ServerStatus",
+    "bind_wake_socket",
+    "daemon_argv",
+    "drain",
+    "follow",
+    "hold_dispatcher_lock",
+    "install_unit",
+    "is_our_dispatcher",
+    "same_file",
+    "start",
+    "status",
+    "stop",
+    "tail_lines",
+    "unit_name",
+    "unit_path",
+    "unit_text",
+]
 
 START_TIMEOUT_S = 15.0
 STOP_TIMEOUT_S = 15.0
 KILL_WAIT_S = 5.0
 _POLL_S = 0.05
-_MAX_VALUE_CHARS = 2000
 
 
 class ServerError(BusError):
     """The dispatcher could not be started or stopped."""
-
-
-class AlreadyRunning(BusError):
-    """Another live dispatcher holds this transport's dispatcher.lock on this machine."""
-
-
-# ---------------------------------------------------------------------------------------------- the event log
-
-
-def _field(value: object) -> str:
-    text = "-" if value is None else str(value)
-    if len(text) > _MAX_VALUE_CHARS:
-        text = text[: _MAX_VALUE_CHARS - 1] + "…"
-    if not text or any(ch.isspace() or ch in "\"=" for ch in text):
-        return json.dumps(text, ensure_ascii=False)
-    return text
-
-
-class EventLog:
-    """One line per event, `<iso time> <level> <event> key=value ...`, appended to the log file and/or a stream.
-    Values with spaces or quotes are JSON-quoted so a line always splits back into its fields."""
-
-    def __init__(self, path: Path | None, *, stream: TextIO | None = None) -> None:
-        self.path = path
-        self.stream = stream
-        self._lock = threading.Lock()
-
-    def __call__(self, event: str, level: str = "info", **fields: object) -> None:
-        parts = [utc_timestamp(), level, event, *(f"{key}={_field(value)}" for key, value in fields.items())]
-        line = " ".join(parts) + "\n"
-        with self._lock:
-            if self.path is not None:
-                fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o600)
-                try:
-                    os.write(fd, line.encode("utf-8", errors="replace"))
-                finally:
-                    os.close(fd)
-            if self.stream is not None:
-                with contextlib.suppress(OSError, ValueError):
-                    self.stream.write(line)
-                    self.stream.flush()
-
-
-def same_file(stream: TextIO, path: Path) -> bool:
-    """Whether stream writes into path (the daemon spawned by `server start` has stderr appended to its log)."""
-    try:
-        a, b = os.fstat(stream.fileno()), os.stat(path)
-    except (OSError, ValueError, AttributeError):
-        return False
-    return (a.st_dev, a.st_ino) == (b.st_dev, b.st_ino)
-
-
-def tail_lines(path: Path, count: int) -> list[str]:
-    """The last `count` lines of the log (reads at most the last few MiB)."""
-    if count <= 0:
-        return []
-    try:
-        with open(path, "rb") as fh:
-            fh.seek(0, os.SEEK_END)
-            size = fh.tell()
-            fh.seek(max(0, size - 4 * 1024 * 1024))
-            data = fh.read()
-    except FileNotFoundError:
-        return []
-    return data.decode("utf-8", errors="replace").splitlines()[-count:]
-
-
-def follow(path: Path, *, duration: float | None = None, stop: threading.Event | None = None) -> Iterator[str]:
-    """New lines appended to the log, until `duration` seconds pass or `stop` is set (a truncation restarts)."""
-    deadline = None if duration is None else time.monotonic() + duration
-    offset = path.stat().st_size if path.exists() else 0
-    partial = b""
-    while (deadline is None or time.monotonic() < deadline) and not (stop and stop.is_set()):
-        try:
-            size = path.stat().st_size
-        except FileNotFoundError:
-            size = 0
-        if size < offset:
-            offset, partial = 0, b""
-        if size > offset:
-            with open(path, "rb") as fh:
-                fh.seek(offset)
-                chunk = fh.read(size - offset)
-            offset += len(chunk)
-            *lines, partial = (partial + chunk).split(b"\n")
-            for line in lines:
-                yield line.decode("utf-8", errors="replace")
-            continue
-        time.sleep(0.2)
-
-
-# ---------------------------------------------------------------------------------------------- inside the daemon
-
-
-def hold_dispatcher_lock(state: TransportState, name: str) -> int:
-    """Take dispatcher.lock for the daemon's life (the fd; closing it releases) and write the pid file."""
-    fd = os.open(state.lock, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        os.close(fd)
-        pid = read_pid(state)
-        raise AlreadyRunning(f"a dispatcher for transport {name} is already running (pid {pid or 'unknown'})") from None
-    write_text_atomic(state.pidfile, f"{os.getpid()}\n", mode=0o644)
-    return fd
-
-
-def bind_wake_socket(state: TransportState) -> socket.socket:
-    """Bind wake.sock (AF_UNIX datagrams, 0600) non-blocking; the caller holds dispatcher.lock."""
-    path = state.wake_sock
-    with contextlib.suppress(FileNotFoundError):
-        path.unlink()  # a dead dispatcher's leftover; we hold the lock, so no live one owns it
-    sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
-    old = os.umask(0o177)
-    try:
-        sock.bind(os.fsencode(path))
-    finally:
-        os.umask(old)
-    os.chmod(path, 0o600)
-    sock.setblocking(False)
-    return sock
-
-
-def drain(sock: socket.socket) -> None:
-    """Consume pending wake datagrams: the tick about to run covers everything sent before it."""
-    for _ in range(100000):
-        try:
-            sock.recv(64)
-        except (BlockingIOError, InterruptedError):
-            return
 
 
 # ---------------------------------------------------------------------------------------------- the process

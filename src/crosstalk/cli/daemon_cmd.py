@@ -33,19 +33,21 @@ def add_parser(sub: Any) -> None:
 
 def run_dispatch(args: argparse.Namespace) -> int:
     from crosstalk.bus.dispatcher import Dispatcher
-    from crosstalk.bus.server import EventLog, same_file
+    from crosstalk.bus.eventlog import EventLog, same_file
 
     transport = open_transport(args)
     with bus_errors():
         state = transport.state().ensure()
-        # Under `server start` stderr already is the log file: writing both would double every line.
+        # Under `server start` stderr already is the log file: writing both would double every line. Those
+        # descriptors follow the log into its new file when it rotates.
         stream = None if same_file(sys.stderr, state.log) else sys.stderr
+        log_fds = [fd for fd, std in ((1, sys.stdout), (2, sys.stderr)) if same_file(std, state.log)]
         dispatcher = Dispatcher(
             transport,
             jobs=args.jobs,
             interval=args.interval,
             model_timeout=args.model_timeout,
-            log=EventLog(state.log, stream=stream),
+            log=EventLog(state.log, stream=stream, follow_fds=log_fds),
         )
 
         def on_signal(signum: int, _frame: object) -> None:

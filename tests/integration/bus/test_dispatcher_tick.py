@@ -12,7 +12,7 @@ from conftest import Machine, TwoMachines
 from dispatch_helpers import channel_rel, replies_to, runs, send, set_registry, single_machine, write_model
 
 from crosstalk.bus.dispatcher import Dispatcher
-from crosstalk.bus.server import EventLog
+from crosstalk.bus.eventlog import EventLog
 from crosstalk.bus.state import transport_state, write_cursor
 from crosstalk.bus.transports import resolve_transport
 
