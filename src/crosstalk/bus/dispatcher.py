@@ -22,11 +22,12 @@ from crosstalk.bus import daemon, layout
 from crosstalk.bus.errors import BusError, GitError, ModelError
 from crosstalk.bus.eventlog import EventLog
 from crosstalk.bus.gitops import transport_lock
-from crosstalk.bus.message import BusMessage, new_message_name, render_message, utc_timestamp
+from crosstalk.bus.message import utc_timestamp
 from crosstalk.bus.models import CONFIG_PATH, ModelSpec, Skipped, claim, load_registry, spawn_env
 from crosstalk.bus.prompt import PromptItem, build_prompt, load_persona
+from crosstalk.bus.replies import batch_replies, failed_replies
 from crosstalk.bus.runner import RunResult, run_model
-from crosstalk.bus.scan import Batch, LiveDelivery, Rejection, ScannedMessage, is_answered, replies_since, scan
+from crosstalk.bus.scan import Batch, LiveDelivery, Rejection, is_answered, replies_since, scan
 from crosstalk.bus.state import read_cursor, write_cursor, write_json_atomic
 from crosstalk.bus.store import publish
 from crosstalk.bus.transports import Transport
@@ -343,42 +344,16 @@ class Dispatcher:
 
     def _reply(self, batch: Batch, body: str, report: TickReport, *, failed: str | None) -> bool:
         """One reply per distinct asker, re: that asker's messages; all in one commit."""
-        by_asker: dict[str, list[ScannedMessage]] = {}
-        for item in batch.messages:
-            by_asker.setdefault(item.msg.sender, []).append(item)
+        files = batch_replies(batch, self.alias, body, failed=failed)
         sender = f"{batch.model.key}@{self.alias}"
-        files = {}
-        for asker, items in by_asker.items():
-            wake_as = next((m.msg.wake_as for m in items if m.msg.wake_as), None)
-            msg = BusMessage(
-                sender=sender,
-                to=asker,
-                timestamp=utc_timestamp(),
-                re=tuple(m.rel for m in items),
-                as_=wake_as,
-                failed=failed is not None,
-                error=failed,
-                body=body,
-            )
-            files[f"{layout.CHANNELS_DIR}/{batch.channel}/{new_message_name()}"] = render_message(msg)
         summary = f"crosstalk: {'failed ' if failed else ''}reply from {sender} ({len(batch.messages)} message(s))"
         return self._commit(files, summary, report)
 
     def _reject(self, rejections: list[Rejection], report: TickReport) -> bool:
         """Failed replies for messages no model can take (an ambiguous bare name, an unreadable file)."""
-        files = {}
         for item in rejections:
             self.log("dispatch_failed", "warn", channel=item.channel, model=item.addressee, error=item.error)
-            msg = BusMessage(
-                sender=f"{item.responder}@{self.alias}",
-                to=item.sender,
-                timestamp=utc_timestamp(),
-                re=item.rels,
-                failed=True,
-                error=item.error,
-                body=item.error,
-            )
-            files[f"{layout.CHANNELS_DIR}/{item.channel}/{new_message_name()}"] = render_message(msg)
+        files = failed_replies(rejections, self.alias)
         report.rejected += len(rejections)
         with self._count_lock:
             self.counts["failed"] += len(rejections)
