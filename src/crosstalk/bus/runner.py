@@ -259,7 +259,11 @@ def _exit_error(code: int, stdout: str, stderr: str) -> str:
             head = f"killed by signal {-code}"
     else:
         head = f"exit {code}"
-    tail = _tail_lines(stderr) or _tail_lines(stdout)
+    # Both streams: CLIs differ in where the cause goes (claude prints it on stdout and only warnings on stderr).
+    err, out = _tail_lines(stderr), _tail_lines(stdout)
+    if err and out:
+        return f"{head}: {err} (stdout: {out})"
+    tail = err or out
     return f"{head}: {tail}" if tail else f"{head} (no output)"
 
 

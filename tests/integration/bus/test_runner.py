@@ -119,7 +119,7 @@ def test_nonzero_exit_error_text(tmp: Path) -> None:
     result = run_model(model(script(tmp, "fail", body)), "p", env=dict(os.environ), cwd=tmp, timeout=30)
     assert not result.ok and not result.timed_out
     assert result.exit_code == 3
-    assert result.error == "exit 3: warming up | boom: bad token"
+    assert result.error == "exit 3: warming up | boom: bad token (stdout: partial answer)"
     assert result.stdout == "partial answer\n"
     stdout_only = "import sys\nprint('401 unauthorized')\nsys.exit(1)\n"
     result = run_model(model(script(tmp, "fail2", stdout_only)), "p", env=dict(os.environ), cwd=tmp, timeout=30)
