@@ -33,6 +33,8 @@ BENCHMARKS = (
     "send_cli",
     "shim_startup",
     "shim_tools",
+    "bus_roundtrip",
+    "bus_tick",
 )
 TIMEOUT_S = {"quick": 180.0, "full": 900.0}
 
@@ -94,6 +96,8 @@ def _stop(proc: subprocess.Popen) -> None:
 def fmt(value: float | None, unit: str) -> str:
     if value is None:
         return "-"
+    if unit == "x":
+        return f"{value:.2f}x"
     if unit in ("us", "ms"):
         return f"{value:.0f} {unit}" if value >= 100 else f"{value:.1f} {unit}"
     return f"{value:.0f} {unit}"
@@ -126,13 +130,13 @@ def main() -> int:
         f"\nSUMMARY ({'quick' if args.quick else 'full'} run; nproc={m['nproc']} python={m['python']} "
         f"kernel={m['kernel']} load(1m) at start={m['loadavg_1m']})"
     )
-    print(f"{'bench':<10} {'figure':<40} {'value':>12} {'baseline':>12} {'ratio':>7}  {'target':<20} verdict")
+    print(f"{'bench':<13} {'figure':<40} {'value':>12} {'baseline':>12} {'ratio':>7}  {'target':<20} verdict")
     missed = 0
     for bench, f in rows:
         ratio = f"{f['ratio']:.2f}x" if f.get("ratio") is not None else "-"
         base_unit = f["unit"]
         print(
-            f"{bench:<10} {f['name']:<40} {fmt(f['value'], f['unit']):>12} "
+            f"{bench:<13} {f['name']:<40} {fmt(f['value'], f['unit']):>12} "
             f"{fmt(f.get('baseline'), base_unit):>12} {ratio:>7}  {f.get('target') or '':<20} "
             f"{verdict(f.get('passed'))}"
         )

@@ -172,7 +172,7 @@ class Dispatcher:
         try:
             if not self.repo.has_remote():
                 return
-            self.repo.sync()
+            self.repo.sync(remote_checked=True)
             if self.repo.ahead_behind()[0] > 0 and not self.repo.push_with_retry():
                 self._error("push_failed", error=self.repo.last_push_error or "the remote is unreachable")
         except GitError as exc:

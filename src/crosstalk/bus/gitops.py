@@ -133,13 +133,16 @@ class GitRepo:
         return proc.stdout.strip() or None if proc.returncode == 0 else None
 
     def fetch(self) -> None:
-        self.run("fetch", "-q", "origin")
+        # --no-recurse-submodules: by default fetch reads the whole index to look for submodules, which made an
+        # idle tick grow with the number of messages (bench/bus_tick.py); a transport never has submodules.
+        self.run("fetch", "-q", "--no-recurse-submodules", "origin")
 
     def ahead_behind(self) -> tuple[int, int]:
         """(commits only here, commits only upstream); (0, 0) without an upstream."""
-        if self.upstream() is None:
+        proc = self._raw(["rev-list", "--left-right", "--count", "HEAD...@{u}"])
+        if proc.returncode != 0:  # no upstream configured (yet): nothing to compare with
             return (0, 0)
-        out = self.run("rev-list", "--left-right", "--count", "HEAD...@{u}").split()
+        out = proc.stdout.split()
         return (int(out[0]), int(out[1]))
 
     def is_ancestor(self, older: str, newer: str) -> bool:
@@ -165,7 +168,8 @@ class GitRepo:
         return self.head()
 
     def _rebase_onto_upstream(self) -> None:
-        args = ["-c", "rebase.autoStash=true", "pull", "--rebase", "--no-edit", "-q", "origin", self.branch()]
+        args = ["-c", "rebase.autoStash=true", "pull", "--rebase", "--no-edit", "-q", "--no-recurse-submodules"]
+        args += ["origin", self.branch()]
         proc = self._raw(args)
         if proc.returncode != 0:
             self._raw(["rebase", "--abort"])
@@ -202,9 +206,9 @@ class GitRepo:
             time.sleep(min(2.0, 0.05 * (2**attempt)) * random.uniform(0.5, 1.5))
         return False
 
-    def sync(self) -> bool:
+    def sync(self, *, remote_checked: bool = False) -> bool:
         """Fetch, then fast-forward or rebase onto the upstream when it moved; whether HEAD changed."""
-        if not self.has_remote():
+        if not remote_checked and not self.has_remote():
             return False
         self.fetch()
         upstream = self.upstream()
