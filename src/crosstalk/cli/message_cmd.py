@@ -121,9 +121,14 @@ def _sender(given: str | None) -> str:
     return sender
 
 
-def _re_from_env(channel_uuid: str) -> tuple[str, ...]:
-    """The dispatched turn's triggering messages, when sending into that turn's channel (re: is channel-relative)."""
-    from crosstalk.bus.message import is_safe_relpath
+def _re_from_env(channel_dir: Path, channel_uuid: str, to: str) -> tuple[str, ...]:
+    """The dispatched turn's triggering messages that `to` sent, when sending into that turn's channel (re: is
+    channel-relative). Only those: the activation rule wakes an addressee for a message with re: only when it sent
+    a target, so linking a send to somebody else's message would silently never wake its addressee. A send to
+    anyone else is new work, and wakes them."""
+    from crosstalk.bus.addressing import same_actor
+    from crosstalk.bus.errors import MessageFormatError
+    from crosstalk.bus.message import is_safe_relpath, parse_message
 
     raw = os.environ.get("CROSSTALK_RE", "")
     if not raw or os.environ.get("CROSSTALK_CHANNEL", channel_uuid) != channel_uuid:
@@ -132,7 +137,15 @@ def _re_from_env(channel_uuid: str) -> tuple[str, ...]:
     bad = [p for p in paths if not is_safe_relpath(p)]
     if bad:
         raise Fail(f"CROSSTALK_RE holds an unsafe path {bad[0]!r}", EXIT_USAGE)
-    return paths
+    linked = []
+    for rel in paths:
+        try:
+            sender = parse_message((channel_dir / rel).read_text(encoding="utf-8"), where=rel).sender
+        except (OSError, UnicodeDecodeError, MessageFormatError):
+            continue
+        if same_actor(sender, to):
+            linked.append(rel)
+    return tuple(linked)
 
 
 def run_send(args: argparse.Namespace) -> int:
@@ -160,7 +173,11 @@ def run_send(args: argparse.Namespace) -> int:
                 EXIT_USAGE,
             )
         channel = _channel(transport, args.channel)
-        re_paths = () if args.new else _re_from_env(channel.uuid)
+        re_paths = () if args.new else _re_from_env(transport.root / channel.rel_dir, channel.uuid, args.to)
+        # From a dispatched turn that wore a persona: the replies to this message wake us in that persona again.
+        wake_as = os.environ.get("CROSSTALK_AS") or None
+        if wake_as is not None and not _PERSONA_RE.match(wake_as):
+            raise Fail(f"CROSSTALK_AS holds an invalid persona name {wake_as[:40]!r}", EXIT_USAGE)
         count = args.fanout or 1
         timestamp = utc_timestamp()
         files: dict[str, str] = {}
@@ -171,6 +188,7 @@ def run_send(args: argparse.Namespace) -> int:
                 timestamp=timestamp,
                 re=re_paths,
                 as_=args.as_,
+                wake_as=wake_as,
                 fanout=f"{k}/{count}" if args.fanout else None,
                 body=body,
             )

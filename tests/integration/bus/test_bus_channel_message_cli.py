@@ -226,11 +226,14 @@ def test_send_as_persona_and_fanout_in_one_commit(two_machines: TwoMachines) -> 
 
 def test_re_comes_only_from_the_runtime_env(two_machines: TwoMachines) -> None:
     a, uuid = two_machines.a, two_machines.channel
-    first = a.cli("message", "send", "--to", "sonnet", "task").stdout.strip()
+    # A dispatched turn of anthropic/sonnet, woken by a task from codex@m2.
+    first = a.cli("message", "send", "--to", "sonnet", "--from", "codex@m2", "task").stdout.strip()
     inner = first.split(f"{uuid}/", 1)[1]
     env = {"CROSSTALK_RE": f"{inner}", "CROSSTALK_CHANNEL": uuid, "CROSSTALK_FROM": "anthropic/sonnet@m1"}
     rel = a.cli("message", "send", "--to", "codex", "sub-question", env=env).stdout.strip()
-    assert _read(a.root, rel).re == (inner,)
+    assert _read(a.root, rel).re == (inner,)  # to the sender of the triggering message: linked
+    rel = a.cli("message", "send", "--to", "gemini", "a third opinion", env=env).stdout.strip()
+    assert _read(a.root, rel).re == ()  # to anyone else: new work (a re: to codex's message would never wake it)
     rel = a.cli("message", "send", "--to", "codex", "--new", "unrelated", env=env).stdout.strip()
     assert _read(a.root, rel).re == ()
     other = a.cli("channel", "create", "other").stdout.strip()

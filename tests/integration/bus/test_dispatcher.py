@@ -249,3 +249,33 @@ def test_status_settings_and_logs(bus) -> None:
     res = m.cli("logs", "-n", "3")
     assert res.returncode == 0 and len(res.stdout.splitlines()) == 3
     assert "boot" in m.cli("logs", "-n", "1000").stdout
+
+
+def test_a_persona_wearing_turn_is_woken_by_its_replies_in_that_persona(bus) -> None:
+    """wake_as: a model dispatched with --as critic sends from inside its turn; the message carries wake_as: critic,
+    the answer carries as: critic, and the reply wakes the first model wearing the critic persona again."""
+    m, channel, models = bus
+    commit_files(m, {"local/actors/critic.md": "You are a harsh critic of haiku.\n"})
+    # The first model, when first woken, asks local/echo for a second opinion through the real CLI.
+    asker = write_model(
+        models,
+        "asker",
+        "import subprocess\n"
+        "if os.environ['CROSSTALK_RE'] and 'second opinion' not in sys.argv[-1]:\n"
+        "    subprocess.run([sys.executable, '-m', 'crosstalk', 'message', 'send', '--to', 'local/echo',\n"
+        "                    'second opinion please'], check=True, timeout=60)\n"
+        "print('noted')",
+    )
+    set_registry(m, {"local": {"echo": str(models / "echo"), "asker": str(asker)}})
+    send(m, "local/asker", "review my haiku", extra=["--as", "critic"])
+    dispatch_once(m)  # asker runs as critic and sends to echo (wake_as: critic); echo's turn is next tick
+    sent = [msg for msg in channel_messages(m.root, channel).values() if msg.to == "local/echo"]
+    # New work for echo (echo sent none of the asker's triggering messages, so a re: to them would never wake it).
+    assert [(s.sender, s.wake_as, s.re) for s in sent] == [("local/asker@m1", "critic", ())]
+    dispatch_once(m)  # echo answers: the reply wears as: critic and wakes the asker
+    dispatch_once(m)  # the asker, woken by the reply, runs in the critic persona again
+    (answer,) = [msg for msg in channel_messages(m.root, channel).values() if msg.sender == "local/echo@m1"]
+    assert answer.to == "local/asker@m1" and answer.as_ == "critic"
+    first, second = runs(asker)
+    assert first["env"]["CROSSTALK_AS"] == second["env"]["CROSSTALK_AS"] == "critic"
+    assert "harsh critic" in str(second["prompt"]) and "answer from local/echo@m1" in str(second["prompt"])
