@@ -2,7 +2,7 @@
 their CROSSTALK_HOME and CROSSTALK_ALIAS (so two of them on one host behave like two hosts).
 
 Fixtures (all temp dirs are short, under /tmp, and removed afterwards):
-  xt_tmp          Path   a fresh short temp dir (tempfile.mkdtemp(prefix="xt", dir="/tmp")).
+  xt_tmp          Path   a fresh short temp dir (tempfile.mkdtemp(prefix="xt", dir="/tmp")); `tmp` is the same dir.
   bare_remote     Path   an empty bare repository (initial branch main) inside xt_tmp: the shared remote.
   make_machine    callable(alias: str) -> Machine: a machine with its own CROSSTALK_HOME (xt_tmp/<alias>/home),
                          HOME, an empty git config (no user.name, like a fresh host), CROSSTALK_ALIAS=alias and
@@ -111,6 +111,12 @@ def xt_tmp() -> Iterator[Path]:
         yield path
     finally:
         shutil.rmtree(path, ignore_errors=True)
+
+
+@pytest.fixture
+def tmp(xt_tmp: Path) -> Path:
+    """The same short temp dir as xt_tmp, under the name the runner and interrupt tests use."""
+    return xt_tmp
 
 
 @pytest.fixture

@@ -16,6 +16,7 @@ import sys
 import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
+from typing import Any
 
 from conftest import GIT_TIMEOUT, Machine, clean_env
 
@@ -90,6 +91,33 @@ def single_machine(make_machine: Callable[[str], Machine], alias: str = "m1") ->
     res = m.cli("channel", "create", "general")
     assert res.returncode == 0, res.stderr
     return m, res.stdout.strip()
+
+
+def machine_with_models(make_machine: Callable[[str], Machine], **bodies: str) -> tuple[Machine, str, Path]:
+    """single_machine plus script models under local/: name=body (a write_model body; "" for the default echo of
+    CROSSTALK_FROM). Returns (machine, channel uuid, models dir)."""
+    m, channel = single_machine(make_machine)
+    models = m.base / "models"
+    models.mkdir()
+    paths = {name: write_model(models, name, *([body] if body else [])) for name, body in bodies.items()}
+    set_registry(m, {"local": {name: str(path) for name, path in paths.items()}})
+    return m, channel, models
+
+
+def in_process_dispatcher(machine: Machine, monkeypatch: Any) -> Any:
+    """A crosstalk.bus.dispatcher.Dispatcher in this process, for `machine` (registry loaded). The store wakes
+    and git runs with the process env, so this process is made to look like the machine (monkeypatch undoes it)."""
+    from crosstalk.bus.dispatcher import Dispatcher
+    from crosstalk.bus.eventlog import EventLog
+    from crosstalk.bus.transports import resolve_transport
+
+    for key in ("CROSSTALK_HOME", "CROSSTALK_ALIAS", "HOME", "GIT_CONFIG_GLOBAL", "GIT_CONFIG_NOSYSTEM"):
+        monkeypatch.setenv(key, machine.env[key])
+    transport = resolve_transport(machine.root, None, dict(os.environ))
+    state = transport.state(os.environ).ensure()
+    dispatcher = Dispatcher(transport, jobs=2, interval=1.0, log=EventLog(state.log))
+    dispatcher.reload_registry(force=True)
+    return dispatcher
 
 
 def send(machine: Machine, to: str, body: str, *, sender: str = "alice", extra: Iterable[str] = (),

@@ -12,13 +12,15 @@ from dispatch_helpers import (
     commit_files,
     dispatch_once,
     log_text,
+    machine_with_models,
     replies_to,
     runs,
     send,
     set_registry,
-    single_machine,
     write_model,
 )
+
+from crosstalk.bus.message import BusMessage, new_message_name, render_message, utc_timestamp
 
 pytestmark = pytest.mark.integration
 
@@ -26,12 +28,7 @@ pytestmark = pytest.mark.integration
 @pytest.fixture
 def bus(make_machine):
     """(machine, channel uuid, models dir) with a local/echo model claimed."""
-    m, channel = single_machine(make_machine)
-    models = m.base / "models"
-    models.mkdir()
-    echo = write_model(models, "echo")
-    set_registry(m, {"local": {"echo": str(echo)}})
-    return m, channel, models
+    return machine_with_models(make_machine, echo="")
 
 
 def test_a_new_task_wakes_its_model_and_gets_one_reply(bus) -> None:
@@ -65,9 +62,11 @@ def test_activation_rule(bus) -> None:
     m, channel, models = bus
     [question] = send(m, "bob", "a question for a human", sender="alice")
     dispatch_once(m)
-    in_ch = {"CROSSTALK_CHANNEL": channel, "CROSSTALK_RE": channel_rel(question)}
-    # An FYI to echo that answers alice's message: echo never asked, so it does not wake.
-    send(m, "echo", "fyi: bob is on it", sender="carol", env=in_ch)
+    # An FYI to echo that answers alice's message: echo never asked, so it does not wake. (The CLI never links a
+    # send to messages its addressee did not send, so this one is written as another runtime might write it.)
+    fyi = BusMessage(sender="carol", to="echo", timestamp=utc_timestamp(), re=(channel_rel(question),),
+                     body="fyi: bob is on it")
+    commit_files(m, {f"data/channels/{channel}/{new_message_name()}": render_message(fyi)})
     # Self-sent: echo writing to itself never wakes it.
     send(m, "echo", "note to self", sender="local/echo@m1")
     # echo's own earlier message gets a reply addressed to echo: that wakes it.

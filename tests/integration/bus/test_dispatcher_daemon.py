@@ -13,11 +13,11 @@ from dispatch_helpers import (
     heartbeat,
     kill_pid_group,
     log_text,
+    machine_with_models,
     replies_to,
     runs,
     send,
     set_registry,
-    single_machine,
     wait_for,
     write_model,
 )
@@ -27,12 +27,7 @@ pytestmark = pytest.mark.integration
 
 @pytest.fixture
 def bus(make_machine):
-    m, channel = single_machine(make_machine)
-    models = m.base / "models"
-    models.mkdir()
-    echo = write_model(models, "echo")
-    set_registry(m, {"local": {"echo": str(echo)}})
-    return m, channel, models
+    return machine_with_models(make_machine, echo="")
 
 
 def test_send_wakes_the_daemon_long_before_its_interval(bus) -> None:

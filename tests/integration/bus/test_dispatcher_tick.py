@@ -8,26 +8,21 @@ import threading
 import time
 
 import pytest
-from conftest import Machine, TwoMachines
-from dispatch_helpers import channel_rel, replies_to, runs, send, set_registry, single_machine, write_model
+from conftest import TwoMachines
+from dispatch_helpers import (
+    channel_rel,
+    in_process_dispatcher,
+    replies_to,
+    runs,
+    send,
+    set_registry,
+    single_machine,
+    write_model,
+)
 
-from crosstalk.bus.dispatcher import Dispatcher
-from crosstalk.bus.eventlog import EventLog
 from crosstalk.bus.state import transport_state, write_cursor
-from crosstalk.bus.transports import resolve_transport
 
 pytestmark = pytest.mark.integration
-
-
-def _dispatcher(machine: Machine, monkeypatch: pytest.MonkeyPatch) -> Dispatcher:
-    # The store wakes and git runs with the process env: make this process look like the machine.
-    for key in ("CROSSTALK_HOME", "CROSSTALK_ALIAS", "HOME", "GIT_CONFIG_GLOBAL", "GIT_CONFIG_NOSYSTEM"):
-        monkeypatch.setenv(key, machine.env[key])
-    transport = resolve_transport(machine.root, None, dict(os.environ))
-    state = transport.state(os.environ).ensure()
-    dispatcher = Dispatcher(transport, jobs=2, interval=1.0, log=EventLog(state.log))
-    dispatcher.reload_registry(force=True)
-    return dispatcher
 
 
 def test_tick_report_idle_tick_and_rescan_after_a_crash(make_machine, monkeypatch) -> None:
@@ -37,7 +32,7 @@ def test_tick_report_idle_tick_and_rescan_after_a_crash(make_machine, monkeypatc
     echo = write_model(models, "echo")
     set_registry(m, {"local": {"echo": str(echo)}})
     [path] = send(m, "echo", "in-process please")
-    dispatcher = _dispatcher(m, monkeypatch)
+    dispatcher = in_process_dispatcher(m, monkeypatch)
     first_cursor_target = m.git("rev-parse", "HEAD").strip()
 
     report = dispatcher.tick()
@@ -67,7 +62,7 @@ def test_bare_name_work_answered_elsewhere_meanwhile_is_skipped(two_machines: Tw
     set_registry(a, {"local": {"echo": str(echo)}})
     b.git("pull", "-q")
     [path] = send(a, "echo", "first grab wins", sender="op-m1")
-    dispatcher = _dispatcher(a, monkeypatch)
+    dispatcher = in_process_dispatcher(a, monkeypatch)
     original = dispatcher._drop_taken
 
     def b_answers_first(batch, head, report):  # B's dispatcher takes the job after A's tick scanned it
@@ -87,7 +82,7 @@ def test_bare_name_work_answered_elsewhere_meanwhile_is_skipped(two_machines: Tw
 
 def test_run_forever_ends_when_its_stop_event_is_set(make_machine, monkeypatch) -> None:
     m, _ = single_machine(make_machine)
-    dispatcher = _dispatcher(m, monkeypatch)
+    dispatcher = in_process_dispatcher(m, monkeypatch)
     dispatcher.interval = 120.0
     stop = threading.Event()
     codes: list[int] = []

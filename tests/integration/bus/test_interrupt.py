@@ -5,19 +5,16 @@ from __future__ import annotations
 
 import contextlib
 import os
-import shutil
 import signal
 import sys
-import tempfile
 import threading
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from conftest import Machine
 from dispatch_helpers import (
     Daemon,
     heartbeat,
+    in_process_dispatcher,
     kill_pid_group,
     log_text,
     replies_to,
@@ -29,12 +26,9 @@ from dispatch_helpers import (
     write_model,
 )
 
-from crosstalk.bus.dispatcher import Dispatcher
-from crosstalk.bus.eventlog import EventLog
 from crosstalk.bus.models import ModelSpec
 from crosstalk.bus.runner import INTERRUPTED, run_model
 from crosstalk.bus.state import read_cursor
-from crosstalk.bus.transports import resolve_transport
 
 pytestmark = pytest.mark.integration
 
@@ -74,15 +68,6 @@ def group_gone(pgid: int) -> bool:
                 if int(fields[2]) == pgid and fields[0] != "Z":
                     return False
     return True
-
-
-@pytest.fixture
-def tmp() -> Iterator[Path]:
-    path = Path(tempfile.mkdtemp(prefix="xt", dir="/tmp"))
-    try:
-        yield path
-    finally:
-        shutil.rmtree(path, ignore_errors=True)
 
 
 def test_cancel_kills_the_model_group_and_says_interrupted(tmp: Path) -> None:
@@ -126,16 +111,6 @@ def test_a_set_cancel_event_starts_nothing(tmp: Path) -> None:
     assert result.interrupted and result.exit_code is None and not marker.exists()
 
 
-def _dispatcher(machine: Machine, monkeypatch: pytest.MonkeyPatch) -> Dispatcher:
-    for key in ("CROSSTALK_HOME", "CROSSTALK_ALIAS", "HOME", "GIT_CONFIG_GLOBAL", "GIT_CONFIG_NOSYSTEM"):
-        monkeypatch.setenv(key, machine.env[key])
-    transport = resolve_transport(machine.root, None, dict(os.environ))
-    state = transport.state(os.environ).ensure()
-    dispatcher = Dispatcher(transport, jobs=2, interval=1.0, log=EventLog(state.log))
-    dispatcher.reload_registry(force=True)
-    return dispatcher
-
-
 def test_stop_interrupts_a_running_batch_which_stays_pending(make_machine, monkeypatch) -> None:
     m, channel = single_machine(make_machine)
     models = m.base / "models"
@@ -143,7 +118,7 @@ def test_stop_interrupts_a_running_batch_which_stays_pending(make_machine, monke
     flag = m.base / "quick"
     slow = write_model(models, "slow", SLOW_UNLESS_FLAG.format(flag=str(flag)))
     set_registry(m, {"local": {"slow": str(slow)}})
-    dispatcher = _dispatcher(m, monkeypatch)
+    dispatcher = in_process_dispatcher(m, monkeypatch)
     dispatcher.tick()  # nothing to run yet: the cursor moves to HEAD
     cursor_before = read_cursor(dispatcher.state)
     assert cursor_before == m.git("rev-parse", "HEAD").strip()
@@ -172,7 +147,7 @@ def test_stop_interrupts_a_running_batch_which_stays_pending(make_machine, monke
 
     # The restart: a new dispatcher runs the batch again, and this time the model answers at once.
     flag.write_text("")
-    again = _dispatcher(m, monkeypatch)
+    again = in_process_dispatcher(m, monkeypatch)
     report = again.tick()
     assert (report.dispatched, report.replies, report.incomplete) == (1, 1, 0)
     [reply] = replies_to(m.root, channel, path)

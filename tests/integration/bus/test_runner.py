@@ -7,12 +7,9 @@ import contextlib
 import hashlib
 import json
 import os
-import shutil
 import signal
 import sys
-import tempfile
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -24,15 +21,6 @@ from crosstalk.bus.runner import STDIN_THRESHOLD, STDOUT_CAP, run_model
 pytestmark = pytest.mark.integration
 
 PY = sys.executable
-
-
-@pytest.fixture
-def tmp() -> Iterator[Path]:
-    path = Path(tempfile.mkdtemp(prefix="xt", dir="/tmp"))
-    try:
-        yield path
-    finally:
-        shutil.rmtree(path, ignore_errors=True)
 
 
 def script(where: Path, name: str, body: str, *, shebang: str = PY) -> Path:

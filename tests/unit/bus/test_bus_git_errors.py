@@ -4,10 +4,7 @@ line), never a trailing "hint: ..." or the tail of a wrapped sentence."""
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
-import tempfile
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -65,15 +62,6 @@ def test_error_line_picks_the_meaningful_line(stderr: str, stdout: str, code: in
 
 
 # ------------------------------------------------------------------------------------------------ with real git
-
-
-@pytest.fixture
-def tmp() -> Iterator[Path]:
-    path = Path(tempfile.mkdtemp(prefix="xt", dir="/tmp"))
-    try:
-        yield path
-    finally:
-        shutil.rmtree(path, ignore_errors=True)
 
 
 @pytest.fixture

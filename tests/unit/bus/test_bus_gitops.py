@@ -2,11 +2,8 @@
 
 from __future__ import annotations
 
-import shutil
 import socket
-import tempfile
 import threading
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -16,15 +13,6 @@ from crosstalk.bus.gitops import git_dir, transport_lock
 from crosstalk.bus.state import transport_state, wake
 
 pytestmark = pytest.mark.unit
-
-
-@pytest.fixture
-def tmp() -> Iterator[Path]:
-    path = Path(tempfile.mkdtemp(prefix="xt", dir="/tmp"))
-    try:
-        yield path
-    finally:
-        shutil.rmtree(path, ignore_errors=True)
 
 
 def test_lock_is_reentrant_in_a_thread_and_exclusive_across_threads(tmp: Path) -> None:

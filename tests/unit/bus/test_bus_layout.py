@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import shutil
-import tempfile
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -15,15 +12,6 @@ from crosstalk.bus.channels import parse_channel, render_channel, validate_chann
 from crosstalk.bus.errors import ChannelError, NotATransport, VersionMismatch
 
 pytestmark = pytest.mark.unit
-
-
-@pytest.fixture
-def tmp() -> Iterator[Path]:
-    path = Path(tempfile.mkdtemp(prefix="xt", dir="/tmp"))
-    try:
-        yield path
-    finally:
-        shutil.rmtree(path, ignore_errors=True)
 
 
 def test_scaffold_writes_the_template(tmp: Path) -> None:

@@ -3,9 +3,6 @@
 from __future__ import annotations
 
 import json
-import shutil
-import tempfile
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -22,15 +19,6 @@ from crosstalk.bus.transports import (
 )
 
 pytestmark = pytest.mark.unit
-
-
-@pytest.fixture
-def tmp() -> Iterator[Path]:
-    path = Path(tempfile.mkdtemp(prefix="xt", dir="/tmp"))
-    try:
-        yield path
-    finally:
-        shutil.rmtree(path, ignore_errors=True)
 
 
 def _fake_transport(path: Path, version: str = "7\n") -> Path:

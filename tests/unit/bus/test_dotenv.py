@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import shutil
-import tempfile
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -19,15 +16,6 @@ pytestmark = pytest.mark.unit
 KEYS = st.from_regex(r"[A-Za-z_][A-Za-z0-9_]{0,20}", fullmatch=True)
 # Any value a line can hold: no newline (it ends the line) and no NUL (execve cannot carry it).
 VALUES = st.text(st.characters(blacklist_characters="\n\r\x00", blacklist_categories=("Cs",)), max_size=40)
-
-
-@pytest.fixture
-def tmp() -> Iterator[Path]:
-    path = Path(tempfile.mkdtemp(prefix="xt", dir="/tmp"))
-    try:
-        yield path
-    finally:
-        shutil.rmtree(path, ignore_errors=True)
 
 
 def test_basic_rules() -> None:

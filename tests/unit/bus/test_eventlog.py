@@ -4,11 +4,8 @@
 from __future__ import annotations
 
 import os
-import shutil
-import tempfile
 import threading
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -16,15 +13,6 @@ import pytest
 from crosstalk.bus.eventlog import MAX_LOG_BYTES, EventLog, follow, rotated_path, tail_lines
 
 pytestmark = pytest.mark.unit
-
-
-@pytest.fixture
-def tmp() -> Iterator[Path]:
-    path = Path(tempfile.mkdtemp(prefix="xt", dir="/tmp"))
-    try:
-        yield path
-    finally:
-        shutil.rmtree(path, ignore_errors=True)
 
 
 def events(path: Path) -> list[int]:
