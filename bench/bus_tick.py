@@ -4,8 +4,10 @@
 
 Builds two transports with bus_fixture.build_transport (1,000 and 100,000 messages; --quick: 1,000 and 20,000),
 each a bare remote on loopback (a local path) plus a checked-out clone registered in a temp CROSSTALK_HOME. For each,
-constructs crosstalk.bus.dispatcher.Dispatcher in-process and runs a first tick, which on a fresh clone scans the
-whole tree once (reported as info), then times M idle ticks (default 30). The transports have a remote, so every
+constructs crosstalk.bus.dispatcher.Dispatcher in-process and runs a first tick with the cursor removed, which scans
+the whole tree once (reported as info: what a dispatcher with no cursor pays — an unregistered transport, or lost
+state; a machine that joined with `transport clone` starts at the commit it joined at instead), then times M idle
+ticks (default 30). The transports have a remote, so every
 idle tick fetches. The two transports' ticks are interleaved (1k, 100k, 1k, ... with the order flipped every round)
 so machine noise hits both alike. Target (issue 5): median idle tick at 100k <= 1.2x the median at 1k.
 
@@ -85,6 +87,8 @@ class Side:
         self.first_added = 0
 
     def first_tick(self) -> None:
+        # No cursor: the full scan a dispatcher pays when it has none (the clone's join cursor would skip it).
+        self.dispatcher.state.cursor.unlink(missing_ok=True)
         t0 = time.perf_counter()
         report = self.dispatcher.tick()
         self.first_tick_s = time.perf_counter() - t0

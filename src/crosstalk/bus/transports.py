@@ -19,6 +19,7 @@ from crosstalk.bus.state import (
     read_json,
     transport_state,
     transports_dir,
+    write_cursor,
     write_json_atomic,
 )
 
@@ -249,6 +250,7 @@ def init_transport(
         raise
     entry = register(name, root, alias, environ)
     transport = Transport(name, root, effective_alias(name, entry.alias, environ))
+    _start_cursor(transport, repo, environ)
     if not remote:
         return InitResult(transport, pushed=False)
     try:
@@ -313,7 +315,18 @@ def clone_transport(
         shutil.rmtree(root, ignore_errors=True)
         raise
     entry = register(name, root, alias, environ)
-    return Transport(name, root, effective_alias(name, entry.alias, environ))
+    transport = Transport(name, root, effective_alias(name, entry.alias, environ))
+    _start_cursor(transport, GitRepo(root, GIT_TIMEOUT, alias=alias or name), environ)
+    return transport
+
+
+def _start_cursor(transport: Transport, repo: GitRepo, environ: Mapping[str, str]) -> None:
+    """This machine's dispatcher starts reading at the commit the machine joined at: work committed from then on is
+    its to take (even before its dispatcher first runs), and the history before it is not replayed — a machine
+    joining a long-lived transport must not re-run every old task it happens to claim. A cursor left by an earlier
+    registration under this name is replaced (transport rm removes the state; re-joining starts afresh)."""
+    state = transport.state(environ).ensure()
+    write_cursor(state, repo.head())
 
 
 def list_transports(environ: Mapping[str, str] = os.environ) -> list[TransportInfo]:

@@ -198,7 +198,7 @@ def test_rm_unregisters_and_deletes_only_with_confirmation(two_machines: TwoMach
 def test_rm_refuses_while_the_dispatcher_runs(two_machines: TwoMachines) -> None:
     a = two_machines.a
     state = a.home / "bus" / "state" / "bus"
-    state.mkdir(parents=True)
+    state.mkdir(parents=True, exist_ok=True)  # the join already made it (with the starting cursor)
     (state / "dispatcher.pid").write_text(f"{os.getpid()}\n")
     fd = os.open(state / "dispatcher.lock", os.O_RDWR | os.O_CREAT, 0o600)
     try:
@@ -210,3 +210,16 @@ def test_rm_refuses_while_the_dispatcher_runs(two_machines: TwoMachines) -> None
         os.close(fd)
     assert a.cli("transport", "rm", "bus").returncode == 0
     assert not state.exists()
+
+
+def test_a_machine_starts_reading_where_it_joined(two_machines: TwoMachines) -> None:
+    """The dispatcher's cursor starts at the commit the machine joined at: history before it is never replayed
+    (a new machine must not re-run every old task it claims), work committed after it is this machine's."""
+    a, b = two_machines.a, two_machines.b
+    head_at_clone = b.git("rev-parse", "HEAD~1").strip()  # the fixture pulled a's channel commit after the clone
+    cursor = b.home / "bus" / "state" / "bus" / "cursor"
+    assert cursor.read_text().strip() == head_at_clone
+    assert (cursor.stat().st_mode & 0o777) == 0o600
+    init_cursor = a.home / "bus" / "state" / "bus" / "cursor"
+    first = a.git("rev-list", "--max-parents=0", "HEAD").strip()
+    assert init_cursor.read_text().strip() == first  # init: the initial commit
