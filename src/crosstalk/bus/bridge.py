@@ -142,8 +142,12 @@ def _live_channel(transport: Transport) -> Channel:
     try:
         return find_channel(transport.root, name)
     except ChannelError:
+        pass
+    try:
         channel, _ = create_channel(transport, name)
-        return channel
+    except ChannelError:
+        return find_channel(transport.root, name)  # another agent here created it first (the name check is locked)
+    return channel
 
 
 def send_from_live(
@@ -154,14 +158,17 @@ def send_from_live(
     *,
     environ: Mapping[str, str] | None = None,
     cwd: Path | None = None,
+    sender: str | None = None,
 ) -> dict[str, Any]:
-    """A live agent's message to `model@machine` (or any bus address), as a new task on the bus."""
+    """A live agent's message to `model@machine` (or any bus address), as a new task on the bus. `sender`
+    replaces the `from:` (default `<agent>@<alias>`, which the reply comes back to): `crosstalk send` uses it."""
     try:
         validate_address(to)
         transport = pick_transport(_environ(paths, environ), cwd)
         channel = _live_channel(transport)
         name = new_message_name()
-        msg = BusMessage(sender=f"{agent}@{transport.alias}", to=to, timestamp=utc_timestamp(), body=text)
+        who = sender or f"{agent}@{transport.alias}"
+        msg = BusMessage(sender=who, to=to, timestamp=utc_timestamp(), body=text)
         files = {f"{channel.rel_dir}/{name}": render_message(msg)}
         published = publish(transport, files, f"crosstalk: {agent} to {to}")
     except BusError as exc:

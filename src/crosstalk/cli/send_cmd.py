@@ -97,7 +97,11 @@ def run(args: Any) -> int:
 
     try:
         result = send_message(state_paths(), msg, timeout=timeout)
-    except (NoSuchAgent, AmbiguousName) as exc:
+    except NoSuchAgent as exc:
+        if "@" in target and kind == "inform":
+            return _send_bus(target, text, sender_tag, as_json)  # name@machine / model@machine: the git bus
+        fail(str(exc), EXIT_NO_AGENT)
+    except AmbiguousName as exc:
         fail(str(exc), EXIT_NO_AGENT)
     except DeliveryError as exc:
         fail(str(exc), exc.exit_code)
@@ -118,6 +122,27 @@ def run(args: Any) -> int:
     if state == "unreachable":
         fail(f"{result.target.name} could not take the message: {outcome.reason or 'unreachable'}", EXIT_NO_AGENT)
     fail(f"delivery to {result.target.name} is {state}: {outcome.reason or 'no evidence either way'}", EXIT_WIRE)
+
+
+def _send_bus(target: str, text: str, sender_tag: str, as_json: bool) -> int:
+    """`crosstalk send model@machine`: no live agent here has that address, so it goes over the git bus (the only
+    transport known here, or $CROSSTALK_TRANSPORT) as a new task in this machine's live-<alias> channel."""
+    from crosstalk.bus.bridge import is_bus_address, send_from_live
+
+    if not is_bus_address(target):
+        fail(f"no live agent is named {target!r}, and it is not a NAME@MACHINE bus address", EXIT_NO_AGENT)
+    # On the bus `from:` is a plain name: the operator's own for the default @cli:<user>, else the tag as given.
+    sender = sender_tag.removeprefix("@cli:") if sender_tag.startswith("@cli:") else sender_tag
+    out = send_from_live(state_paths(), "cli", target, text, sender=sender)
+    if out["state"] != "queued":
+        fail(f"cannot send {target!r} over the git bus: {out.get('detail') or out.get('reason')}", EXIT_NO_AGENT)
+    if as_json:
+        print_json(out)
+    else:
+        echo(f"queued via the git bus ({out['transport']}) → {target}: {out['rel_path']}")
+        if out.get("push_error"):
+            echo(f"crosstalk: warning: committed locally; the push failed ({out['push_error']})", err=True)
+    return EXIT_OK
 
 
 def _send_a2a(msg: Any, args: Any) -> int:

@@ -169,3 +169,24 @@ def test_a_task_for_a_name_nothing_answers_gets_a_failed_reply(bridged):
     channel, rel = path.split("/")[2], "/".join(path.split("/")[3:])
     (reply,) = replies_to(b.root, channel, rel)
     assert reply.failed and "no model and no live agent named 'ghost'" in (reply.error or "")
+
+
+def test_crosstalk_send_to_a_bus_address_goes_over_the_bus(bridged):
+    """`crosstalk send model@machine` (the live-messaging command): no live agent has that address, so the message
+    goes over the git bus, and the model on the other machine answers it there."""
+    a, _b, _ = bridged
+    res = a.cli("send", "t/echo@b", "from the command line")
+    assert res.returncode == 0, res.stderr
+    assert res.stdout.startswith("queued via the git bus (bus) → t/echo@b: data/channels/"), res.stdout
+    path = res.stdout.strip().rsplit(": ", 1)[1]
+    deadline = time.monotonic() + WAIT_S
+    while (out := a.cli("message", "replies", path, "--pull", "--json")).returncode == 2:
+        assert time.monotonic() < deadline, "no reply"
+        time.sleep(0.3)
+    assert out.returncode == 0, out.stderr
+    channel, rel = path.split("/")[2], "/".join(path.split("/")[3:])
+    (reply,) = replies_to(a.root, channel, rel)
+    assert (reply.sender, reply.to) == ("t/echo@b", "op-a") and "echo: from the command line" in reply.body
+    # A name with no '@' that no live agent has is still an error, not a bus message.
+    res = a.cli("send", "nobody", "hello?")
+    assert res.returncode == 4 and "nobody" in res.stderr
