@@ -159,12 +159,16 @@ class GitRepo:
 
     # ------------------------------------------------------------------------------------------------ changes
 
-    def commit(self, paths: Iterable[str], message: str) -> str:
-        """Stage paths (additions, edits and deletions) and commit them; the new HEAD."""
-        paths = list(paths)
+    def commit(self, paths: Iterable[str], message: str, *, removed: Iterable[str] = ()) -> str:
+        """Stage paths (additions and edits) and commit exactly them plus `removed` (already `git rm`ed); the new
+        HEAD. Only these paths: whatever else a person has staged in the transport's work tree stays staged and
+        out of our commit."""
+        paths, removed = list(paths), list(removed)
+        if not paths and not removed:
+            raise GitError("nothing to commit: no paths given")
         if paths:
             self.run("add", "-A", "--", *paths)
-        self.run("commit", "--no-verify", "-q", "-m", message)
+        self.run("commit", "--no-verify", "-q", "-m", message, "--", *paths, *removed)
         return self.head()
 
     def _rebase_onto_upstream(self) -> None:

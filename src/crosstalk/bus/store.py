@@ -51,7 +51,7 @@ def publish(
             atomic_write(path, text.encode("utf-8"), mode=0o644)
         if remove:
             repo.run("rm", "-r", "-q", "--", *remove)
-        commit = repo.commit(list(files), summary)
+        commit = repo.commit(list(files), summary, removed=remove)
         if push and repo.has_remote():
             pushed = repo.push_with_retry()
             if not pushed:

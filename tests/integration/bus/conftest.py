@@ -19,89 +19,14 @@ GIT_TIMEOUT.
 
 from __future__ import annotations
 
-import os
 import shutil
 import subprocess
-import sys
 import tempfile
-from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-
-GIT_TIMEOUT = 60.0
-_SCRUB = ("CROSSTALK_", "GIT_")
-
-
-def clean_env() -> dict[str, str]:
-    """The test process's env without any crosstalk or git steering variables."""
-    return {k: v for k, v in os.environ.items() if not k.startswith(_SCRUB)}
-
-
-def run_cli(
-    args: Sequence[str],
-    *,
-    env: dict[str, str],
-    cwd: Path,
-    input: str | None = None,
-    timeout: float = 60.0,
-) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "crosstalk", *args],
-        env=env,
-        cwd=cwd,
-        input=input,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        stdin=None if input is not None else subprocess.DEVNULL,
-    )
-
-
-@dataclass
-class Machine:
-    alias: str
-    base: Path
-    env: dict[str, str] = field(default_factory=dict)
-    root: Path | None = None  # the work tree of the transport this machine joined, once it did
-
-    @property
-    def home(self) -> Path:
-        return self.base / "home"
-
-    def cli(
-        self,
-        *args: str,
-        input: str | None = None,
-        cwd: Path | None = None,
-        env: dict[str, str] | None = None,
-        timeout: float = 60.0,
-    ) -> subprocess.CompletedProcess[str]:
-        return run_cli(
-            args, env={**self.env, **(env or {})}, cwd=cwd or self.root or self.base, input=input, timeout=timeout
-        )
-
-    def git(self, *args: str, cwd: Path | None = None) -> str:
-        proc = subprocess.run(
-            ["git", *args],
-            cwd=cwd or self.root or self.base,
-            env=self.env,
-            capture_output=True,
-            text=True,
-            timeout=GIT_TIMEOUT,
-            check=False,
-        )
-        assert proc.returncode == 0, f"git {args}: {proc.stderr}"
-        return proc.stdout
-
-
-@dataclass
-class TwoMachines:
-    a: Machine
-    b: Machine
-    remote: Path
-    channel: str
+from bus_machines import GIT_TIMEOUT, Machine, TwoMachines, clean_env, run_cli  # noqa: F401 (re-exported)
 
 
 @pytest.fixture

@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
-from conftest import GIT_TIMEOUT, Machine, clean_env
+from bus_machines import GIT_TIMEOUT, Machine, clean_env
 
 from crosstalk.bus.errors import MessageFormatError
 from crosstalk.bus.message import BusMessage, parse_message

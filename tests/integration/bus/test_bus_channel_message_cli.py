@@ -11,7 +11,7 @@ import threading
 from pathlib import Path
 
 import pytest
-from conftest import GIT_TIMEOUT, TwoMachines, clean_env
+from bus_machines import GIT_TIMEOUT, TwoMachines, clean_env
 
 from crosstalk.bus.message import BusMessage, parse_message, render_message, utc_timestamp
 
@@ -351,3 +351,17 @@ def test_send_wakes_the_local_dispatcher(two_machines: TwoMachines) -> None:
         sock.settimeout(30)
         assert a.cli("message", "send", "--to", "sonnet", "wake up").returncode == 0
         assert sock.recv(16) == b"w"
+
+
+def test_a_send_commits_only_its_own_files_never_what_a_person_staged(two_machines: TwoMachines) -> None:
+    a = two_machines.a
+    (a.root / "data" / "crosstalk.yaml").write_text("providers: {}\n# half-finished edit\n")
+    a.git("add", "data/crosstalk.yaml")
+    rel = a.cli("message", "send", "--to", "sonnet", "hello").stdout.strip()
+    changed = a.git("show", "--name-only", "--format=", "HEAD").split()
+    assert changed == [rel]
+    assert "data/crosstalk.yaml" in a.git("diff", "--cached", "--name-only")  # still staged, still the person's
+    res = a.cli("channel", "delete", "general", "--yes", "general")
+    assert res.returncode == 0, res.stderr
+    assert "data/crosstalk.yaml" not in a.git("show", "--name-only", "--format=", "HEAD")
+    assert "data/crosstalk.yaml" in a.git("diff", "--cached", "--name-only")

@@ -10,7 +10,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from conftest import GIT_TIMEOUT, Machine, TwoMachines, clean_env
+from bus_machines import GIT_TIMEOUT, Machine, TwoMachines, clean_env
 
 pytestmark = pytest.mark.integration
 

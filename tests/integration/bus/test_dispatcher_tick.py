@@ -8,7 +8,7 @@ import threading
 import time
 
 import pytest
-from conftest import TwoMachines
+from bus_machines import TwoMachines
 from dispatch_helpers import (
     channel_rel,
     in_process_dispatcher,

@@ -11,7 +11,7 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from conftest import Machine, TwoMachines
+from bus_machines import Machine, TwoMachines
 from dispatch_helpers import Daemon, heartbeat, log_text, remote_files, runs, send, set_registry, wait_for, write_model
 
 from crosstalk.bus.message import parse_message
