@@ -234,7 +234,7 @@ def claim(registry: Registry, path_env: str | None) -> tuple[list[ModelSpec], li
         if reason is None:
             claimed.append(spec)
         else:
-            skipped.append(Skipped(spec.key, f"model {spec.key} not claimed: {reason}"))
+            skipped.append(Skipped(spec.key, f"not claimed: {reason}"))
     return claimed, skipped
 
 

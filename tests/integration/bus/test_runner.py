@@ -227,9 +227,9 @@ def test_path_self_selection_absolute_paths_and_bare_names(tmp: Path) -> None:
     claimed, skipped = claim(load_registry(tmp), path_env)
     assert [m.key for m in claimed] == ["a/sonnet", "b/sonnet", "b/abs"]
     reasons = {s.what: s.reason for s in skipped}
-    assert reasons["a/gone"] == "model a/gone not claimed: 'xt-not-installed' is not on PATH"
-    assert reasons["b/missing"] == f"model b/missing not claimed: {tmp}/nope does not exist"
-    assert reasons["b/noexec"] == f"model b/noexec not claimed: {noexec} is not executable"
+    assert reasons["a/gone"] == "not claimed: 'xt-not-installed' is not on PATH"
+    assert reasons["b/missing"] == f"not claimed: {tmp}/nope does not exist"
+    assert reasons["b/noexec"] == f"not claimed: {noexec} is not executable"
 
     with pytest.raises(AmbiguousModel) as info:
         resolve(claimed, "sonnet")
