@@ -26,11 +26,11 @@ from crosstalk.bus.message import utc_timestamp
 from crosstalk.bus.models import CONFIG_PATH, ModelSpec, Skipped, claim, load_registry, spawn_env
 from crosstalk.bus.prompt import PromptItem, build_prompt, load_persona
 from crosstalk.bus.replies import batch_replies, failed_replies
-from crosstalk.bus.runner import RunResult, run_model
 from crosstalk.bus.scan import Batch, LiveDelivery, Rejection, is_answered, replies_since, scan
 from crosstalk.bus.state import read_cursor, write_cursor, write_json_atomic
 from crosstalk.bus.store import publish
 from crosstalk.bus.transports import Transport
+from crosstalk.harness.headless.runner import RunResult, run_headless
 from crosstalk.registry.paths import StatePaths
 
 
@@ -325,7 +325,8 @@ class Dispatcher:
             protocol = ""
         items = [PromptItem(m.msg.sender, m.rel, m.msg.body) for m in batch.messages]
         prompt = build_prompt(protocol, persona, items)
-        run: RunResult = run_model(spec, prompt, env=env, cwd=self.root, timeout=self.model_timeout, cancel=self._stop)
+        limit = spec.timeout if self.model_timeout is None else self.model_timeout
+        run: RunResult = run_headless(spec.argv, prompt, env=env, cwd=self.root, timeout=limit, cancel=self._stop)
         if run.interrupted:
             self.log("dispatch_interrupted", "warn", channel=batch.channel, model=spec.key, n=len(batch.messages),
                      duration=f"{run.duration_s:.3f}")

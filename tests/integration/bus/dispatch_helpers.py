@@ -104,6 +104,13 @@ def machine_with_models(make_machine: Callable[[str], Machine], **bodies: str) -
     return m, channel, models
 
 
+def run_spec(spec: Any, prompt: str, *, timeout: float | None = None, **kw: Any) -> Any:
+    """Run a registry ModelSpec as the dispatcher does: its argv, its own timeout unless one is given."""
+    from crosstalk.harness.headless.runner import run_headless
+
+    return run_headless(spec.argv, prompt, timeout=spec.timeout if timeout is None else timeout, **kw)
+
+
 def in_process_dispatcher(machine: Machine, monkeypatch: Any) -> Any:
     """A crosstalk.bus.dispatcher.Dispatcher in this process, for `machine` (registry loaded). The store wakes
     and git runs with the process env, so this process is made to look like the machine (monkeypatch undoes it)."""

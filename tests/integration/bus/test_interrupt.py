@@ -18,6 +18,7 @@ from dispatch_helpers import (
     kill_pid_group,
     log_text,
     replies_to,
+    run_spec,
     runs,
     send,
     set_registry,
@@ -27,8 +28,8 @@ from dispatch_helpers import (
 )
 
 from crosstalk.bus.models import ModelSpec
-from crosstalk.bus.runner import INTERRUPTED, run_model
 from crosstalk.bus.state import read_cursor
+from crosstalk.harness.headless.runner import INTERRUPTED
 
 pytestmark = pytest.mark.integration
 
@@ -79,7 +80,7 @@ def test_cancel_kills_the_model_group_and_says_interrupted(tmp: Path) -> None:
     cancel = threading.Event()
     results = []
     thread = threading.Thread(
-        target=lambda: results.append(run_model(spec, "p", env=dict(os.environ), cwd=tmp, cancel=cancel))
+        target=lambda: results.append(run_spec(spec, "p", env=dict(os.environ), cwd=tmp, cancel=cancel))
     )
     thread.start()
     pids: list[int] = []
@@ -107,7 +108,7 @@ def test_a_set_cancel_event_starts_nothing(tmp: Path) -> None:
     spec = ModelSpec("test", "touch", ("touch", str(marker)), None, {}, 30.0)
     cancel = threading.Event()
     cancel.set()
-    result = run_model(spec, "p", env=dict(os.environ), cwd=tmp, cancel=cancel)
+    result = run_spec(spec, "p", env=dict(os.environ), cwd=tmp, cancel=cancel)
     assert result.interrupted and result.exit_code is None and not marker.exists()
 
 

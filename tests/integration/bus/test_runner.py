@@ -13,10 +13,11 @@ import time
 from pathlib import Path
 
 import pytest
+from dispatch_helpers import run_spec
 
 from crosstalk.bus.errors import AmbiguousModel
 from crosstalk.bus.models import ModelSpec, claim, load_registry, resolve, spawn_env
-from crosstalk.bus.runner import STDIN_THRESHOLD, STDOUT_CAP, run_model
+from crosstalk.harness.headless.runner import STDIN_THRESHOLD, STDOUT_CAP
 
 pytestmark = pytest.mark.integration
 
@@ -43,7 +44,7 @@ print(json.dumps({"argv": sys.argv[1:], "stdin_sha": data and __import__("hashli
 
 
 def run_json(spec: ModelSpec, prompt: str, cwd: Path) -> dict[str, object]:
-    result = run_model(spec, prompt, env=dict(os.environ), cwd=cwd, timeout=30)
+    result = run_spec(spec, prompt, env=dict(os.environ), cwd=cwd, timeout=30)
     assert result.ok, result.error
     return json.loads(result.stdout)
 
@@ -91,33 +92,33 @@ def test_stdin_fallback_above_64k(tmp: Path) -> None:
 
 def test_large_prompt_to_a_model_that_ignores_stdin(tmp: Path) -> None:
     spec = model(script(tmp, "quick", "print('done')\n"))
-    result = run_model(spec, "x" * (4 * STDIN_THRESHOLD), env=dict(os.environ), cwd=tmp, timeout=30)
+    result = run_spec(spec, "x" * (4 * STDIN_THRESHOLD), env=dict(os.environ), cwd=tmp, timeout=30)
     assert result.ok and result.stdout == "done\n"
 
 
 def test_cwd_and_stdin_is_devnull_for_positional_prompts(tmp: Path) -> None:
     body = "import os, sys\nprint(os.getcwd())\nprint(repr(sys.stdin.read()))\n"
-    result = run_model(model(script(tmp, "cwd", body)), "p", env=dict(os.environ), cwd=tmp, timeout=30)
+    result = run_spec(model(script(tmp, "cwd", body)), "p", env=dict(os.environ), cwd=tmp, timeout=30)
     assert result.ok
     assert result.stdout.splitlines() == [str(tmp.resolve()), "''"]
 
 
 def test_nonzero_exit_error_text(tmp: Path) -> None:
     body = "import sys\nprint('partial answer')\nsys.stderr.write('warming up\\nboom: bad token\\n')\nsys.exit(3)\n"
-    result = run_model(model(script(tmp, "fail", body)), "p", env=dict(os.environ), cwd=tmp, timeout=30)
+    result = run_spec(model(script(tmp, "fail", body)), "p", env=dict(os.environ), cwd=tmp, timeout=30)
     assert not result.ok and not result.timed_out
     assert result.exit_code == 3
     assert result.error == "exit 3: warming up | boom: bad token (stdout: partial answer)"
     assert result.stdout == "partial answer\n"
     stdout_only = "import sys\nprint('401 unauthorized')\nsys.exit(1)\n"
-    result = run_model(model(script(tmp, "fail2", stdout_only)), "p", env=dict(os.environ), cwd=tmp, timeout=30)
+    result = run_spec(model(script(tmp, "fail2", stdout_only)), "p", env=dict(os.environ), cwd=tmp, timeout=30)
     assert result.error == "exit 1: 401 unauthorized"
-    silent = run_model(model(script(tmp, "fail3", "raise SystemExit(2)\n")), "p", env={}, cwd=tmp, timeout=30)
+    silent = run_spec(model(script(tmp, "fail3", "raise SystemExit(2)\n")), "p", env={}, cwd=tmp, timeout=30)
     assert silent.error == "exit 2 (no output)"
 
 
 def test_spawn_failure(tmp: Path) -> None:
-    result = run_model(model(tmp / "missing"), "p", env=dict(os.environ), cwd=tmp, timeout=30)
+    result = run_spec(model(tmp / "missing"), "p", env=dict(os.environ), cwd=tmp, timeout=30)
     assert not result.ok and result.exit_code is None
     assert result.error is not None and result.error.startswith(f"cannot run {tmp / 'missing'}:")
 
@@ -138,7 +139,7 @@ def test_timeout_kills_the_process_group_including_grandchildren(tmp: Path) -> N
     spec = model(script(tmp, "sleeper", SLEEPER), str(pidfile))
     grandchild = None
     try:
-        result = run_model(spec, "p", env=dict(os.environ), cwd=tmp, timeout=3)
+        result = run_spec(spec, "p", env=dict(os.environ), cwd=tmp, timeout=3)
         grandchild = int(pidfile.read_text())
         assert result.timed_out and not result.ok
         assert result.error == "timed out after 3s"
@@ -159,7 +160,7 @@ print("answer")
     pidfile = tmp / "bg.pid"
     grandchild = None
     try:
-        result = run_model(model(script(tmp, "bg", body), str(pidfile)), "p", env=dict(os.environ), cwd=tmp, timeout=60)
+        result = run_spec(model(script(tmp, "bg", body), str(pidfile)), "p", env=dict(os.environ), cwd=tmp, timeout=60)
         grandchild = int(pidfile.read_text())
         assert result.ok and not result.timed_out and result.stdout == "answer\n"
         assert wait_gone(grandchild)
@@ -170,7 +171,7 @@ print("answer")
 
 def test_stdout_over_4mib_is_truncated_with_a_note(tmp: Path) -> None:
     body = f"import sys\nsys.stdout.write('x' * {STDOUT_CAP + 1000})\n"
-    result = run_model(model(script(tmp, "big", body)), "p", env=dict(os.environ), cwd=tmp, timeout=60)
+    result = run_spec(model(script(tmp, "big", body)), "p", env=dict(os.environ), cwd=tmp, timeout=60)
     assert result.ok
     assert result.stdout.startswith("x" * 100)
     assert result.stdout.count("x") == STDOUT_CAP
@@ -197,7 +198,7 @@ def test_env_precedence_process_envfile_env_dispatch(tmp: Path) -> None:
     assert skipped == [] and [m.key for m in claimed] == ["p/show"]
     base = {**os.environ, "A": "proc", "B": "proc", "C": "proc", "D": "proc", "HOST_B": "inline", "HOST_C": "inline"}
     env = spawn_env(claimed[0], base, tmp, {"C": "dispatch", "CROSSTALK_CHANNEL": "uuid-1"})
-    result = run_model(claimed[0], "p", env=env, cwd=tmp, timeout=30)
+    result = run_spec(claimed[0], "p", env=env, cwd=tmp, timeout=30)
     assert result.ok, result.error
     assert json.loads(result.stdout) == {
         "A": "file",
@@ -237,16 +238,16 @@ def test_path_self_selection_absolute_paths_and_bare_names(tmp: Path) -> None:
     assert "a/sonnet, b/sonnet" in info.value.message
 
     env = {**os.environ, "PATH": path_env}
-    result = run_model(resolve(claimed, "b/sonnet"), "hi", env=env, cwd=tmp, timeout=30)
+    result = run_spec(resolve(claimed, "b/sonnet"), "hi", env=env, cwd=tmp, timeout=30)
     assert result.ok and result.stdout == "via PATH --b hi\n"
-    result = run_model(resolve(claimed, "abs"), "hi", env=env, cwd=tmp, timeout=30)
+    result = run_spec(resolve(claimed, "abs"), "hi", env=env, cwd=tmp, timeout=30)
     assert result.ok and result.stdout == "absolute\n"
     # Not on the PATH the model runs with: a clear spawn error rather than a hang or a traceback.
-    result = run_model(resolve(claimed, "a/sonnet"), "hi", env={"PATH": str(tmp)}, cwd=tmp, timeout=30)
+    result = run_spec(resolve(claimed, "a/sonnet"), "hi", env={"PATH": str(tmp)}, cwd=tmp, timeout=30)
     assert not result.ok and result.error is not None and result.error.startswith("cannot run xt-echo:")
 
 
 def test_bash_wrapper_reads_prompt_from_dollar_one(tmp: Path) -> None:
     wrapper = script(tmp, "wrap.sh", 'printf "%s|" "$@"\n', shebang="/bin/bash")
-    result = run_model(model(wrapper, "-q"), "the prompt", env=dict(os.environ), cwd=tmp, timeout=30)
+    result = run_spec(model(wrapper, "-q"), "the prompt", env=dict(os.environ), cwd=tmp, timeout=30)
     assert result.ok and result.stdout == "-q|the prompt|"

@@ -1,6 +1,7 @@
-"""Run one model invocation under the command contract, with a hard timeout.
+"""Run one headless agent CLI invocation under the command contract (seed 001), with a hard timeout.
 
-The contract: argv = the model's whitespace-split command + the prompt as the final positional argument; a prompt
+The contract: argv = the command (already split on whitespace, never a shell line) + the prompt as the final
+positional argument; a prompt
 over 64 KiB (or one holding a NUL, which argv cannot carry) goes on stdin instead, with no positional. The model
 runs in its own process group so a timeout ends it and everything it spawned (SIGTERM, 2 s, SIGKILL); so does a
 `cancel` event (the dispatcher stopping), which ends the run with INTERRUPTED as its error.
@@ -15,11 +16,9 @@ import signal
 import subprocess
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-
-from crosstalk.bus.models import ModelSpec
 
 STDIN_THRESHOLD = 65536  # prompt bytes above this go on stdin (Linux caps one argv string at 128 KiB)
 STDOUT_CAP = 4 * 1024 * 1024  # the reply body; more is cut with a note rather than filling memory
@@ -44,29 +43,29 @@ class RunResult:
     interrupted: bool = False  # the cancel event ended the run: it has no outcome and should run again
 
 
-def build_argv(spec: ModelSpec, prompt: str) -> tuple[tuple[str, ...], bytes | None]:
+def build_argv(command: Sequence[str], prompt: str) -> tuple[tuple[str, ...], bytes | None]:
     """(argv, stdin bytes or None) for `prompt` under the contract."""
     data = prompt.encode("utf-8", errors="replace")
     if len(data) > STDIN_THRESHOLD or "\x00" in prompt:
-        return spec.argv, data
-    return (*spec.argv, data.decode("utf-8")), None
+        return tuple(command), data
+    return (*command, data.decode("utf-8")), None
 
 
-def run_model(
-    spec: ModelSpec,
+def run_headless(
+    command: Sequence[str],
     prompt: str,
     *,
     env: Mapping[str, str],
     cwd: Path | str,
-    timeout: float | None = None,
+    timeout: float,
     cancel: threading.Event | None = None,
 ) -> RunResult:
-    """Run `spec` on `prompt` in `cwd` with exactly `env`; `timeout` defaults to the model's own.
+    """Run `command` on `prompt` in `cwd` with exactly `env`, for at most `timeout` seconds.
 
     Setting `cancel` ends the run within about _POLL_S: the model's process group gets SIGTERM, TERM_GRACE_S, then
     SIGKILL, and the result has interrupted=True and error INTERRUPTED."""
-    limit = spec.timeout if timeout is None else timeout
-    argv, stdin_data = build_argv(spec, prompt)
+    limit = timeout
+    argv, stdin_data = build_argv(command, prompt)
     started = time.monotonic()
     if cancel is not None and cancel.is_set():
         return RunResult(False, "", "", None, False, 0.0, INTERRUPTED, interrupted=True)
