@@ -17,6 +17,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -81,12 +82,27 @@ def run_threads(count: int, threads: int, fn) -> float:
         t.start()
     barrier.wait()
     t0 = time.perf_counter()
+    deadline = t0 + 300
     for t in ts:
-        t.join(300)
+        t.join(max(0.0, deadline - time.perf_counter()))
     wall = time.perf_counter() - t0
     if errors:
         raise errors[0]
+    if any(t.is_alive() for t in ts):
+        raise RuntimeError(f"{count} calls over {threads} threads did not finish within 300 s")
     return wall
+
+
+def alternate(rounds: int, *steps: Callable[[], Any], warm: int = 0) -> list[list[Any]]:
+    """Call the steps in turn, `warm` rounds thrown away and then `rounds` kept, so drift on a noisy machine hits
+    them alike; each step's results, in order."""
+    out: list[list[Any]] = [[] for _ in steps]
+    for i in range(warm + rounds):
+        for acc, step in zip(out, steps, strict=True):
+            value = step()
+            if i >= warm:
+                acc.append(value)
+    return out
 
 
 def fsync_loop(path: Path, data: bytes, n: int) -> float:
@@ -114,10 +130,10 @@ def pyc_env(env: dict[str, str], tmp: Path) -> dict[str, str]:
     return out
 
 
-def timed_run(cmd: list[str], env: dict[str, str]) -> float:
-    """Wall seconds of one fresh process, spawn to exit (RuntimeError if it fails)."""
+def timed_run(cmd: list[str], env: dict[str, str] | None = None, timeout: float = 60.0) -> float:
+    """Wall seconds of one fresh process, spawn to exit (RuntimeError if it fails); env None inherits ours."""
     t0 = time.perf_counter()
-    res = subprocess.run(cmd, env=env, stdin=subprocess.DEVNULL, capture_output=True, timeout=60, check=False)
+    res = subprocess.run(cmd, env=env, stdin=subprocess.DEVNULL, capture_output=True, timeout=timeout, check=False)
     wall = time.perf_counter() - t0
     if res.returncode != 0:
         raise RuntimeError(f"{' '.join(cmd)} exited {res.returncode}: {res.stderr.decode(errors='replace').strip()}")
@@ -277,6 +293,9 @@ class FakeAgent:
 
 
 # ------------------------------------------------------------------ results
+TIME_UNITS = {"us": 1e6, "ms": 1e3}  # per second
+
+
 def figure(
     name: str,
     value: float,
@@ -301,6 +320,15 @@ def figure(
         "passed": passed,
         "summary": summary,
     }
+
+
+def versus(name: str, value: float, baseline: float, unit: str, baseline_name: str, **kw: Any) -> dict[str, Any]:
+    """A figure beside its same-run baseline, with ratio value / baseline. For unit "us" or "ms" both are given in
+    seconds and reported in that unit; any other unit is reported as given. `kw`: target, passed, summary."""
+    scale = TIME_UNITS.get(unit, 1.0)
+    return figure(
+        name, value * scale, unit, baseline=baseline * scale, baseline_name=baseline_name, ratio=value / baseline, **kw
+    )
 
 
 def emit_result(bench: str, figures: list[dict[str, Any]], extra: dict[str, Any] | None = None) -> None:

@@ -37,13 +37,13 @@ from _common import (
     FakeAgent,
     emit_result,
     exit_on_sigterm,
-    figure,
     make_tmp,
     ms,
     print_machine,
     remove_tmp,
     stats,
     us,
+    versus,
 )
 
 TARGET_RATIO = 20.0
@@ -52,21 +52,6 @@ TEXT = (
     "build 481 failed on main: test_login timed out after 30 s in tests/integration/test_auth.py; "
     "the retry change in client.py looks related, can you take a look before the release cut?"
 )
-
-
-def import_sdk() -> None:
-    """Import the a2a-sdk package as `a2a` before anything needs it (this script was once bench/a2a.py, which
-    shadowed the SDK; the import order is kept so a rename back cannot break it)."""
-    bench_dir = Path(__file__).resolve().parent
-    saved = sys.path[:]
-    sys.path[:] = [p for p in saved if Path(p or ".").resolve() != bench_dir]
-    try:
-        import a2a
-
-        if not hasattr(a2a, "__path__"):
-            raise ImportError(f"`a2a` resolved to {a2a.__file__}, not the a2a-sdk package")
-    finally:
-        sys.path[:] = saved
 
 
 def request_size(url: str, token: str, message) -> int:
@@ -97,7 +82,6 @@ def main() -> int:
     ap.add_argument("--concurrency", type=int, default=16, help="sends in flight for throughput (default 16)")
     args = ap.parse_args()
     exit_on_sigterm()
-    import_sdk()
     return asyncio.run(run(args))
 
 
@@ -262,13 +246,12 @@ async def run(args: argparse.Namespace) -> int:
             ),
             floor.last_block_figure("A2A send p50, last block", block_p50),
             *floor.vs_floor_figures("A2A send {q} (fresh client)", fr, f),
-            figure(
+            versus(
                 f"A2A throughput ({k} in flight)",
                 thr_a2a,
+                thr_floor,
                 "msg/s",
-                baseline=thr_floor,
-                baseline_name=f"floor, {k} threads",
-                ratio=thr_a2a / thr_floor,
+                f"floor, {k} threads",
                 summary=f"per-send p50 {c['p50'] * 1e3:.1f} ms p99 {c['p99'] * 1e3:.1f} ms under load",
             ),
         ],

@@ -28,6 +28,7 @@ def cli(args: list[str], env: dict[str, str], cwd: Path | None = None, timeout: 
         [sys.executable, "-m", "crosstalk", *args],
         env=env,
         cwd=cwd,
+        stdin=subprocess.DEVNULL,
         capture_output=True,
         text=True,
         timeout=timeout,

@@ -49,6 +49,7 @@ from _common import (
     stats,
     stop_process,
     timed_run,
+    versus,
 )
 from bus_fixture import cli, git
 from floor import FloorServer, measure
@@ -170,17 +171,14 @@ class Bus:
 
         self.new_log_durations()
         before = remote_head(self.bare)
-        cmd = [PYTHON, "-m", "crosstalk", "message", "send", "--to", MODEL, "--from", "operator",
-               "--transport", str(self.root), f"ping {i}"]
+        send = ["message", "send", "--to", MODEL, "--from", "operator", "--transport", str(self.root), f"ping {i}"]
         t0 = time.perf_counter()
-        res = subprocess.run(cmd, env=self.env, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=60)
+        out = cli(send, self.env, timeout=60)
         t_send = time.perf_counter() - t0
-        if res.returncode != 0:
-            raise RuntimeError(f"message send failed ({res.returncode}): {res.stderr.strip()}")
-        rel = res.stdout.strip().splitlines()[-1]
+        rel = out.strip().splitlines()[-1]
         sent = remote_head(self.bare)
         if sent == before:
-            raise RuntimeError(f"message send did not push: {res.stderr.strip()}")
+            raise RuntimeError(f"message send did not push (it printed {rel!r})")
         t_reply = t_pushed = None
         deadline = time.monotonic() + REPLY_TIMEOUT_S
         while t_reply is None or t_pushed is None:
@@ -216,13 +214,9 @@ class GitFloor:
         self.n += 1
         name = f"floor-{self.n}.md"
         (self.root / name).write_text(f"floor sample {self.n}\n")
-        t0 = time.perf_counter()
-        for args in (["add", "--", name], [*IDENTITY, "commit", "-q", "-m", name], ["push", "-q", "origin",
-                                                                                      "HEAD:refs/heads/floor"]):
-            res = subprocess.run(["git", "-C", str(self.root), *args], capture_output=True, timeout=60, check=False)
-            if res.returncode != 0:
-                raise RuntimeError(f"git {args[0]} failed: {res.stderr.decode(errors='replace').strip()}")
-        return time.perf_counter() - t0
+        push = ["push", "-q", "origin", "HEAD:refs/heads/floor"]
+        steps = (["add", "--", name], [*IDENTITY, "commit", "-q", "-m", name], push)
+        return sum(timed_run(["git", "-C", str(self.root), *args]) for args in steps)
 
 
 def main() -> int:
@@ -268,8 +262,10 @@ def main() -> int:
     parts = {k: stats([s[k] for s in samples]) for k in ("send", "pushed", "model", "tick")}
     f, g, v = stats(floor_rt), stats(git_floor), stats(version)
     passed = rt["p50"] <= TARGET_S
-    print(f"  round trip (send -> reply seen)     p50 {ms(rt['p50'])}  p90 {ms(rt['p90'])}  "
-          f"target p50 <= {TARGET_S * 1e3:.0f} ms: {'PASS' if passed else 'MISS'}")
+    print(
+        f"  round trip (send -> reply seen)     p50 {ms(rt['p50'])}  p90 {ms(rt['p90'])}  "
+        f"target p50 <= {TARGET_S * 1e3:.0f} ms: {'PASS' if passed else 'MISS'}"
+    )
     print(f"  round trip until the reply is pushed p50 {ms(parts['pushed']['p50'])}  p90 {ms(parts['pushed']['p90'])}")
     print("  breakdown (p50):")
     print(f"    `message send` process (commit + push + wake)  {ms(parts['send']['p50'])}")
@@ -281,32 +277,30 @@ def main() -> int:
     print(f"    (a) floor: unix socket + fsync round trip      p50 {ms(f['p50'])}")
     print(f"    (b) git floor: add + commit + push            p50 {ms(g['p50'])}  p90 {ms(g['p90'])}")
     print(f"    (c) CLI start-up `crosstalk version`          p50 {ms(v['p50'])}")
-    print(f"  round trip / git floor = {rt['p50'] / g['p50']:.1f}x; "
-          f"round trip / (2 x git floor + 2 x CLI start) = {rt['p50'] / (2 * g['p50'] + 2 * v['p50']):.2f}x")
+    print(
+        f"  round trip / git floor = {rt['p50'] / g['p50']:.1f}x; "
+        f"round trip / (2 x git floor + 2 x CLI start) = {rt['p50'] / (2 * g['p50'] + 2 * v['p50']):.2f}x"
+    )
     emit_result(
         "bus_roundtrip",
         [
-            figure(
+            versus(
                 "bus round trip p50",
-                rt["p50"] * 1e3,
+                rt["p50"],
+                g["p50"],
                 "ms",
-                baseline=g["p50"] * 1e3,
-                baseline_name="git add+commit+push p50",
-                ratio=rt["p50"] / g["p50"],
+                "git add+commit+push p50",
                 target=f"<= {TARGET_S * 1e3:.0f} ms",
                 passed=passed,
                 summary=(
-                    f"p90 {rt['p90'] * 1e3:.0f} ms; floor {f['p50'] * 1e6:.0f} us; "
-                    f"CLI start {v['p50'] * 1e3:.0f} ms"
+                    f"p90 {rt['p90'] * 1e3:.0f} ms; floor {f['p50'] * 1e6:.0f} us; CLI start {v['p50'] * 1e3:.0f} ms"
                 ),
             ),
-            figure("bus round trip p90", rt["p90"] * 1e3, "ms", baseline=g["p90"] * 1e3,
-                   baseline_name="git add+commit+push p90", ratio=rt["p90"] / g["p90"]),
-            figure("`message send` wall p50", parts["send"]["p50"] * 1e3, "ms", baseline=v["p50"] * 1e3,
-                   baseline_name="`crosstalk version` p50", ratio=parts["send"]["p50"] / v["p50"]),
-            figure("dispatcher tick with one dispatch p50", parts["tick"]["p50"] * 1e3, "ms",
-                   baseline=g["p50"] * 1e3, baseline_name="git add+commit+push p50",
-                   ratio=parts["tick"]["p50"] / g["p50"]),
+            versus("bus round trip p90", rt["p90"], g["p90"], "ms", "git add+commit+push p90"),
+            versus("`message send` wall p50", parts["send"]["p50"], v["p50"], "ms", "`crosstalk version` p50"),
+            versus(
+                "dispatcher tick with one dispatch p50", parts["tick"]["p50"], g["p50"], "ms", "git add+commit+push p50"
+            ),
             figure("floor (unix socket + fsync) p50", f["p50"] * 1e6, "us"),
         ],
         {

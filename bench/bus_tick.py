@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import subprocess
 import sys
 import time
 from collections import defaultdict
@@ -30,7 +29,18 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # bench/ is not a package
 
-from _common import emit_result, exit_on_sigterm, figure, make_tmp, ms, print_machine, remove_tmp, stats
+from _common import (
+    emit_result,
+    exit_on_sigterm,
+    figure,
+    make_tmp,
+    ms,
+    print_machine,
+    remove_tmp,
+    stats,
+    timed_run,
+    versus,
+)
 from bus_fixture import build_transport
 
 TARGET_RATIO = 1.2
@@ -38,12 +48,7 @@ TARGET_RATIO = 1.2
 
 def timed_git(root: Path, *args: str) -> float:
     """Wall seconds of one `git -C root ARGS` subprocess (RuntimeError if it fails)."""
-    t0 = time.perf_counter()
-    res = subprocess.run(["git", "-C", str(root), *args], capture_output=True, timeout=120, check=False)
-    wall = time.perf_counter() - t0
-    if res.returncode != 0:
-        raise RuntimeError(f"git {' '.join(args)} failed in {root}: {res.stderr.decode(errors='replace').strip()}")
-    return wall
+    return timed_run(["git", "-C", str(root), *args], timeout=120)
 
 
 class GitTimer:
@@ -72,7 +77,7 @@ class Side:
 
     def __init__(self, label: str, count: int, root: Path, env: dict[str, str]) -> None:
         from crosstalk.bus.dispatcher import Dispatcher
-        from crosstalk.bus.server import EventLog
+        from crosstalk.bus.eventlog import EventLog
         from crosstalk.bus.transports import resolve_transport
 
         self.label, self.count, self.root = label, count, root
@@ -106,6 +111,11 @@ class Side:
             raise RuntimeError(f"tick on the {self.label} transport was not idle: {report}")
         self.ticks.append(wall)
 
+    def clear_samples(self) -> None:
+        for samples in (self.ticks, self.revparse, self.fetch, self.fetch_nosub):
+            samples.clear()
+        self.timer.samples.clear()
+
     def baselines(self) -> None:
         self.revparse.append(timed_git(self.root, "rev-parse", "HEAD"))
         self.fetch.append(timed_git(self.root, "fetch", "-q", "origin"))
@@ -136,18 +146,17 @@ def main() -> int:
     print_machine()
     print(f"bus_tick: idle dispatcher tick, {small:,} vs {big:,} messages, {args.ticks} ticks each, interleaved")
     tmp = make_tmp()
-    saved_home = os.environ.get("CROSSTALK_HOME")
     try:
         home = tmp / "home"
         env = dict(os.environ, CROSSTALK_HOME=str(home))
         # The in-process dispatcher and anything it calls (wake(), state paths) must see the temp state root too.
         os.environ["CROSSTALK_HOME"] = str(home)
         sides = []
-        for label, count in (("1k", small), ("big", big)):
+        for count in (small, big):
             t0 = time.perf_counter()
             _remote, clone = build_transport(tmp, f"t{count}", count, env)
             print(f"  built the {count:,}-message transport (fast-import + clone) in {time.perf_counter() - t0:.1f} s")
-            sides.append(Side(label if count == small else f"{count // 1000}k", count, clone, env))
+            sides.append(Side(f"{count // 1000}k", count, clone, env))
         for s in sides:
             s.first_tick()
             print(f"  first tick {s.label}: {s.first_tick_s:.2f} s (full scan of {s.first_added:,} added files)")
@@ -155,11 +164,7 @@ def main() -> int:
             s.idle_tick()
             s.baselines()
         for s in sides:
-            s.ticks.clear()
-            s.revparse.clear()
-            s.fetch.clear()
-            s.fetch_nosub.clear()
-            s.timer.samples.clear()
+            s.clear_samples()
         for i in range(args.ticks):
             order = sides if i % 2 == 0 else sides[::-1]
             for s in order:
@@ -168,10 +173,6 @@ def main() -> int:
                 s.baselines()
         rows = breakdown_rows(sides, args.ticks)
     finally:
-        if saved_home is None:
-            os.environ.pop("CROSSTALK_HOME", None)
-        else:
-            os.environ["CROSSTALK_HOME"] = saved_home
         remove_tmp(tmp)
 
     a, b = sides
@@ -192,9 +193,11 @@ def main() -> int:
     ):
         print(f"  {name:<34} {ms(x):>22} {ms(y):>22}")
     print(f"  idle tick {b.label}/{a.label} = {ratio:.2f}x (target <= {TARGET_RATIO}x): {'PASS' if passed else 'MISS'}")
-    print(f"  fetch {b.label}/{a.label} = {fb['p50'] / fa['p50']:.2f}x "
-          f"(--no-recurse-submodules: {nb['p50'] / na['p50']:.2f}x); "
-          f"idle tick / fetch: {a.label} {ta['p50'] / fa['p50']:.2f}x, {b.label} {tb['p50'] / fb['p50']:.2f}x")
+    print(
+        f"  fetch {b.label}/{a.label} = {fb['p50'] / fa['p50']:.2f}x "
+        f"(--no-recurse-submodules: {nb['p50'] / na['p50']:.2f}x); "
+        f"idle tick / fetch: {a.label} {ta['p50'] / fa['p50']:.2f}x, {b.label} {tb['p50'] / fb['p50']:.2f}x"
+    )
     print(f"  git subprocesses per idle tick (calls x p50 = ms per tick):   {a.label:<30}{b.label}")
     for row in rows:
         print(row)
@@ -213,22 +216,8 @@ def main() -> int:
                 passed=passed,
                 summary=f"{a.label} {ta['p50'] * 1e3:.1f} ms, {b.label} {tb['p50'] * 1e3:.1f} ms",
             ),
-            figure(
-                f"idle tick p50 at {a.label}",
-                ta["p50"] * 1e3,
-                "ms",
-                baseline=floor_a * 1e3,
-                baseline_name="git rev-parse + fetch",
-                ratio=ta["p50"] / floor_a,
-            ),
-            figure(
-                f"idle tick p50 at {b.label}",
-                tb["p50"] * 1e3,
-                "ms",
-                baseline=floor_b * 1e3,
-                baseline_name="git rev-parse + fetch",
-                ratio=tb["p50"] / floor_b,
-            ),
+            versus(f"idle tick p50 at {a.label}", ta["p50"], floor_a, "ms", "git rev-parse + fetch"),
+            versus(f"idle tick p50 at {b.label}", tb["p50"], floor_b, "ms", "git rev-parse + fetch"),
             figure(f"first tick (full scan) at {b.label}", b.first_tick_s * 1e3, "ms"),
         ],
         {

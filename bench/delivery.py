@@ -25,13 +25,13 @@ from _common import (
     FakeAgent,
     emit_result,
     exit_on_sigterm,
-    figure,
     make_tmp,
     print_machine,
     remove_tmp,
     run_threads,
     stats,
     us,
+    versus,
 )
 
 TARGET_RATIO = 10.0
@@ -173,22 +173,8 @@ def main() -> int:
                 summary=f"delivery p50 {s['p50'] * 1e6:.0f} us vs floor {f['p50'] * 1e6:.0f} us",
             ),
             floor.last_block_figure("delivery p50, last block", block_p50),
-            figure(
-                "deliver-only p50",
-                d["p50"] * 1e6,
-                "us",
-                baseline=f["p50"] * 1e6,
-                baseline_name="floor p50",
-                ratio=d["p50"] / f["p50"],
-            ),
-            figure(
-                f"throughput ({k} threads)",
-                thr_send,
-                "msg/s",
-                baseline=thr_floor,
-                baseline_name=f"floor, {k} threads",
-                ratio=thr_send / thr_floor,
-            ),
+            versus("deliver-only p50", d["p50"], f["p50"], "us", "floor p50"),
+            versus(f"throughput ({k} threads)", thr_send, thr_floor, "msg/s", f"floor, {k} threads"),
         ],
         {
             "outcomes": states,

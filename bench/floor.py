@@ -37,6 +37,7 @@ from _common import (
     stats,
     stop_process,
     us,
+    versus,
 )
 
 ANSWER = b'{"message_id":"floor","state":"accepted","reason":null}\n'
@@ -189,43 +190,20 @@ def vs_floor_figures(
 ) -> list[dict[str, Any]]:
     """The p50 and p99 figures of samples `s` beside the floor's `f` (stats dicts); `name` holds `{q}` for p50/p99.
     With target_ratio, the p50 figure carries the target "<= Nx floor"."""
-    scale = {"us": 1e6, "ms": 1e3}[unit]
-    ratio = s["p50"] / f["p50"]
+    target: dict[str, Any] = {}
+    if target_ratio is not None:
+        target = {"target": f"<= {target_ratio:.0f}x floor", "passed": s["p50"] / f["p50"] <= target_ratio}
     return [
-        figure(
-            name.format(q="p50"),
-            s["p50"] * scale,
-            unit,
-            baseline=f["p50"] * scale,
-            baseline_name="floor p50",
-            ratio=ratio,
-            target=None if target_ratio is None else f"<= {target_ratio:.0f}x floor",
-            passed=None if target_ratio is None else ratio <= target_ratio,
-            summary=summary,
-        ),
-        figure(
-            name.format(q="p99"),
-            s["p99"] * scale,
-            unit,
-            baseline=f["p99"] * scale,
-            baseline_name="floor p99",
-            ratio=s["p99"] / f["p99"],
-        ),
+        versus(name.format(q="p50"), s["p50"], f["p50"], unit, "floor p50", summary=summary, **target),
+        versus(name.format(q="p99"), s["p99"], f["p99"], unit, "floor p99"),
     ]
 
 
 def last_block_figure(name: str, block_p50: list[tuple[int, float, float]]) -> dict[str, Any]:
     """The last block's p50 (us) beside the floor's in the same block; block_p50 = [(held, floor p50, p50), ...]."""
     (h0, _f0, s0), (h1, f1, s1) = block_p50[0], block_p50[-1]
-    return figure(
-        name,
-        s1 * 1e6,
-        "us",
-        baseline=f1 * 1e6,
-        baseline_name="floor p50, last block",
-        ratio=s1 / f1,
-        summary=f"first block {s0 * 1e6:.0f} us at {h0} held, last {s1 * 1e6:.0f} us at {h1}",
-    )
+    summary = f"first block {s0 * 1e6:.0f} us at {h0} held, last {s1 * 1e6:.0f} us at {h1}"
+    return versus(name, s1, f1, "us", "floor p50, last block", summary=summary)
 
 
 def print_block_p50(block_p50: list[tuple[int, float, float]]) -> None:
@@ -282,23 +260,8 @@ def main() -> int:
     emit_result(
         "floor",
         [
-            figure(
-                "floor p50",
-                f["p50"] * 1e6,
-                "us",
-                baseline=nf_["p50"] * 1e6,
-                baseline_name="round trip without fsync",
-                ratio=f["p50"] / nf_["p50"],
-                summary=summary,
-            ),
-            figure(
-                "floor p99",
-                f["p99"] * 1e6,
-                "us",
-                baseline=nf_["p99"] * 1e6,
-                baseline_name="round trip without fsync",
-                ratio=f["p99"] / nf_["p99"],
-            ),
+            versus("floor p50", f["p50"], nf_["p50"], "us", "round trip without fsync", summary=summary),
+            versus("floor p99", f["p99"], nf_["p99"], "us", "round trip without fsync"),
             figure("fsync alone p50", fo["p50"] * 1e6, "us"),
             figure("floor throughput (8 threads)", tput, "msg/s"),
         ],

@@ -15,6 +15,7 @@ import json
 import sys
 import time
 from pathlib import Path
+from statistics import median
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # bench/ is not a package
 
@@ -63,13 +64,11 @@ def main() -> None:
                     bases.append(base)
                     ratios.append(rate / base)
                     per_fsync.append(total / max(1, batches))
-                ratio = sorted(ratios)[len(ratios) // 2]
-                rate = sorted(rates)[len(rates) // 2]
-                base = sorted(bases)[len(bases) // 2]
+                ratio, rate, base = median(ratios), median(rates), median(bases)
                 passed = ratio >= 4.0
                 print(
                     f"  async, {writers:>2} concurrent appends: {rate:8.0f} rec/s  vs unbatched {base:6.0f} rec/s  "
-                    f"{ratio:4.2f}x  ({sorted(per_fsync)[len(per_fsync) // 2]:.1f} records/fsync)  "
+                    f"{ratio:4.2f}x  ({median(per_fsync):.1f} records/fsync)  "
                     f"target >= 4x: {verdict(passed)}"
                 )
                 figures.append(

@@ -54,11 +54,6 @@ def make_record() -> dict:
     return build(text)
 
 
-def unbatched(path: Path, data: bytes, n: int) -> float:
-    """Seconds for n records, one write + fsync each, one thread."""
-    return fsync_loop(path, data, n)
-
-
 def through_journal(path: Path, record: dict, total: int, writers: int) -> tuple[float, int, float]:
     """(seconds, batches, seconds spent inside fsync) for `total` durable appends over `writers` threads."""
     from crosstalk.journal.writer import FsOps, Journal
@@ -87,13 +82,13 @@ def one_round(tmp: Path, r: int, record: dict, data: bytes, total: int, base_n: 
     """Unbatched chunks between the Journal runs (1 writer, then each W); each Journal run is compared with the
     unbatched rate of the two chunks either side of it, so disk noise from other processes hits both alike."""
     plain = tmp / f"plain{r}.data"
-    chunks = [unbatched(plain, data, base_n)]
+    chunks = [fsync_loop(plain, data, base_n)]
     single_wall, _, _ = through_journal(tmp / f"r{r}j1.jsonl", record, base_n, 1)
-    chunks.append(unbatched(plain, data, base_n))
+    chunks.append(fsync_loop(plain, data, base_n))
     runs = {}
     for w in writer_counts:
         runs[w] = through_journal(tmp / f"r{r}j{w}.jsonl", record, total, w)
-        chunks.append(unbatched(plain, data, base_n))
+        chunks.append(fsync_loop(plain, data, base_n))
 
     def around(i: int) -> float:
         return 2 * base_n / (chunks[i] + chunks[i + 1])
@@ -143,7 +138,7 @@ def main() -> int:
     tmp = make_tmp()
     results = []
     try:
-        unbatched(tmp / "warm.data", data, min(50, base_n))
+        fsync_loop(tmp / "warm.data", data, min(50, base_n))
         for r in range(rounds):
             res = one_round(tmp, r, record, data, total, base_n, writer_counts)
             results.append(res)

@@ -9,11 +9,9 @@ Exit status: 1 if a benchmark failed to run (or, with --strict, if a target was 
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 import os
 import selectors
-import signal
 import subprocess
 import sys
 import time
@@ -21,7 +19,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # bench/ is not a package
 
-from _common import PYTHON, exit_on_sigterm, machine, verdict
+from _common import PYTHON, exit_on_sigterm, machine, stop_process, verdict
 
 BENCH_DIR = Path(__file__).resolve().parent
 BENCHMARKS = (
@@ -37,6 +35,7 @@ BENCHMARKS = (
     "bus_tick",
 )
 TIMEOUT_S = {"quick": 180.0, "full": 900.0}
+BENCH_STOP_TIMEOUT_S = 30.0
 
 
 def run_one(name: str, quick: bool) -> tuple[int, dict | None, float]:
@@ -49,48 +48,31 @@ def run_one(name: str, quick: bool) -> tuple[int, dict | None, float]:
     result = None
     try:
         assert proc.stdout is not None
-        sel = selectors.DefaultSelector()
-        sel.register(proc.stdout, selectors.EVENT_READ)
-        buf = b""
-        while True:
-            left = timeout - (time.monotonic() - t0)
-            if left <= 0:
-                print(f"=== {name}: timed out after {timeout:.0f} s", flush=True)
-                _stop(proc)
-                return 124, None, time.monotonic() - t0
-            if not sel.select(min(left, 1.0)):
-                continue
-            chunk = os.read(proc.stdout.fileno(), 65536)
-            if not chunk:
-                break
-            buf += chunk
-            *lines, buf = buf.split(b"\n")
-            for raw in lines:
-                line = raw.decode(errors="replace")
-                if line.startswith("RESULT "):
-                    result = json.loads(line[len("RESULT ") :])
-                else:
-                    print(line, flush=True)
-        sel.close()
+        with selectors.DefaultSelector() as sel:
+            sel.register(proc.stdout, selectors.EVENT_READ)
+            buf = b""
+            while True:
+                left = timeout - (time.monotonic() - t0)
+                if left <= 0:
+                    print(f"=== {name}: timed out after {timeout:.0f} s", flush=True)
+                    return 124, None, time.monotonic() - t0
+                if not sel.select(min(left, 1.0)):
+                    continue
+                chunk = os.read(proc.stdout.fileno(), 65536)
+                if not chunk:
+                    break
+                buf += chunk
+                *lines, buf = buf.split(b"\n")
+                for raw in lines:
+                    line = raw.decode(errors="replace")
+                    if line.startswith("RESULT "):
+                        result = json.loads(line[len("RESULT ") :])
+                    else:
+                        print(line, flush=True)
         rc = proc.wait(30)
     finally:
-        _stop(proc)
+        stop_process(proc, BENCH_STOP_TIMEOUT_S)  # SIGTERM: the benchmark stops its own children, removes its dirs
     return rc, result, time.monotonic() - t0
-
-
-def _stop(proc: subprocess.Popen) -> None:
-    """SIGTERM the benchmark we started (it cleans up its own children and temp dirs), then SIGKILL."""
-    if proc.poll() is None:
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(30)
-        except subprocess.TimeoutExpired:
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(proc.pid, signal.SIGKILL)
-            proc.wait(10)
-    if proc.stdout is not None:
-        proc.stdout.close()
 
 
 def fmt(value: float | None, unit: str) -> str:

@@ -20,6 +20,7 @@ import re
 import statistics
 import subprocess
 import sys
+from functools import partial
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # bench/ is not a package
@@ -27,9 +28,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))  # bench/ is not a pack
 from _common import (
     PYTHON,
     FakeAgent,
+    alternate,
     emit_result,
     exit_on_sigterm,
-    figure,
     make_tmp,
     ms,
     print_bytecode_env,
@@ -39,6 +40,7 @@ from _common import (
     remove_tmp,
     stats,
     timed_run,
+    versus,
 )
 
 TARGET_RATIO = 6.0
@@ -95,13 +97,8 @@ def stages(env: dict[str, str], runs: int) -> list[float]:
 def measure_env(env: dict[str, str], n: int) -> tuple[list[float], list[float]]:
     bare_cmd = [PYTHON, "-c", "pass"]
     send_cmd = [str(Path(PYTHON).parent / "crosstalk"), "send", "bench", TEXT, "--from", "@bench:cli"]
-    for _ in range(3):  # warm the page cache and, in the pyc environment, fill the bytecode cache
-        timed_run(bare_cmd, env)
-        timed_run(send_cmd, env)
-    bare, send = [], []
-    for _ in range(n):  # alternate, so drift on a noisy machine hits both alike
-        bare.append(timed_run(bare_cmd, env))
-        send.append(timed_run(send_cmd, env))
+    # 3 warm-up rounds warm the page cache and, in the pyc environment, fill the bytecode cache.
+    bare, send = alternate(n, partial(timed_run, bare_cmd, env), partial(timed_run, send_cmd, env), warm=3)
     return bare, send
 
 
@@ -168,29 +165,20 @@ def main() -> int:
         print(f"    all top-level imports: {total / 1000:.1f} ms (python -c pass: {total_bare / 1000:.1f} ms)")
         r["top"] = [{"module": m, "cumulative_us": c, "self_us": su} for c, su, _d, m in top]
         figures.append(
-            figure(
+            versus(
                 f"crosstalk send median [{label}]",
-                s["p50"] * 1e3,
+                s["p50"],
+                b["p50"],
                 "ms",
-                baseline=b["p50"] * 1e3,
-                baseline_name="python -c pass median",
-                ratio=ratio,
+                "python -c pass median",
                 target=f"<= {TARGET_RATIO:.0f}x bare start",
                 passed=ok,
                 summary=f"send median {s['p50'] * 1e3:.1f} ms vs bare start {b['p50'] * 1e3:.1f} ms",
             )
         )
-        figures.append(
-            figure(
-                f"crosstalk send p90 [{label}]",
-                s["p90"] * 1e3,
-                "ms",
-                baseline=b["p90"] * 1e3,
-                baseline_name="python -c pass p90",
-                ratio=s["p90"] / b["p90"],
-            )
-        )
-    sends = 2 * (n + 3) + sum(1 for _ in results) * (1 + stage_runs)
+        figures.append(versus(f"crosstalk send p90 [{label}]", s["p90"], b["p90"], "ms", "python -c pass p90"))
+    # Per environment: 3 warm-up + n timed `crosstalk send` runs, stage_runs STAGES runs, one -X importtime run.
+    sends = len(results) * (3 + n + stage_runs + 1)
     print(f"\nthe agent's fake inbox holds {inbox_lines} lines ({sends} sends)")
     emit_result(
         "send_cli",

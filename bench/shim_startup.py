@@ -22,15 +22,16 @@ import statistics
 import subprocess
 import sys
 import time
+from functools import partial
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # bench/ is not a package
 
 from _common import (
     PYTHON,
+    alternate,
     emit_result,
     exit_on_sigterm,
-    figure,
     make_tmp,
     ms,
     print_bytecode_env,
@@ -43,6 +44,7 @@ from _common import (
     stats,
     stop_process,
     timed_run,
+    versus,
 )
 
 TARGET_RATIO = 15.0
@@ -139,7 +141,7 @@ def idle_rss_kb(cmd: list[str] | None, env: dict[str, str]) -> dict[str, int]:
             read_line(proc, 60)
             proc.stdin.write(INITIALIZED + TOOLS_LIST)
             proc.stdin.flush()
-            time.sleep(0.3)  # let tools/list be answered (the pipe buffers the answer)
+            read_line(proc, 60)  # the tools/list answer
         time.sleep(0.5)
         return proc_status_kb(proc.pid, "VmRSS", "VmHWM")
     finally:
@@ -170,22 +172,17 @@ def main() -> int:
         env_pyc = pyc_env(env, tmp)
         script = [CROSSTALK, "mcp"]
         module = [PYTHON, "-m", "crosstalk", "mcp"]
-        from crosstalk.cli.mcp_cmd import _NoTools, build
+        from crosstalk.cli.mcp_cmd import build
 
         router = type(build("auto")).__name__
-        print(
-            f"router served: {router}{' (crosstalk.shim.tools not there yet)' if router == _NoTools.__name__ else ''}"
-        )
+        print(f"router served: {router}")
         extra["router"] = router
 
         for label, e in (("as-is", env), ("pyc", env_pyc)):
-            for _ in range(3):  # warm-up (and, for pyc, fill the cache)
-                bare(e), to_initialize(script, e), to_initialize(module, e)
-            b, s, m = [], [], []
-            for _ in range(n):
-                b.append(bare(e))
-                s.append(to_initialize(script, e))
-                m.append(to_initialize(module, e))
+            # 3 warm-up rounds (for pyc, they fill the cache)
+            b, s, m = alternate(
+                n, partial(bare, e), partial(to_initialize, script, e), partial(to_initialize, module, e), warm=3
+            )
             sb, ss, sm = stats(b), stats(s), stats(m)
             print(f"\n[{label}] {n} runs each, alternating, after 3 warm-up runs of each")
             print(f"  python -c pass                        median {ms(sb['p50'])}  p90 {ms(sb['p90'])}")
@@ -197,13 +194,12 @@ def main() -> int:
                     f"{ratio:.1f}x bare ({verdict}, target <= {TARGET_RATIO:.0f}x)"
                 )
                 figures.append(
-                    figure(
+                    versus(
                         f"{name} -> initialize median [{label}]",
-                        st["p50"] * 1e3,
+                        st["p50"],
+                        sb["p50"],
                         "ms",
-                        baseline=sb["p50"] * 1e3,
-                        baseline_name="python -c pass median",
-                        ratio=ratio,
+                        "python -c pass median",
                         target=f"<= {TARGET_RATIO:.0f}x bare start",
                         passed=ratio <= TARGET_RATIO,
                         summary=f"{name}: initialize answered {st['p50'] * 1e3:.1f} ms after spawn",
@@ -213,11 +209,7 @@ def main() -> int:
 
         # What the protocol layer alone costs: the same command serving a router with no tools.
         env_bare_router = {**env_pyc, "CROSSTALK_MCP_ROUTER": "crosstalk.cli.mcp_cmd:_NoTools"}
-        to_initialize(script, env_bare_router)
-        b, p = [], []
-        for _ in range(n):
-            b.append(bare(env_pyc))
-            p.append(to_initialize(script, env_bare_router))
+        b, p = alternate(n, partial(bare, env_pyc), partial(to_initialize, script, env_bare_router), warm=1)
         sb, sp = stats(b), stats(p)
         added = extra["pyc"]["crosstalk_mcp"]["p50"] - sp["p50"]
         print(
@@ -225,13 +217,12 @@ def main() -> int:
             f"{ms(sb['p50']).strip()}; the tools' router adds {ms(added).strip()}"
         )
         figures.append(
-            figure(
+            versus(
                 "crosstalk mcp, no tools -> initialize [pyc]",
-                sp["p50"] * 1e3,
+                sp["p50"],
+                sb["p50"],
                 "ms",
-                baseline=sb["p50"] * 1e3,
-                baseline_name="python -c pass median",
-                ratio=sp["p50"] / sb["p50"],
+                "python -c pass median",
                 summary="the protocol layer alone (CROSSTALK_MCP_ROUTER=crosstalk.cli.mcp_cmd:_NoTools)",
             )
         )
@@ -247,13 +238,12 @@ def main() -> int:
         )
         print(f"  bare interpreter waiting on stdin: {mb_bare:.1f} MB; target <= {TARGET_RSS_MB:.0f} MB")
         figures.append(
-            figure(
+            versus(
                 "idle crosstalk mcp VmRSS",
                 mb,
+                mb_bare,
                 "MB",
-                baseline=mb_bare,
-                baseline_name="bare interpreter VmRSS",
-                ratio=mb / mb_bare,
+                "bare interpreter VmRSS",
                 target=f"<= {TARGET_RSS_MB:.0f} MB",
                 passed=mb <= TARGET_RSS_MB,
                 summary=f"idle shim {mb:.1f} MB vs bare interpreter {mb_bare:.1f} MB",
@@ -285,27 +275,21 @@ def main() -> int:
                 f"({sdk_p50 / ours_pyc:.1f}x crosstalk mcp's {ms(ours_pyc).strip()}); idle VmRSS {sdk_rss:.1f} MB"
             )
             figures.append(
-                figure(
+                versus(
                     "SDK MCPServer -> initialize median [pyc]",
-                    sdk_p50 * 1e3,
+                    sdk_p50,
+                    ours_pyc,
                     "ms",
-                    baseline=ours_pyc * 1e3,
-                    baseline_name="crosstalk mcp median [pyc]",
-                    ratio=sdk_p50 / ours_pyc,
+                    "crosstalk mcp median [pyc]",
                     summary="the same handshake served by the official SDK (for the choice in docs/mcp-shim.md)",
                 )
             )
             figures.append(
-                figure(
-                    "import SDK server vs shim.protocol",
-                    sdk_import * 1e3,
-                    "ms",
-                    baseline=ours_import * 1e3,
-                    baseline_name="import crosstalk shim path",
-                    ratio=sdk_import / ours_import,
+                versus(
+                    "import SDK server vs shim.protocol", sdk_import, ours_import, "ms", "import crosstalk shim path"
                 )
             )
-            figures.append(figure("idle SDK MCPServer VmRSS", sdk_rss, "MB", baseline=mb, ratio=sdk_rss / mb))
+            figures.append(versus("idle SDK MCPServer VmRSS", sdk_rss, mb, "MB", "idle crosstalk mcp VmRSS"))
             extra["sdk"] = {"import_s": sdk_import, "initialize": stats(sdk_init), "rss_mb": sdk_rss}
         else:
             print("mcp SDK not installed: SDK comparison skipped")
