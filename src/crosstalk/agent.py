@@ -20,6 +20,7 @@ from typing import Any
 from crosstalk.claims import ClaimDesk
 from crosstalk.core.ids import hop_entry
 from crosstalk.core.sender import Sender, SenderClass
+from crosstalk.core.states import State
 from crosstalk.harness.base import AgentInfo, Harness
 from crosstalk.ingress.uds import UdsIngress
 from crosstalk.journal import Journal, JournalState
@@ -196,12 +197,12 @@ class AgentHost:
         unresolved = self.state.unresolved_ids()
         kept_ids: set[str] = set()
 
-        def select(records: list[dict[str, object]]) -> list[dict[str, object]]:
-            kept = select_retained(records, unresolved, now=now)  # type: ignore[arg-type]
-            kept_ids.update(ids_in(kept))  # type: ignore[arg-type]
+        def select(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+            kept = select_retained(records, unresolved, now=now)
+            kept_ids.update(ids_in(kept))
             return kept
 
-        before, after = await asyncio.wrap_future(self.journal.compact(select))  # type: ignore[arg-type]
+        before, after = await asyncio.wrap_future(self.journal.compact(select))
         if after < before:
             self.state.prune(kept_ids, now - RETENTION_SECONDS)
             if self.tasks is not None:
@@ -233,10 +234,7 @@ class AgentHost:
     def open_inbound(self, *, inform_window_s: float = 3600.0) -> list[dict[str, str]]:
         """Inbound messages the session may still answer with the reply tool, newest first: asks whose reply is
         owed, and informs from verified agents delivered within the last hour (their reply route)."""
-        from crosstalk.core.states import State
-
         now = time.time()
-        owed = {mid for mid, o in self.state.obligations.items() if o.get("state") not in ("delivered", "closed")}
         rows: list[tuple[float, dict[str, str]]] = []
         for mid, entry in self.state.messages.items():
             if entry.native or (entry.sender or {}).get("class") != "verified":
@@ -244,7 +242,7 @@ class AgentHost:
             kind = entry.message.get("kind") or "inform"
             delivered = entry.state in (State.ACCEPTED, State.QUEUED, State.UNKNOWN)
             fresh = entry.outcome_ts is not None and now - entry.outcome_ts < inform_window_s
-            if (kind == "ask" and mid in owed) or (kind == "inform" and delivered and fresh):
+            if (kind == "ask" and self.state.reply_owed(mid)) or (kind == "inform" and delivered and fresh):
                 name = entry.sender.get("name") or entry.sender.get("agent_id") or "?"
                 rows.append((entry.ts, {"message_id": mid, "from": str(name), "kind": kind}))
         return [row for _, row in sorted(rows, key=lambda r: r[0], reverse=True)]

@@ -23,6 +23,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from crosstalk.core.message import Message, new_message
 from crosstalk.core.states import Outcome
@@ -134,42 +135,42 @@ class Demo:
 
     def send_cli(self, to: str, text: str, *args: str) -> int:
         """Send with the real `crosstalk send` command, as a shell script or CI hook would."""
-        cmd = [sys.executable, "-m", "crosstalk", "send", to, text, "--json", *args]
-        res = subprocess.run(cmd, env=self.env, capture_output=True, timeout=60, check=False)
-        try:
-            answer = json.loads(res.stdout.decode().strip().splitlines()[0])
-        except (ValueError, IndexError):
-            answer = {"state": "error", "reason": res.stderr.decode().strip()}
-        sender = args[args.index("--from") + 1] if "--from" in args else "@cli"
-        kind = args[args.index("--kind") + 1] if "--kind" in args else "inform"
+        answer, code = self._cli("send", to, text, "--json", *args)
+        sender, kind = _option(args, "--from", "@cli"), _option(args, "--kind", "inform")
         self.out(
             f"  {sender:<14} → {to:<12} {kind:<7} {answer.get('state', '?'):<11}"
-            f"{_reason(answer.get('reason'))} {_quote(text)}   [crosstalk send, exit {res.returncode}]"
+            f"{_reason(answer.get('reason'))} {_quote(text)}   [crosstalk send, exit {code}]"
         )
         if answer.get("state") in ("accepted", "queued"):
             self.delivered += 1
-        return res.returncode
+        return code
 
     def send_a2a_cli(self, as_agent: str, to: str, text: str, *args: str) -> int:
         """Send over A2A with `crosstalk send --a2a --as AGENT`: the sender's own bearer token proves who it is,
         and the receiver answers with a task (for an ask: completed with the reply)."""
-        cmd = [sys.executable, "-m", "crosstalk", "send", "--a2a", "--as", as_agent, to, text, "--json", *args]
-        res = subprocess.run(cmd, env=self.env, capture_output=True, timeout=60, check=False)
-        try:
-            answer = json.loads(res.stdout.decode().strip().splitlines()[0])
-        except (ValueError, IndexError):
-            answer = {"state": "error", "reason": res.stderr.decode().strip()}
-        kind = args[args.index("--kind") + 1] if "--kind" in args else "inform"
+        answer, code = self._cli("send", "--a2a", "--as", as_agent, to, text, "--json", *args)
+        kind = _option(args, "--kind", "inform")
         detail = answer.get("completion") or answer.get("reason") or answer.get("delivery")
         self.out(
             f"  {as_agent:<14} ⇒ {to:<12} {kind:<7} task {answer.get('state', '?'):<9}{_reason(detail)} "
-            f"{_quote(text)}   [A2A, exit {res.returncode}]"
+            f"{_quote(text)}   [A2A, exit {code}]"
         )
         if answer.get("reply"):
             self.out(f"  {'':<14}   reply from {to}: {_quote(answer['reply'])}")
         if answer.get("state") == "completed":
             self.delivered += 1
-        return res.returncode
+        return code
+
+    def _cli(self, *argv: str) -> tuple[dict[str, Any], int]:
+        """Run `crosstalk ARGV` (with --json): its first stdout line as JSON, else its error, and its exit code."""
+        res = subprocess.run(
+            [sys.executable, "-m", "crosstalk", *argv], env=self.env, capture_output=True, timeout=60, check=False
+        )
+        try:
+            answer = json.loads(res.stdout.decode().strip().splitlines()[0])
+        except (ValueError, IndexError):
+            answer = {"state": "error", "reason": res.stderr.decode().strip()}
+        return answer, res.returncode
 
     def _line(self, msg: Message, sender: str, state: str, reason: str | None, note: str) -> None:
         self.out(
@@ -220,24 +221,40 @@ class Demo:
         shutil.rmtree(self.root, ignore_errors=True)
 
 
-def _read_ready(proc: subprocess.Popen[bytes], timeout: float) -> dict[str, object]:
+def read_line(proc: subprocess.Popen[bytes], timeout: float, buf: bytearray | None = None) -> bytes | None:
+    """One line from proc.stdout within timeout, never blocking past it; None on EOF or timeout. Bytes read past
+    the line stay in `buf` for the next call. (How a caller reads a started `crosstalk` process's ready line.)"""
     assert proc.stdout is not None
+    buf = bytearray() if buf is None else buf
     deadline = time.monotonic() + timeout
-    buf = b""
-    while time.monotonic() < deadline:
-        ready, _, _ = select.select([proc.stdout], [], [], 0.1)
-        if ready:
-            chunk = os.read(proc.stdout.fileno(), 65536)
-            if not chunk:
-                break
-            buf += chunk
-            if b"\n" in buf:
-                return json.loads(buf.split(b"\n", 1)[0])
-        elif proc.poll() is not None:
-            break
+    while b"\n" not in buf:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            return None
+        ready, _, _ = select.select([proc.stdout], [], [], min(left, 0.1))
+        if not ready:
+            continue
+        chunk = os.read(proc.stdout.fileno(), 65536)
+        if not chunk:
+            return None
+        buf += chunk
+    line, _, rest = bytes(buf).partition(b"\n")
+    buf[:] = rest
+    return line
+
+
+def _read_ready(proc: subprocess.Popen[bytes], timeout: float) -> dict[str, Any]:
+    line = read_line(proc, timeout)
+    if line is not None:
+        return json.loads(line)
     proc.kill()
     err = proc.stderr.read().decode() if proc.stderr else ""
     raise RuntimeError(f"agent did not start: {err.strip() or 'no ready line within the timeout'}")
+
+
+def _option(args: tuple[str, ...], flag: str, default: str) -> str:
+    """The value given to `flag` in a command line's arguments, or `default`."""
+    return args[args.index(flag) + 1] if flag in args else default
 
 
 def _reason(reason: str | None) -> str:

@@ -126,7 +126,7 @@ class Receiver:
             self._inflight[key] = fut
         try:
             if inbound.default_wait:
-                self._default_waits += 1
+                self.begin_default_wait()
             outcome = await self._run(inbound)
         except BaseException:
             if key is not None:
@@ -136,7 +136,7 @@ class Receiver:
             raise
         finally:
             if inbound.default_wait:
-                self._default_waits -= 1
+                self.end_default_wait()
         if key is not None:
             self._inflight.pop(key).set_result(outcome)
         self.stats.by_state[outcome.state.value] = self.stats.by_state.get(outcome.state.value, 0) + 1
@@ -184,17 +184,10 @@ class Receiver:
             # Liveness only: answered after the same checks, never journaled, never injected.
             return Outcome(msg.message_id, State.ACCEPTED, "pong", {"ping": True})
 
-        received = self._received_record(inbound)
+        # Inline delivery: the message and its dispatch claim become durable together, before any harness write.
         claim = R.dispatch(msg.message_id, self.identity.binding)
-        try:
-            # Inline delivery: the message and its dispatch claim become durable together, before any harness write.
-            await self.journal.append_many_async([received, claim])
-        except (TimeoutError, JournalError, OSError) as exc:
-            log.error("journal append failed before dispatch: %s", exc)
-            return Outcome(msg.message_id, State.UNREACHABLE, "journal_write_failed")
-        self.state.apply(received)
-        self.state.apply(claim)
-        return await self._inject_and_record(inbound)
+        failed = await self._record_or_unreachable(msg, [self._received_record(inbound), claim], "before dispatch")
+        return failed if failed is not None else await self._inject_and_record(inbound)
 
     # ------------------------------------------------------------------ native replies (ADR 0009)
     async def bounce(self, inbound: Inbound, *, open_messages: list[dict[str, str]] | None = None) -> Outcome:
@@ -202,15 +195,10 @@ class Receiver:
         carries no correlation: it is never forwarded. Journal it as bounced, then tell the session, listing the
         open inbound messages it may answer with the reply tool. A bounce opens no route and is never bounced."""
         msg = inbound.message
-        received = self._received_record(inbound)
         settled = R.outcome(msg.message_id, State.BOUNCED, "native_reply_bounced", self.identity.binding)
-        try:
-            await self.journal.append_many_async([received, settled])
-        except (TimeoutError, JournalError, OSError) as exc:
-            log.error("journal append failed for a bounce: %s", exc)
-            return Outcome(msg.message_id, State.UNREACHABLE, "journal_write_failed")
-        self.state.apply(received)
-        self.state.apply(settled)
+        failed = await self._record_or_unreachable(msg, [self._received_record(inbound), settled], "for a bounce")
+        if failed is not None:
+            return failed
         first_line = (msg.text.strip().splitlines() or [""])[0][:200]
         lines = [
             f"crosstalk: your native message was not delivered to anyone (native replies are not forwarded): "
@@ -238,23 +226,27 @@ class Receiver:
         await self.record([self._received_record(inbound), *(extra or [])])
 
     async def record(self, records: list[dict[str, Any]]) -> None:
-        """Make records durable, then fold them into the agent's state, in that order: how every writer but the
-        inline chain adds to the journal, so memory never holds what the journal could lose. Raises JournalError."""
+        """Make records durable, then fold them into the agent's state, in that order: how records are added to the
+        journal, so memory never holds what the journal could lose. Raises JournalError."""
         await self.journal.append_many_async(records)
         for rec in records:
             self.state.apply(rec)
 
     async def dispatch(self, inbound: Inbound) -> Outcome:
         """Claim an accepted message for dispatch, inject it, journal the outcome."""
-        msg = inbound.message
-        claim = R.dispatch(msg.message_id, self.identity.binding)
+        claim = R.dispatch(inbound.message.message_id, self.identity.binding)
+        failed = await self._record_or_unreachable(inbound.message, [claim], "before dispatch")
+        return failed if failed is not None else await self._inject_and_record(inbound)
+
+    async def _record_or_unreachable(self, msg: Message, records: list[dict[str, Any]], when: str) -> Outcome | None:
+        """`record` before the harness is touched: a journal that fails here means nothing reached the session, so
+        the answer is unreachable (returned); None once the records are durable and applied."""
         try:
-            await self.journal.append_async(claim)
+            await self.record(records)
         except (TimeoutError, JournalError, OSError) as exc:
-            log.error("journal append failed before dispatch: %s", exc)
+            log.error("journal append failed %s: %s", when, exc)
             return Outcome(msg.message_id, State.UNREACHABLE, "journal_write_failed")
-        self.state.apply(claim)
-        return await self._inject_and_record(inbound)
+        return None
 
     def _received_record(self, inbound: Inbound) -> dict[str, Any]:
         return R.received(

@@ -10,7 +10,7 @@ import signal
 import sys
 from typing import Any
 
-from crosstalk.cli.common import EXIT_USAGE, EXIT_WIRE, fail, state_paths
+from crosstalk.cli.common import EXIT_NO_AGENT, EXIT_USAGE, EXIT_WIRE, fail, state_paths
 
 
 def run(args: Any) -> int:
@@ -49,7 +49,7 @@ def run(args: Any) -> int:
         try:
             owner = resolve(paths, parent).agent_id
         except RegistryError as exc:
-            fail(f"--parent: {exc}", 4)
+            fail(f"--parent: {exc}", EXIT_NO_AGENT)
     try:
         from crosstalk.registry.names import validate_name
 
@@ -75,29 +75,33 @@ def run(args: Any) -> int:
     return asyncio.run(_serve(paths, config, as_json, verbose))
 
 
-def _wire_conformance(harness: Any, tasks: Any) -> None:
-    """The fake's conformance profile answers through the task service, as a session's reply would."""
+def _logging_refusals(op: Any, what: str) -> Any:
+    """A task operation the fake harness calls as its session's answer: a refusal (e.g. the task has moved on) is
+    logged, never raised into the harness."""
     from crosstalk.core.errors import CrosstalkError
 
-    warn = logging.getLogger("crosstalk.agent").warning
-
-    async def reply(message_id: str, text: str, artifacts: tuple[Any, ...], direct: bool) -> object:
+    async def call(message_id: str, *args: Any) -> object:
         try:
-            return await tasks.reply(message_id, text, artifacts=artifacts, direct=direct)
+            return await op(message_id, *args)
         except CrosstalkError as exc:
-            warn("conformance answer to %s refused: %s", message_id, exc)
+            logging.getLogger("crosstalk.agent").warning("%s %s refused: %s", what, message_id, exc)
             return None
 
-    async def require_input(message_id: str, text: str) -> object:
-        try:
-            return await tasks.require_input(message_id, text)
-        except CrosstalkError as exc:
-            warn("conformance input request for %s refused: %s", message_id, exc)
-            return None
+    return call
 
-    harness.on_expect = tasks.expect_answer
-    harness.on_reply = reply
-    harness.on_require_input = require_input
+
+def _wire_fake(harness: Any, tasks: Any) -> None:
+    """The fake's scripted answers (--answer) and conformance profile reply through the task service, as a
+    session's reply would."""
+    if getattr(harness, "answer", None) is not None:
+        harness.on_answer = _logging_refusals(tasks.reply, "scripted answer to")
+    if getattr(harness, "conformance", False):
+        harness.on_expect = tasks.expect_answer
+        harness.on_reply = _logging_refusals(
+            lambda mid, text, artifacts, direct: tasks.reply(mid, text, artifacts=artifacts, direct=direct),
+            "conformance answer to",
+        )
+        harness.on_require_input = _logging_refusals(tasks.require_input, "conformance input request for")
 
 
 async def _serve(paths: object, config: object, as_json: bool, verbose: bool) -> int:
@@ -108,20 +112,8 @@ async def _serve(paths: object, config: object, as_json: bool, verbose: bool) ->
         host = await AgentHost.start(paths, config)  # type: ignore[arg-type]
     except CrosstalkError as exc:
         fail(str(exc), EXIT_WIRE)
-    harness = host.config.harness
-    if getattr(harness, "answer", None) is not None and host.tasks is not None:
-        tasks = host.tasks
-
-        async def answer(message_id: str, text: str) -> object:
-            try:
-                return await tasks.reply(message_id, text)
-            except CrosstalkError as exc:
-                logging.getLogger("crosstalk.agent").warning("scripted answer to %s refused: %s", message_id, exc)
-                return None
-
-        harness.on_answer = answer  # type: ignore[attr-defined]
-    if getattr(harness, "conformance", False) and host.tasks is not None:
-        _wire_conformance(harness, host.tasks)
+    if host.tasks is not None:
+        _wire_fake(host.config.harness, host.tasks)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):

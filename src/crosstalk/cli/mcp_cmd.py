@@ -1,8 +1,9 @@
 """`crosstalk mcp`: the stdio MCP server a harness session starts (the shim; ARCHITECTURE.md decision 9).
 
-The router comes from `crosstalk.shim.tools.build_router(harness)` once that module exists; until then a router
-with no tools. `--router MODULE:ATTR` (hidden; for tests) serves another router instead: ATTR is a ToolRouter, or
-a class or callable taking the harness string and returning one. `CROSSTALK_MCP_ROUTER=MODULE:ATTR` does the same.
+The router is `crosstalk.shim.tools.build_router(harness)`. `--router MODULE:ATTR` (hidden; for tests) serves another
+router instead: ATTR is a ToolRouter, or a class or callable taking the harness string and returning one.
+`CROSSTALK_MCP_ROUTER=MODULE:ATTR` does the same (bench/shim_startup.py serves `_NoTools` that way to time the
+protocol layer alone).
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ ROUTER_ENV = "CROSSTALK_MCP_ROUTER"
 
 
 class _NoTools:
-    """The router until crosstalk.shim.tools lands: lists nothing, answers every call with an error."""
+    """A router with no tools (the protocol layer alone): lists nothing, answers every call with an error."""
 
     def __init__(self, harness: str = "auto") -> None:
         self.harness = harness
@@ -57,12 +58,8 @@ def build(harness: str, router_spec: str | None = None) -> ToolRouter:
     spec = router_spec or os.environ.get(ROUTER_ENV)
     if spec:
         return _load(spec, harness)
-    try:
-        from crosstalk.shim.tools import build_router
-    except ImportError as exc:
-        if exc.name != "crosstalk.shim.tools":
-            raise  # the tools module exists but something it imports is broken: say so
-        return _NoTools()
+    from crosstalk.shim.tools import build_router
+
     return build_router(harness)
 
 

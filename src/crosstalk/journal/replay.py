@@ -14,6 +14,7 @@ from crosstalk.core.states import State
 from crosstalk.journal import records as R
 
 TERMINAL_TASK_STATES = frozenset({"completed", "failed", "canceled", "rejected"})
+_SETTLED_OBLIGATION_STATES = ("delivered", "closed")  # a reply no longer owed
 
 
 @dataclass(slots=True)
@@ -56,7 +57,8 @@ class JournalState:
     claim: dict[str, Any] | None = None  # the latest claim record, if any
     sent: dict[str, dict[str, Any]] = field(default_factory=dict)
     records_applied: int = 0
-    # Kept up to date by apply(): admission asks for these on every message, so they must not scan history.
+    # Kept up to date by apply() where a state changes: admission asks for these on every message, so they must
+    # not scan history.
     _pending: set[str] = field(default_factory=set)
     _open_obligations: set[str] = field(default_factory=set)
 
@@ -68,23 +70,6 @@ class JournalState:
         return state
 
     def apply(self, rec: dict[str, Any]) -> None:
-        self._apply(rec)
-        rtype = rec.get("type")
-        if rtype in (R.RECEIVED, R.DISPATCH, R.OUTCOME):
-            mid = rec.get("message_id") or (rec.get("message") or {}).get("message_id")
-            entry = self.messages.get(mid) if isinstance(mid, str) else None
-            if entry is not None and entry.state in (State.SUBMITTED, State.DISPATCHING):
-                self._pending.add(entry.message_id)
-            elif isinstance(mid, str):
-                self._pending.discard(mid)
-        elif rtype == R.OBLIGATION and isinstance(rec.get("message_id"), str):
-            mid = rec["message_id"]
-            if self.obligations[mid].get("state") not in ("delivered", "closed"):
-                self._open_obligations.add(mid)
-            else:
-                self._open_obligations.discard(mid)
-
-    def _apply(self, rec: dict[str, Any]) -> None:
         self.records_applied += 1
         rtype = rec.get("type")
         if rtype == R.RECEIVED:
@@ -103,6 +88,7 @@ class JournalState:
                 seq=self.records_applied,
             )
             self.messages[mid] = entry
+            self._pending.add(mid)
             if entry.dedupe_key:
                 self.dedupe[(entry.dedupe_key, mid)] = mid
         elif rtype == R.DISPATCH:
@@ -111,7 +97,8 @@ class JournalState:
                 entry.claimed = True
                 entry.state = State.DISPATCHING
         elif rtype == R.OUTCOME:
-            entry = self.messages.get(rec.get("message_id", ""))
+            mid = rec.get("message_id", "")
+            entry = self.messages.get(mid)
             if entry is not None:
                 try:
                     entry.state = State(rec.get("state"))
@@ -121,6 +108,10 @@ class JournalState:
                 entry.evidence = rec.get("evidence") or {}
                 if entry.outcome_ts is None:
                     entry.outcome_ts = float(rec.get("ts", 0.0))
+                if entry.state in (State.SUBMITTED, State.DISPATCHING):
+                    self._pending.add(mid)
+                else:
+                    self._pending.discard(mid)
         elif rtype == R.RESOLVED:
             entry = self.messages.get(rec.get("message_id", ""))
             if entry is not None:
@@ -138,7 +129,12 @@ class JournalState:
             if isinstance(rec.get("message_id"), str):
                 self.routes[rec["message_id"]] = {**self.routes.get(rec["message_id"], {}), **rec}
         elif rtype == R.OBLIGATION and isinstance(rec.get("message_id"), str):
-            self.obligations[rec["message_id"]] = {**self.obligations.get(rec["message_id"], {}), **rec}
+            mid = rec["message_id"]
+            obligation = self.obligations[mid] = {**self.obligations.get(mid, {}), **rec}
+            if obligation.get("state") in _SETTLED_OBLIGATION_STATES:
+                self._open_obligations.discard(mid)
+            else:
+                self._open_obligations.add(mid)
 
     # ----------------------------------------------------------------- queries
     def lookup_dedupe(self, dedupe_key: str, message_id: str) -> MessageEntry | None:
@@ -150,7 +146,7 @@ class JournalState:
         ids = {mid for mid, e in self.messages.items() if e.unresolved}
         ids |= {tid for tid, t in self.tasks.items() if t.get("state") not in TERMINAL_TASK_STATES}
         ids |= {mid for mid, r in self.routes.items() if r.get("state") == "open"}
-        ids |= {mid for mid, o in self.obligations.items() if o.get("state") not in ("delivered", "closed")}
+        ids |= self._open_obligations
         return ids
 
     def prune(self, keep_ids: set[str], cutoff: float) -> int:
@@ -173,6 +169,10 @@ class JournalState:
     def open_asks(self) -> int:
         """Reply obligations not yet delivered or closed (constant time)."""
         return len(self._open_obligations)
+
+    def reply_owed(self, message_id: str) -> bool:
+        """Whether a reply is still owed for this inbound ask (its obligation is neither delivered nor closed)."""
+        return message_id in self._open_obligations
 
     def pending_asks(self) -> int:
         """Asks journaled but not yet settled (bounded by the pending count, not the history)."""

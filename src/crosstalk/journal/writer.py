@@ -21,6 +21,7 @@ from typing import Any
 
 from crosstalk.journal.codec import ReadResult, encode, read_journal
 from crosstalk.journal.errors import JournalError, JournalLocked, JournalWriteError
+from crosstalk.registry.fsutil import atomic_write
 
 APPEND_TIMEOUT_S = 30.0
 MAX_LINGER_S = 0.002  # the longest a batch waits for more appends (only under concurrent load)
@@ -206,12 +207,11 @@ class Journal:
             if len(kept) < len(records):
                 self._replace_file(kept)
         except Exception as exc:
-            _settle_any(job.future, exc=JournalError(f"journal compaction of {self.path} failed: {exc}"))
+            _settle(job.future, exc=JournalError(f"journal compaction of {self.path} failed: {exc}"))
             return
-        _settle_any(job.future, result=(len(records), len(kept)))
+        _settle(job.future, result=(len(records), len(kept)))
 
-    def _write_batch(self, batch: list[_Pending], ticket: _Ticket | None = None) -> None:
-        ticket = ticket if ticket is not None else _Ticket()
+    def _write_batch(self, batch: list[_Pending], ticket: _Ticket) -> None:
         data = b"".join(p.data for p in batch)
         start = self._size
         try:
@@ -263,21 +263,7 @@ class Journal:
     def _replace_file(self, records: list[dict[str, Any]]) -> None:
         """Only with no batch in flight: at open (rewrite) or on the flusher thread (compact)."""
         data = b"".join(encode(r) for r in records)  # before the temp file, so a refused record leaves none
-        tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.{time.monotonic_ns()}.tmp")
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        try:
-            view = memoryview(data)
-            while view:
-                view = view[os.write(fd, view) :]
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-        os.replace(tmp, self.path)
-        dir_fd = os.open(self.path.parent, os.O_RDONLY)
-        try:
-            os.fsync(dir_fd)
-        finally:
-            os.close(dir_fd)
+        atomic_write(self.path, data)
         os.close(self._fd)
         self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND)
         self._size = len(data)
@@ -304,17 +290,7 @@ class Journal:
         self.close()
 
 
-def _settle_any(fut: Future[Any], *, result: Any = None, exc: BaseException | None = None) -> None:
-    try:
-        if exc is not None:
-            fut.set_exception(exc)
-        else:
-            fut.set_result(result)
-    except InvalidStateError:
-        pass
-
-
-def _settle(fut: Future[int], *, result: int = 0, exc: BaseException | None = None) -> None:
+def _settle(fut: Future[Any], *, result: Any = None, exc: BaseException | None = None) -> None:
     """Resolve a caller's future. A caller that gave up (cancelled its wait, e.g. a timeout or a cancelled
     handler) must not kill the flusher thread: that would wedge every later append of this journal."""
     try:

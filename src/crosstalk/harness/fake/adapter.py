@@ -197,9 +197,7 @@ class FakeHarness:
     def _maybe_answer(self, request: InjectRequest) -> None:
         if self.answer is None or self.on_answer is None or request.message.kind.value != "ask":
             return
-        task = asyncio.ensure_future(self.on_answer(request.message.message_id, self.answer))
-        self._answers.add(task)
-        task.add_done_callback(self._answers.discard)
+        self._spawn(self.on_answer(request.message.message_id, self.answer))
 
     def _conformance(self, request: InjectRequest) -> tuple[Any, ...] | None:
         return conformance_answer(request.message.message_id) if self.conformance else None
@@ -214,7 +212,11 @@ class FakeHarness:
             return
         if self.on_expect is not None:
             self.on_expect(mid)  # before inject returns: the delivery alone must not complete the task
-        task = asyncio.ensure_future(coro)
+        self._spawn(coro)
+
+    def _spawn(self, answer: Awaitable[object]) -> None:
+        """Answer after inject returns, as a session replies later; the task is held until it is done."""
+        task = asyncio.ensure_future(answer)
         self._answers.add(task)
         task.add_done_callback(self._answers.discard)
 
