@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from crosstalk.bus.errors import BusError
-from crosstalk.bus.message import BusMessage
+
+if TYPE_CHECKING:  # only annotations: the bridge imports addressing without the message format (PyYAML)
+    from crosstalk.bus.message import BusMessage
 
 MAX_ADDRESS_CHARS = 200
 

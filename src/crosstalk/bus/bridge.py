@@ -20,15 +20,21 @@ import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from crosstalk.bus.addressing import split_address, validate_address
-from crosstalk.bus.channels import Channel, create_channel, find_channel
 from crosstalk.bus.errors import BusError, ChannelError
-from crosstalk.bus.message import BusMessage, is_safe_relpath, new_message_name, render_message, utc_timestamp
-from crosstalk.bus.store import publish
-from crosstalk.bus.transports import Transport, resolve_transport
-from crosstalk.registry.paths import StatePaths
+from crosstalk.bus.layout import is_safe_relpath
+
+if TYPE_CHECKING:
+    from crosstalk.bus.channels import Channel
+    from crosstalk.bus.message import BusMessage
+    from crosstalk.bus.transports import Transport
+    from crosstalk.registry.paths import StatePaths
+
+# The shim asks parse_context / parse_sender_tag / is_bus_address about every message it sends or replies to, so
+# this module imports only light pieces; the message format (PyYAML), git and the transports registry are imported
+# by the functions that use them, i.e. only by agents that actually meet the bus.
 
 TAG_PREFIX = "@bus:"
 CONTEXT_PREFIX = "bus:"
@@ -132,12 +138,16 @@ def _environ(paths: StatePaths, environ: Mapping[str, str] | None) -> dict[str, 
 def pick_transport(environ: Mapping[str, str], cwd: Path | None = None) -> Transport:
     """The transport a live agent's bus traffic uses: CROSSTALK_TRANSPORT, else the one containing cwd, else the
     only one known on this machine."""
+    from crosstalk.bus.transports import resolve_transport
+
     return resolve_transport(cwd or Path.cwd(), None, environ)
 
 
 def _live_channel(transport: Transport) -> Channel:
     """This machine's channel for live agents' bus traffic (`live-<alias>`: one per machine, so two machines never
     race to create a channel of the same name)."""
+    from crosstalk.bus.channels import create_channel, find_channel
+
     name = f"{LIVE_CHANNEL_PREFIX}{transport.alias}"
     try:
         return find_channel(transport.root, name)
@@ -162,6 +172,9 @@ def send_from_live(
 ) -> dict[str, Any]:
     """A live agent's message to `model@machine` (or any bus address), as a new task on the bus. `sender`
     replaces the `from:` (default `<agent>@<alias>`, which the reply comes back to): `crosstalk send` uses it."""
+    from crosstalk.bus.message import BusMessage, new_message_name, render_message, utc_timestamp
+    from crosstalk.bus.store import publish
+
     try:
         validate_address(to)
         transport = pick_transport(_environ(paths, environ), cwd)
@@ -201,6 +214,11 @@ def reply_from_live(
     cwd: Path | None = None,
 ) -> dict[str, Any]:
     """A live agent's reply to a bus message: a channel message `re:` it, addressed to its sender."""
+    from crosstalk.bus.channels import find_channel
+    from crosstalk.bus.message import BusMessage, new_message_name, render_message, utc_timestamp
+    from crosstalk.bus.store import publish
+    from crosstalk.bus.transports import resolve_transport
+
     who = parse_sender_tag(tag)
     where = parse_context(context_id)
     if who is None or where is None:

@@ -6,7 +6,6 @@ which is run_loop here; the tick itself lives in crosstalk.bus.dispatcher.
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import os
 import select
 import socket
@@ -15,6 +14,7 @@ from typing import TYPE_CHECKING
 
 from crosstalk.bus.errors import BusError
 from crosstalk.bus.state import TransportState, read_pid, write_text_atomic
+from crosstalk.registry.locks import FileLock
 
 if TYPE_CHECKING:
     from crosstalk.bus.dispatcher import Dispatcher
@@ -26,17 +26,14 @@ class AlreadyRunning(BusError):
     """Another live dispatcher holds this transport's dispatcher.lock on this machine."""
 
 
-def hold_dispatcher_lock(state: TransportState, name: str) -> int:
-    """Take dispatcher.lock for the daemon's life (the fd; closing it releases) and write the pid file."""
-    fd = os.open(state.lock, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        os.close(fd)
+def hold_dispatcher_lock(state: TransportState, name: str) -> FileLock:
+    """Take dispatcher.lock for the daemon's life (release() gives it up) and write the pid file."""
+    lock = FileLock(state.lock)
+    if not lock.try_acquire():
         pid = read_pid(state)
-        raise AlreadyRunning(f"a dispatcher for transport {name} is already running (pid {pid or 'unknown'})") from None
+        raise AlreadyRunning(f"a dispatcher for transport {name} is already running (pid {pid or 'unknown'})")
     write_text_atomic(state.pidfile, f"{os.getpid()}\n", mode=0o644)
-    return fd
+    return lock
 
 
 def bind_wake_socket(state: TransportState) -> socket.socket:
@@ -83,7 +80,7 @@ def run_loop(dispatcher: Dispatcher, stop_event: threading.Event | None = None, 
     file while it still names this process; the lock file, cursor, heartbeat (marked running=false) and log stay.
     The `stop` line is logged however the loop ends."""
     state = dispatcher.state
-    lock_fd = hold_dispatcher_lock(state, dispatcher.transport.name)  # AlreadyRunning: nothing here to clean up
+    lock = hold_dispatcher_lock(state, dispatcher.transport.name)  # AlreadyRunning: nothing here to clean up
     sock: socket.socket | None = None
     reason = "error"
     try:
@@ -121,4 +118,4 @@ def run_loop(dispatcher: Dispatcher, stop_event: threading.Event | None = None, 
                 state.pidfile.unlink()
         with contextlib.suppress(Exception):  # the log must not mask why the loop ended
             dispatcher.log("stop", pid=os.getpid(), reason=reason)
-        os.close(lock_fd)
+        lock.release()

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import os
 import random
 import subprocess
@@ -13,6 +12,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from crosstalk.bus.errors import GitError
+from crosstalk.registry.locks import FileLock
 
 CHANNELS_PATHSPEC = "data/channels"
 LOCK_NAME = "crosstalk.lock"
@@ -262,24 +262,12 @@ def transport_lock(root: Path, timeout: float = 30.0) -> Iterator[None]:
         finally:
             depth[key] -= 1
         return
-    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    lock = FileLock(path)
+    if not lock.try_acquire(grace=timeout):
+        raise GitError(f"transport {root} is busy: another crosstalk process held its lock for {timeout:g} s")
+    depth[key] = 1
     try:
-        deadline = time.monotonic() + timeout
-        while True:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
-            except BlockingIOError:
-                if time.monotonic() >= deadline:
-                    raise GitError(
-                        f"transport {root} is busy: another crosstalk process held its lock for {timeout:g} s"
-                    ) from None
-                time.sleep(0.02)
-        depth[key] = 1
-        try:
-            yield
-        finally:
-            depth.pop(key, None)
-            fcntl.flock(fd, fcntl.LOCK_UN)
+        yield
     finally:
-        os.close(fd)
+        depth.pop(key, None)
+        lock.release()

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 from crosstalk.bus.errors import NotATransport, VersionMismatch
@@ -21,6 +20,13 @@ ACTORS_DIR = "local/actors"
 TEMPLATE_DIR = Path(__file__).resolve().parent / "template"
 # Shipped without the dot so packaging tools never drop or apply it; renamed on scaffold.
 _RENAMES = {"gitignore": ".gitignore"}
+
+
+def is_safe_relpath(path: str) -> bool:
+    """A relative path that cannot leave the directory it is relative to."""
+    if not path or path.startswith("/") or "\\" in path or "\x00" in path or "\n" in path:
+        return False
+    return all(part not in ("", ".", "..") for part in path.split("/"))
 
 
 def find_root(start: Path) -> Path | None:
@@ -71,6 +77,8 @@ def check_version(root: Path, name: str | None = None) -> None:
 
 def scaffold(root: Path) -> list[str]:
     """Copy the template into root (which may exist but should be empty); return the transport-relative files."""
+    import shutil  # not at module level: the shim's bridge helpers import layout for is_safe_relpath
+
     root = Path(root)
     root.mkdir(parents=True, exist_ok=True)
     written: list[str] = []

@@ -11,6 +11,7 @@ from typing import Any
 import yaml
 
 from crosstalk.bus.errors import MessageFormatError
+from crosstalk.bus.layout import is_safe_relpath
 
 # The C loader is ~10x faster and the dispatcher parses every new message; both are "safe" (no object tags).
 _Loader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
@@ -50,13 +51,6 @@ def new_message_name(now: dt.datetime | None = None) -> str:
     """A channel-relative file name that sorts by time and never collides: YYYY/MM/DD/HHMMSSmmmZ-<hex16>.md."""
     now = (now or dt.datetime.now(dt.UTC)).astimezone(dt.UTC)
     return now.strftime("%Y/%m/%d/%H%M%S") + f"{now.microsecond // 1000:03d}Z-{secrets.token_hex(8)}.md"
-
-
-def is_safe_relpath(path: str) -> bool:
-    """A relative path that cannot leave the directory it is relative to."""
-    if not path or path.startswith("/") or "\\" in path or "\x00" in path or "\n" in path:
-        return False
-    return all(part not in ("", ".", "..") for part in path.split("/"))
 
 
 def _split(text: str, where: str) -> tuple[str, str]:

@@ -6,9 +6,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from crosstalk.bus.errors import ModelError
+from crosstalk.bus.layout import ACTORS_DIR
 from crosstalk.bus.models import NAME_RE
-
-ACTORS_DIR = "local/actors"
 
 
 @dataclass(frozen=True, slots=True)

@@ -18,34 +18,24 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-# AlreadyRunning, the daemon helpers and the event log moved to crosstalk.bus.daemon / crosstalk.bus.eventlog;
-# they are re-exported here for callers that still import them from server.
-from crosstalk.bus.daemon import AlreadyRunning, bind_wake_socket, drain, hold_dispatcher_lock
 from crosstalk.bus.errors import BusError
-from crosstalk.bus.eventlog import EventLog, follow, same_file, tail_lines
-from crosstalk.bus.state import TransportState, dispatcher_pid, pid_alive, read_json
+from crosstalk.bus.eventlog import tail_lines
+from crosstalk.bus.state import TransportState, dispatcher_pid, read_json
 from crosstalk.bus.transports import Transport
+from crosstalk.registry.procinfo import pid_alive
 
 __all__ = [
     "KILL_WAIT_S",
     "START_TIMEOUT_S",
     "STOP_TIMEOUT_S",
-    "AlreadyRunning",
-    "EventLog",
     "ServerError",
     "ServerStatus",
-    "bind_wake_socket",
     "daemon_argv",
-    "drain",
-    "follow",
-    "hold_dispatcher_lock",
     "install_unit",
     "is_our_dispatcher",
-    "same_file",
     "start",
     "status",
     "stop",
-    "tail_lines",
     "unit_name",
     "unit_path",
     "unit_text",

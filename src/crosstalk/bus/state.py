@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import contextlib
 import errno
-import fcntl
 import json
 import os
 import socket
@@ -17,6 +16,7 @@ from typing import Any
 
 from crosstalk.bus.errors import BusError
 from crosstalk.registry.fsutil import atomic_write
+from crosstalk.registry.locks import is_locked
 from crosstalk.registry.paths import MAX_SOCKET_PATH_BYTES, StatePaths
 
 WAKE_BYTE = b"w"
@@ -138,35 +138,15 @@ def read_pid(state: TransportState) -> int | None:
         return None
 
 
-def pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
 def dispatcher_pid(state: TransportState) -> int | None:
-    """The pid of this machine's live dispatcher for the transport, or None.
+    """The pid of this machine's live dispatcher for the transport, -1 when it wrote no pid file, or None.
 
     The daemon holds flock on dispatcher.lock for its whole life, so the lock (not the pid file, whose pid may
     have been reused) is the truth; the pid file only says which process it is."""
-    try:
-        fd = os.open(state.lock, os.O_RDONLY | os.O_CLOEXEC)
-    except FileNotFoundError:
+    if not is_locked(state.lock):
         return None
-    try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
-        except BlockingIOError:
-            pid = read_pid(state)
-            return pid if pid is not None else -1
-        fcntl.flock(fd, fcntl.LOCK_UN)
-        return None
-    finally:
-        os.close(fd)
+    pid = read_pid(state)
+    return pid if pid is not None else -1
 
 
 def wake(name: str, environ: Mapping[str, str] = os.environ) -> bool:

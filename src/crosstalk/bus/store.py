@@ -10,7 +10,8 @@ from pathlib import Path
 from crosstalk.bus import layout
 from crosstalk.bus.errors import BusError, MessageFormatError
 from crosstalk.bus.gitops import transport_lock
-from crosstalk.bus.message import MESSAGE_NAME_RE, BusMessage, is_safe_relpath, parse_message
+from crosstalk.bus.layout import is_safe_relpath
+from crosstalk.bus.message import MESSAGE_NAME_RE, BusMessage, parse_message
 from crosstalk.bus.state import wake
 from crosstalk.bus.transports import Transport
 from crosstalk.registry.fsutil import atomic_write

@@ -199,9 +199,22 @@ def resolve_transport(cwd: Path, selector: str | None = None, environ: Mapping[s
 # ---------------------------------------------------------------------------------------------- init / clone / rm
 
 
-def _refuse_nonempty(path: Path) -> None:
-    if path.exists() and (not path.is_dir() or any(path.iterdir())):
-        raise BusError(f"{path} already exists and is not an empty directory")
+def _target_dir(directory: Path | None, default: str, cwd: Path | None) -> Path:
+    """The absolute directory to create a transport in: --dir (relative to cwd), else cwd/default."""
+    chosen = Path(directory).expanduser() if directory is not None else Path(default)
+    return (Path(cwd or Path.cwd()) / chosen).resolve()
+
+
+def _check_new(name: str, alias: str | None, root: Path, environ: Mapping[str, str], hint: str) -> None:
+    """Before anything is created: valid names, the name free (or already ours) and root empty."""
+    validate_name(name)
+    if alias is not None:
+        validate_name(alias, "alias")
+    existing = get_entry(name, environ)
+    if existing is not None and existing.root.resolve() != root:
+        raise BusError(f"transport name {name!r} is already registered to {existing.root}; {hint}")
+    if root.exists() and (not root.is_dir() or any(root.iterdir())):
+        raise BusError(f"{root} already exists and is not an empty directory")
 
 
 @dataclass(frozen=True, slots=True)
@@ -220,15 +233,8 @@ def init_transport(
     environ: Mapping[str, str] = os.environ,
 ) -> InitResult:
     """Scaffold a new transport, commit it, register it, and push it when a remote is given."""
-    validate_name(name)
-    if alias is not None:
-        validate_name(alias, "alias")
-    root = (Path(directory) if directory is not None else Path(cwd or Path.cwd()) / name).expanduser()
-    root = (Path(cwd or Path.cwd()) / root).resolve() if not root.is_absolute() else root.resolve()
-    existing = get_entry(name, environ)
-    if existing is not None and existing.root.resolve() != root:
-        raise BusError(f"transport name {name!r} is already registered to {existing.root}; pick another name")
-    _refuse_nonempty(root)
+    root = _target_dir(directory, name, cwd)
+    _check_new(name, alias, root, environ, "pick another name")
     created = not root.exists()
     try:
         layout.scaffold(root)
@@ -291,17 +297,9 @@ def clone_transport(
     environ: Mapping[str, str] = os.environ,
 ) -> Transport:
     """git clone a transport, check its version (removing the fresh clone when incompatible), register it."""
-    base = Path(cwd or Path.cwd())
-    root = Path(directory).expanduser() if directory is not None else base / _default_clone_dir(url)
-    root = (base / root).resolve() if not root.is_absolute() else root.resolve()
+    root = _target_dir(directory, _default_clone_dir(url), cwd)
     name = name or root.name
-    validate_name(name)
-    if alias is not None:
-        validate_name(alias, "alias")
-    existing = get_entry(name, environ)
-    if existing is not None and existing.root.resolve() != root:
-        raise BusError(f"transport name {name!r} is already registered to {existing.root}; pass --name to pick another")
-    _refuse_nonempty(root)
+    _check_new(name, alias, root, environ, "pass --name to pick another")
     run_git(["clone", "-q", url, str(root)], timeout=GIT_TIMEOUT)
     try:
         _checkout_default_branch(GitRepo(root, GIT_TIMEOUT, alias=alias or name))

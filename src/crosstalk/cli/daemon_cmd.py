@@ -9,6 +9,7 @@ from typing import Any
 
 from crosstalk.cli.bus_common import add_transport_option, bus_errors, open_transport
 from crosstalk.cli.main import non_negative_int, positive_float
+from crosstalk.cli.settings_cmd import DEFAULT_INTERVAL_S, DEFAULT_JOBS  # what `settings show` reports
 
 
 def add_parser(sub: Any) -> None:
@@ -23,9 +24,10 @@ def add_parser(sub: Any) -> None:
     )
     add_transport_option(d)
     d.add_argument("--once", action="store_true", help="Run one tick and exit.")
-    d.add_argument("--interval", type=positive_float(0.05, 86400), default=5.0,
-                   help="Seconds between ticks when nothing wakes the dispatcher (default 5).")
-    d.add_argument("--jobs", type=non_negative_int(1), default=4, help="Model runs at once (default 4).")
+    d.add_argument("--interval", type=positive_float(0.05, 86400), default=DEFAULT_INTERVAL_S,
+                   help=f"Seconds between ticks when nothing wakes the dispatcher (default {DEFAULT_INTERVAL_S:g}).")
+    d.add_argument("--jobs", type=non_negative_int(1), default=DEFAULT_JOBS,
+                   help=f"Model runs at once (default {DEFAULT_JOBS}).")
     d.add_argument("--model-timeout", dest="model_timeout", type=positive_float(0.1, 86400),
                    help="Seconds per model run, overriding the registry's timeouts (default: the provider's, 600).")
     d.set_defaults(run="crosstalk.cli.daemon_cmd:run_dispatch")

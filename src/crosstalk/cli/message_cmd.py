@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import getpass
 import os
-import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -14,7 +13,6 @@ from crosstalk.cli.bus_common import add_transport_option, bus_errors, open_tran
 from crosstalk.cli.common import EXIT_USAGE, Fail, echo, print_json
 
 MAX_FANOUT = 64
-_PERSONA_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 
 
 def _fanout(text: str) -> int:
@@ -128,7 +126,8 @@ def _re_from_env(channel_dir: Path, channel_uuid: str, to: str) -> tuple[str, ..
     anyone else is new work, and wakes them."""
     from crosstalk.bus.addressing import same_actor
     from crosstalk.bus.errors import MessageFormatError
-    from crosstalk.bus.message import is_safe_relpath, parse_message
+    from crosstalk.bus.layout import is_safe_relpath
+    from crosstalk.bus.message import parse_message
 
     raw = os.environ.get("CROSSTALK_RE", "")
     if not raw or os.environ.get("CROSSTALK_CHANNEL", channel_uuid) != channel_uuid:
@@ -153,6 +152,7 @@ def run_send(args: argparse.Namespace) -> int:
     from crosstalk.bus.addressing import validate_address
     from crosstalk.bus.errors import BusError
     from crosstalk.bus.message import BusMessage, new_message_name, render_message, utc_timestamp
+    from crosstalk.bus.models import NAME_RE as PERSONA_RE  # a persona is named like a model
     from crosstalk.bus.store import publish
 
     if not args.to:
@@ -166,7 +166,7 @@ def run_send(args: argparse.Namespace) -> int:
     transport = open_transport(args)
     with bus_errors():
         if args.as_ is not None and (
-            not _PERSONA_RE.match(args.as_) or not layout.actor_file(transport.root, args.as_).is_file()
+            not PERSONA_RE.match(args.as_) or not layout.actor_file(transport.root, args.as_).is_file()
         ):
             raise Fail(
                 f"no actor {args.as_!r}: expected a persona file {layout.ACTORS_DIR}/{args.as_}.md in the transport",
@@ -176,7 +176,7 @@ def run_send(args: argparse.Namespace) -> int:
         re_paths = () if args.new else _re_from_env(transport.root / channel.rel_dir, channel.uuid, args.to)
         # From a dispatched turn that wore a persona: the replies to this message wake us in that persona again.
         wake_as = os.environ.get("CROSSTALK_AS") or None
-        if wake_as is not None and not _PERSONA_RE.match(wake_as):
+        if wake_as is not None and not PERSONA_RE.match(wake_as):
             raise Fail(f"CROSSTALK_AS holds an invalid persona name {wake_as[:40]!r}", EXIT_USAGE)
         count = args.fanout or 1
         timestamp = utc_timestamp()

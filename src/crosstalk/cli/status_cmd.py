@@ -9,7 +9,7 @@ import argparse
 import os
 from typing import Any
 
-from crosstalk.cli.bus_common import add_transport_option, open_transport
+from crosstalk.cli.bus_common import add_transport_option, bus_errors, open_transport
 from crosstalk.cli.common import echo, print_json
 
 
@@ -74,7 +74,8 @@ def collect(transport: Any) -> dict[str, Any]:
 
 def run(args: argparse.Namespace) -> int:
     transport = open_transport(args)
-    data = collect(transport)
+    with bus_errors():  # git missing or timing out: one line, not a traceback
+        data = collect(transport)
     if args.as_json:
         print_json(data)
         return 0

@@ -64,7 +64,6 @@ def run_headless(
 
     Setting `cancel` ends the run within about _POLL_S: the model's process group gets SIGTERM, TERM_GRACE_S, then
     SIGKILL, and the result has interrupted=True and error INTERRUPTED."""
-    limit = timeout
     argv, stdin_data = build_argv(command, prompt)
     started = time.monotonic()
     if cancel is not None and cancel.is_set():
@@ -83,7 +82,7 @@ def run_headless(
     except (OSError, ValueError) as exc:
         text = getattr(exc, "strerror", None) or str(exc)
         return RunResult(False, "", "", None, False, time.monotonic() - started, f"cannot run {argv[0]}: {text}")
-    deadline = started + limit
+    deadline = started + timeout
     try:
         out, err, out_dropped, ended = _pump(proc, stdin_data, deadline, cancel)
         if ended is None:
@@ -102,7 +101,7 @@ def run_headless(
     if ended == "cancel":
         return RunResult(False, stdout, stderr, code, False, duration, INTERRUPTED, interrupted=True)
     if ended == "timeout":
-        return RunResult(False, stdout, stderr, code, True, duration, f"timed out after {limit:g}s")
+        return RunResult(False, stdout, stderr, code, True, duration, f"timed out after {timeout:g}s")
     if code == 0:
         return RunResult(True, stdout, stderr, 0, False, duration, None)
     return RunResult(False, stdout, stderr, code, False, duration, _exit_error(code, stdout, stderr))
