@@ -8,13 +8,14 @@ import errno
 import json
 import os
 import socket
-import stat
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from crosstalk.bus.errors import BusError
+from crosstalk.registry import paths as registry_paths
+from crosstalk.registry.errors import RegistryError
 from crosstalk.registry.fsutil import atomic_write
 from crosstalk.registry.locks import is_locked
 from crosstalk.registry.paths import MAX_SOCKET_PATH_BYTES, StatePaths
@@ -32,13 +33,13 @@ def transports_dir(environ: Mapping[str, str] = os.environ) -> Path:
 
 
 def ensure_private_dir(path: Path) -> Path:
-    """Create path (and parents) 0700; tighten it if it is wider. Secrets-adjacent state is for this user only."""
-    path.mkdir(parents=True, exist_ok=True, mode=0o700)
-    st = os.stat(path)
-    if not stat.S_ISDIR(st.st_mode):
-        raise BusError(f"state path {path} exists and is not a directory")
-    if stat.S_IMODE(st.st_mode) != 0o700:
-        os.chmod(path, 0o700)
+    """Create path (and its parents) 0700, or check and tighten an existing one (registry.paths's rule: a directory,
+    owned by this user); a problem is a BusError, which the bus CLI prints on one line."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        registry_paths.ensure_private_dir(path)
+    except RegistryError as exc:
+        raise BusError(str(exc)) from None
     return path
 
 
@@ -75,12 +76,10 @@ class TransportState:
 
     def ensure(self) -> TransportState:
         """Create the directory 0700 and fail early if the wake socket path cannot fit AF_UNIX."""
-        size = len(os.fsencode(self.wake_sock))
-        if size > MAX_SOCKET_PATH_BYTES:
-            raise BusError(
-                f"wake socket path {self.wake_sock} is {size} bytes, over the {MAX_SOCKET_PATH_BYTES}-byte AF_UNIX "
-                "limit; set CROSSTALK_HOME to a shorter directory"
-            )
+        try:
+            registry_paths.check_socket_path(self.wake_sock)
+        except RegistryError as exc:
+            raise BusError(str(exc)) from None
         ensure_private_dir(self.dir)
         return self
 

@@ -44,12 +44,14 @@ def positive_float(low: float, high: float) -> object:
     return parse
 
 
-def non_negative_int(minimum: int) -> object:
+def non_negative_int(minimum: int, maximum: int | None = None) -> object:
     def parse(text: str) -> int:
         try:
             value = int(text)
         except ValueError:
             raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+        if maximum is not None and not minimum <= value <= maximum:
+            raise argparse.ArgumentTypeError(f"{value} is not between {minimum} and {maximum}")
         if value < minimum:
             raise argparse.ArgumentTypeError(f"{value} is below {minimum}")
         return value

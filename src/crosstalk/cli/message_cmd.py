@@ -11,18 +11,9 @@ from typing import Any
 
 from crosstalk.cli.bus_common import add_transport_option, bus_errors, open_transport
 from crosstalk.cli.common import EXIT_USAGE, Fail, echo, print_json
+from crosstalk.cli.main import non_negative_int
 
 MAX_FANOUT = 64
-
-
-def _fanout(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-    if not 1 <= value <= MAX_FANOUT:
-        raise argparse.ArgumentTypeError(f"{value} is not between 1 and {MAX_FANOUT}")
-    return value
 
 
 def add_parser(sub: Any) -> None:
@@ -38,7 +29,9 @@ def add_parser(sub: Any) -> None:
     send.add_argument("body", metavar="BODY|FILE|-")
     send.add_argument("--to", metavar="ADDR", help="The addressee: MODEL, PROVIDER/MODEL, optionally @MACHINE.")
     send.add_argument("--as", dest="as_", metavar="PERSONA", help="Wear local/actors/PERSONA.md when dispatched.")
-    send.add_argument("--fanout", type=_fanout, metavar="N", help="Send N independent copies (1-64).")
+    send.add_argument(
+        "--fanout", type=non_negative_int(1, MAX_FANOUT), metavar="N", help="Send N independent copies (1-64)."
+    )
     send.add_argument(
         "--channel",
         metavar="HANDLE",

@@ -102,11 +102,13 @@ class StatePaths:
         check_socket_path(self.uds_path(_LONGEST_AGENT_ID))
         self.root.parent.mkdir(parents=True, exist_ok=True)
         for d in (self.root, self.agents, self.names, self.journal, self.sock, self.credentials):
-            _ensure_private_dir(d)
+            ensure_private_dir(d)
         return self
 
 
-def _ensure_private_dir(path: Path) -> None:
+def ensure_private_dir(path: Path) -> None:
+    """Create `path` 0700 (its parent must exist), or check an existing one is a directory of this user's, and
+    tighten it to 0700. The state root and the bus's machine-local state share this rule."""
     try:
         os.mkdir(path, 0o700)
     except FileExistsError:
