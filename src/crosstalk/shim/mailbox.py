@@ -15,7 +15,6 @@ from crosstalk.journal import MessageEntry
 from crosstalk.shim.schemas import PAGE_SIZE
 
 NEEDS_ATTENTION = frozenset({"submitted", "dispatching", "unknown", "recovered", "unreachable"})
-OPEN_TASK_STATES = frozenset({"submitted", "working", "input_required"})
 
 
 def reply_owed(host: AgentHost, entry: MessageEntry) -> bool:
@@ -23,7 +22,7 @@ def reply_owed(host: AgentHost, entry: MessageEntry) -> bool:
     if entry.message.get("kind") != "ask" or host.tasks is None:
         return False
     task = host.tasks.table.holding(entry.message_id)
-    return task is not None and str(task.view.state) in OPEN_TASK_STATES
+    return task is not None and not task.view.terminal
 
 
 def is_reply_to_my_ask(host: AgentHost, entry: MessageEntry) -> bool:

@@ -86,13 +86,11 @@ class AgentPool:
         self.retired: list[tuple[str, str]] = []  # keys of agents retired as superseded, oldest first
 
     def hosts(self) -> list[AgentHost]:
-        return [f.result() for f in self._agents.values() if f.done() and not f.cancelled() and not f.exception()]
+        return [host for host in map(_started, self._agents.values()) if host is not None]
 
     def existing(self, ident: Identity) -> AgentHost | None:
         fut = self._agents.get(ident.key)
-        if fut is None or not fut.done() or fut.cancelled() or fut.exception():
-            return None
-        return fut.result()
+        return _started(fut) if fut is not None else None
 
     async def get(self, ident: Identity) -> tuple[AgentHost, bool]:
         """The agent of this session, started on first use: (host, created by this call)."""
@@ -147,8 +145,8 @@ class AgentPool:
                 continue
             self._agents.pop(key, None)
             self._idents.pop(key, None)
-            if fut.done() and not fut.cancelled() and fut.exception() is None:
-                host = fut.result()
+            host = _started(fut)
+            if host is not None:
                 log.info("retiring the agent of %s session %s: superseded by %s", *key, new.session_ref)
                 try:
                     await host.close()
@@ -179,11 +177,17 @@ class AgentPool:
             if not fut.done():
                 with contextlib.suppress(BaseException):
                     await asyncio.wait_for(asyncio.shield(fut), 30)
-            if fut.done() and not fut.cancelled() and fut.exception() is None:
+            host = _started(fut)
+            if host is not None:
                 try:
-                    await fut.result().close()
+                    await host.close()
                 except Exception:
                     log.exception("closing agent failed")
+
+
+def _started(fut: asyncio.Future[AgentHost]) -> AgentHost | None:
+    """The agent a finished start produced; None while it is starting, or when it failed or was cancelled."""
+    return fut.result() if fut.done() and not fut.cancelled() and fut.exception() is None else None
 
 
 def _wire_answer(host: AgentHost, via: AnswerFn | None) -> None:

@@ -6,7 +6,8 @@ survives a restart. A reply goes back as an inform with in_reply_to = the inform
 path as an ask's answer (ShimRouter._forward). One reply per inbound message: the reply is journaled in this
 agent's journal (records.inform_reply, an `obligation` record closed from the start) before it is sent, so a repeat
 with the same text returns the first result and sends nothing, and different text is `already_replied`, after a
-restart too. Asks keep their own path (tasks.reply completes the task and closes its route).
+restart too. A message the git bus brought routes back to its channel instead (a channel message re: it; no
+verified sender, no expiry). Asks keep their own path (tasks.reply completes the task and closes its route).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from typing import Any
 
 from crosstalk.agent import AgentHost
@@ -27,6 +29,11 @@ INFORM_ROUTE_TTL_S = 3600.0
 # route (the operator ruling on recovered informs: no_such_message).
 ROUTED_STATES = frozenset({"accepted", "queued", "unknown"})
 UNDELIVERED = frozenset({"rejected", "unreachable"})
+UNDELIVERED_HINT = (
+    "your reply reached no one (see forwarded); it counts as this message's one reply: tell the sender with "
+    "send_message if it still matters"
+)
+BUS_UNSENT_HINT = "your reply could not be written to the bus (see forwarded); you may retry it"
 
 Forward = Callable[[AgentHost, str, str, str, str], Awaitable[dict[str, Any]]]
 
@@ -90,6 +97,7 @@ class InformReplies:
                 del self._locks[key]
 
     async def _reply(self, host: AgentHost, message_id: str, text: str) -> dict[str, Any]:
+        entry = host.state.messages.get(message_id)
         prior = host.state.obligations.get(message_id)
         if prior is not None and prior.get("kind") == "inform" and prior.get("reply_id"):
             if prior.get("text") != text:
@@ -97,29 +105,18 @@ class InformReplies:
             if isinstance(prior.get("result"), dict):
                 return dict(prior["result"])  # the first result; nothing is sent again
             # Journaled but its result is not: a crash (or a refused write) between the two records. Send the same
-            # reply_id again; the receiver dedupes it, so the sender's session gets it once.
-            if parse_sender_tag(str(prior.get("to_agent"))) is not None:
-                entry = host.state.messages.get(message_id)
-                if entry is not None:  # the bus is at-least-once: a second copy of the reply may land
-                    return await self._reply_bus(host, entry, message_id, prior["reply_id"], text)
-            return await self._send(host, message_id, prior["reply_id"], text, str(prior.get("to_agent")))
-        entry = host.state.messages.get(message_id)
+            # reply_id again; the receiver dedupes it, so the sender's session gets it once (the bus is
+            # at-least-once: there a second copy of the reply may land).
+            route = self._route(host, message_id, entry, str(prior.get("to_agent")))
+            return await self._send(host, message_id, prior["reply_id"], text, route)
         if entry is None:
             return _refuse("no_such_message", message_id)
-        if _bus_route(entry) is not None:
-            problem = _route_problem(host, entry, bus=True)
-            if problem is not None:
-                return _refuse(problem, message_id)
-            reply_id = new_message_id()
-            tag = str(entry.sender.get("name"))
-            if not await _journal(host, R.inform_reply(message_id, reply_id, text, tag)):
-                return {"state": "unreachable", "reason": "journal_failed", "in_reply_to": message_id}
-            return await self._reply_bus(host, entry, message_id, reply_id, text)
-        problem = _route_problem(host, entry)
+        bus = _from_bus(entry)
+        problem = _route_problem(host, entry, bus=bus)
         if problem is not None:
             return _refuse(problem, message_id)
-        to_agent = str(entry.sender["agent_id"])
-        if isinstance(self._resolve(to_agent), dict):  # gone: nothing is spent, a later retry may find it back
+        to = str(entry.sender.get("name") if bus else entry.sender["agent_id"])
+        if not bus and isinstance(self._resolve(to), dict):  # gone: nothing is spent, a later retry may find it back
             return {
                 "state": "unreachable",
                 "reason": "sender_gone",
@@ -127,55 +124,56 @@ class InformReplies:
                 "hint": "the sender is no longer registered; your reply was not sent and you may retry it later",
             }
         reply_id = new_message_id()
-        if not await _journal(host, R.inform_reply(message_id, reply_id, text, to_agent)):
+        if not await _journal(host, R.inform_reply(message_id, reply_id, text, to)):
             return {"state": "unreachable", "reason": "journal_failed", "in_reply_to": message_id}
-        return await self._send(host, message_id, reply_id, text, to_agent)
+        return await self._send(host, message_id, reply_id, text, self._route(host, message_id, entry, to))
 
-    async def _send(self, host: AgentHost, message_id: str, reply_id: str, text: str, to_agent: str) -> dict[str, Any]:
-        forwarded = await self._forward(host, to_agent, reply_id, message_id, text)
+    def _route(self, host: AgentHost, message_id: str, entry: MessageEntry | None, to: str) -> _Route:
+        """The way back to `to` (the recipient journaled with the reply): the bus channel a bus message came from,
+        else its verified sender, as an ask's answer travels (ShimRouter._forward)."""
+        if entry is not None and _from_bus(entry):
+            context = str(entry.message.get("context_id"))
+            return _Route(to, lambda _reply_id, text: _publish(host, to, context, text), BUS_UNSENT_HINT)
+        return _Route(to, lambda reply_id, text: self._forward(host, to, reply_id, message_id, text), UNDELIVERED_HINT)
+
+    async def _send(self, host: AgentHost, message_id: str, reply_id: str, text: str, route: _Route) -> dict[str, Any]:
+        forwarded = await route.carry(reply_id, text)
         result: dict[str, Any] = {"state": "replied", "message_id": reply_id, "in_reply_to": message_id}
         result["forwarded"] = forwarded
         if forwarded.get("state") in UNDELIVERED or forwarded.get("reason") == "asker_gone":
-            result["hint"] = (
-                "your reply reached no one (see forwarded); it counts as this message's one reply: tell the sender "
-                "with send_message if it still matters"
-            )
-        await _journal(host, R.inform_reply(message_id, reply_id, text, to_agent, result))
+            result["hint"] = route.unsent_hint
+        await _journal(host, R.inform_reply(message_id, reply_id, text, route.to, result))
         return dict(result)
 
 
-    async def _reply_bus(
-        self, host: AgentHost, entry: MessageEntry, message_id: str, reply_id: str, text: str
-    ) -> dict[str, Any]:
-        """A reply to a message that came over the git bus: a channel message re: it (crosstalk.bus.bridge)."""
-        from crosstalk.bus.bridge import reply_from_live
+@dataclass(frozen=True, slots=True)
+class _Route:
+    """Where a reply to one inbound inform goes: `to` is journaled with the reply (the sender's agent_id, or a bus
+    sender's tag), `carry(reply_id, text)` sends it and returns what its transport answered, and `unsent_hint`
+    tells the model when that answer says the reply reached no one."""
 
-        tag = str(entry.sender.get("name"))
-        context = str(entry.message.get("context_id"))
-        published = await asyncio.to_thread(reply_from_live, host.paths, host.name, tag, context, text)
-        result: dict[str, Any] = {"state": "replied", "message_id": reply_id, "in_reply_to": message_id}
-        result["forwarded"] = published
-        if published.get("state") != "replied":
-            result["hint"] = "your reply could not be written to the bus (see forwarded); you may retry it"
-        await _journal(host, R.inform_reply(message_id, reply_id, text, tag, result))
-        return dict(result)
+    to: str
+    carry: Callable[[str, str], Awaitable[dict[str, Any]]]
+    unsent_hint: str
 
 
-def _bus_route(entry: MessageEntry) -> tuple[str, str] | None:
-    """The (transport, bus sender) of a message delivered by the bus bridge, or None."""
-    from crosstalk.bus.bridge import parse_context
+def _from_bus(entry: MessageEntry) -> bool:
+    """Whether the bus bridge delivered `entry`: an external sender tagged `@bus:…`, in a bus context."""
+    if entry.sender.get("class") != "external":
+        return False  # decided before the import: the bus (PyYAML, git helpers) loads only for a possible bus message
+    from crosstalk.bus.bridge import parse_context, parse_sender_tag
 
-    tag = parse_sender_tag(entry.sender.get("name"))
-    if tag is None or entry.sender.get("class") != "external":
-        return None
-    return tag if parse_context(entry.message.get("context_id")) is not None else None
+    return (
+        parse_sender_tag(entry.sender.get("name")) is not None
+        and parse_context(entry.message.get("context_id")) is not None
+    )
 
 
-def parse_sender_tag(tag: str | None) -> tuple[str, str] | None:
-    # Imported on use: the bus (PyYAML, git helpers) is loaded only by agents that meet a bus message.
-    from crosstalk.bus.bridge import parse_sender_tag as parse
+async def _publish(host: AgentHost, tag: str, context_id: str, text: str) -> dict[str, Any]:
+    """A reply to a message that came over the git bus: a channel message re: it (crosstalk.bus.bridge)."""
+    from crosstalk.bus.bridge import reply_from_live
 
-    return parse(tag)
+    return await asyncio.to_thread(reply_from_live, host.paths, host.name, tag, context_id, text)
 
 
 async def _journal(host: AgentHost, rec: dict[str, Any]) -> bool:

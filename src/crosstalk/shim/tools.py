@@ -210,13 +210,17 @@ class ShimRouter:
         return out
 
     async def _send(self, host: AgentHost, to: str, text: str, **fields: Any) -> dict[str, Any]:
-        from crosstalk.bus.bridge import is_bus_address, send_from_live
         from crosstalk.core.message import new_message
         from crosstalk.shim.sending import journal_sent, resolve_target
 
         target = resolve_target(self.paths, to)
         if isinstance(target, dict):
-            if target.get("reason") == "no_such_agent" and is_bus_address(to):
+            if target.get("reason") != "no_such_agent":
+                return target
+            # Imported here: the bus (PyYAML, git helpers) loads only for an address no live agent here has.
+            from crosstalk.bus.bridge import is_bus_address, send_from_live
+
+            if is_bus_address(to):
                 # model@machine or name@machine: no live agent here has that address, the git bus carries it.
                 return await asyncio.to_thread(send_from_live, self.paths, host.name, to, text)
             return target

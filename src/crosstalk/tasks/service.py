@@ -40,7 +40,7 @@ from crosstalk.tasks.model import (
     TaskState,
     TaskView,
 )
-from crosstalk.tasks.table import TaskEntry, TaskTable, meta_of, obligation_record, task_record
+from crosstalk.tasks.table import TaskEntry, TaskTable, meta_of, obligation_record, page_of, task_record
 
 log = logging.getLogger(__name__)
 
@@ -167,7 +167,8 @@ class TaskService(TaskApi):
         state: TaskState | None = None,
         updated_after: float | None = None,
     ) -> TaskPage:
-        return self.table.page(
+        return page_of(
+            (t.view for t in self.table.tasks.values()),
             sender_agent_id,
             page_size=page_size,
             page_token=page_token,
@@ -287,27 +288,22 @@ class TaskService(TaskApi):
             deadline_at=deadline_at,
             history=(HistoryEntry(msg.message_id, "user", msg.text, meta_of(msg)),),
         )
-        if reason is not None and not reason.startswith(POLICY_PREFIXES):
-            self.receiver.reject(inbound, reason)
-            raise TaskError(TaskError.INVALID, f"rejected: {reason}")
         if reason is not None:
-            # A policy refusal is an answer the creator can look up: a failed task, the message never injected.
             self.receiver.reject(inbound, reason)
+            if not reason.startswith(POLICY_PREFIXES):
+                raise TaskError(TaskError.INVALID, f"rejected: {reason}")
+            # A policy refusal is an answer the creator can look up: a failed task, the message never injected.
             failed = replace(view, state=TaskState.FAILED, reason=reason, delivery=State.REJECTED.value)
             rec = task_record(failed, msg.message_id, sender, entry_ref="user", text=msg.text, meta=meta_of(msg))
             await self.receiver.record([rec])
             self.table.apply(rec)
             return tid
         rec = task_record(view, msg.message_id, sender, entry_ref="user", meta=meta_of(msg))
-        try:
-            await self.receiver.accept(inbound, [rec])
-        except (JournalError, OSError, TimeoutError) as exc:
-            raise TaskError(TaskError.INTERNAL, f"not accepted: the journal write failed ({exc})") from None
+        await self._accept(inbound, rec)
         task = self.table.apply(rec)
         if deadline_at is not None:
             self._arm_deadline(task, msg.deadline_seconds)
-        self._settled[msg.message_id] = asyncio.Event()
-        self._queue.put_nowait((tid, inbound))
+        self._enqueue(tid, inbound)
         return tid
 
     async def _continue(self, sender: Sender, message: Message, task_id: str) -> str:
@@ -331,15 +327,11 @@ class TaskService(TaskApi):
         resumes = task.view.state is TaskState.INPUT_REQUIRED  # the input the receiver asked for: working again
         view = replace(task.view, state=TaskState.WORKING) if resumes else task.view
         rec = task_record(view, msg.message_id, sender, entry_ref="user", meta=meta_of(msg))
-        try:
-            await self.receiver.accept(inbound, [rec])
-        except (JournalError, OSError, TimeoutError) as exc:
-            raise TaskError(TaskError.INTERNAL, f"not accepted: the journal write failed ({exc})") from None
+        await self._accept(inbound, rec)
         if resumes:
             task.input_turn, task.awaiting = msg.message_id, False
         self.table.apply(rec)
-        self._settled[msg.message_id] = asyncio.Event()
-        self._queue.put_nowait((task_id, inbound))
+        self._enqueue(task_id, inbound)
         return task_id
 
     async def _resume(self, task: TaskEntry, entry: Any) -> None:
@@ -358,8 +350,19 @@ class TaskService(TaskApi):
             )
             await self._record(task, state=TaskState.FAILED, reason=reason, delivery=State.REJECTED.value)
             return
-        self._settled[msg.message_id] = asyncio.Event()
-        self._queue.put_nowait((task.view.task_id, inbound))
+        self._enqueue(task.view.task_id, inbound)
+
+    async def _accept(self, inbound: Inbound, rec: dict[str, Any]) -> None:
+        """Journal the message with its task record (the receiver chain's accept). A failed write accepted nothing."""
+        try:
+            await self.receiver.accept(inbound, [rec])
+        except (JournalError, OSError, TimeoutError) as exc:
+            raise TaskError(TaskError.INTERNAL, f"not accepted: the journal write failed ({exc})") from None
+
+    def _enqueue(self, task_id: str, inbound: Inbound) -> None:
+        """Queue a message for the dispatch worker; its settled event is set once the dispatch outcome is known."""
+        self._settled[inbound.message.message_id] = asyncio.Event()
+        self._queue.put_nowait((task_id, inbound))
 
     # ------------------------------------------------------------------ internals: dispatching
     async def _work(self) -> None:

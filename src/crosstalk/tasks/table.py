@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -63,31 +63,6 @@ class TaskTable:
             for mid in task.messages:
                 self.task_of_message.pop(mid, None)
         return len(gone)
-
-    def page(
-        self,
-        sender_agent_id: str,
-        *,
-        page_size: int,
-        page_token: str,
-        context_id: str | None,
-        state: TaskState | None,
-        updated_after: float | None,
-    ) -> TaskPage:
-        """One page of the sender's own tasks, most recently updated first."""
-        mine = [t.view for t in self.tasks.values() if t.view.creator == sender_agent_id]
-        if context_id:
-            mine = [v for v in mine if v.context_id == context_id]
-        if state is not None:
-            mine = [v for v in mine if v.state is state]
-        if updated_after is not None:
-            mine = [v for v in mine if v.updated_at > updated_after]
-        mine.sort(key=lambda v: (v.updated_at, v.task_id), reverse=True)  # A2A: most recently updated first
-        start = decode_page_token(page_token)
-        size = max(1, min(page_size or 50, 100))
-        page = mine[start : start + size]
-        nxt = encode_page_token(start + size) if start + size < len(mine) else ""
-        return TaskPage(tuple(page), nxt, len(mine))
 
     def apply(self, rec: dict[str, Any]) -> TaskEntry:
         """Fold one task record into the in-memory task (during replay and live)."""
@@ -153,6 +128,32 @@ class TaskTable:
         task.changed.set()
         task.changed = asyncio.Event()
         return task
+
+
+def page_of(
+    views: Iterable[TaskView],
+    sender_agent_id: str,
+    *,
+    page_size: int,
+    page_token: str,
+    context_id: str | None,
+    state: TaskState | None,
+    updated_after: float | None,
+) -> TaskPage:
+    """ListTasks over `views`: one page of the sender's own tasks, most recently updated first."""
+    mine = [v for v in views if v.creator == sender_agent_id]
+    if context_id:
+        mine = [v for v in mine if v.context_id == context_id]
+    if state is not None:
+        mine = [v for v in mine if v.state is state]
+    if updated_after is not None:
+        mine = [v for v in mine if v.updated_at > updated_after]
+    mine.sort(key=lambda v: (v.updated_at, v.task_id), reverse=True)  # A2A: most recently updated first
+    start = decode_page_token(page_token)
+    size = max(1, min(page_size or 50, 100))
+    page = mine[start : start + size]
+    nxt = encode_page_token(start + size) if start + size < len(mine) else ""
+    return TaskPage(tuple(page), nxt, len(mine))
 
 
 def task_record(

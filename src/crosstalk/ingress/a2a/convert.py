@@ -279,15 +279,8 @@ def message_to_a2a(message: Message, *, task_id: str | None = None, op: str | No
         role=pb.ROLE_USER,
         parts=[pb.Part(text=p.text) for p in message.parts],
     )
-    meta: dict[str, Any] = {"kind": message.kind.value, "delivery": message.delivery.value}
-    if message.deadline_seconds:
-        meta["deadline_seconds"] = message.deadline_seconds
-    if message.in_reply_to:
-        meta["in_reply_to"] = message.in_reply_to
-    if message.hop_chain:
-        meta["hop_chain"] = list(message.hop_chain)
-    if message.from_:
-        meta["from"] = message.from_
+    fields = message.to_dict()  # the keys message_from_a2a reads back, each only when set
+    meta: dict[str, Any] = {key: fields[key] for key in MESSAGE_META_KEYS if fields[key]}
     if op is not None:
         meta["op"] = op
     msg.metadata.update({META_KEY: meta})

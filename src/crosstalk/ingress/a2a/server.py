@@ -165,14 +165,13 @@ class A2AServer:
         if self._handler is not None:
             self._handler.rename(name)
 
-    def card(self, url: str | None = None) -> pb.AgentCard:
-        return build_card(name=self.name, description=self.description, url=url or self.url or "")
-
     def _build_app(self, url: str) -> Starlette:
         handler = A2ARequestHandler(self._tasks, to=self._to, ops=self._ops)
         self._handler = handler
         routes = [
-            *create_agent_card_routes(self.card(url), cache_control=CARD_CACHE_CONTROL),
+            *create_agent_card_routes(
+                build_card(name=self.name, description=self.description, url=url), cache_control=CARD_CACHE_CONTROL
+            ),
             *create_jsonrpc_routes(handler, rpc_url="/", context_builder=SenderContextBuilder()),
         ]
         gate = Middleware(
