@@ -40,6 +40,12 @@ log = logging.getLogger(__name__)
 
 CHILDREN_CACHE_S = 1.0
 RETENTION_INTERVAL_S = 3600.0  # how often a running agent applies the 24 h retention rule to its journal
+# The inform route (seed 000 §4/§5, R7): an inform delivered from a verified agent may be answered with the reply
+# tool for this long after its delivery. Delivery outcomes that put it into the session (the model may have read
+# it): unknown counts, since the Claude adapter cannot confirm an injection; recovered, bounced, rejected and
+# unreachable open no route. shim/replying.py enforces the route; open_inbound lists it.
+INFORM_ROUTE_TTL_S = 3600.0
+ROUTED_STATES = frozenset({State.ACCEPTED, State.QUEUED, State.UNKNOWN})
 
 
 @dataclass(slots=True)
@@ -231,7 +237,7 @@ class AgentHost:
         )
         await self.a2a.start()
 
-    def open_inbound(self, *, inform_window_s: float = 3600.0) -> list[dict[str, str]]:
+    def open_inbound(self, *, inform_window_s: float = INFORM_ROUTE_TTL_S) -> list[dict[str, str]]:
         """Inbound messages the session may still answer with the reply tool, newest first: asks whose reply is
         owed, and informs from verified agents delivered within the last hour (their reply route)."""
         now = time.time()
@@ -240,7 +246,7 @@ class AgentHost:
             if entry.native or (entry.sender or {}).get("class") != "verified":
                 continue
             kind = entry.message.get("kind") or "inform"
-            delivered = entry.state in (State.ACCEPTED, State.QUEUED, State.UNKNOWN)
+            delivered = entry.state in ROUTED_STATES
             fresh = entry.outcome_ts is not None and now - entry.outcome_ts < inform_window_s
             if (kind == "ask" and self.state.reply_owed(mid)) or (kind == "inform" and delivered and fresh):
                 name = entry.sender.get("name") or entry.sender.get("agent_id") or "?"

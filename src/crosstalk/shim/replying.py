@@ -18,16 +18,11 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
-from crosstalk.agent import AgentHost
+from crosstalk.agent import INFORM_ROUTE_TTL_S, ROUTED_STATES, AgentHost
 from crosstalk.core.ids import new_message_id
 from crosstalk.journal import MessageEntry
 from crosstalk.journal import records as R
 
-INFORM_ROUTE_TTL_S = 3600.0
-# Delivery outcomes that put the inform into the session: the model may have read it, so it may answer. unknown
-# counts (the Claude adapter cannot confirm an injection); recovered, bounced, rejected and unreachable opened no
-# route (the operator ruling on recovered informs: no_such_message).
-ROUTED_STATES = frozenset({"accepted", "queued", "unknown"})
 UNDELIVERED = frozenset({"rejected", "unreachable"})
 UNDELIVERED_HINT = (
     "your reply reached no one (see forwarded); it counts as this message's one reply: tell the sender with "
@@ -65,7 +60,7 @@ def _route_problem(host: AgentHost, entry: MessageEntry, *, bus: bool = False) -
     sender = entry.sender
     if not bus and (sender.get("class") != "verified" or not sender.get("agent_id")):
         return "sender_unverified"
-    if entry.state.value not in ROUTED_STATES:
+    if entry.state not in ROUTED_STATES:  # (recovered informs: no_such_message, the operator's ruling)
         return "no_such_message"
     bind = host.receiver.identity.binding if host.receiver is not None else {}
     mine = entry.binding or {}
