@@ -2,15 +2,17 @@
 and CROSSTALK_ALIAS, a models registry that runs a real harness CLI (from a conftest HarnessRun) against its mock,
 and the real `crosstalk daemon dispatch` as a subprocess.
 
-A copy of the minimal wiring of tests/integration/bus/conftest.py: that module is imported as `conftest` there, a
-name the e2e conftest takes here, so it cannot be imported from this directory.
+The machines, the dispatcher process and the reply polling are the integration tests' own (bus_machines and
+dispatch_helpers in tests/integration/bus, plain modules put on sys.path here: pytest adds that directory only
+while it runs the tests in it). Only the environment differs: nothing of the caller's but PATH reaches crosstalk or
+the harness.
 
     with bus_pair() as pair:                           # ops ran `transport init --remote`, gpu cloned it
         text, env = harness_provider(run, "claude", {"mock": []})
         pair.commit_registry(text)
-        with Dispatcher(pair.gpu, env) as daemon:
+        with Daemon(pair.gpu, "--interval", "1", env=env) as daemon:
             rel = pair.send("claude/mock@gpu", "question")
-            statuses = wait_replied(pair.ops, [rel], daemon)
+            statuses = wait_replied(pair.ops, [rel], REPLY_TIMEOUT, daemon)
 """
 
 from __future__ import annotations
@@ -19,95 +21,44 @@ import contextlib
 import json
 import os
 import shutil
-import signal
-import subprocess
 import sys
 import tempfile
-import time
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from crosstalk.bus.message import BusMessage, parse_message
 
+_BUS_TESTS = str(Path(__file__).resolve().parents[1] / "integration" / "bus")
+if _BUS_TESTS not in sys.path:
+    sys.path.append(_BUS_TESTS)
+
+from bus_machines import Machine, init_bare_remote, join_two, new_machine
+from dispatch_helpers import Daemon, commit_files, wait_replied
+
 if TYPE_CHECKING:  # conftest is the e2e fixture module; not imported at run time (several dirs have one)
     from conftest import HarnessRun
     from mock_models import MockModelServer
 
-TRANSPORT = "bus"
-CLI_TIMEOUT = 60.0
-GIT_TIMEOUT = 60.0
+__all__ = ["REPLY_TIMEOUT", "BusPair", "Daemon", "bus_pair", "harness_provider", "protocol_line", "reject_model",
+           "wait_replied"]
+
 REPLY_TIMEOUT = 180.0
-GIT_ID = ("-c", "user.name=test", "-c", "user.email=test@example.invalid")
 # Harness variables the dispatcher's own environment already provides in the right form.
 _INHERITED = ("PATH",)
 
 
 @dataclass
-class BusMachine:
-    """One simulated host: its own crosstalk state root and alias, an empty global git config (no identity)."""
-
-    alias: str
-    base: Path
-    env: dict[str, str] = field(default_factory=dict)
-    root: Path | None = None  # the transport's work tree on this machine
-
-    @property
-    def home(self) -> Path:
-        return self.base / "home"
-
-    @property
-    def state_dir(self) -> Path:
-        return self.home / "bus" / "state" / TRANSPORT
-
-    def cli(self, *args: str, input: str | None = None,
-            timeout: float = CLI_TIMEOUT) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([sys.executable, "-m", "crosstalk", *args], env=self.env, cwd=self.root or self.base,
-                              input=input, stdin=None if input is not None else subprocess.DEVNULL,
-                              capture_output=True, text=True, timeout=timeout, check=False)
-
-    def git(self, *args: str) -> str:
-        proc = subprocess.run(["git", *args], cwd=self.root or self.base, env=self.env, capture_output=True,
-                              text=True, timeout=GIT_TIMEOUT, check=False)
-        assert proc.returncode == 0, f"git {' '.join(args)} on {self.alias}: {proc.stderr}"
-        return proc.stdout
-
-
-def _machine(tmp: Path, alias: str) -> BusMachine:
-    base = tmp / alias
-    base.mkdir()
-    gitconfig = base / "gitconfig"
-    gitconfig.write_text("")
-    # Nothing inherited but PATH: no API keys or session variables of the caller reach crosstalk or the harness.
-    env = {
-        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
-        "LANG": "C.UTF-8",
-        "HOME": str(base),
-        "USER": f"op-{alias}",
-        "TMPDIR": str(tmp),
-        "CROSSTALK_HOME": str(base / "home"),
-        "CROSSTALK_ALIAS": alias,
-        "GIT_CONFIG_GLOBAL": str(gitconfig),
-        "GIT_CONFIG_NOSYSTEM": "1",
-    }
-    return BusMachine(alias, base, env)
-
-
-@dataclass
 class BusPair:
-    ops: BusMachine
-    gpu: BusMachine
+    ops: Machine
+    gpu: Machine
     remote: Path
     channel: str
 
     def commit_registry(self, text: str) -> None:
         """Commit data/crosstalk.yaml on ops with plain git and push it; gpu pulls it."""
-        assert self.ops.root is not None
-        (self.ops.root / "data" / "crosstalk.yaml").write_text(text)
-        self.ops.git("add", "--", "data/crosstalk.yaml")
-        self.ops.git(*GIT_ID, "commit", "-q", "-m", "test: registry")
-        self.ops.git("push", "-q", "origin", "HEAD:main")
+        commit_files(self.ops, {"data/crosstalk.yaml": text}, "test: registry")
         self.gpu.git("pull", "-q")
 
     def send(self, to: str, body: str, *, input: str | None = None) -> str:
@@ -128,20 +79,10 @@ def bus_pair() -> Iterator[BusPair]:
     """ops: `transport init bus --remote <bare>` + `channel create general`; gpu: `transport clone`. Removed after."""
     tmp = Path(tempfile.mkdtemp(prefix="xt", dir="/tmp"))
     try:
-        remote = tmp / "remote.git"
-        subprocess.run(["git", "init", "-q", "--bare", "--initial-branch=main", str(remote)], check=True,
-                       capture_output=True, timeout=GIT_TIMEOUT, env={"PATH": os.environ.get("PATH", "/usr/bin")})
-        ops, gpu = _machine(tmp, "ops"), _machine(tmp, "gpu")
-        res = ops.cli("transport", "init", TRANSPORT, "--dir", str(ops.base / TRANSPORT), "--remote", str(remote))
-        assert res.returncode == 0, res.stderr
-        ops.root = Path(res.stdout.strip())
-        res = ops.cli("channel", "create", "general")
-        assert res.returncode == 0, res.stderr
-        channel = res.stdout.strip()
-        res = gpu.cli("transport", "clone", str(remote), "--dir", str(gpu.base / TRANSPORT))
-        assert res.returncode == 0, res.stderr
-        gpu.root = Path(res.stdout.strip())
-        yield BusPair(ops, gpu, remote, channel)
+        # Nothing inherited but PATH: no API keys or session variables of the caller reach crosstalk or the harness.
+        env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "LANG": "C.UTF-8", "TMPDIR": str(tmp)}
+        two = join_two(new_machine(tmp, "ops", env), new_machine(tmp, "gpu", env), init_bare_remote(tmp / "remote.git"))
+        yield BusPair(two.a, two.b, two.remote, two.channel)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 
@@ -171,76 +112,6 @@ def harness_provider(run: HarnessRun, provider: str,
             argv[argv.index(old)] = new
         lines.append(f"      {name}: {json.dumps(' '.join(argv))}")
     return "\n".join(lines) + "\n", daemon_env
-
-
-class Dispatcher:
-    """The real `crosstalk daemon dispatch --interval 1` on a machine, with extra environment; stopped by PID."""
-
-    def __init__(self, machine: BusMachine, extra_env: Mapping[str, str]) -> None:
-        self.machine = machine
-        self.out = machine.base / "daemon.out"
-        self._fh = open(self.out, "ab")  # noqa: SIM115 - closed in stop()
-        self.proc = subprocess.Popen([sys.executable, "-m", "crosstalk", "daemon", "dispatch", "--interval", "1"],
-                                     cwd=machine.root, env={**machine.env, **extra_env}, stdin=subprocess.DEVNULL,
-                                     stdout=self._fh, stderr=subprocess.STDOUT, start_new_session=True)
-
-    def heartbeat(self) -> dict[str, Any]:
-        try:
-            return dict(json.loads((self.machine.state_dir / "heartbeat.json").read_text()))
-        except (FileNotFoundError, ValueError):
-            return {}
-
-    def wait_ready(self, timeout: float = 30.0) -> dict[str, Any]:
-        """The first heartbeat of this process (which lists the models it claimed)."""
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            beat = self.heartbeat()
-            if beat.get("pid") == self.proc.pid:
-                return beat
-            assert self.proc.poll() is None, f"the dispatcher exited {self.proc.returncode}:\n{self.tail()}"
-            time.sleep(0.1)
-        raise AssertionError(f"no dispatcher heartbeat within {timeout:g} s:\n{self.tail()}")
-
-    def tail(self, chars: int = 4000) -> str:
-        log = self.machine.state_dir / "dispatcher.log"
-        text = self.out.read_text(errors="replace") if self.out.exists() else ""
-        if log.exists():
-            text += "\n--- dispatcher.log ---\n" + log.read_text(errors="replace")
-        return text[-chars:]
-
-    def stop(self, timeout: float = 20.0) -> None:
-        if self.proc.poll() is None:
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(self.proc.pid, signal.SIGTERM)
-            try:
-                self.proc.wait(timeout=timeout)
-            except subprocess.TimeoutExpired:
-                with contextlib.suppress(ProcessLookupError):
-                    os.kill(self.proc.pid, signal.SIGKILL)
-                self.proc.wait(timeout=10)
-        self._fh.close()
-
-    def __enter__(self) -> Dispatcher:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
-
-
-def wait_replied(machine: BusMachine, rels: Sequence[str], daemon: Dispatcher,
-                 timeout: float = REPLY_TIMEOUT) -> list[dict[str, Any]]:
-    """Polls the real `crosstalk message replies RELPATH... --pull --json` until it exits 0 (all REPLIED or
-    FAILED); its JSON statuses."""
-    deadline = time.monotonic() + timeout
-    last: subprocess.CompletedProcess[str] | None = None
-    while time.monotonic() < deadline:
-        last = machine.cli("message", "replies", *rels, "--pull", "--json")
-        if last.returncode == 0:
-            return list(json.loads(last.stdout))
-        assert last.returncode == 2, f"message replies exited {last.returncode}: {last.stderr}"
-        assert daemon.proc.poll() is None, f"the dispatcher died ({daemon.proc.returncode}):\n{daemon.tail()}"
-        time.sleep(0.5)
-    raise AssertionError(f"no reply within {timeout:g} s (last: {last.stdout if last else ''!r}):\n{daemon.tail()}")
 
 
 def protocol_line(root: Path) -> str:

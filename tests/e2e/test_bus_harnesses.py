@@ -14,7 +14,16 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 import pytest
-from bus_fixtures import BusPair, Dispatcher, bus_pair, harness_provider, protocol_line, reject_model, wait_replied
+from bus_fixtures import (
+    REPLY_TIMEOUT,
+    BusPair,
+    Daemon,
+    bus_pair,
+    harness_provider,
+    protocol_line,
+    reject_model,
+    wait_replied,
+)
 
 from crosstalk.bus.message import BusMessage
 
@@ -55,17 +64,17 @@ def test_dispatcher_runs_the_real_harness(harness_run: MakeRun, name: str) -> No
         assert "${XT_MOCK_URL}" in registry or name != "claude"
         pair.commit_registry(registry)
         address = f"{name}/mock@gpu"
-        with Dispatcher(pair.gpu, daemon_env) as daemon:
+        with Daemon(pair.gpu, "--interval", "1", env=daemon_env) as daemon:
             beat = daemon.wait_ready()
-            assert f"{name}/mock" in beat.get("claimed", []), f"not claimed: {beat}\n{daemon.tail()}"
+            assert beat.get("claimed") == [f"{name}/mock"], f"not claimed: {beat}\n{daemon.tail()}"
             asked = pair.send(address, f"What is the secret token {token}? Answer briefly.")
-            [status] = wait_replied(pair.ops, [asked], daemon)
+            [status] = wait_replied(pair.ops, [asked], REPLY_TIMEOUT, daemon)
         assert status["state"] == "REPLIED", f"{status}\n{daemon.tail()}"
         _, reply = _only_reply(pair, status)
         _assert_linked(pair, reply, asked, address)
         assert not reply.failed and reply.error is None
         assert reply.body.strip() == answer
-        assert run.mock.replies == [answer] * len(run.mock.replies)
+        assert run.mock.replies and run.mock.replies == [answer] * len(run.mock.replies)
         # The model saw the whole dispatch prompt: the protocol, the delimiter naming the sender and ref, the body.
         assert run.mock.saw(protocol_line(pair.gpu.root)), f"{name}: PROTOCOL.md did not reach the model"
         delimiter = f"--- Message 1 of 1 (from: op-ops, ref: {_channel_rel(asked)}) ---"
@@ -88,12 +97,12 @@ def test_big_prompt_goes_on_stdin_and_a_failing_run_replies_failed(harness_run: 
         current = run.argv_prefix[run.argv_prefix.index("--model") + 1]
         registry, daemon_env = harness_provider(run, "claude", {"mock": [], "rejected": [current, rejected]})
         pair.commit_registry(registry)
-        with Dispatcher(pair.gpu, daemon_env) as daemon:
+        with Daemon(pair.gpu, "--interval", "1", env=daemon_env) as daemon:
             beat = daemon.wait_ready()
-            assert {"claude/mock", "claude/rejected"} <= set(beat.get("claimed", [])), beat
+            assert beat.get("claimed") == ["claude/mock", "claude/rejected"], f"{beat}\n{daemon.tail()}"
             big = pair.send("claude/mock@gpu", "-", input=body)
             bad = pair.send("claude/rejected@gpu", f"this run fails {token}")
-            big_status, bad_status = wait_replied(pair.ops, [big, bad], daemon)
+            big_status, bad_status = wait_replied(pair.ops, [big, bad], REPLY_TIMEOUT, daemon)
         # The big one: answered, and the model saw its last line.
         assert big_status["state"] == "REPLIED", f"{big_status}\n{daemon.tail()}"
         _, reply = _only_reply(pair, big_status)

@@ -68,7 +68,7 @@ def test_fixed_reply_is_printed(harness_run: MakeRun, name: str) -> None:
     proc = run.run("say the fixed thing")
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert proc.stdout.strip() == reply
-    assert run.mock.replies == [reply] * len(run.mock.replies)
+    assert run.mock.replies and run.mock.replies == [reply] * len(run.mock.replies)
     assert not any(r.startswith(REPLY_PREFIX) for r in run.mock.replies)
 
 

@@ -8,15 +8,13 @@ from __future__ import annotations
 import uuid
 from typing import Any, ClassVar
 
-from .base import Handler, MockModelServer, RecordedRequest, text_parts
+from .base import Handler, MockModelServer, RecordedRequest, route, text_parts
 
 
 class MockAnthropic(MockModelServer):
     name: ClassVar[str] = "anthropic"
     model: ClassVar[str] = "claude-mock"
-
-    def is_generation_path(self, path: str) -> bool:
-        return path.split("?")[0].rstrip("/").endswith("/v1/messages")
+    generation_path: ClassVar[str] = "/v1/messages"
 
     def newest_user_text(self, body: dict[str, Any]) -> str:
         for msg in reversed(body.get("messages") or []):
@@ -27,8 +25,7 @@ class MockAnthropic(MockModelServer):
         return ""
 
     def handle_post(self, h: Handler, req: RecordedRequest) -> None:
-        path = req.path.split("?")[0].rstrip("/")
-        if path.endswith("/count_tokens"):
+        if route(req.path).endswith("/count_tokens"):
             return h.send_json(200, {"input_tokens": 10})
         if not self.is_generation_path(req.path):
             return h.send_json(404, {"type": "error", "error": {"type": "not_found_error", "message": "mock"}})

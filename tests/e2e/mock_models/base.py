@@ -33,6 +33,11 @@ def digest_reply(text: str) -> str:
     return f"{REPLY_PREFIX}{first} [{len(text)} chars]"
 
 
+def route(path: str) -> str:
+    """A request path without its query string and trailing slash."""
+    return path.split("?")[0].rstrip("/")
+
+
 def text_parts(content: Any, skip_prefixes: tuple[str, ...] = ()) -> str:
     """Joins the text of a message's content: a string, or a list of blocks with a `text` field."""
     if isinstance(content, str):
@@ -114,6 +119,7 @@ class MockModelServer:
 
     name: ClassVar[str] = "mock"
     model: ClassVar[str] = "mock-model"
+    generation_path: ClassVar[str]  # how the path of this API's generation endpoint ends
 
     def __init__(self, reply: str | None = None) -> None:
         self.reply = reply
@@ -207,7 +213,7 @@ class MockModelServer:
 
     # provider specifics ---------------------------------------------------------------------------------------
     def is_generation_path(self, path: str) -> bool:
-        raise NotImplementedError
+        return route(path).endswith(self.generation_path)
 
     def newest_user_text(self, body: dict[str, Any]) -> str:
         raise NotImplementedError
@@ -216,7 +222,7 @@ class MockModelServer:
         raise NotImplementedError
 
     def handle_get(self, h: Handler, req: RecordedRequest) -> None:
-        if req.path.split("?")[0].rstrip("/").endswith("/models"):
+        if route(req.path).endswith("/models"):
             h.send_json(200, {"object": "list", "data": [{"id": self.model, "object": "model", "owned_by": "mock"}]})
         else:
             h.send_json(404, {"error": {"message": f"mock: no route {req.path}"}})

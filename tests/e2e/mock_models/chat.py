@@ -11,9 +11,7 @@ from .base import Handler, MockModelServer, RecordedRequest, text_parts
 
 class MockChat(MockModelServer):
     name: ClassVar[str] = "chat"
-
-    def is_generation_path(self, path: str) -> bool:
-        return path.split("?")[0].rstrip("/").endswith("/chat/completions")
+    generation_path: ClassVar[str] = "/chat/completions"
 
     def newest_user_text(self, body: dict[str, Any]) -> str:
         for msg in reversed(body.get("messages") or []):

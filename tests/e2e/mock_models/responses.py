@@ -14,9 +14,7 @@ from .base import Handler, MockModelServer, RecordedRequest, text_parts
 
 class MockResponses(MockModelServer):
     name: ClassVar[str] = "responses"
-
-    def is_generation_path(self, path: str) -> bool:
-        return path.split("?")[0].rstrip("/").endswith("/responses")
+    generation_path: ClassVar[str] = "/responses"
 
     def newest_user_text(self, body: dict[str, Any]) -> str:
         items = body.get("input")

@@ -1,13 +1,14 @@
-"""The machines of the bus integration tests: a machine is a CROSSTALK_HOME, an alias and a git config, so two on
-one host behave like two hosts. Imported by conftest.py (the fixtures) and by tests and helpers directly: a module
-of its own, because `from conftest import ...` resolves to whichever conftest pytest loaded last."""
+"""The machines of the bus tests: a machine is a CROSSTALK_HOME, an alias and a git config, so two on one host
+behave like two hosts. Imported by conftest.py (the fixtures), by tests and helpers directly, and by the e2e bus
+fixtures (tests/e2e/bus_fixtures.py): a module of its own, because `from conftest import ...` resolves to whichever
+conftest pytest loaded last."""
 
 from __future__ import annotations
 
 import os
 import subprocess
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -51,6 +52,11 @@ class Machine:
     def home(self) -> Path:
         return self.base / "home"
 
+    @property
+    def state_dir(self) -> Path:
+        """The dispatcher's state (cursor, heartbeat, log, pid file, wake socket) for the transport named "bus"."""
+        return self.home / "bus" / "state" / "bus"
+
     def cli(
         self,
         *args: str,
@@ -83,3 +89,61 @@ class TwoMachines:
     b: Machine
     remote: Path
     channel: str
+
+
+def new_machine(tmp: Path, alias: str, base_env: Mapping[str, str]) -> Machine:
+    """A machine under tmp/alias: base_env plus its own CROSSTALK_HOME (tmp/alias/home), HOME, CROSSTALK_ALIAS=alias,
+    USER=op-<alias> and an empty git config (no user.name, like a fresh host: the runtime must bring its own)."""
+    base = tmp / alias
+    base.mkdir()
+    gitconfig = base / "gitconfig"
+    gitconfig.write_text("")
+    env = {
+        **base_env,
+        "CROSSTALK_HOME": str(base / "home"),
+        "CROSSTALK_ALIAS": alias,
+        "HOME": str(base),
+        "USER": f"op-{alias}",
+        "GIT_CONFIG_GLOBAL": str(gitconfig),
+        "GIT_CONFIG_NOSYSTEM": "1",
+    }
+    return Machine(alias, base, env)
+
+
+def remote_git(remote: Path, *args: str) -> str:
+    """`git --git-dir REMOTE ARGS...` on a bare repository, without any steering variables; its stdout."""
+    return subprocess.run(
+        ["git", "--git-dir", str(remote), *args],
+        capture_output=True,
+        text=True,
+        timeout=GIT_TIMEOUT,
+        env=clean_env(),
+        check=True,
+    ).stdout
+
+
+def init_bare_remote(path: Path) -> Path:
+    """An empty bare repository at path (initial branch main): the shared remote."""
+    subprocess.run(
+        ["git", "init", "-q", "--bare", "--initial-branch=main", str(path)],
+        check=True,
+        timeout=GIT_TIMEOUT,
+        env=clean_env(),
+        capture_output=True,
+    )
+    return path
+
+
+def join_two(a: Machine, b: Machine, remote: Path) -> TwoMachines:
+    """a runs `transport init bus --remote REMOTE` into a.base/bus; b clones the remote into b.base/bus; then a runs
+    `channel create general` and b pulls it (so b's dispatcher cursor starts at the commit before the channel)."""
+    res = a.cli("transport", "init", "bus", "--dir", str(a.base / "bus"), "--remote", str(remote))
+    assert res.returncode == 0, res.stderr
+    a.root = Path(res.stdout.strip())
+    res = b.cli("transport", "clone", str(remote), "--dir", str(b.base / "bus"))
+    assert res.returncode == 0, res.stderr
+    b.root = Path(res.stdout.strip())
+    res = a.cli("channel", "create", "general")
+    assert res.returncode == 0, res.stderr
+    b.git("pull", "-q")
+    return TwoMachines(a, b, remote, res.stdout.strip())

@@ -13,20 +13,19 @@ Fixtures (all temp dirs are short, under /tmp, and removed afterwards):
                          xt_tmp/m1/bus and `channel create general`; machine "m2" cloned the remote into
                          xt_tmp/m2/bus. a.root / b.root are the work trees; channel is the uuid of "general".
 
-Helpers importable by tests in this directory: run_cli(args, *, env, cwd, input=None, timeout=60), clean_env(),
-GIT_TIMEOUT.
+The wiring itself lives in bus_machines.py (new_machine, init_bare_remote, join_two, remote_git, run_cli, clean_env,
+GIT_TIMEOUT), which tests, helpers and the e2e bus fixtures import directly.
 """
 
 from __future__ import annotations
 
 import shutil
-import subprocess
 import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from bus_machines import GIT_TIMEOUT, Machine, TwoMachines, clean_env, run_cli  # noqa: F401 (re-exported)
+from bus_machines import Machine, TwoMachines, clean_env, init_bare_remote, join_two, new_machine
 
 
 @pytest.fixture
@@ -46,49 +45,14 @@ def tmp(xt_tmp: Path) -> Path:
 
 @pytest.fixture
 def bare_remote(xt_tmp: Path) -> Path:
-    remote = xt_tmp / "remote.git"
-    subprocess.run(
-        ["git", "init", "-q", "--bare", "--initial-branch=main", str(remote)],
-        check=True,
-        timeout=GIT_TIMEOUT,
-        env=clean_env(),
-        capture_output=True,
-    )
-    return remote
+    return init_bare_remote(xt_tmp / "remote.git")
 
 
 @pytest.fixture
 def make_machine(xt_tmp: Path) -> Callable[[str], Machine]:
-    def make(alias: str) -> Machine:
-        base = xt_tmp / alias
-        base.mkdir()
-        gitconfig = base / "gitconfig"
-        gitconfig.write_text("")  # no user.name: the runtime must bring its own identity
-        env = clean_env()
-        env.update(
-            CROSSTALK_HOME=str(base / "home"),
-            CROSSTALK_ALIAS=alias,
-            HOME=str(base),
-            USER=f"op-{alias}",
-            GIT_CONFIG_GLOBAL=str(gitconfig),
-            GIT_CONFIG_NOSYSTEM="1",
-        )
-        return Machine(alias, base, env)
-
-    return make
+    return lambda alias: new_machine(xt_tmp, alias, clean_env())
 
 
 @pytest.fixture
 def two_machines(bare_remote: Path, make_machine: Callable[[str], Machine]) -> TwoMachines:
-    a, b = make_machine("m1"), make_machine("m2")
-    res = a.cli("transport", "init", "bus", "--dir", str(a.base / "bus"), "--remote", str(bare_remote))
-    assert res.returncode == 0, res.stderr
-    a.root = Path(res.stdout.strip())
-    res = b.cli("transport", "clone", str(bare_remote), "--dir", str(b.base / "bus"))
-    assert res.returncode == 0, res.stderr
-    b.root = Path(res.stdout.strip())
-    res = a.cli("channel", "create", "general")
-    assert res.returncode == 0, res.stderr
-    channel = res.stdout.strip()
-    b.git("pull", "-q")
-    return TwoMachines(a, b, bare_remote, channel)
+    return join_two(make_machine("m1"), make_machine("m2"), bare_remote)

@@ -14,11 +14,11 @@ import stat
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from bus_machines import GIT_TIMEOUT, Machine, clean_env
+from bus_machines import GIT_TIMEOUT, Machine, clean_env, remote_git
 
 from crosstalk.bus.errors import MessageFormatError
 from crosstalk.bus.message import BusMessage, parse_message
@@ -165,14 +165,13 @@ def channel_rel(path: str) -> str:
 
 
 def log_text(machine: Machine) -> str:
-    path = machine.home / "bus" / "state" / "bus" / "dispatcher.log"
-    return path.read_text() if path.exists() else ""
+    path = machine.state_dir / "dispatcher.log"
+    return path.read_text(errors="replace") if path.exists() else ""
 
 
-def heartbeat(machine: Machine, name: str = "bus") -> dict[str, object]:
-    path = machine.home / "bus" / "state" / name / "heartbeat.json"
+def heartbeat(machine: Machine) -> dict[str, Any]:
     try:
-        return json.loads(path.read_text())
+        return dict(json.loads((machine.state_dir / "heartbeat.json").read_text()))
     except (FileNotFoundError, ValueError):
         return {}
 
@@ -188,26 +187,38 @@ def wait_for(predicate: Callable[[], object], timeout: float, what: str, poll: f
 
 
 class Daemon:
-    """`crosstalk daemon dispatch` as a subprocess of the test, stopped (by pid) on exit."""
+    """`crosstalk daemon dispatch` as a subprocess of the test (with the machine's env plus `env`), stopped (by pid)
+    on exit."""
 
-    def __init__(self, machine: Machine, *args: str, log_name: str = "daemon.out") -> None:
+    def __init__(self, machine: Machine, *args: str, log_name: str = "daemon.out",
+                 env: Mapping[str, str] | None = None) -> None:
         self.machine = machine
         self.out = machine.base / log_name
         self._fh = open(self.out, "ab")  # noqa: SIM115 - closed in stop()
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "crosstalk", "daemon", "dispatch", *args],
             cwd=machine.root,
-            env=machine.env,
+            env={**machine.env, **(env or {})},
             stdin=subprocess.DEVNULL,
             stdout=self._fh,
             stderr=subprocess.STDOUT,
             start_new_session=True,
         )
 
-    def wait_ready(self, timeout: float = 30.0) -> None:
-        wait_for(lambda: heartbeat(self.machine).get("pid") == self.proc.pid or self.proc.poll() is not None,
-                 timeout, "the daemon's first heartbeat")
-        assert self.proc.poll() is None, self.out.read_text()
+    def tail(self, chars: int = 4000) -> str:
+        """The end of the daemon's output and of the dispatcher log, for failure messages."""
+        out = self.out.read_text(errors="replace") if self.out.exists() else ""
+        return (out + "\n--- dispatcher.log ---\n" + log_text(self.machine))[-chars:]
+
+    def wait_ready(self, timeout: float = 30.0) -> dict[str, Any]:
+        """Its first heartbeat (which lists the models it claimed)."""
+        try:
+            wait_for(lambda: heartbeat(self.machine).get("pid") == self.proc.pid or self.proc.poll() is not None,
+                     timeout, "the daemon's first heartbeat")
+        except AssertionError as exc:
+            raise AssertionError(f"{exc}:\n{self.tail()}") from None
+        assert self.proc.poll() is None, f"the dispatcher exited {self.proc.returncode}:\n{self.tail()}"
+        return heartbeat(self.machine)
 
     def kill9(self) -> None:
         with contextlib.suppress(ProcessLookupError):
@@ -222,7 +233,8 @@ class Daemon:
             try:
                 self.proc.wait(timeout=timeout)
             except subprocess.TimeoutExpired:
-                os.kill(self.proc.pid, signal.SIGKILL)
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(self.proc.pid, signal.SIGKILL)
                 self.proc.wait(timeout=10)
         self._fh.close()
         return self.proc.returncode
@@ -234,6 +246,35 @@ class Daemon:
         self.stop()
 
 
+def wait_replied(machine: Machine, paths: Sequence[str], timeout: float = 60.0,
+                 daemon: Daemon | None = None) -> list[dict[str, Any]]:
+    """Polls `message replies PATH... --pull --json` on `machine` until it exits 0 (every path REPLIED or FAILED);
+    its JSON statuses. Fails at once on any other exit than 2 (PENDING), or when `daemon` died meanwhile."""
+
+    def statuses() -> list[dict[str, Any]] | None:
+        res = machine.cli("message", "replies", *paths, "--pull", "--json")
+        assert res.returncode in (0, 2), f"message replies exited {res.returncode}: {res.stderr}"
+        if daemon is not None:
+            assert daemon.proc.poll() is None, f"the dispatcher died ({daemon.proc.returncode}):\n{daemon.tail()}"
+        return list(json.loads(res.stdout)) if res.returncode == 0 else None
+
+    try:
+        return wait_for(statuses, timeout, f"replies to {' '.join(paths)}", poll=0.5)  # type: ignore[return-value]
+    except AssertionError as exc:
+        if daemon is None:
+            raise
+        raise AssertionError(f"{exc}:\n{daemon.tail()}") from None
+
+
+def pid_alive(pid: int) -> bool:
+    """Whether the process lives (a zombie has already died)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except FileNotFoundError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] != "Z"
+
+
 def kill_pid_group(pid: int) -> None:
     """End a leftover model process (it runs in its own process group)."""
     with contextlib.suppress(ProcessLookupError, PermissionError):
@@ -242,18 +283,14 @@ def kill_pid_group(pid: int) -> None:
 
 def remote_files(remote: Path) -> dict[str, str]:
     """Every message file on the bare remote's main: transport-relative path -> text (one git process each)."""
-    env = clean_env()
-    names = subprocess.run(
-        ["git", "--git-dir", str(remote), "ls-tree", "-r", "--name-only", "main", "--", "data/channels"],
-        capture_output=True, text=True, timeout=GIT_TIMEOUT, env=env, check=True,
-    ).stdout.split()
+    names = remote_git(remote, "ls-tree", "-r", "--name-only", "main", "--", "data/channels").split()
     names = [n for n in names if n.endswith(".md") and not n.endswith("/CHANNEL.md")]
     if not names:
         return {}
     batch = "".join(f"main:{n}\n" for n in names)
     out = subprocess.run(
         ["git", "--git-dir", str(remote), "cat-file", "--batch"],
-        input=batch.encode(), capture_output=True, timeout=GIT_TIMEOUT, env=env, check=True,
+        input=batch.encode(), capture_output=True, timeout=GIT_TIMEOUT, env=clean_env(), check=True,
     ).stdout
     files: dict[str, str] = {}
     pos = 0

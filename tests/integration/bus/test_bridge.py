@@ -18,7 +18,16 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from dispatch_helpers import Daemon, channel_messages, commit_files, registry_yaml, replies_to, write_model
+from dispatch_helpers import (
+    Daemon,
+    channel_messages,
+    commit_files,
+    log_text,
+    registry_yaml,
+    replies_to,
+    wait_replied,
+    write_model,
+)
 
 from crosstalk.registry.paths import StatePaths
 from crosstalk.shim.router import CallContext
@@ -136,22 +145,15 @@ def test_a_bus_message_reaches_a_live_session_and_its_reply_goes_back_on_the_bus
         return path
 
     path = with_alice(a, body)
-    deadline = time.monotonic() + WAIT_S
-    while True:
-        res = b.cli("message", "replies", path, "--pull", "--json")
-        if res.returncode == 0:
-            break
-        assert res.returncode == 2, res.stderr
-        assert time.monotonic() < deadline, "alice's reply never reached the bus"
-        time.sleep(0.3)
-    status = json.loads(res.stdout)
-    row = status[0] if isinstance(status, list) else status["targets"][0]
+    [row] = wait_replied(b, [path], WAIT_S)
     assert row["state"] == "REPLIED", row
     channel, rel = path.split("/")[2], "/".join(path.split("/")[3:])
     reply = replies_to(b.root, channel, rel)
     assert [(r.sender, r.to, r.body.strip()) for r in reply] == [("alice@a", "op-b", "green, 412 tests")]
     # Delivered once, even though both machines' dispatchers saw the message and re-scans may happen.
-    assert "bridged" in (a.home / "bus" / "state" / "bus" / "dispatcher.log").read_text()
+    assert "bridged" in log_text(a)
+    inbox = (a.base / "inbox" / "alice.jsonl").read_text().splitlines()
+    assert sum("build status" in json.loads(line).get("text", "") for line in inbox if line.strip()) == 1
 
 
 def test_a_task_for_a_name_nothing_answers_gets_a_failed_reply(bridged):
@@ -161,11 +163,8 @@ def test_a_task_for_a_name_nothing_answers_gets_a_failed_reply(bridged):
     out = b.cli("message", "send", "--to", "ghost@a", "--channel", "general", "anyone?")
     assert out.returncode == 0, out.stderr
     path = out.stdout.strip()
-    deadline = time.monotonic() + WAIT_S
-    while (res := b.cli("message", "replies", path, "--pull")).returncode == 2:
-        assert time.monotonic() < deadline, "no failed reply"
-        time.sleep(0.3)
-    assert res.returncode == 0 and "FAILED" in res.stdout, res.stdout + res.stderr
+    [row] = wait_replied(b, [path], WAIT_S)
+    assert row["state"] == "FAILED", row
     channel, rel = path.split("/")[2], "/".join(path.split("/")[3:])
     (reply,) = replies_to(b.root, channel, rel)
     assert reply.failed and "no model and no live agent named 'ghost'" in (reply.error or "")
@@ -179,11 +178,8 @@ def test_crosstalk_send_to_a_bus_address_goes_over_the_bus(bridged):
     assert res.returncode == 0, res.stderr
     assert res.stdout.startswith("queued via the git bus (bus) → t/echo@b: data/channels/"), res.stdout
     path = res.stdout.strip().rsplit(": ", 1)[1]
-    deadline = time.monotonic() + WAIT_S
-    while (out := a.cli("message", "replies", path, "--pull", "--json")).returncode == 2:
-        assert time.monotonic() < deadline, "no reply"
-        time.sleep(0.3)
-    assert out.returncode == 0, out.stderr
+    [row] = wait_replied(a, [path], WAIT_S)
+    assert row["state"] == "REPLIED", row
     channel, rel = path.split("/")[2], "/".join(path.split("/")[3:])
     (reply,) = replies_to(a.root, channel, rel)
     assert (reply.sender, reply.to) == ("t/echo@b", "op-a") and "echo: from the command line" in reply.body

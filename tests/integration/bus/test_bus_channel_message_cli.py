@@ -11,7 +11,7 @@ import threading
 from pathlib import Path
 
 import pytest
-from bus_machines import GIT_TIMEOUT, TwoMachines, clean_env
+from bus_machines import TwoMachines, remote_git
 
 from crosstalk.bus.message import BusMessage, parse_message, render_message, utc_timestamp
 
@@ -19,27 +19,11 @@ pytestmark = pytest.mark.integration
 
 
 def _remote_log(remote: Path) -> list[str]:
-    out = subprocess.run(
-        ["git", "--git-dir", str(remote), "log", "--format=%s", "main"],
-        capture_output=True,
-        text=True,
-        timeout=GIT_TIMEOUT,
-        env=clean_env(),
-        check=True,
-    )
-    return out.stdout.splitlines()
+    return remote_git(remote, "log", "--format=%s", "main").splitlines()
 
 
 def _remote_files(remote: Path) -> set[str]:
-    out = subprocess.run(
-        ["git", "--git-dir", str(remote), "ls-tree", "-r", "--name-only", "main"],
-        capture_output=True,
-        text=True,
-        timeout=GIT_TIMEOUT,
-        env=clean_env(),
-        check=True,
-    )
-    return set(out.stdout.split())
+    return set(remote_git(remote, "ls-tree", "-r", "--name-only", "main").split())
 
 
 # ---------------------------------------------------------------------------------------------- channels
@@ -98,7 +82,12 @@ def test_channel_name_rules(two_machines: TwoMachines, name: str, why: str) -> N
 
 
 def test_channel_names_are_case_sensitive(two_machines: TwoMachines) -> None:
-    assert two_machines.a.cli("channel", "create", "General").returncode == 0
+    a = two_machines.a
+    res = a.cli("channel", "create", "General")
+    assert res.returncode == 0, res.stderr
+    listing = json.loads(a.cli("channel", "list", "--json").stdout)
+    by_name = {c["name"]: c["uuid"] for c in listing}
+    assert by_name == {"general": two_machines.channel, "General": res.stdout.strip()}
 
 
 def _run_on_tty(machine_env: dict[str, str], cwd: Path, args: list[str], typed: str) -> tuple[int, str]:
@@ -344,7 +333,7 @@ def test_send_wakes_the_local_dispatcher(two_machines: TwoMachines) -> None:
     import socket
 
     a = two_machines.a
-    state = a.home / "bus" / "state" / "bus"
+    state = a.state_dir
     state.mkdir(parents=True, exist_ok=True)
     with socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM) as sock:
         sock.bind(str(state / "wake.sock"))  # stands in for the daemon's wake socket

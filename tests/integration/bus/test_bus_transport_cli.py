@@ -10,21 +10,13 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from bus_machines import GIT_TIMEOUT, Machine, TwoMachines, clean_env
+from bus_machines import GIT_TIMEOUT, Machine, TwoMachines, clean_env, remote_git
 
 pytestmark = pytest.mark.integration
 
 
 def _remote_files(remote: Path) -> list[str]:
-    out = subprocess.run(
-        ["git", "--git-dir", str(remote), "ls-tree", "-r", "--name-only", "main"],
-        capture_output=True,
-        text=True,
-        timeout=GIT_TIMEOUT,
-        env=clean_env(),
-        check=True,
-    )
-    return out.stdout.split()
+    return remote_git(remote, "ls-tree", "-r", "--name-only", "main").split()
 
 
 def test_init_with_remote_pushes_the_scaffold(bare_remote: Path, make_machine: Callable[[str], Machine]) -> None:
@@ -197,7 +189,7 @@ def test_rm_unregisters_and_deletes_only_with_confirmation(two_machines: TwoMach
 
 def test_rm_refuses_while_the_dispatcher_runs(two_machines: TwoMachines) -> None:
     a = two_machines.a
-    state = a.home / "bus" / "state" / "bus"
+    state = a.state_dir
     state.mkdir(parents=True, exist_ok=True)  # the join already made it (with the starting cursor)
     (state / "dispatcher.pid").write_text(f"{os.getpid()}\n")
     fd = os.open(state / "dispatcher.lock", os.O_RDWR | os.O_CREAT, 0o600)
@@ -217,9 +209,9 @@ def test_a_machine_starts_reading_where_it_joined(two_machines: TwoMachines) -> 
     (a new machine must not re-run every old task it claims), work committed after it is this machine's."""
     a, b = two_machines.a, two_machines.b
     head_at_clone = b.git("rev-parse", "HEAD~1").strip()  # the fixture pulled a's channel commit after the clone
-    cursor = b.home / "bus" / "state" / "bus" / "cursor"
+    cursor = b.state_dir / "cursor"
     assert cursor.read_text().strip() == head_at_clone
     assert (cursor.stat().st_mode & 0o777) == 0o600
-    init_cursor = a.home / "bus" / "state" / "bus" / "cursor"
+    init_cursor = a.state_dir / "cursor"
     first = a.git("rev-list", "--max-parents=0", "HEAD").strip()
     assert init_cursor.read_text().strip() == first  # init: the initial commit

@@ -34,7 +34,7 @@ def test_send_wakes_the_daemon_long_before_its_interval(bus) -> None:
     m, channel, _ = bus
     with Daemon(m, "--interval", "120") as daemon:
         daemon.wait_ready()
-        sock = m.home / "bus" / "state" / "bus" / "wake.sock"
+        sock = m.state_dir / "wake.sock"
         assert stat.S_ISSOCK(sock.stat().st_mode) and stat.S_IMODE(sock.stat().st_mode) == 0o600
         ticks = heartbeat(m)["ticks"]
         [path] = send(m, "echo", "wake up")
@@ -121,7 +121,7 @@ def test_sigterm_exits_zero_and_keeps_the_cursor(bus) -> None:
         wait_for(lambda: replies_to(m.root, channel, path), 30, "the reply")
         wait_for(lambda: heartbeat(m).get("cursor") == m.git("rev-parse", "HEAD").strip(), 30, "the cursor")
         assert daemon.stop() == 0
-    cursor = (m.home / "bus" / "state" / "bus" / "cursor").read_text().strip()
+    cursor = (m.state_dir / "cursor").read_text().strip()
     assert cursor == m.git("rev-parse", "HEAD").strip()
-    assert not (m.home / "bus" / "state" / "bus" / "dispatcher.pid").exists()
-    assert os.stat(m.home / "bus" / "state" / "bus").st_mode & 0o777 == 0o700
+    assert not (m.state_dir / "dispatcher.pid").exists()
+    assert os.stat(m.state_dir).st_mode & 0o777 == 0o700

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import os
 import threading
-import time
 
 import pytest
 from bus_machines import TwoMachines
@@ -17,6 +16,7 @@ from dispatch_helpers import (
     send,
     set_registry,
     single_machine,
+    wait_for,
     write_model,
 )
 
@@ -90,9 +90,7 @@ def test_run_forever_ends_when_its_stop_event_is_set(make_machine, monkeypatch) 
     thread.start()
     try:
         state = transport_state("bus", os.environ)
-        deadline = time.monotonic() + 20
-        while not state.wake_sock.exists() and time.monotonic() < deadline:
-            time.sleep(0.05)
+        wait_for(state.wake_sock.exists, 20, "the wake socket", poll=0.05)
         assert state.pidfile.read_text().strip() == str(os.getpid())
     finally:
         stop.set()

@@ -17,6 +17,7 @@ from dispatch_helpers import (
     in_process_dispatcher,
     kill_pid_group,
     log_text,
+    pid_alive,
     replies_to,
     run_spec,
     runs,
@@ -50,14 +51,6 @@ if os.path.exists({flag!r}):
 else:
     time.sleep(60)
 """
-
-
-def alive(pid: int) -> bool:
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except FileNotFoundError:
-        return False
-    return stat.rsplit(")", 1)[1].split()[0] != "Z"  # a zombie has already died
 
 
 def group_gone(pgid: int) -> bool:
@@ -94,7 +87,7 @@ def test_cancel_kills_the_model_group_and_says_interrupted(tmp: Path) -> None:
         assert not result.ok and result.interrupted and not result.timed_out
         assert result.error == INTERRUPTED == "interrupted: the dispatcher is stopping"
         assert result.stdout == "started\n"
-        wait_for(lambda: not any(alive(p) for p in pids), 10, "the model and its grandchild to end")
+        wait_for(lambda: not any(pid_alive(p) for p in pids), 10, "the model and its grandchild to end")
         assert group_gone(pids[0])
     finally:
         cancel.set()
@@ -179,9 +172,8 @@ def test_sigterm_during_a_model_run_exits_promptly_without_a_reply(make_machine)
             if model_pid is not None:
                 kill_pid_group(model_pid)
     assert replies_to(m.root, channel, path) == []
-    state_dir = m.home / "bus" / "state" / "bus"
-    assert (state_dir / "cursor").read_text().strip() == cursor
+    assert (m.state_dir / "cursor").read_text().strip() == cursor
     text = log_text(m)
     assert " dispatch_interrupted " in text and " stop " in text
-    assert not (state_dir / "dispatcher.pid").exists() and not (state_dir / "wake.sock").exists()
-    assert (state_dir / "dispatcher.lock").exists() and heartbeat(m)["running"] is False
+    assert not (m.state_dir / "dispatcher.pid").exists() and not (m.state_dir / "wake.sock").exists()
+    assert (m.state_dir / "dispatcher.lock").exists() and heartbeat(m)["running"] is False

@@ -9,11 +9,10 @@ import json
 import os
 import signal
 import sys
-import time
 from pathlib import Path
 
 import pytest
-from dispatch_helpers import run_spec
+from dispatch_helpers import pid_alive, run_spec, wait_for
 
 from crosstalk.bus.errors import AmbiguousModel
 from crosstalk.bus.models import ModelSpec, claim, load_registry, resolve, spawn_env
@@ -47,23 +46,6 @@ def run_json(spec: ModelSpec, prompt: str, cwd: Path) -> dict[str, object]:
     result = run_spec(spec, prompt, env=dict(os.environ), cwd=cwd, timeout=30)
     assert result.ok, result.error
     return json.loads(result.stdout)
-
-
-def pid_alive(pid: int) -> bool:
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except FileNotFoundError:
-        return False
-    return stat.rsplit(")", 1)[1].split()[0] != "Z"  # a zombie has already died
-
-
-def wait_gone(pid: int, timeout: float = 10.0) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if not pid_alive(pid):
-            return True
-        time.sleep(0.05)
-    return False
 
 
 def kill_pid(pid: int) -> None:
@@ -144,7 +126,7 @@ def test_timeout_kills_the_process_group_including_grandchildren(tmp: Path) -> N
         assert result.timed_out and not result.ok
         assert result.error == "timed out after 3s"
         assert result.stdout == "started\n"
-        assert wait_gone(grandchild), f"grandchild {grandchild} survived the timeout"
+        wait_for(lambda: not pid_alive(grandchild), 10, f"grandchild {grandchild} to end after the timeout")
     finally:
         if grandchild is not None:
             kill_pid(grandchild)
@@ -163,7 +145,7 @@ print("answer")
         result = run_spec(model(script(tmp, "bg", body), str(pidfile)), "p", env=dict(os.environ), cwd=tmp, timeout=60)
         grandchild = int(pidfile.read_text())
         assert result.ok and not result.timed_out and result.stdout == "answer\n"
-        assert wait_gone(grandchild)
+        wait_for(lambda: not pid_alive(grandchild), 10, f"the leftover {grandchild} to end")
     finally:
         if grandchild is not None:
             kill_pid(grandchild)

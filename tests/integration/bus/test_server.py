@@ -104,7 +104,7 @@ def test_a_daemon_that_cannot_start_is_reported_with_its_log(bus) -> None:
 
 def test_stop_never_signals_a_process_that_is_not_our_dispatcher(bus) -> None:
     m, _, _ = bus
-    state = m.home / "bus" / "state" / "bus"
+    state = m.state_dir
     state.mkdir(parents=True, exist_ok=True)
     # Pretend a dispatcher holds the lock, but the pid file names this test process (pytest, not a dispatcher).
     fd = os.open(state / "dispatcher.lock", os.O_RDWR | os.O_CREAT, 0o600)

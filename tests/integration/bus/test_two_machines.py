@@ -12,7 +12,18 @@ from pathlib import Path
 
 import pytest
 from bus_machines import Machine, TwoMachines
-from dispatch_helpers import Daemon, heartbeat, log_text, remote_files, runs, send, set_registry, wait_for, write_model
+from dispatch_helpers import (
+    Daemon,
+    heartbeat,
+    log_text,
+    remote_files,
+    runs,
+    send,
+    set_registry,
+    wait_for,
+    wait_replied,
+    write_model,
+)
 
 from crosstalk.bus.message import parse_message
 
@@ -59,18 +70,17 @@ def test_a_task_for_the_other_machine_is_answered_there(two_machines: TwoMachine
         da.wait_ready()
         db.wait_ready()
         [path] = send(a, "echo@m2", "hello from m1", sender="op-m1")
-        wait_for(lambda: a.cli("message", "replies", "--pull", path).returncode == 0, 60, "the reply on m1")
-        res = a.cli("message", "replies", "--json", path)
-        assert res.returncode == 0
+        [status] = wait_replied(a, [path], 60, db)
+        assert status["state"] == "REPLIED", status
         [run] = runs(echo)
         assert run["env"]["CROSSTALK_ALIAS"] == "m2"  # B ran it; A left it alone
-        reply_path = __import__("json").loads(res.stdout)[0]["replies"][0]["path"]
-        reply = parse_message((a.root / reply_path).read_text())
+        [reply_status] = status["replies"]
+        reply = parse_message((a.root / reply_status["path"]).read_text())
         assert reply.sender == "local/echo@m2" and reply.to == "op-m1" and reply.body == "answer from local/echo@m2"
 
         # A bare name reaches whichever dispatcher grabs it first; at-least-once allows a second answer at most.
         [bare] = send(b, "echo", "anyone?", sender="op-m2")
-        wait_for(lambda: b.cli("message", "replies", "--pull", bare).returncode == 0, 60, "the bare reply")
+        wait_replied(b, [bare], 60)
         time.sleep(1.0)  # let a late duplicate, if any, land before counting
         answers = [r for r in runs(echo) if "anyone?" in str(r["prompt"])]
         assert 1 <= len(answers) <= 2

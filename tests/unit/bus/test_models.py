@@ -3,9 +3,6 @@
 from __future__ import annotations
 
 import os
-import shutil
-import tempfile
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -29,13 +26,10 @@ pytestmark = pytest.mark.unit
 
 
 @pytest.fixture
-def root() -> Iterator[Path]:
-    path = Path(tempfile.mkdtemp(prefix="xt", dir="/tmp"))
-    (path / "data").mkdir()
-    try:
-        yield path
-    finally:
-        shutil.rmtree(path, ignore_errors=True)
+def root(tmp: Path) -> Path:
+    """The conftest's short temp dir with a data/ dir: a transport root for load_registry."""
+    (tmp / "data").mkdir()
+    return tmp
 
 
 def write(root: Path, text: str) -> Registry:

@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import shutil
-import tempfile
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -15,15 +12,6 @@ from crosstalk.bus.errors import ModelError
 from crosstalk.bus.prompt import PromptItem, build_prompt, load_persona
 
 pytestmark = pytest.mark.unit
-
-
-@pytest.fixture
-def root() -> Iterator[Path]:
-    path = Path(tempfile.mkdtemp(prefix="xt", dir="/tmp"))
-    try:
-        yield path
-    finally:
-        shutil.rmtree(path, ignore_errors=True)
 
 
 def test_full_prompt_layout() -> None:
@@ -61,12 +49,12 @@ def test_every_message_appears_once_in_order(bodies: list[str], persona: str | N
     assert head.startswith("PROTOCOL\n\n## Persona\n\n") == (persona is not None)
 
 
-def test_load_persona(root: Path) -> None:
-    (root / "local" / "actors").mkdir(parents=True)
-    (root / "local" / "actors" / "junior-dev.md").write_text("Be careful.\n", encoding="utf-8")
-    assert load_persona(root, "junior-dev") == "Be careful.\n"
+def test_load_persona(tmp: Path) -> None:
+    (tmp / "local" / "actors").mkdir(parents=True)
+    (tmp / "local" / "actors" / "junior-dev.md").write_text("Be careful.\n", encoding="utf-8")
+    assert load_persona(tmp, "junior-dev") == "Be careful.\n"
     with pytest.raises(ModelError, match=r"^persona 'x' not found: local/actors/x.md$"):
-        load_persona(root, "x")
+        load_persona(tmp, "x")
     for bad in ("../etc/passwd", "a/b", "", ".hidden"):
         with pytest.raises(ModelError, match="not valid"):
-            load_persona(root, bad)
+            load_persona(tmp, bad)
