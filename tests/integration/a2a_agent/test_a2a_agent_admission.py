@@ -18,6 +18,7 @@ from a2a.utils.errors import InvalidParamsError, InvalidRequestError
 from xt_a2a_agents import (
     WAIT_S,
     agents,
+    alice_to_bob,
     ct_meta,
     error_of,
     of_type,
@@ -59,42 +60,40 @@ async def accepted_everything(bob, ids: list[str]) -> None:
 
 def test_25_pending_tasks_limit_rejects_before_acceptance_and_evicts_nothing():
     async def main(root):
-        async with agents(root, "alice", "bob", bob=STALLED) as ag:
-            alice, bob = ag["alice"], ag["bob"]
-            async with sdk(bob.url, alice.token) as client:
-                ids = [new_message_id(), new_message_id()]
-                tasks = []
-                for mid in ids:
-                    tasks.append(await client.send_task(send_request("work", message_id=mid, returnImmediately=True)))
-                    await asyncio.wait_for(bob.fake.blocked.wait(), WAIT_S)
-                over = new_message_id()
-                for _ in range(3):  # deterministic: the same answer every time, and no state left behind
-                    with pytest.raises(InvalidRequestError) as info:
-                        await client.send(send_request("one too many", message_id=over, returnImmediately=True))
-                    assert "admission:pending_tasks" in info.value.message
-                async with httpx.AsyncClient(timeout=WAIT_S) as http:
-                    params = {
-                        "message": text_message("raw", new_message_id()),
-                        "configuration": {"returnImmediately": True},
-                    }
-                    err = error_of(await rpc(http, bob.url, "SendMessage", params, token=alice.token))
-                    assert err["code"] == -32600 and "admission:pending_tasks" in err["message"]
-                listed = await client.list()
-                assert {t.id for t in listed.tasks} == {t.id for t in tasks}  # no task was created
-                recs = await bob.records()
-                assert over not in received_ids(recs)
-                assert {r["reason"] for r in of_type(recs, "rejected", over)} == {"admission:pending_tasks"}
-                assert all(mid in received_ids(recs) for mid in ids)  # nothing accepted was evicted
+        async with alice_to_bob(root, **STALLED) as (alice, bob, client):
+            ids = [new_message_id(), new_message_id()]
+            tasks = []
+            for mid in ids:
+                tasks.append(await client.send_task(send_request("work", message_id=mid, returnImmediately=True)))
+                await asyncio.wait_for(bob.fake.blocked.wait(), WAIT_S)
+            over = new_message_id()
+            for _ in range(3):  # deterministic: the same answer every time, and no state left behind
+                with pytest.raises(InvalidRequestError) as info:
+                    await client.send(send_request("one too many", message_id=over, returnImmediately=True))
+                assert "admission:pending_tasks" in info.value.message
+            async with httpx.AsyncClient(timeout=WAIT_S) as http:
+                params = {
+                    "message": text_message("raw", new_message_id()),
+                    "configuration": {"returnImmediately": True},
+                }
+                err = error_of(await rpc(http, bob.url, "SendMessage", params, token=alice.token))
+                assert err["code"] == -32600 and "admission:pending_tasks" in err["message"]
+            listed = await client.list()
+            assert {t.id for t in listed.tasks} == {t.id for t in tasks}  # no task was created
+            recs = await bob.records()
+            assert over not in received_ids(recs)
+            assert {r["reason"] for r in of_type(recs, "rejected", over)} == {"admission:pending_tasks"}
+            assert all(mid in received_ids(recs) for mid in ids)  # nothing accepted was evicted
 
-                bob.fake.release()
-                for t in tasks:
-                    done = await client.wait_state(t.id, pb.TASK_STATE_COMPLETED)
-                    assert ct_meta(done)["completion"] == "delivered"
-                await accepted_everything(bob, ids)
-                # The refused message left nothing behind: the same id is accepted once there is room.
-                retry = await client.send_task(send_request("one too many", message_id=over))
-                assert retry.status.state == pb.TASK_STATE_COMPLETED
-                assert bob.write_ids().count(over) == 1
+            bob.fake.release()
+            for t in tasks:
+                done = await client.wait_state(t.id, pb.TASK_STATE_COMPLETED)
+                assert ct_meta(done)["completion"] == "delivered"
+            await accepted_everything(bob, ids)
+            # The refused message left nothing behind: the same id is accepted once there is room.
+            retry = await client.send_task(send_request("one too many", message_id=over))
+            assert retry.status.state == pb.TASK_STATE_COMPLETED
+            assert bob.write_ids().count(over) == 1
 
     run(main)
 
@@ -137,30 +136,26 @@ def test_25_default_wait_limit_rejects_a_second_concurrent_wait():
 
 def test_25_open_asks_limit_rejects_a_second_unanswered_ask():
     async def main(root):
-        async with agents(root, "alice", "bob", bob={"limits": LIMITS}) as ag:
-            alice, bob = ag["alice"], ag["bob"]
-            async with sdk(bob.url, alice.token) as client:
-                first = new_message_id()
-                ask = await client.send_task(send_request("q1", message_id=first, metadata=ASK, returnImmediately=True))
-                await client.wait_delivered(ask.id)  # delivered, the reply still owed
-                over = new_message_id()
-                with pytest.raises(InvalidRequestError) as info:
-                    await client.send(send_request("q2", message_id=over, metadata=ASK, returnImmediately=True))
-                assert "admission:open_asks" in info.value.message
-                # An inform is not an ask: admitted.
-                informed = await client.send_task(send_request("fyi", message_id=new_message_id()))
-                assert informed.status.state == pb.TASK_STATE_COMPLETED
-                assert over not in received_ids(await bob.records())
-                assert (await client.list()).total_size == 2
-                # The open ask is untouched by the refusal and still answerable; then there is room again.
-                await bob.tasks.reply(first, "a1")
-                answered = await client.wait_state(ask.id, pb.TASK_STATE_COMPLETED)
-                assert [p.text for p in answered.status.message.parts] == ["a1"]
-                second = await client.send_task(
-                    send_request("q2", message_id=over, metadata=ASK, returnImmediately=True)
-                )
-                await client.wait_delivered(second.id)
-                assert bob.write_ids().count(over) == 1
+        async with alice_to_bob(root, limits=LIMITS) as (_alice, bob, client):
+            first = new_message_id()
+            ask = await client.send_task(send_request("q1", message_id=first, metadata=ASK, returnImmediately=True))
+            await client.wait_delivered(ask.id)  # delivered, the reply still owed
+            over = new_message_id()
+            with pytest.raises(InvalidRequestError) as info:
+                await client.send(send_request("q2", message_id=over, metadata=ASK, returnImmediately=True))
+            assert "admission:open_asks" in info.value.message
+            # An inform is not an ask: admitted.
+            informed = await client.send_task(send_request("fyi", message_id=new_message_id()))
+            assert informed.status.state == pb.TASK_STATE_COMPLETED
+            assert over not in received_ids(await bob.records())
+            assert (await client.list()).total_size == 2
+            # The open ask is untouched by the refusal and still answerable; then there is room again.
+            await bob.tasks.reply(first, "a1")
+            answered = await client.wait_state(ask.id, pb.TASK_STATE_COMPLETED)
+            assert [p.text for p in answered.status.message.parts] == ["a1"]
+            second = await client.send_task(send_request("q2", message_id=over, metadata=ASK, returnImmediately=True))
+            await client.wait_delivered(second.id)
+            assert bob.write_ids().count(over) == 1
 
     run(main)
 
@@ -170,21 +165,17 @@ def test_25_open_asks_limit_holds_while_the_receiver_is_stalled():
     so the second ask is refused before acceptance rather than delivered over the limit."""
 
     async def main(root):
-        async with agents(root, "alice", "bob", bob=STALLED) as ag:
-            alice, bob = ag["alice"], ag["bob"]
-            async with sdk(bob.url, alice.token) as client:
-                first = new_message_id()
-                ask = await client.send_task(send_request("q1", message_id=first, metadata=ASK, returnImmediately=True))
-                await asyncio.wait_for(bob.fake.blocked.wait(), WAIT_S)
-                with pytest.raises(InvalidRequestError) as info:
-                    await client.send(
-                        send_request("q2", message_id=new_message_id(), metadata=ASK, returnImmediately=True)
-                    )
-                assert "admission:open_asks" in info.value.message
-                bob.fake.release()
-                await client.wait_delivered(ask.id)
-                assert bob.write_ids() == [first]
-                assert bob.host.state.open_asks() == 1
+        async with alice_to_bob(root, **STALLED) as (_alice, bob, client):
+            first = new_message_id()
+            ask = await client.send_task(send_request("q1", message_id=first, metadata=ASK, returnImmediately=True))
+            await asyncio.wait_for(bob.fake.blocked.wait(), WAIT_S)
+            with pytest.raises(InvalidRequestError) as info:
+                await client.send(send_request("q2", message_id=new_message_id(), metadata=ASK, returnImmediately=True))
+            assert "admission:open_asks" in info.value.message
+            bob.fake.release()
+            await client.wait_delivered(ask.id)
+            assert bob.write_ids() == [first]
+            assert bob.host.state.open_asks() == 1
 
     run(main)
 
@@ -224,19 +215,18 @@ def test_25_body_over_256_kib_is_a_jsonrpc_error_not_a_bare_413():
 
 def test_25_text_over_64_kib_is_rejected_and_64_kib_is_accepted():
     async def main(root):
-        async with agents(root, "alice", "bob") as ag:
-            alice, bob = ag["alice"], ag["bob"]
-            async with sdk(bob.url, alice.token) as client:
-                over = new_message_id()
-                with pytest.raises((InvalidParamsError, InvalidRequestError)) as info:
-                    await client.send(send_request("y" * (TEXT_LIMIT + 1), message_id=over))
-                assert "65536" in info.value.message or "text_too_large" in info.value.message
-                # Multi-byte text counts in UTF-8 bytes: 16385 four-byte characters are 65540 bytes.
-                with pytest.raises((InvalidParamsError, InvalidRequestError)):
-                    await client.send(send_request("\U0001f600" * (TEXT_LIMIT // 4 + 1), message_id=new_message_id()))
-                exact = await client.send_task(send_request("z" * TEXT_LIMIT, message_id=new_message_id()))
-                assert exact.status.state == pb.TASK_STATE_COMPLETED
-                assert (await client.list()).total_size == 1
+        async with alice_to_bob(root) as (_alice, bob, client):
+            over = new_message_id()
+            with pytest.raises(InvalidParamsError) as info:
+                await client.send(send_request("y" * (TEXT_LIMIT + 1), message_id=over))
+            assert "text is 65537 bytes, over the 65536-byte limit" in info.value.message
+            # Multi-byte text counts in UTF-8 bytes: 16385 four-byte characters are 65540 bytes.
+            with pytest.raises(InvalidParamsError) as info:
+                await client.send(send_request("\U0001f600" * (TEXT_LIMIT // 4 + 1), message_id=new_message_id()))
+            assert "text is 65540 bytes, over the 65536-byte limit" in info.value.message
+            exact = await client.send_task(send_request("z" * TEXT_LIMIT, message_id=new_message_id()))
+            assert exact.status.state == pb.TASK_STATE_COMPLETED
+            assert (await client.list()).total_size == 1
             assert [len(w["text"]) for w in bob.writes()] == [TEXT_LIMIT]
             assert over not in received_ids(await bob.records())
 

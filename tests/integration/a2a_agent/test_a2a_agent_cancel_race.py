@@ -8,7 +8,7 @@ import asyncio
 import pytest
 from a2a.types import a2a_pb2 as pb
 from a2a.utils.errors import TaskNotCancelableError
-from xt_a2a_agents import WAIT_S, agents, ct_meta, of_type, run, sdk, send_request, until
+from xt_a2a_agents import WAIT_S, agents, alice_to_bob, ct_meta, of_type, run, sdk, send_request, until
 
 from crosstalk.core.ids import new_message_id
 
@@ -23,32 +23,30 @@ def test_22_cancel_in_the_window_is_refused_and_exactly_one_write_follows(round_
     loses, and after release exactly one write happens. A task still queued behind it cancels with zero writes."""
 
     async def main(root):
-        async with agents(root, "alice", "bob", bob={"script": ["block"]}) as ag:
-            alice, bob = ag["alice"], ag["bob"]
-            async with sdk(bob.url, alice.token) as client:
-                held_id, queued_id = new_message_id(), new_message_id()
-                held = await client.send_task(send_request("held", message_id=held_id, returnImmediately=True))
-                await asyncio.wait_for(bob.fake.blocked.wait(), WAIT_S)
-                queued = await client.send_task(send_request("queued", message_id=queued_id, returnImmediately=True))
-                # In the window: dequeued and claimed, not yet written. Asked twice: the answer does not change.
-                for _ in range(2):
-                    with pytest.raises(TaskNotCancelableError):
-                        await client.cancel(held.id)
-                # Before the dequeue: canceled.
-                canceled = await client.cancel(queued.id)
-                assert canceled.status.state == pb.TASK_STATE_CANCELED
-                assert bob.write_ids() == []  # nothing written while blocked
-                bob.fake.release()
-                done = await client.wait_state(held.id, pb.TASK_STATE_COMPLETED)
-                assert ct_meta(done)["completion"] == "delivered"
-                await asyncio.sleep(0.1)
-                assert bob.write_ids() == [held_id]  # exactly one write, the held one
-                assert bob.inbox_ids() == [held_id]
-                assert (await client.get(queued.id)).status.state == pb.TASK_STATE_CANCELED
-                recs = await bob.records()
-                assert [r["state"] for r in of_type(recs, "outcome", queued_id)] == ["rejected"]
-                assert not of_type(recs, "dispatch", queued_id)  # the canceled one was never claimed
-                assert len(of_type(recs, "dispatch", held_id)) == 1
+        async with alice_to_bob(root, script=["block"]) as (_alice, bob, client):
+            held_id, queued_id = new_message_id(), new_message_id()
+            held = await client.send_task(send_request("held", message_id=held_id, returnImmediately=True))
+            await asyncio.wait_for(bob.fake.blocked.wait(), WAIT_S)
+            queued = await client.send_task(send_request("queued", message_id=queued_id, returnImmediately=True))
+            # In the window: dequeued and claimed, not yet written. Asked twice: the answer does not change.
+            for _ in range(2):
+                with pytest.raises(TaskNotCancelableError):
+                    await client.cancel(held.id)
+            # Before the dequeue: canceled.
+            canceled = await client.cancel(queued.id)
+            assert canceled.status.state == pb.TASK_STATE_CANCELED
+            assert bob.write_ids() == []  # nothing written while blocked
+            bob.fake.release()
+            done = await client.wait_state(held.id, pb.TASK_STATE_COMPLETED)
+            assert ct_meta(done)["completion"] == "delivered"
+            await asyncio.sleep(0.1)
+            assert bob.write_ids() == [held_id]  # exactly one write, the held one
+            assert bob.inbox_ids() == [held_id]
+            assert (await client.get(queued.id)).status.state == pb.TASK_STATE_CANCELED
+            recs = await bob.records()
+            assert [r["state"] for r in of_type(recs, "outcome", queued_id)] == ["rejected"]
+            assert not of_type(recs, "dispatch", queued_id)  # the canceled one was never claimed
+            assert len(of_type(recs, "dispatch", held_id)) == 1
 
     run(main)
 

@@ -60,20 +60,18 @@ def no_cors(response: httpx.Response) -> None:
 
 def test_a_card_validates_with_the_sdk_resolver():
     async def main(root):
-        async with agents(root, "alice", "bob") as ag:
-            alice, bob = ag["alice"], ag["bob"]
-            async with sdk(bob.url, alice.token) as client:
-                card = client.card  # what A2ACardResolver fetched and parsed
-                assert card.name == "bob" and card.version == crosstalk.__version__
-                assert [(i.url, i.protocol_binding, i.protocol_version) for i in card.supported_interfaces] == [
-                    (bob.url, "JSONRPC", "1.0")
-                ]
-                assert [list(r.schemes) for r in card.security_requirements] == [["bearer"]]
-                assert card.security_schemes["bearer"].http_auth_security_scheme.scheme.lower() == "bearer"
-                caps = card.capabilities
-                assert not (caps.streaming or caps.push_notifications or caps.extended_agent_card)
-                # The card the SDK resolved is the agent's, and the registry publishes the same URL.
-                assert resolve(bob.paths, "bob").a2a_url == bob.url
+        async with alice_to_bob(root) as (_alice, bob, client):
+            card = client.card  # what A2ACardResolver fetched and parsed
+            assert card.name == "bob" and card.version == crosstalk.__version__
+            assert [(i.url, i.protocol_binding, i.protocol_version) for i in card.supported_interfaces] == [
+                (bob.url, "JSONRPC", "1.0")
+            ]
+            assert [list(r.schemes) for r in card.security_requirements] == [["bearer"]]
+            assert card.security_schemes["bearer"].http_auth_security_scheme.scheme.lower() == "bearer"
+            caps = card.capabilities
+            assert not (caps.streaming or caps.push_notifications or caps.extended_agent_card)
+            # The card the SDK resolved is the agent's, and the registry publishes the same URL.
+            assert resolve(bob.paths, "bob").a2a_url == bob.url
 
             async with httpx.AsyncClient(timeout=WAIT_S) as http:
                 got = await http.get(bob.url.rstrip("/") + CARD_PATH, headers={"Origin": "https://evil.example"})
@@ -132,13 +130,11 @@ def test_b_d_plain_text_default_wait_returns_completed_delivered_and_gettask_agr
 
 def test_b_queued_delivery_also_completes_delivered():
     async def main(root):
-        async with agents(root, "alice", "bob", bob={"script": ["queue"]}) as ag:
-            alice, bob = ag["alice"], ag["bob"]
-            async with sdk(bob.url, alice.token) as client:
-                task = await client.send_task(send_request("for your next turn", message_id=new_message_id()))
-                assert task.status.state == pb.TASK_STATE_COMPLETED
-                assert ct_meta(task) == {"completion": "delivered", "delivery": "queued", "kind": "inform"}
-                assert len(bob.writes()) == 1
+        async with alice_to_bob(root, script=["queue"]) as (_alice, bob, client):
+            task = await client.send_task(send_request("for your next turn", message_id=new_message_id()))
+            assert task.status.state == pb.TASK_STATE_COMPLETED
+            assert ct_meta(task) == {"completion": "delivered", "delivery": "queued", "kind": "inform"}
+            assert len(bob.writes()) == 1
 
     run(main)
 
@@ -149,35 +145,31 @@ def test_b_queued_delivery_also_completes_delivered():
 @pytest.mark.parametrize("step", ["malformed", "disconnect"])
 def test_c_default_wait_with_an_unknown_dispatch_never_returns_completed(step):
     async def main(root):
-        async with agents(root, "alice", "bob", bob={"script": [step]}) as ag:
-            alice, bob = ag["alice"], ag["bob"]
-            async with sdk(bob.url, alice.token) as client:
-                mid = new_message_id()
-                task = await client.send_task(send_request("maybe it arrived", message_id=mid))
-                assert task.status.state != pb.TASK_STATE_COMPLETED
-                assert task.status.state == pb.TASK_STATE_WORKING  # neither completed nor failed: unknown
-                meta = ct_meta(task)
-                assert meta["delivery"] == "unknown" and "completion" not in meta
-                assert bob.write_ids() == [mid]  # the fake did write; the outcome is still unknown
-                await asyncio.sleep(0.2)
-                again = await client.get(task.id)
-                assert again.status.state == pb.TASK_STATE_WORKING and "completion" not in ct_meta(again)
-                assert bob.write_ids() == [mid]  # never resent
-                outcomes = [r for r in await bob.records() if r.get("type") == "outcome" and r["message_id"] == mid]
-                assert [o["state"] for o in outcomes] == ["unknown"]
+        async with alice_to_bob(root, script=[step]) as (_alice, bob, client):
+            mid = new_message_id()
+            task = await client.send_task(send_request("maybe it arrived", message_id=mid))
+            assert task.status.state != pb.TASK_STATE_COMPLETED
+            assert task.status.state == pb.TASK_STATE_WORKING  # neither completed nor failed: unknown
+            meta = ct_meta(task)
+            assert meta["delivery"] == "unknown" and "completion" not in meta
+            assert bob.write_ids() == [mid]  # the fake did write; the outcome is still unknown
+            await asyncio.sleep(0.2)
+            again = await client.get(task.id)
+            assert again.status.state == pb.TASK_STATE_WORKING and "completion" not in ct_meta(again)
+            assert bob.write_ids() == [mid]  # never resent
+            outcomes = [r for r in await bob.records() if r.get("type") == "outcome" and r["message_id"] == mid]
+            assert [o["state"] for o in outcomes] == ["unknown"]
 
     run(main)
 
 
 def test_c_a_definite_refusal_fails_the_task():
     async def main(root):
-        async with agents(root, "alice", "bob", bob={"script": ["refuse"]}) as ag:
-            alice, bob = ag["alice"], ag["bob"]
-            async with sdk(bob.url, alice.token) as client:
-                task = await client.send_task(send_request("you are busy", message_id=new_message_id()))
-                assert task.status.state == pb.TASK_STATE_FAILED
-                assert ct_meta(task)["delivery"] == "unreachable" and "completion" not in ct_meta(task)
-                assert bob.writes() == []
+        async with alice_to_bob(root, script=["refuse"]) as (_alice, bob, client):
+            task = await client.send_task(send_request("you are busy", message_id=new_message_id()))
+            assert task.status.state == pb.TASK_STATE_FAILED
+            assert ct_meta(task)["delivery"] == "unreachable" and "completion" not in ct_meta(task)
+            assert bob.writes() == []
 
     run(main)
 
@@ -212,13 +204,11 @@ def test_e_ask_return_immediately_completes_with_the_sessions_reply():
 
 def test_e_ask_default_wait_returns_the_scripted_answer():
     async def main(root):
-        async with agents(root, "alice", "bob", bob={"answer": "yes, done"}) as ag:
-            alice, bob = ag["alice"], ag["bob"]
-            async with sdk(bob.url, alice.token) as client:
-                task = await client.send_task(send_request("are you done?", message_id=new_message_id(), metadata=ASK))
-                assert task.status.state == pb.TASK_STATE_COMPLETED
-                assert [p.text for p in task.status.message.parts] == ["yes, done"]
-                assert history_roles(task)[-1] == ("ROLE_AGENT", "yes, done")
+        async with alice_to_bob(root, answer="yes, done") as (_alice, _bob, client):
+            task = await client.send_task(send_request("are you done?", message_id=new_message_id(), metadata=ASK))
+            assert task.status.state == pb.TASK_STATE_COMPLETED
+            assert [p.text for p in task.status.message.parts] == ["yes, done"]
+            assert history_roles(task)[-1] == ("ROLE_AGENT", "yes, done")
 
     run(main)
 
@@ -243,33 +233,31 @@ def test_e_an_unanswered_ask_fails_at_its_deadline():
 
 def test_f_cancel_unclaimed_submitted_task_then_claimed_and_terminal_are_not_cancelable():
     async def main(root):
-        async with agents(root, "alice", "bob", bob={"script": ["block"]}) as ag:
-            alice, bob = ag["alice"], ag["bob"]
-            async with sdk(bob.url, alice.token) as client:
-                first, second = new_message_id(), new_message_id()
-                t1 = await client.send_task(send_request("one", message_id=first, returnImmediately=True))
-                await asyncio.wait_for(bob.fake.blocked.wait(), WAIT_S)  # t1 claimed, held inside the harness
-                t2 = await client.send_task(send_request("two", message_id=second, returnImmediately=True))
-                assert t2.status.state == pb.TASK_STATE_SUBMITTED
-                canceled = await client.cancel(t2.id)
-                assert canceled.status.state == pb.TASK_STATE_CANCELED
-                assert (await client.get(t2.id)).status.state == pb.TASK_STATE_CANCELED
-                with pytest.raises(TaskNotCancelableError):  # claimed (in dispatch)
-                    await client.cancel(t1.id)
-                with pytest.raises(TaskNotCancelableError):  # canceled is terminal
-                    await client.cancel(t2.id)
-                bob.fake.release()
-                done = await client.wait_state(t1.id, pb.TASK_STATE_COMPLETED)
-                assert ct_meta(done)["completion"] == "delivered"
-                with pytest.raises(TaskNotCancelableError):  # completed is terminal
-                    await client.cancel(t1.id)
-                await asyncio.sleep(0.2)
-                assert bob.write_ids() == [first]  # the canceled one was never written
-                recs = await bob.records()
-                assert [o["state"] for o in recs if o.get("type") == "outcome" and o["message_id"] == second] == [
-                    "rejected"
-                ]
-                assert not [r for r in recs if r.get("type") == "dispatch" and r["message_id"] == second]
+        async with alice_to_bob(root, script=["block"]) as (_alice, bob, client):
+            first, second = new_message_id(), new_message_id()
+            t1 = await client.send_task(send_request("one", message_id=first, returnImmediately=True))
+            await asyncio.wait_for(bob.fake.blocked.wait(), WAIT_S)  # t1 claimed, held inside the harness
+            t2 = await client.send_task(send_request("two", message_id=second, returnImmediately=True))
+            assert t2.status.state == pb.TASK_STATE_SUBMITTED
+            canceled = await client.cancel(t2.id)
+            assert canceled.status.state == pb.TASK_STATE_CANCELED
+            assert (await client.get(t2.id)).status.state == pb.TASK_STATE_CANCELED
+            with pytest.raises(TaskNotCancelableError):  # claimed (in dispatch)
+                await client.cancel(t1.id)
+            with pytest.raises(TaskNotCancelableError):  # canceled is terminal
+                await client.cancel(t2.id)
+            bob.fake.release()
+            done = await client.wait_state(t1.id, pb.TASK_STATE_COMPLETED)
+            assert ct_meta(done)["completion"] == "delivered"
+            with pytest.raises(TaskNotCancelableError):  # completed is terminal
+                await client.cancel(t1.id)
+            await asyncio.sleep(0.2)
+            assert bob.write_ids() == [first]  # the canceled one was never written
+            recs = await bob.records()
+            assert [o["state"] for o in recs if o.get("type") == "outcome" and o["message_id"] == second] == [
+                "rejected"
+            ]
+            assert not [r for r in recs if r.get("type") == "dispatch" and r["message_id"] == second]
 
     run(main)
 

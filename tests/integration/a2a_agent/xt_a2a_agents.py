@@ -302,9 +302,10 @@ async def sdk(url: str, token: str | None, *, timeout: float = WAIT_S) -> AsyncI
 
 
 @contextlib.asynccontextmanager
-async def alice_to_bob(root: Path) -> AsyncIterator[tuple[Agent, Agent, Sdk]]:
-    """Agents alice and bob, and the SDK client presenting alice's token to bob: the usual two-agent set-up."""
-    async with agents(root, "alice", "bob") as ag:
+async def alice_to_bob(root: Path, **bob: Any) -> AsyncIterator[tuple[Agent, Agent, Sdk]]:
+    """Agents alice and bob (bob started with the `start_agent` options given), and the SDK client presenting
+    alice's token to bob: the usual two-agent set-up."""
+    async with agents(root, "alice", "bob", bob=bob) as ag:
         alice, bob = ag["alice"], ag["bob"]
         async with sdk(bob.url, alice.token) as client:
             yield alice, bob, client

@@ -37,6 +37,7 @@ def test_agent_alone_prints_help_exit_0(xt: Procs) -> None:
     res = xt.cli("agent")
     assert res.returncode == 0
     assert "run" in res.stdout
+    assert "usage: crosstalk agent" in res.stdout and re.search(r"^\s+run\s", res.stdout, re.M), res.stdout
 
 
 def test_version(xt: Procs) -> None:

@@ -16,7 +16,6 @@ import shutil
 import signal
 import sys
 import tempfile
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -176,15 +175,6 @@ class Shim:
             self._task = None
         self.sigkill()
         self.session = None
-
-
-async def until(predicate: Callable[[], Any], what: str, timeout: float = WAIT_S) -> None:
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
-    while not predicate():
-        if loop.time() > deadline:
-            raise TimeoutError(f"{what}: not within {timeout} s")
-        await asyncio.sleep(0.02)
 
 
 def rows(listed: dict[str, Any]) -> dict[str, dict[str, Any]]:

@@ -62,7 +62,8 @@ def inbox(root: Path, name: str) -> list[dict[str, Any]]:
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
 
 
-async def until(predicate: Callable[[], bool], what: str, timeout: float = WAIT_S) -> None:
+async def until(predicate: Callable[[], object], what: str, timeout: float = WAIT_S) -> None:
+    """Poll (yielding to the loop) until predicate() is truthy; TimeoutError naming `what` otherwise."""
     loop = asyncio.get_running_loop()
     deadline = loop.time() + timeout
     while not predicate():

@@ -2,13 +2,10 @@
 
 from __future__ import annotations
 
-import os
-import sys
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "receiver"))
 from receiver_support import Rig, run
 
 from crosstalk.tasks.service import TaskService

@@ -3,15 +3,11 @@ the real receiver chain, journal and fake harness; and their journal replay."""
 
 from __future__ import annotations
 
-import os
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
-
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "receiver"))
-from receiver_support import CAROL, Rig, make_tmp, msg, rm_tmp, run, wait_for
+from receiver_support import CAROL, Rig, msg, run, wait_for
 from task_support import run_with_service
 
 from crosstalk.core.kinds import Kind
@@ -27,15 +23,6 @@ pytestmark = pytest.mark.unit
 
 FILE = ArtifactPart(raw="dGNr", media_type="text/plain", filename="output.txt")
 DATA = ArtifactPart(data={"key": "value", "count": 42})
-
-
-@pytest.fixture
-def root() -> Any:
-    path = make_tmp()
-    try:
-        yield path
-    finally:
-        rm_tmp(path)
 
 
 def _wire(fake: FakeHarness, svc: TaskService) -> None:

@@ -3,16 +3,12 @@
 from __future__ import annotations
 
 import asyncio
-import os
-import sys
 import time
 from pathlib import Path
 from typing import Any
 
 import pytest
-
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "receiver"))
-from receiver_support import CAROL, Rig, make_tmp, msg, rm_tmp, run, wait_for
+from receiver_support import CAROL, Rig, msg, run, wait_for
 from task_support import run_with_service
 
 from crosstalk.core.kinds import Kind
@@ -26,15 +22,6 @@ from crosstalk.tasks.service import ReplyError, TaskService
 pytestmark = pytest.mark.unit
 
 DAVE = Sender(SenderClass.VERIFIED, "da7eda7eda7eda7e", "dave", "a2a")
-
-
-@pytest.fixture
-def root() -> Any:
-    path = make_tmp()
-    try:
-        yield path
-    finally:
-        rm_tmp(path)
 
 
 async def _service(rig: Rig, **kw: Any) -> TaskService:
