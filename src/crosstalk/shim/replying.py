@@ -28,7 +28,12 @@ UNDELIVERED_HINT = (
     "your reply reached no one (see forwarded); it counts as this message's one reply: tell the sender with "
     "send_message if it still matters"
 )
-BUS_UNSENT_HINT = "your reply could not be written to the bus (see forwarded); you may retry it"
+# A failed bus write is journaled as the reply's result like any other, so a retry returns it: the hint must not
+# promise that retrying helps.
+BUS_UNSENT_HINT = (
+    "your reply could not be written to the bus (see forwarded); it counts as this message's one reply: tell your "
+    "user if it still matters"
+)
 
 Forward = Callable[[AgentHost, str, str, str, str], Awaitable[dict[str, Any]]]
 
