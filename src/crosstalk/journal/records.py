@@ -5,6 +5,7 @@ conversation are never injected or routed into the current one."""
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
 from typing import Any
 
 from crosstalk.core.message import Message
@@ -30,6 +31,18 @@ def _base(rtype: str, binding: dict[str, Any] | None = None) -> dict[str, Any]:
     if binding is not None:
         rec["binding"] = binding
     return rec
+
+
+def message_id_of(rec: Mapping[str, Any]) -> str | None:
+    """The message a record belongs to: the id in the body of the records that carry the message (received,
+    sent), the `message_id` field of every other (dispatch, outcome, resolved, rejected, task, obligation, ...).
+    None when the record names no message."""
+    if rec.get("type") in (RECEIVED, SENT):
+        msg = rec.get("message")
+        mid = msg.get("message_id") if isinstance(msg, Mapping) else None
+    else:
+        mid = rec.get("message_id")
+    return mid if isinstance(mid, str) else None
 
 
 def binding(instance_id: str, session_ref: str, endpoint: str | None = None) -> dict[str, Any]:

@@ -72,13 +72,12 @@ class JournalState:
     def apply(self, rec: dict[str, Any]) -> None:
         self.records_applied += 1
         rtype = rec.get("type")
+        mid = R.message_id_of(rec)
         if rtype == R.RECEIVED:
-            msg = rec.get("message") or {}
-            mid = msg.get("message_id")
-            if not isinstance(mid, str):
+            if mid is None:
                 return
             entry = MessageEntry(
-                message=msg,
+                message=rec["message"],
                 sender=rec.get("sender") or {},
                 transport=rec.get("transport", "uds"),
                 dedupe_key=rec.get("dedupe_key"),
@@ -92,12 +91,11 @@ class JournalState:
             if entry.dedupe_key:
                 self.dedupe[(entry.dedupe_key, mid)] = mid
         elif rtype == R.DISPATCH:
-            entry = self.messages.get(rec.get("message_id", ""))
+            entry = self.messages.get(mid)
             if entry is not None and entry.state is State.SUBMITTED:
                 entry.claimed = True
                 entry.state = State.DISPATCHING
         elif rtype == R.OUTCOME:
-            mid = rec.get("message_id", "")
             entry = self.messages.get(mid)
             if entry is not None:
                 try:
@@ -113,23 +111,21 @@ class JournalState:
                 else:
                     self._pending.discard(mid)
         elif rtype == R.RESOLVED:
-            entry = self.messages.get(rec.get("message_id", ""))
+            entry = self.messages.get(mid)
             if entry is not None:
                 entry.resolved = True
         elif rtype == R.CLAIM:
             self.claim = rec
         elif rtype == R.SENT:
-            msg = rec.get("message") or {}
-            if isinstance(msg.get("message_id"), str):
-                self.sent[msg["message_id"]] = rec
+            if mid is not None:
+                self.sent[mid] = rec
         elif rtype == R.TASK:
             if isinstance(rec.get("task_id"), str):
                 self.tasks[rec["task_id"]] = {**self.tasks.get(rec["task_id"], {}), **rec}
         elif rtype == R.ROUTE:
-            if isinstance(rec.get("message_id"), str):
-                self.routes[rec["message_id"]] = {**self.routes.get(rec["message_id"], {}), **rec}
-        elif rtype == R.OBLIGATION and isinstance(rec.get("message_id"), str):
-            mid = rec["message_id"]
+            if mid is not None:
+                self.routes[mid] = {**self.routes.get(mid, {}), **rec}
+        elif rtype == R.OBLIGATION and mid is not None:
             obligation = self.obligations[mid] = {**self.obligations.get(mid, {}), **rec}
             if obligation.get("state") in _SETTLED_OBLIGATION_STATES:
                 self._open_obligations.discard(mid)

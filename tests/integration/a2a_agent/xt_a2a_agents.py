@@ -36,6 +36,7 @@ from crosstalk.agent import AgentConfig, AgentHost
 from crosstalk.core.errors import CrosstalkError
 from crosstalk.harness.fake import FakeHarness
 from crosstalk.journal.codec import read_journal
+from crosstalk.journal.records import message_id_of
 from crosstalk.policy import Limits, Role
 from crosstalk.registry.credentials import read_key
 from crosstalk.registry.paths import StatePaths
@@ -391,14 +392,7 @@ def received_ids(records: list[dict[str, Any]]) -> list[str]:
 
 
 def of_type(records: list[dict[str, Any]], rtype: str, message_id: str | None = None) -> list[dict[str, Any]]:
-    out = []
-    for r in records:
-        if r.get("type") != rtype:
-            continue
-        mid = r.get("message_id") or (r.get("message") or {}).get("message_id")
-        if message_id is None or mid == message_id:
-            out.append(r)
-    return out
+    return [r for r in records if r.get("type") == rtype and (message_id is None or message_id_of(r) == message_id)]
 
 
 def task_records(records: list[dict[str, Any]], task_id: str) -> list[dict[str, Any]]:

@@ -24,6 +24,7 @@ from typing import Any, TypeVar
 from crosstalk.core.ids import agent_id_for
 from crosstalk.harness.fake import FakeHarness
 from crosstalk.journal.codec import read_journal
+from crosstalk.journal.records import message_id_of
 from crosstalk.policy import Limits, Role
 from crosstalk.registry.credentials import read_key
 from crosstalk.registry.paths import StatePaths
@@ -109,12 +110,11 @@ class HostThread:
         return read_journal(self.journal_path).records
 
     def records_for(self, message_id: str, rtype: str | None = None) -> list[dict[str, Any]]:
-        out = []
-        for rec in self.records():
-            mid = rec.get("message_id") or (rec.get("message") or {}).get("message_id")
-            if mid == message_id and (rtype is None or rec["type"] == rtype):
-                out.append(rec)
-        return out
+        return [
+            rec
+            for rec in self.records()
+            if message_id_of(rec) == message_id and (rtype is None or rec["type"] == rtype)
+        ]
 
     def close(self) -> None:
         if self.host is not None and self.loop.is_running():

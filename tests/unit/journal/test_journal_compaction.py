@@ -10,6 +10,7 @@ import pytest
 
 from crosstalk.journal import Journal
 from crosstalk.journal.codec import read_journal
+from crosstalk.journal.records import message_id_of
 from crosstalk.journal.retention import select_retained
 
 pytestmark = pytest.mark.unit
@@ -61,7 +62,7 @@ def test_compaction_drops_old_resolved_work_keeps_unresolved_and_every_concurren
 
     result = read_journal(tmp_path / "a.jsonl")
     assert result.torn_tail_bytes == 0 and result.bad_lines == 0
-    ids = [(r.get("message") or {}).get("message_id") or r.get("message_id") for r in result.records]
+    ids = [message_id_of(r) for r in result.records]
     assert "old-done" not in ids
     assert ids.count("old-open") == 2 and ids.count("recent") == 1
     live = [i for i in ids if isinstance(i, str) and i.startswith("live-")]

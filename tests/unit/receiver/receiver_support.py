@@ -141,12 +141,11 @@ class Rig:
         return read_journal(self.path).records
 
     def records_for(self, message_id: str, rtype: str | None = None) -> list[dict[str, Any]]:
-        out = []
-        for rec in self.records():
-            mid = rec.get("message_id") or (rec.get("message") or {}).get("message_id")
-            if mid == message_id and (rtype is None or rec["type"] == rtype):
-                out.append(rec)
-        return out
+        return [
+            rec
+            for rec in self.records()
+            if R.message_id_of(rec) == message_id and (rtype is None or rec["type"] == rtype)
+        ]
 
     def types_for(self, message_id: str) -> list[str]:
         return [r["type"] for r in self.records_for(message_id)]

@@ -140,7 +140,7 @@ class ChainMachine(RuleBasedStateMachine):
         types = defaultdict(list)
         outcomes = defaultdict(list)
         for rec in records:
-            mid = rec.get("message_id") or (rec.get("message") or {}).get("message_id")
+            mid = R.message_id_of(rec)
             types[mid].append(rec["type"])
             if rec["type"] == R.RECEIVED:
                 received[mid].append(rec["dedupe_key"])
