@@ -10,7 +10,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from crosstalk.core.states import State
+from crosstalk.core.states import UNRESOLVED_STATES, State
 from crosstalk.journal import records as R
 
 TERMINAL_TASK_STATES = frozenset({"completed", "failed", "canceled", "rejected"})
@@ -42,9 +42,7 @@ class MessageEntry:
 
     @property
     def unresolved(self) -> bool:
-        if self.resolved:
-            return False
-        return self.state in (State.SUBMITTED, State.DISPATCHING, State.UNKNOWN, State.RECOVERED)
+        return not self.resolved and self.state in UNRESOLVED_STATES
 
 
 @dataclass(slots=True)
