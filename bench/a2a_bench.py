@@ -87,10 +87,10 @@ def main() -> int:
 
 async def run(args: argparse.Namespace) -> int:
     from crosstalk.core.message import new_message
+    from crosstalk.core.tasks import TaskState
     from crosstalk.ingress.a2a.client import A2AClient
     from crosstalk.registry.credentials import read_key
     from crosstalk.registry.paths import StatePaths
-    from crosstalk.tasks.model import TaskState
 
     n = args.n or (200 if args.quick else 1000)
     per_block = max(1, n // BLOCKS)

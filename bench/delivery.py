@@ -3,8 +3,8 @@
     .venv/bin/python bench/delivery.py [--quick] [-n N] [--threads K]
 
 Starts `python -m crosstalk agent run --harness fake --name bench --json` (inbox on /tmp) in a temp CROSSTALK_HOME,
-then sends N messages one after another with the in-process client `crosstalk.client.send` (resolve the name, read
-the key, deliver) and reports p50/p99. The floor (bench/floor.py: a round trip to a separate process that fsyncs
+then sends N messages one after another with the in-process client `crosstalk.ingress.client.send` (resolve the name,
+read the key, deliver) and reports p50/p99. The floor (bench/floor.py: a round trip to a separate process that fsyncs
 one write) is measured in the same run, interleaved in blocks with the sends. Target: delivery p50 <= 10x floor p50.
 Then K client threads send a fixed count concurrently (messages/s), beside the floor server under the same load.
 """
@@ -49,8 +49,8 @@ def main() -> int:
     args = ap.parse_args()
     exit_on_sigterm()
 
-    from crosstalk.client import send
     from crosstalk.core.message import new_message
+    from crosstalk.ingress.client import send
     from crosstalk.ingress.frames import encode_auth, encode_crosstalk_user
     from crosstalk.ingress.uds_client import deliver
     from crosstalk.registry.credentials import read_key

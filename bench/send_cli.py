@@ -59,9 +59,9 @@ p.parse_args(["send", "bench", sys.argv[1]])
 t.append(c())
 import crosstalk.cli.send_cmd
 t.append(c())
-import crosstalk.client
+import crosstalk.ingress.client
 t.append(c())
-from crosstalk.client import send
+from crosstalk.ingress.client import send
 from crosstalk.core.message import new_message
 from crosstalk.registry.paths import StatePaths
 send(StatePaths.from_env(), new_message("bench", sys.argv[1], from_="@bench:cli"), timeout=10)
@@ -72,7 +72,7 @@ STAGE_NAMES = (
     "import crosstalk.cli.main (argparse)",
     "build parser + parse argv",
     "+ crosstalk.cli.send_cmd",
-    "+ crosstalk.client (and deps)",
+    "+ crosstalk.ingress.client (and deps)",
     "resolve + read key + deliver",
 )
 

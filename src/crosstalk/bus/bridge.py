@@ -101,9 +101,9 @@ def deliver_live(
     timeout: float = DELIVER_TIMEOUT_S,
 ) -> BridgeResult:
     """Deliver one channel message into the live agent `agent` through its uds socket and receiver chain."""
-    from crosstalk.client import send
     from crosstalk.core.errors import CrosstalkError
     from crosstalk.core.message import new_message
+    from crosstalk.ingress.client import send
     from crosstalk.ingress.uds_client import AgentUnreachable, DeliveryError
     from crosstalk.registry.errors import AmbiguousName, NoSuchAgent
 

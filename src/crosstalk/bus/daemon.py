@@ -10,16 +10,48 @@ import os
 import select
 import socket
 import threading
-from typing import TYPE_CHECKING
+from collections.abc import Sized
+from typing import TYPE_CHECKING, Protocol
 
 from crosstalk.bus.errors import BusError
 from crosstalk.bus.state import TransportState, read_pid, write_text_atomic
-from crosstalk.registry.locks import FileLock
+from crosstalk.fs.locks import FileLock
 
 if TYPE_CHECKING:
-    from crosstalk.bus.dispatcher import Dispatcher
+    from crosstalk.bus.eventlog import EventLog
+    from crosstalk.bus.transports import Transport
 
 _STOP_POLL_S = 0.5
+
+
+class Loopable(Protocol):
+    """What run_loop needs of the dispatcher (crosstalk.bus.dispatcher.Dispatcher), so this module does not import
+    the dispatcher that imports it."""
+
+    @property
+    def state(self) -> TransportState: ...
+    @property
+    def transport(self) -> Transport: ...
+    @property
+    def alias(self) -> str: ...
+    @property
+    def interval(self) -> float: ...
+    @property
+    def jobs(self) -> int: ...
+    @property
+    def claimed(self) -> Sized: ...
+    @property
+    def log(self) -> EventLog: ...
+    @property
+    def stopping(self) -> bool: ...
+    @property
+    def wake_fd(self) -> int: ...
+
+    def stop(self) -> None: ...
+    def tick(self) -> object: ...
+    def reload_registry(self, *, force: bool = False) -> bool: ...
+    def record_error(self, event: str, **fields: object) -> None: ...
+    def write_heartbeat(self, *, running: bool = True) -> None: ...
 
 
 class AlreadyRunning(BusError):
@@ -64,7 +96,7 @@ def drain(sock: socket.socket) -> None:
             return
 
 
-def _forward_stop(dispatcher: Dispatcher, event: threading.Event) -> None:
+def _forward_stop(dispatcher: Loopable, event: threading.Event) -> None:
     """An external stop event interrupts the wait (and running models) as stop() does; polled, so this thread
     never outlives the loop by more than _STOP_POLL_S."""
     while not dispatcher.stopping:
@@ -73,7 +105,7 @@ def _forward_stop(dispatcher: Dispatcher, event: threading.Event) -> None:
             return
 
 
-def run_loop(dispatcher: Dispatcher, stop_event: threading.Event | None = None, *, once: bool = False) -> int:
+def run_loop(dispatcher: Loopable, stop_event: threading.Event | None = None, *, once: bool = False) -> int:
     """Hold dispatcher.lock, write the pid file, bind wake.sock, then tick and wait until stopped.
 
     On the way out it removes only what this run made and nobody else may use: wake.sock (it bound it) and the pid

@@ -26,11 +26,11 @@ from crosstalk.bus.message import utc_timestamp
 from crosstalk.bus.models import CONFIG_PATH, ModelSpec, Skipped, claim, load_registry, spawn_env
 from crosstalk.bus.prompt import PromptItem, build_prompt, load_persona
 from crosstalk.bus.replies import batch_replies, failed_replies
+from crosstalk.bus.runner import RunResult, run_headless
 from crosstalk.bus.scan import Batch, LiveDelivery, Rejection, is_answered, replies_since, scan
 from crosstalk.bus.state import read_cursor, write_cursor, write_json_atomic
 from crosstalk.bus.store import publish
 from crosstalk.bus.transports import Transport
-from crosstalk.harness.headless.runner import RunResult, run_headless
 from crosstalk.registry.paths import StatePaths
 
 

@@ -12,7 +12,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from crosstalk.bus.errors import GitError
-from crosstalk.registry.locks import FileLock
+from crosstalk.fs.locks import FileLock
 
 CHANNELS_PATHSPEC = "data/channels"
 LOCK_NAME = "crosstalk.lock"

@@ -22,7 +22,7 @@ from crosstalk.bus.errors import BusError
 from crosstalk.bus.eventlog import tail_lines
 from crosstalk.bus.state import TransportState, dispatcher_pid, read_json
 from crosstalk.bus.transports import Transport
-from crosstalk.registry.procinfo import pid_alive
+from crosstalk.fs.procinfo import pid_alive
 
 __all__ = [
     "KILL_WAIT_S",

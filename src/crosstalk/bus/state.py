@@ -14,10 +14,10 @@ from pathlib import Path
 from typing import Any
 
 from crosstalk.bus.errors import BusError
+from crosstalk.fs.atomic import atomic_write
+from crosstalk.fs.locks import is_locked
 from crosstalk.registry import paths as registry_paths
 from crosstalk.registry.errors import RegistryError
-from crosstalk.registry.fsutil import atomic_write
-from crosstalk.registry.locks import is_locked
 from crosstalk.registry.paths import MAX_SOCKET_PATH_BYTES, StatePaths
 
 WAKE_BYTE = b"w"

@@ -14,7 +14,7 @@ from crosstalk.bus.layout import is_safe_relpath
 from crosstalk.bus.message import MESSAGE_NAME_RE, BusMessage, parse_message
 from crosstalk.bus.state import wake
 from crosstalk.bus.transports import Transport
-from crosstalk.registry.fsutil import atomic_write
+from crosstalk.fs.atomic import atomic_write
 
 PENDING, REPLIED, FAILED = "PENDING", "REPLIED", "FAILED"
 

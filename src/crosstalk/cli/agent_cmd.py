@@ -15,13 +15,7 @@ from crosstalk.cli.common import EXIT_NO_AGENT, EXIT_USAGE, EXIT_WIRE, fail, sta
 
 def run(args: Any) -> int:
     """Register agent NAME, listen on its socket, and deliver into the harness until stopped."""
-    name, session_ref, inbox, fake_script, fake_default = (
-        args.name,
-        args.session_ref,
-        args.inbox,
-        args.fake_script,
-        args.fake_default,
-    )
+    name, session_ref = args.name, args.session_ref
     role, parent, peers, accept_from = args.role, args.parent, tuple(args.peers), tuple(args.accept_from)
     cwd, as_json, verbose = args.cwd, args.as_json, args.verbose
     logging.basicConfig(
@@ -29,15 +23,10 @@ def run(args: Any) -> int:
         stream=sys.stderr,
         format="%(asctime)s %(name)s %(levelname)s %(message)s",
     )
-    from crosstalk.harness.fake import FakeHarness, parse_script
     from crosstalk.policy import Role
     from crosstalk.registry.errors import InvalidName
 
-    try:
-        script = parse_script(fake_script)
-        parse_script(fake_default)
-    except ValueError as exc:
-        fail(str(exc), EXIT_USAGE)
+    adapter = _adapter(args)
     if parent and role != "worker":
         fail("--parent needs --role worker", EXIT_USAGE)
     paths = state_paths()
@@ -60,9 +49,7 @@ def run(args: Any) -> int:
     from crosstalk.agent import AgentConfig
 
     config = AgentConfig(
-        harness=FakeHarness(
-            script, default=fake_default, inbox=inbox, answer=args.answer, conformance=args.conformance
-        ),
+        harness=adapter,
         session_ref=session_ref or name,
         preferred_name=name,
         cwd=cwd or os.getcwd(),
@@ -75,33 +62,34 @@ def run(args: Any) -> int:
     return asyncio.run(_serve(paths, config, as_json, verbose))
 
 
-def _logging_refusals(op: Any, what: str) -> Any:
-    """A task operation the fake harness calls as its session's answer: a refusal (e.g. the task has moved on) is
-    logged, never raised into the harness."""
-    from crosstalk.core.errors import CrosstalkError
+def _adapter(args: Any) -> Any:
+    """The harness adapter: the fake with its scripting options, or a registered standalone kind's own."""
+    fake_options = {
+        "--inbox": args.inbox,
+        "--script": args.fake_script,
+        "--default": args.fake_default != "accept",
+        "--answer": args.answer,
+        "--conformance": args.conformance,
+    }
+    if args.harness != "fake":
+        given = [flag for flag, value in fake_options.items() if value]
+        if given:
+            fail(f"{', '.join(given)}: only for --harness fake", EXIT_USAGE)
+        from crosstalk import harness as kinds
+        from crosstalk.harness.base import SessionIdentity
 
-    async def call(message_id: str, *args: Any) -> object:
-        try:
-            return await op(message_id, *args)
-        except CrosstalkError as exc:
-            logging.getLogger("crosstalk.agent").warning("%s %s refused: %s", what, message_id, exc)
-            return None
+        session = SessionIdentity(args.harness, args.session_ref or args.name, args.name)
+        return kinds.kind(args.harness).adapter(session, dict(os.environ))
+    from crosstalk.harness.fake import FakeHarness, parse_script
 
-    return call
-
-
-def _wire_fake(harness: Any, tasks: Any) -> None:
-    """The fake's scripted answers (--answer) and conformance profile reply through the task service, as a
-    session's reply would."""
-    if getattr(harness, "answer", None) is not None:
-        harness.on_answer = _logging_refusals(tasks.reply, "scripted answer to")
-    if getattr(harness, "conformance", False):
-        harness.on_expect = tasks.expect_answer
-        harness.on_reply = _logging_refusals(
-            lambda mid, text, artifacts, direct: tasks.reply(mid, text, artifacts=artifacts, direct=direct),
-            "conformance answer to",
-        )
-        harness.on_require_input = _logging_refusals(tasks.require_input, "conformance input request for")
+    try:
+        script = parse_script(args.fake_script)
+        parse_script(args.fake_default)
+    except ValueError as exc:
+        fail(str(exc), EXIT_USAGE)
+    return FakeHarness(
+        script, default=args.fake_default, inbox=args.inbox, answer=args.answer, conformance=args.conformance
+    )
 
 
 async def _serve(paths: object, config: object, as_json: bool, verbose: bool) -> int:
@@ -112,14 +100,12 @@ async def _serve(paths: object, config: object, as_json: bool, verbose: bool) ->
         host = await AgentHost.start(paths, config)  # type: ignore[arg-type]
     except CrosstalkError as exc:
         fail(str(exc), EXIT_WIRE)
-    if host.tasks is not None:
-        _wire_fake(host.config.harness, host.tasks)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
-    if verbose and host.receiver is not None:
-        host.receiver.add_listener(
+    if verbose:
+        host.add_listener(
             lambda inbound, outcome: logging.getLogger("crosstalk.agent").info(
                 "%s from %s: %s %s", outcome.message_id, inbound.sender.label, outcome.state.value, outcome.reason or ""
             )
@@ -128,18 +114,18 @@ async def _serve(paths: object, config: object, as_json: bool, verbose: bool) ->
         "event": "ready",
         "name": host.name,
         "agent_id": host.agent_id,
-        "uds_path": str(host.paths.uds_path(host.agent_id)),
-        "a2a_url": host.a2a.url if host.a2a is not None else None,
+        "uds_path": host.uds_path,
+        "a2a_url": host.a2a_url,
         "pid": os.getpid(),
-        "notice": host.registration.name_notice,
+        "notice": host.name_notice,
         "replay": host.replay_report,
     }
     if as_json:
         sys.stdout.write(json.dumps(ready) + "\n")
     else:
         sys.stdout.write(f"agent {host.name} ({host.agent_id}) ready on {ready['uds_path']}\n")
-        if host.registration.name_notice:
-            sys.stdout.write(f"note: {host.registration.name_notice}\n")
+        if host.name_notice:
+            sys.stdout.write(f"note: {host.name_notice}\n")
     sys.stdout.flush()
     try:
         await stop.wait()

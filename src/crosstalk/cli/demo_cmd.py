@@ -11,7 +11,7 @@ def run(args: Any) -> int:
     """Start fake-harness agents in a temporary state root, exchange messages through their real sockets,
     print every delivery with its state, then clean everything up. Needs no outside service."""
     from crosstalk.core.errors import CrosstalkError
-    from crosstalk.demo import run_demo
+    from crosstalk.demo.live import run_demo
 
     try:
         return run_demo(echo)

@@ -15,6 +15,7 @@ import sys
 from collections.abc import Sequence
 
 from crosstalk import __version__
+from crosstalk import harness as harness_kinds
 from crosstalk.cli.common import EXIT_USAGE, Fail
 
 # `typing` is only needed by type checkers; importing it costs ~2 ms on `crosstalk send`'s start-up path.
@@ -219,7 +220,7 @@ def _agent(sub: Any) -> None:
     p = agent_sub.add_parser("run", help="Register an agent and deliver into its harness until SIGTERM/SIGINT.")
     p.add_argument(
         "--harness",
-        choices=["fake"],
+        choices=harness_kinds.standalone(),
         required=True,
         help="The harness adapter. 'fake' writes each injected message to --inbox.",
     )
@@ -316,8 +317,8 @@ def _mcp(sub: Any) -> None:
     )
     p.add_argument(
         "--harness",
-        choices=["auto", "claude", "codex", "fake"],
-        default="auto",
+        choices=harness_kinds.choices(),
+        default=harness_kinds.AUTO,
         help="Which harness started this server (default auto: told apart per call by what it sends).",
     )
     p.add_argument("--router", help=argparse.SUPPRESS)  # tests: serve MODULE:ATTR instead of the crosstalk tools

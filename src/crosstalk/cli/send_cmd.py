@@ -91,7 +91,7 @@ def run(args: Any) -> int:
     if args.a2a:
         return _send_a2a(msg, args)
 
-    from crosstalk.client import send as send_message
+    from crosstalk.ingress.client import send as send_message
     from crosstalk.ingress.uds_client import DeliveryError
     from crosstalk.registry.errors import AmbiguousName, NoSuchAgent, RegistryError
 
@@ -147,10 +147,10 @@ def _send_bus(target: str, text: str, sender_tag: str, as_json: bool) -> int:
 
 def _send_a2a(msg: Any, args: Any) -> int:
     """`send --a2a`: the receiver answers with a task; print it and exit by its state."""
-    from crosstalk.client import send_a2a
+    from crosstalk.core.tasks import TaskError
+    from crosstalk.ingress.client import send_a2a
     from crosstalk.ingress.uds_client import DeliveryError
     from crosstalk.registry.errors import AmbiguousName, NoSuchAgent, RegistryError
-    from crosstalk.tasks.model import TaskError
 
     try:
         result = send_a2a(

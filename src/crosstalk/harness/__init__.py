@@ -1,1 +1,91 @@
-"""Harness adapters: one per agent CLI (Claude Code, Codex, pi, headless) plus the scriptable fake."""
+"""The registry of harness kinds. Adding a harness is one package under harness/ (exposing `KIND`, a
+harness.base.HarnessKind) and one line here. `crosstalk mcp --harness`, `crosstalk agent run --harness` and `auto`
+detection are derived from this table, in its order.
+
+The table holds module paths, not the kinds: building the CLI's parser reads it without importing any harness.
+"""
+
+from __future__ import annotations
+
+import importlib
+
+TYPE_CHECKING = False  # not `typing`: this module is on `crosstalk send`'s start-up path
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+    from crosstalk.harness.base import CallEvidence, HarnessKind, SessionIdentity, SessionRow
+
+AUTO = "auto"
+
+
+
+class Entry:
+    """One registered kind: its package, and what the CLI offers it for. `auto`: tried by `--harness auto`.
+    `standalone`: `crosstalk agent run --harness NAME` can host a session of it with no harness process."""
+
+    __slots__ = ("auto", "module", "standalone")
+
+    def __init__(self, module: str, *, auto: bool = False, standalone: bool = False) -> None:
+        self.module, self.auto, self.standalone = module, auto, standalone
+
+
+# Order matters for `auto`: the first kind that identifies a call wins (a Codex call carries its thread id; a Claude
+# call only its parent process).
+KINDS: dict[str, Entry] = {
+    "codex": Entry("crosstalk.harness.codex", auto=True),
+    "claude": Entry("crosstalk.harness.claude", auto=True),
+    "fake": Entry("crosstalk.harness.fake", standalone=True),
+}
+
+
+def names() -> tuple[str, ...]:
+    return tuple(KINDS)
+
+
+def standalone() -> tuple[str, ...]:
+    """What `crosstalk agent run --harness` accepts."""
+    return tuple(n for n, e in KINDS.items() if e.standalone)
+
+
+def choices() -> tuple[str, ...]:
+    """What `crosstalk mcp --harness` accepts: auto, then every kind."""
+    return (AUTO, *KINDS)
+
+
+def kind(name: str) -> HarnessKind:
+    """The registered kind `name`; ValueError naming the choices otherwise."""
+    entry = KINDS.get(name)
+    if entry is None:
+        raise ValueError(f"unknown harness {name!r} (expected one of: {', '.join(choices())})")
+    return importlib.import_module(entry.module).KIND
+
+
+def candidates(name: str) -> list[HarnessKind]:
+    """The kinds a shim started with `--harness name` tells its callers apart by: one, or for auto every kind
+    marked auto, in registry order."""
+    if name == AUTO:
+        return [kind(n) for n, e in KINDS.items() if e.auto]
+    return [kind(name)]
+
+
+def identify(name: str, call: CallEvidence) -> SessionIdentity | None:
+    """The calling session under `--harness name`: the first candidate kind with evidence, else None."""
+    for k in candidates(name):
+        found = k.identify(call)
+        if found is not None:
+            return found
+    return None
+
+
+def discover(environ: Mapping[str, str]) -> list[SessionRow]:
+    """Every session the registered kinds know on this machine, with or without crosstalk. A kind that fails to
+    look is skipped (logged): one broken harness never breaks a listing."""
+    rows: list[SessionRow] = []
+    for name in KINDS:
+        try:
+            rows.extend(kind(name).discover(environ))
+        except Exception:
+            import logging
+
+            logging.getLogger(__name__).exception("discovering %s sessions failed", name)
+    return rows

@@ -1,23 +1,97 @@
-"""The Harness protocol (ARCHITECTURE.md §8): everything harness-specific lives behind it.
+"""The harness seam (ARCHITECTURE.md §8): everything harness-specific lives behind it, in two parts.
 
-The receiver chain knows only this file. An adapter either returns an `InjectResult` or raises one of the
-typed errors below; the chain's injector maps each to a delivery state, so every adapter fails the same way.
+- A **harness kind** (`HarnessKind`, one object per harness, registered in `crosstalk/harness/__init__.py`) knows the
+  harness as a whole: who a tool call comes from (`identify`), which sessions exist (`discover`), whether a session was
+  superseded (`superseded`), whether it follows session renames, and how to make the adapter for one agent.
+- A **per-agent adapter** (`HarnessAdapter`) serves one agent: `bind` to its session, `inject` a message, `status`,
+  `render`, `native_reply_address`, `close`.
+
+The receiver chain knows only this file. An adapter either returns an `InjectResult` or raises one of the typed errors
+below; the chain's injector maps each to exactly one delivery state, so every adapter fails the same way. A harness
+package imports `crosstalk.core`, this module and itself, nothing else (tests/unit/test_layering.py holds it).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
+from crosstalk.core import envelope
 from crosstalk.core.kinds import Delivery
 from crosstalk.core.message import Message
-from crosstalk.core.sender import Sender
+from crosstalk.core.sender import Sender, SenderClass
 from crosstalk.core.states import State
+from crosstalk.core.tasks import Artifact
 
 INJECT_STATES = frozenset({State.ACCEPTED, State.QUEUED, State.UNREACHABLE, State.UNKNOWN})
 
 
+# ---------------------------------------------------------------------------------------------------- the kind side
+@dataclass(frozen=True, slots=True)
+class CallEvidence:
+    """What one tool call carries that may identify its session: the call's `_meta`, the pid of the process that
+    started the shim (a Claude session), and the shim's environment (where each harness keeps its state)."""
+
+    meta: Mapping[str, Any] = field(default_factory=dict)
+    parent_pid: int = 0
+    environ: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class SessionIdentity:
+    """The calling session, as its harness proved it for one call."""
+
+    harness: str  # a registered kind's name (never "auto")
+    session_ref: str
+    preferred_name: str | None = None  # the session's own name, if the harness gives one
+    harness_pid: int | None = None  # the session's process, where the harness has one per session (Claude)
+
+    @property
+    def key(self) -> tuple[str, str]:
+        return (self.harness, self.session_ref)
+
+
+@dataclass(frozen=True, slots=True)
+class SessionRow:
+    """A session the harness knows about, with or without crosstalk (`discover`)."""
+
+    harness: str
+    session_ref: str
+    name: str | None
+    cwd: str | None
+    status: str  # idle | busy | unknown (the harness's own word for it)
+    reachable: bool  # whether a message could be put into it now
+    reason: str | None = None  # why not, when not reachable
+    pid: int | None = None
+
+
+@runtime_checkable
+class HarnessKind(Protocol):
+    """One harness as a whole (registered in crosstalk/harness/__init__.py). `follows_renames`: a session's
+    preferred name may change while it lives, and its agent follows it (Claude `/rename`)."""
+
+    name: str
+    follows_renames: bool
+
+    def identify(self, call: CallEvidence) -> SessionIdentity | None:
+        """The session this call comes from, from the call's own evidence; None without evidence."""
+        ...
+
+    def discover(self, environ: Mapping[str, str]) -> list[SessionRow]:
+        """The live sessions of this harness on this machine (missing evidence: not listed)."""
+        ...
+
+    def superseded(self, old: SessionIdentity, new: SessionIdentity, environ: Mapping[str, str]) -> bool:
+        """True only with the harness's proof that `old` ended and `new` took its place (Claude `/clear`)."""
+        ...
+
+    def adapter(self, session: SessionIdentity, environ: Mapping[str, str]) -> HarnessAdapter:
+        """A new adapter for the agent of `session`."""
+        ...
+
+
+# --------------------------------------------------------------------------------------------------- the agent side
 @dataclass(frozen=True, slots=True)
 class AgentInfo:
     """What an adapter may know about the agent it serves."""
@@ -47,22 +121,13 @@ class InjectResult:
 
 @dataclass(frozen=True, slots=True)
 class BindResult:
+    """What bind learned. It is published in the agent's descriptor: `inbound_reachable` and `reason` are what
+    list_agents and `crosstalk list` show as the agent's reachability."""
+
     endpoint: str | None = None  # harness endpoint the agent is bound to (Codex app-server, Claude socket)
     version: str | None = None
     inbound_reachable: bool = True
-    reason: str | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class SessionRow:
-    """A session the harness knows about, for list_agents/discovery."""
-
-    harness: str
-    session_ref: str
-    name: str | None
-    cwd: str | None
-    status: str
-    reachable: bool
+    reason: str | None = None  # why inbound delivery cannot work, when it cannot
 
 
 class HarnessError(Exception):
@@ -86,43 +151,81 @@ class HarnessDisconnected(HarnessError):
 
 
 @runtime_checkable
-class Harness(Protocol):
-    name: str
+class HarnessAdapter(Protocol):
+    """One agent's connection to its session."""
 
-    def identify(self, request: Mapping[str, Any]) -> str | None:
-        """The session_ref a request (e.g. an MCP tools/call) comes from, or None without evidence."""
-        ...
+    name: str  # the kind's name
 
     async def bind(self, agent: AgentInfo) -> BindResult: ...
 
-    def discover(self) -> list[SessionRow]: ...
-
     async def inject(self, request: InjectRequest) -> InjectResult: ...
 
-    def status(self) -> str: ...
+    def status(self) -> str:
+        """idle | busy | unknown: the session as the adapter last saw it."""
+        ...
 
     def render(self, request: InjectRequest) -> str:
         """The text the model will see for this message."""
         ...
 
-    def native_reply_address(self, agent: AgentInfo) -> str | None: ...
+    def native_reply_address(self, agent: AgentInfo) -> str | None:
+        """Where the session's own native reply to an injected message would go (the envelope's `from`), or None."""
+        ...
 
     async def close(self) -> None: ...
 
 
-@runtime_checkable
-class Supersession(Protocol):
-    """Optional: a harness that can prove a session ended while its connection lives on (Claude /clear)."""
+@dataclass(frozen=True, slots=True)
+class SessionOps:
+    """How a session answers what it received, as its model would through the reply tool. The agent hands these to
+    an adapter that plays its session's model itself (`SessionModel`: the fake's scripted answers and conformance
+    profile). Refusals (the task moved on) are logged by the agent, never raised into the adapter."""
 
-    def superseded(self, agent: AgentInfo) -> bool: ...
+    answer: Callable[[str, str], Awaitable[object]]  # (message_id, text): the reply tool's path
+    reply: Callable[[str, str, tuple[Artifact, ...], bool], Awaitable[object]]  # (message_id, text, artifacts, direct)
+    expect_answer: Callable[[str], bool]  # the session will answer this message: delivery does not complete it
+    require_input: Callable[[str, str], Awaitable[object]]  # (message_id, question)
+
+
+@runtime_checkable
+class SessionModel(Protocol):
+    """Optional, for an adapter whose "session" is scripted in-process (the fake): it answers through `ops`."""
+
+    def attach_session(self, ops: SessionOps) -> None: ...
+
+
+class UnavailableAdapter:
+    """An adapter for a harness whose delivery into sessions is not built: it binds as inbound-unreachable with
+    `reason`, and every injection fails before anything is written (→ unreachable, saying why), never a fake
+    success. The agent still registers, sends, asks and reads its mailbox."""
+
+    def __init__(self, name: str, reason: str, *, reply_to_uds: bool = False) -> None:
+        self.name = name
+        self.reason = reason
+        self._reply_to_uds = reply_to_uds
+
+    async def bind(self, agent: AgentInfo) -> BindResult:
+        return BindResult(inbound_reachable=False, reason=self.reason)
+
+    async def inject(self, request: InjectRequest) -> InjectResult:
+        raise PreSendFailure(self.reason)
+
+    def status(self) -> str:
+        return "unknown"
+
+    def render(self, request: InjectRequest) -> str:
+        return render_envelope(request)
+
+    def native_reply_address(self, agent: AgentInfo) -> str | None:
+        return agent.uds_path if self._reply_to_uds else None
+
+    async def close(self) -> None:
+        return None
 
 
 def render_envelope(request: InjectRequest) -> str:
     """The <cross-session-message> envelope for an inbound message. Attributes are rebuilt from the verified
     sender, never copied from whatever envelope the sender wrapped its text in."""
-    from crosstalk.core import envelope
-    from crosstalk.core.sender import SenderClass
-
     msg, sender = request.message, request.sender
     return envelope.render(
         msg.text,

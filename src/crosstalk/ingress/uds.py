@@ -24,6 +24,7 @@ from crosstalk.core.ids import new_message_id
 from crosstalk.core.message import Message, TextPart
 from crosstalk.core.sender import Sender, SenderClass
 from crosstalk.core.states import Outcome, State
+from crosstalk.fs.procinfo import proc_start_time
 from crosstalk.ingress.frames import (
     MAX_LINE_BYTES,
     AuthLine,
@@ -36,7 +37,6 @@ from crosstalk.ingress.frames import (
 )
 from crosstalk.receiver import Inbound, Receiver
 from crosstalk.registry.descriptor import Descriptor
-from crosstalk.registry.procinfo import proc_start_time
 
 log = logging.getLogger(__name__)
 
@@ -87,13 +87,10 @@ class UdsIngress:
         token: str,
         receiver: Receiver,
         resolve_peer: PeerResolver,
-        *,
-        open_messages: Callable[[], list[dict[str, str]]] | None = None,
     ) -> None:
         self.path = path
         self._token = token
         self._receiver = receiver
-        self._open_messages = open_messages or list  # what a bounce notice lists as still answerable
         self._peers = _PeerCache(resolve_peer)
         self._server: asyncio.AbstractServer | None = None
         self._handlers: set[asyncio.Task[None]] = set()
@@ -200,9 +197,7 @@ class UdsIngress:
         if kind not in (None, "", "inform"):
             # A native frame is an inform; one that asks to be anything else is refused, whatever the sender.
             return self._receiver.reject(inbound, "kind:native_inform_only")
-        if peer is not None and peer.agent_id == self._receiver.identity.agent_id:
-            # Our own session answering natively (ADR 0009): bounced back, never forwarded.
-            return await self._receiver.bounce(inbound, open_messages=self._open_messages())
+        # Our own session answering natively (ADR 0009) is bounced back by the chain, never forwarded.
         return await self._receiver.receive(inbound)
 
 

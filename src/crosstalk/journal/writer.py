@@ -19,9 +19,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from crosstalk.fs.atomic import atomic_write
 from crosstalk.journal.codec import ReadResult, encode, read_journal
 from crosstalk.journal.errors import JournalError, JournalLocked, JournalWriteError
-from crosstalk.registry.fsutil import atomic_write
 
 APPEND_TIMEOUT_S = 30.0
 MAX_LINGER_S = 0.002  # the longest a batch waits for more appends (only under concurrent load)

@@ -12,6 +12,7 @@ from crosstalk.policy.admission import Limits, Load, check_admission
 from crosstalk.policy.classify import classify
 from crosstalk.policy.hop import check_hops
 from crosstalk.policy.kinds import check_kind
+from crosstalk.policy.notices import check_notice, is_own_notice
 from crosstalk.policy.roles import Bucket, PolicyError
 from crosstalk.policy.view import ReceiverView
 
@@ -44,10 +45,18 @@ def evaluate(
     """First failure wins. Admission runs last so a message refused for who sent it never counts as load."""
     # Classifying cannot fail and costs nothing, so do it up front: every Decision carries a bucket.
     bucket = classify(sender, view)
+    if is_own_notice(sender, view, transport):
+        # No ACL, no load: a notice is about work already accepted. Its size is still capped.
+        size = check_admission(kind, text_bytes, Load(), limits, new_task=False, default_wait=False)
+        return _decision(check_notice(kind) or size, bucket)
     reason = (
         check_hops(hop_chain, self_entry)
         or check_acl(sender, bucket, view)
         or check_kind(kind, bucket, sender, view, transport)
         or check_admission(kind, text_bytes, load, limits, new_task=new_task, default_wait=default_wait)
     )
+    return _decision(reason, bucket)
+
+
+def _decision(reason: str | None, bucket: Bucket) -> Decision:
     return Decision(ok=reason is None, reason=reason, bucket=bucket)

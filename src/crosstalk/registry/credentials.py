@@ -9,8 +9,8 @@ import os
 import stat
 from pathlib import Path
 
+from crosstalk.fs.atomic import atomic_write
 from crosstalk.registry.errors import KeyFileError
-from crosstalk.registry.fsutil import atomic_write
 
 KEY_BYTES = 32
 MAX_KEY_FILE_BYTES = 4096

@@ -12,8 +12,8 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 
 from crosstalk.core.ids import is_agent_id, is_message_id
+from crosstalk.fs.atomic import atomic_write
 from crosstalk.registry.errors import RegistryError
-from crosstalk.registry.fsutil import atomic_write
 from crosstalk.registry.names import is_valid_name
 from crosstalk.registry.paths import StatePaths
 
@@ -46,6 +46,10 @@ class Descriptor:
     instance_id: str  # uuidv7, new per registration: cleanup removes only its own instance's file
     harness_endpoint: str | None = None
     harness_version: str | None = None
+    # What binding to the harness session learned (harness.base.BindResult): whether a message put into this agent
+    # can reach its session, and why not. list_agents and `crosstalk list` derive `reachable` from these.
+    inbound_reachable: bool = True
+    inbound_reason: str | None = None
     credential_ref: str | None = None
     registered_at: str
     protocol: int = PROTOCOL
@@ -54,6 +58,11 @@ class Descriptor:
         """Whether process (pid, kernel start time) is this agent's shim or its harness session: how a socket peer
         is matched to an agent (start times make a reused pid a different process)."""
         return (pid, started_at) in ((self.pid, self.started_at), (self.harness_pid, self.harness_started_at))
+
+    def reachable(self) -> bool:
+        """Whether a message sent to this agent can be delivered into its session now: its harness binding says
+        inbound delivery works, and it serves A2A (how sessions send) on a socket that is there."""
+        return self.inbound_reachable and bool(self.a2a_url) and os.path.exists(self.uds_path)
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {f.name: getattr(self, f.name) for f in fields(self)}
@@ -97,6 +106,8 @@ class Descriptor:
             instance_id=instance_id,
             harness_endpoint=_opt_str(data, "harness_endpoint"),
             harness_version=_opt_str(data, "harness_version"),
+            inbound_reachable=_bool(data, "inbound_reachable", True),
+            inbound_reason=_opt_str(data, "inbound_reason"),
             credential_ref=_opt_str(data, "credential_ref"),
             registered_at=_req_str(data, "registered_at"),
             protocol=_int(data, "protocol", PROTOCOL),
@@ -124,6 +135,13 @@ def _int(data: dict[str, Any], key: str, default: int) -> int:
     value = data.get(key, default)
     if isinstance(value, bool) or not isinstance(value, int):  # JSON true is a bool, and bool is an int
         raise _bad(key, f"must be an integer, got {value!r}")
+    return value
+
+
+def _bool(data: dict[str, Any], key: str, default: bool) -> bool:
+    value = data.get(key, default)
+    if not isinstance(value, bool):
+        raise _bad(key, f"must be true or false, got {value!r}")
     return value
 
 

@@ -11,12 +11,12 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from crosstalk.core.ids import is_agent_id
+from crosstalk.fs.atomic import temp_writer_pid
+from crosstalk.fs.locks import FileLock, is_locked
+from crosstalk.fs.procinfo import is_same_process, pid_alive, proc_start_time
 from crosstalk.registry.descriptor import Descriptor, read_descriptor
 from crosstalk.registry.errors import AmbiguousName, NoSuchAgent
-from crosstalk.registry.fsutil import temp_writer_pid
-from crosstalk.registry.locks import FileLock, is_locked
 from crosstalk.registry.paths import StatePaths
-from crosstalk.registry.procinfo import is_same_process, pid_alive, proc_start_time
 
 _SUFFIX = ".json"
 

@@ -58,12 +58,6 @@ class NameHeld(RegistryError):
         self.name = name
 
 
-class LockHeld(RegistryError):
-    def __init__(self, path: object) -> None:
-        super().__init__(f"lock {path} is held by another open file (a live process)")
-        self.path = path
-
-
 class KeyFileError(RegistryError):
     def __init__(self, path: object, problem: str) -> None:
         super().__init__(f"key file {path}: {problem}")

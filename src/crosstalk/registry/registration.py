@@ -14,12 +14,12 @@ from types import TracebackType
 
 from crosstalk.core.ids import agent_id_for, new_message_id
 from crosstalk.core.message import utc_now_iso
+from crosstalk.fs.locks import FileLock
+from crosstalk.fs.procinfo import proc_start_time
 from crosstalk.registry.descriptor import Descriptor, read_descriptor, write_descriptor
 from crosstalk.registry.errors import AgentAlreadyRegistered, NameHeld, RegistryError
-from crosstalk.registry.locks import FileLock
 from crosstalk.registry.names import candidate_names, is_valid_name, validate_name
 from crosstalk.registry.paths import StatePaths
-from crosstalk.registry.procinfo import proc_start_time
 
 # Listings probe agent locks (is_locked) and sweeps hold them for a moment; a newcomer retries this long
 # before it concludes that a live registration owns the agent. Name locks are never probed: no grace needed.
@@ -117,6 +117,8 @@ class Registration:
         a2a_url: str | None = None,
         harness_endpoint: str | None = None,
         harness_version: str | None = None,
+        inbound_reachable: bool = True,
+        inbound_reason: str | None = None,
         credential_ref: str | None = None,
     ) -> Descriptor:
         """A descriptor for this registration, served by the current process."""
@@ -145,6 +147,8 @@ class Registration:
             instance_id=self.instance_id,
             harness_endpoint=harness_endpoint,
             harness_version=harness_version,
+            inbound_reachable=inbound_reachable,
+            inbound_reason=inbound_reason,
             credential_ref=credential_ref,
             registered_at=utc_now_iso(),
         )

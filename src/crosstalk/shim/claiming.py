@@ -2,7 +2,7 @@
 
 The target's journal has one writer, its own process, so the shim does not change the target: it sends the target
 an A2A SendMessage with `metadata.crosstalk.op` = "claim" | "release" as the calling agent, and the target checks the
-rules, journals the claim, rewrites its descriptor and tells its session (crosstalk/claims.py). The model reads
+rules, journals the claim, rewrites its descriptor and tells its session (crosstalk/agent/claims.py). The model reads
 `{state: claimed | released | rejected, reason, hint}`; a target that could not be reached answers unreachable or
 unknown, as send_message does.
 

@@ -19,9 +19,9 @@ NEEDS_ATTENTION = frozenset({"submitted", "dispatching", "unknown", "recovered",
 
 def reply_owed(host: AgentHost, entry: MessageEntry) -> bool:
     """An ask delivered to this agent whose task is still open: the session owes it a reply."""
-    if entry.message.get("kind") != "ask" or host.tasks is None:
+    if entry.message.get("kind") != "ask":
         return False
-    task = host.tasks.table.holding(entry.message_id)
+    task = host.task_holding(entry.message_id)
     return task is not None and not task.view.terminal
 
 

@@ -4,8 +4,10 @@ Concurrent first calls for one session share one creation (one future per key), 
 and lock; two sessions never share an agent. close() stops every agent: descriptor, sockets and keys go, journals
 and lock files stay (seed 000 §9).
 
-Supersession (seed 000 §3, shim/supersede.py): before a new Claude session of the same process gets its agent, an
-agent of that process's earlier session is retired (closed the same way) when the harness proves it superseded.
+What differs per harness comes from its kind (crosstalk/harness/): the agent's adapter (`kind.adapter`), whether a
+session follows renames (`kind.follows_renames`), and supersession: before a new session gets its agent, an agent
+of an earlier session is retired (closed the same way) when its kind proves it superseded (`kind.superseded`;
+Claude's `/clear`).
 """
 
 from __future__ import annotations
@@ -15,22 +17,17 @@ import contextlib
 import logging
 import os
 from collections.abc import Awaitable, Callable, Mapping
-from pathlib import Path
-from typing import Any
 
+from crosstalk import harness as kinds
 from crosstalk.agent import AgentConfig, AgentHost
-from crosstalk.harness.base import AgentInfo, BindResult, Harness
-from crosstalk.harness.fake import FakeHarness
-from crosstalk.harness.unavailable import UnavailableHarness
+from crosstalk.harness.base import HarnessAdapter, SessionIdentity
 from crosstalk.registry.paths import StatePaths
-from crosstalk.shim.identity import FAKE, Identity
-from crosstalk.shim.supersede import may_supersede
 
 log = logging.getLogger(__name__)
 
-HarnessFactory = Callable[[Identity], Harness]
+AdapterFactory = Callable[[SessionIdentity], HarnessAdapter]
 AnswerFn = Callable[["AgentHost", str, str], Awaitable[object]]
-SupersededCheck = Callable[[Identity], bool]  # True only with proof that this (older) session is superseded
+SupersededCheck = Callable[[SessionIdentity, SessionIdentity], bool]  # (old, new): True only with the kind's proof
 RETIRE_WAIT_S = 30.0
 
 
@@ -38,49 +35,36 @@ class PoolClosed(RuntimeError):
     """The shim is shutting down: no new agent is created."""
 
 
-class ShimFakeHarness(FakeHarness):
-    """The fake harness as the shim runs it: its inbox file is named after the agent, known only at bind."""
-
-    def __init__(self, inbox_dir: str | None, **kwargs: Any) -> None:
-        super().__init__(**kwargs)
-        self._inbox_dir = inbox_dir
-
-    async def bind(self, agent: AgentInfo) -> BindResult:
-        if self._inbox_dir:
-            self._inbox = Path(self._inbox_dir) / f"{agent.name}.jsonl"
-        return await super().bind(agent)
+def kind_adapters(environ: Mapping[str, str]) -> AdapterFactory:
+    """Each session's adapter from its harness kind."""
+    env = dict(environ)
+    return lambda ident: kinds.kind(ident.harness).adapter(ident, env)
 
 
-def default_harness_factory(environ: Mapping[str, str] | None = None) -> HarnessFactory:
-    """fake → the scriptable fake (answer from CROSSTALK_FAKE_ANSWER, inbox CROSSTALK_FAKE_INBOX_DIR/<name>.jsonl);
-    claude/codex → an adapter that honestly refuses every injection until their harness issues land."""
-    env = dict(os.environ if environ is None else environ)
-
-    def make(ident: Identity) -> Harness:
-        if ident.harness == FAKE:
-            return ShimFakeHarness(env.get("CROSSTALK_FAKE_INBOX_DIR") or None, answer=env.get("CROSSTALK_FAKE_ANSWER"))
-        return UnavailableHarness(ident.harness)
-
-    return make
+def kind_supersession(environ: Mapping[str, str]) -> SupersededCheck:
+    """The kind of the new session judges whether it superseded an old one of the same harness."""
+    env = dict(environ)
+    return lambda old, new: old.harness == new.harness and kinds.kind(new.harness).superseded(old, new, env)
 
 
 class AgentPool:
     def __init__(
         self,
         paths: StatePaths,
-        harness_factory: HarnessFactory,
+        environ: Mapping[str, str],
         *,
+        adapters: AdapterFactory | None = None,
         cwd: str | None = None,
         superseded: SupersededCheck | None = None,
         answer: AnswerFn | None = None,
     ) -> None:
         self.paths = paths
         self.answer = answer  # how a scripted (fake) answer is given: the router's reply path, forward included
-        self.harness_factory = harness_factory
+        self.adapters = adapters or kind_adapters(environ)
         self.cwd = cwd or os.getcwd()
-        self.superseded = superseded
+        self.superseded = superseded or kind_supersession(environ)
         self._agents: dict[tuple[str, str], asyncio.Future[AgentHost]] = {}
-        self._idents: dict[tuple[str, str], Identity] = {}
+        self._idents: dict[tuple[str, str], SessionIdentity] = {}
         self._closed = False
         self.created = 0  # AgentHost.start calls that succeeded (tests: concurrent first calls create one)
         self.retired: list[tuple[str, str]] = []  # keys of agents retired as superseded, oldest first
@@ -88,20 +72,20 @@ class AgentPool:
     def hosts(self) -> list[AgentHost]:
         return [host for host in map(_started, self._agents.values()) if host is not None]
 
-    def existing(self, ident: Identity) -> AgentHost | None:
+    def existing(self, ident: SessionIdentity) -> AgentHost | None:
         fut = self._agents.get(ident.key)
         return _started(fut) if fut is not None else None
 
-    async def get(self, ident: Identity) -> tuple[AgentHost, bool]:
+    async def get(self, ident: SessionIdentity) -> tuple[AgentHost, bool]:
         """The agent of this session, started on first use: (host, created by this call)."""
         if self._closed:
             raise PoolClosed("the shim is closing")
         fut = self._agents.get(ident.key)
         if fut is not None:
             host = await asyncio.shield(fut)
-            renamed = ident.harness == "claude" and ident.preferred_name and ident.preferred_name != host.name
-            # The session was renamed (/rename): follow it, unless another live agent holds the name.
-            if renamed and host.rename(ident.preferred_name or ""):
+            renamed = ident.preferred_name and ident.preferred_name != host.name
+            # The session was renamed (Claude /rename): follow it, unless another live agent holds the name.
+            if renamed and kinds.kind(ident.harness).follows_renames and host.rename(ident.preferred_name or ""):
                 log.info("agent %s renamed to %s", host.agent_id, host.name)
             return host, False
         fut = asyncio.get_running_loop().create_future()
@@ -129,19 +113,17 @@ class AgentPool:
         self.created += 1
         return host, True
 
-    async def _retire_superseded(self, new: Identity) -> None:
-        """Close every agent of this pool that `new` supersedes: same Claude process, another session, and the
-        harness's proof (the `superseded` check) that the old session is over. No check, no proof: nothing."""
-        if self.superseded is None:
-            return
+    async def _retire_superseded(self, new: SessionIdentity) -> None:
+        """Close every agent of this pool that `new` supersedes, with its kind's proof that the old session is over
+        (Claude: same process, another session, and the process's record names the new one). No proof: nothing."""
         for key, fut in list(self._agents.items()):
             old = self._idents.get(key)
-            if old is None or not may_supersede(new, old):
+            if old is None or old.key == new.key or old.harness != new.harness:
                 continue
             if not fut.done():  # still starting: let it finish, then judge it like any other
                 with contextlib.suppress(BaseException):
                     await asyncio.wait_for(asyncio.shield(fut), RETIRE_WAIT_S)
-            if self._agents.get(key) is not fut or not self.superseded(old):
+            if self._agents.get(key) is not fut or not self.superseded(old, new):
                 continue
             self._agents.pop(key, None)
             self._idents.pop(key, None)
@@ -154,19 +136,17 @@ class AgentPool:
                     log.exception("retiring the agent of superseded session %s failed", old.session_ref)
             self.retired.append(key)
 
-    async def _start(self, ident: Identity) -> AgentHost:
-        harness = self.harness_factory(ident)
+    async def _start(self, ident: SessionIdentity) -> AgentHost:
         config = AgentConfig(
-            harness=harness,
+            harness=self.adapters(ident),
             session_ref=ident.session_ref,
             preferred_name=ident.preferred_name,
             cwd=self.cwd,
             harness_pid=ident.harness_pid,
             a2a=True,
+            session_reply=self.answer,
         )
-        host = await AgentHost.start(self.paths, config)
-        _wire_answer(host, self.answer)
-        return host
+        return await AgentHost.start(self.paths, config)
 
     async def close(self) -> None:
         self._closed = True
@@ -188,24 +168,3 @@ class AgentPool:
 def _started(fut: asyncio.Future[AgentHost]) -> AgentHost | None:
     """The agent a finished start produced; None while it is starting, or when it failed or was cancelled."""
     return fut.result() if fut.done() and not fut.cancelled() and fut.exception() is None else None
-
-
-def _wire_answer(host: AgentHost, via: AnswerFn | None) -> None:
-    """A fake with a scripted answer replies to every injected ask as the reply tool would: through `via` (the
-    router's reply path, which also carries the answer into the asker's session), else the task service alone."""
-    harness = host.config.harness
-    tasks = host.tasks
-    if getattr(harness, "answer", None) is None or tasks is None:
-        return
-    from crosstalk.core.errors import CrosstalkError
-
-    async def answer(message_id: str, text: str) -> object:
-        try:
-            if via is not None:
-                return await via(host, message_id, text)
-            return await tasks.reply(message_id, text)
-        except CrosstalkError as exc:
-            log.warning("scripted answer to %s refused: %s", message_id, exc)
-            return None
-
-    harness.on_answer = answer  # type: ignore[attr-defined]

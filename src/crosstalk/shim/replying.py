@@ -49,7 +49,7 @@ def is_inform_reply(host: AgentHost, message_id: str) -> bool:
     entry = host.state.messages.get(message_id)
     if entry is None or (entry.message.get("kind") or "inform") != "inform":
         return False
-    task = host.tasks.table.holding(message_id) if host.tasks is not None else None
+    task = host.task_holding(message_id)
     return task is None or not task.awaiting
 
 
@@ -67,7 +67,7 @@ def _route_problem(host: AgentHost, entry: MessageEntry, *, bus: bool = False) -
         return "sender_unverified"
     if entry.state not in ROUTED_STATES:  # (recovered informs: no_such_message, the operator's ruling)
         return "no_such_message"
-    bind = host.receiver.identity.binding if host.receiver is not None else {}
+    bind = host.binding
     mine = entry.binding or {}
     if mine.get("session_ref") != bind.get("session_ref") or mine.get("endpoint") != bind.get("endpoint"):
         return "no_such_message"  # delivered into another conversation: never routed from this one (§5)
@@ -177,10 +177,8 @@ async def _publish(host: AgentHost, tag: str, context_id: str, text: str) -> dic
 
 
 async def _journal(host: AgentHost, rec: dict[str, Any]) -> bool:
-    if host.receiver is None:
-        return False
     try:
-        await host.receiver.record([rec])
+        await host.record([rec])
     except Exception:
         return False
     return True

@@ -87,8 +87,8 @@ class Sender:
     ) -> dict[str, Any]:
         """SendMessage as `host` to `target`: the model-facing answer (state, reason, message_id, task_id).
         `op` ("claim", "release"): a request about the target itself (shim/claiming.py), not a message."""
+        from crosstalk.core.tasks import TaskError
         from crosstalk.ingress.a2a.errors import A2AAuthError, A2AOutcomeUnknown, A2AProtocolError, A2AUnreachable
-        from crosstalk.tasks.model import TaskError
 
         base: dict[str, Any] = {"message_id": msg.message_id, "to": target.name}
         if not target.a2a_url:
@@ -142,14 +142,13 @@ class Sender:
             return
         nudge = NUDGE_HINT.format(count=n, peer=peer_name)
         result["hint"] = f"{result['hint']} {nudge}" if result.get("hint") else nudge
-        if host.journal is not None:
-            from crosstalk.journal import records as R
+        from crosstalk.journal import records as R
 
-            rec = {"type": R.NUDGE, "ts": round(time.time(), 6), "peer": peer, "peer_name": peer_name, "count": n}
-            try:
-                await host.journal.append_async(rec)
-            except Exception:  # the nudge is advice: a journal hiccup must not fail a delivered send
-                result["nudge_journaled"] = False
+        rec = {"type": R.NUDGE, "ts": round(time.time(), 6), "peer": peer, "peer_name": peer_name, "count": n}
+        try:
+            await host.record([rec])
+        except Exception:  # the nudge is advice: a journal hiccup must not fail a delivered send
+            result["nudge_journaled"] = False
 
     async def close(self) -> None:
         clients = list(self._clients.values())
@@ -165,12 +164,12 @@ async def journal_sent(host: AgentHost, msg: Message, to_agent: str) -> bool:
     """Journal an ask this agent is about to send (a `sent` record), so receive_message(state='replies') finds
     the answers to it, after a restart too. Written before the send: an ask that went out is never missing from
     the journal. Sends that are not asks are not journaled here. False when the journal refused the record."""
-    if msg.kind.value != "ask" or host.receiver is None:
+    if msg.kind.value != "ask":
         return True
     from crosstalk.journal import records as R
 
     try:
-        await host.receiver.record([R.sent(msg, to_agent, "sending", None)])
+        await host.record([R.sent(msg, to_agent, "sending", None)])
     except Exception:
         return False
     return True

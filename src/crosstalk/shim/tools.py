@@ -1,10 +1,11 @@
 """The tools a harness session gets from `crosstalk mcp`, behind the router seam (shim/router.py).
 
-Every call binds its caller from its own evidence (shim/identity.py) and is served by that session's agent
-(shim/pool.py), created on its first bound call. Without evidence only list_agents is served.
+Every call binds its caller from its own evidence, as the harness kinds tell it (crosstalk/harness/: the shim's
+`--harness` kind, or for auto each kind in registry order), and is served by that session's agent (shim/pool.py),
+created on its first bound call. Without evidence only list_agents is served.
 
 claim and release travel to the target's own process (its journal has a single writer): shim/claiming.py.
-Superseded Claude sessions (§3) are retired by the pool (shim/supersede.py).
+Superseded sessions (Claude `/clear`) are retired by the pool, on their kind's proof.
 """
 
 from __future__ import annotations
@@ -14,20 +15,20 @@ import os
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from crosstalk import harness as kinds
 from crosstalk.core.errors import CrosstalkError
 from crosstalk.registry.paths import StatePaths
 from crosstalk.shim.claiming import CLAIM_TOOLS
-from crosstalk.shim.identity import HARNESSES, Identity, resolve_identity
 from crosstalk.shim.router import CallContext, ToolResult
 from crosstalk.shim.schemas import check_arguments, tool_definitions
 
 if TYPE_CHECKING:  # the agent machinery loads on the first bound call, not at `initialize` (start-up cost)
     from crosstalk.agent import AgentHost
-    from crosstalk.shim.pool import AgentPool, HarnessFactory
+    from crosstalk.harness.base import SessionIdentity
+    from crosstalk.shim.pool import AdapterFactory, AgentPool
     from crosstalk.shim.replying import InformReplies
     from crosstalk.shim.sending import Sender
 
-ADAPTERLESS = ("claude", "codex")  # harnesses whose inject adapter this build does not have yet
 ERROR_STATES = frozenset({"unbound", "invalid_arguments", "rejected", "unreachable", "error", "expired"})
 
 REPLY_HINTS = {
@@ -44,20 +45,6 @@ REPLY_HINTS = {
 }
 
 
-def _adapter_note(harness: str) -> str | None:
-    if harness in ADAPTERLESS:
-        return (
-            f"messages to this session cannot be delivered into it yet (the {harness} adapter is not available "
-            "in this build): you can send and ask, but answers and messages for you are unreachable"
-        )
-    if harness == "auto":
-        return (
-            "in this build Claude and Codex sessions cannot receive messages yet (their adapters are not "
-            "available): you can send and ask, but answers and messages for you are unreachable"
-        )
-    return None
-
-
 class ShimRouter:
     """crosstalk.shim.router.ToolRouter for one `crosstalk mcp` process."""
 
@@ -66,37 +53,34 @@ class ShimRouter:
         harness: str,
         paths: StatePaths,
         *,
-        harness_factory: HarnessFactory | None = None,
+        adapters: AdapterFactory | None = None,
         environ: Mapping[str, str] | None = None,
         cwd: str | None = None,
     ) -> None:
-        if harness not in HARNESSES:
-            raise ValueError(f"unknown harness {harness!r} (expected one of: {', '.join(HARNESSES)})")
+        if harness not in kinds.choices():
+            raise ValueError(f"unknown harness {harness!r} (expected one of: {', '.join(kinds.choices())})")
         self.harness = harness
         self.paths = paths
         self.environ = dict(os.environ if environ is None else environ)
-        self._harness_factory = harness_factory
+        self._adapters = adapters
         self._cwd = cwd
         self._pool: AgentPool | None = None
         self._sender: Sender | None = None
         self._inform_replies: InformReplies | None = None
-        self._defs = tool_definitions(_adapter_note(harness)) + CLAIM_TOOLS
+        self._defs = tool_definitions() + CLAIM_TOOLS
         self._schemas = {d["name"]: d["inputSchema"] for d in self._defs}
         self._replies: dict[tuple[str, str], dict[str, Any]] = {}  # (agent_id, message_id) → first reply result
 
     @property
     def pool(self) -> AgentPool:
         if self._pool is None:
-            from crosstalk.shim.pool import AgentPool, default_harness_factory
-            from crosstalk.shim.supersede import claude_superseded
+            from crosstalk.shim.pool import AgentPool
 
-            factory = self._harness_factory or default_harness_factory(self.environ)
-            env = self.environ
             self._pool = AgentPool(
                 self.paths,
-                factory,
+                self.environ,
+                adapters=self._adapters,
                 cwd=self._cwd,
-                superseded=lambda old: claude_superseded(env, old),
                 answer=lambda host, mid, text: self._tool_reply(host, {"message_id": mid, "text": text}),
             )
         return self._pool
@@ -134,7 +118,7 @@ class ShimRouter:
         args, problem = check_arguments(schema, dict(arguments) if arguments is not None else None)
         if problem is not None:
             return _result({"state": "invalid_arguments", "reason": problem})
-        ident = resolve_identity(self.harness, ctx, self.environ)
+        ident = self._identify(ctx)
         if name == "list_agents":
             return _result(await self._list_agents(ident))
         if ident is None:
@@ -157,7 +141,12 @@ class ShimRouter:
         return _result(out)
 
     # ------------------------------------------------------------------ binding
-    async def _bind(self, ident: Identity) -> tuple[AgentHost, bool] | dict[str, Any]:
+    def _identify(self, ctx: CallContext) -> SessionIdentity | None:
+        from crosstalk.harness.base import CallEvidence
+
+        return kinds.identify(self.harness, CallEvidence(ctx.meta, ctx.parent_pid, self.environ))
+
+    async def _bind(self, ident: SessionIdentity) -> tuple[AgentHost, bool] | dict[str, Any]:
         from crosstalk.shim.pool import PoolClosed
 
         try:
@@ -173,8 +162,8 @@ class ShimRouter:
             }
 
     # ------------------------------------------------------------------ tools
-    async def _list_agents(self, ident: Identity | None) -> dict[str, Any]:
-        from crosstalk.registry.discovery import list_descriptors
+    async def _list_agents(self, ident: SessionIdentity | None) -> dict[str, Any]:
+        from crosstalk.shim.listing import agent_rows
 
         out: dict[str, Any] = {"state": "ok"}
         me: str | None = None
@@ -186,25 +175,7 @@ class ShimRouter:
                 me = bound[0].agent_id
                 if bound[1]:
                     _first_call_notes(bound[0], out)
-        descs = list_descriptors(self.paths)
-        names = {d.agent_id: d.name for d in descs}
-        rows = []
-        for d in descs:
-            row: dict[str, Any] = {
-                "name": d.name,
-                "agent_id": d.agent_id,
-                "harness": d.harness,
-                "cwd": d.cwd,
-                "status": "live",
-                "crosstalk": True,
-                "reachable": bool(d.a2a_url) and d.harness not in ADAPTERLESS and os.path.exists(d.uds_path),
-                "role": d.role,
-                "owner": names.get(d.owner, d.owner) if d.owner else None,
-            }
-            if d.agent_id == me:
-                row["self"] = True
-            rows.append(row)
-        out["agents"] = rows
+        out["agents"] = agent_rows(self.paths, self.environ, me)
         if ident is None:
             out["hint"] = "this call carried no session identity: you can list agents but not send"
         return out
@@ -233,10 +204,8 @@ class ShimRouter:
             return {"state": "unreachable", "reason": "journal_failed", "message_id": msg.message_id, "to": target.name}
         result = await self.sender.send(host, target, msg, return_immediately=ask)
         await self.sender.count(host, target.agent_id, target.name, result)
-        if result["state"] == "unreachable" and target.harness in ADAPTERLESS:
-            result.setdefault(
-                "hint", f"{target.name} is a {target.harness} session; this build cannot deliver into it yet"
-            )
+        if result["state"] == "unreachable" and not target.inbound_reachable:
+            result.setdefault("hint", f"{target.name} cannot receive messages: {target.inbound_reason}")
         return result
 
     async def _tool_send_message(self, host: AgentHost, args: dict[str, Any]) -> dict[str, Any]:
@@ -252,7 +221,7 @@ class ShimRouter:
 
     async def _tool_reply(self, host: AgentHost, args: dict[str, Any]) -> dict[str, Any]:
         from crosstalk.shim.replying import is_inform_reply
-        from crosstalk.tasks.service import ReplyError
+        from crosstalk.tasks.ledger import ReplyError
 
         mid, text = args["message_id"], args["text"]
         if is_inform_reply(host, mid):  # an inform: its route back to the sender (shim/replying.py)
@@ -261,11 +230,10 @@ class ShimRouter:
                 out.setdefault("hint", REPLY_HINTS.get(out.get("reason", "")))
             return out
         first = self._replies.get((host.agent_id, mid))
-        assert host.tasks is not None
-        task = host.tasks.table.holding(mid)
+        task = host.task_holding(mid)
         was_terminal = task is not None and task.view.terminal
         try:
-            view = await host.tasks.reply(mid, text)
+            view = await host.reply(mid, text)
         except ReplyError as exc:
             return {"state": "rejected", "reason": exc.code, "message_id": mid, "hint": REPLY_HINTS.get(exc.code)}
         except CrosstalkError as exc:
@@ -315,11 +283,13 @@ class ShimRouter:
 
 def _first_call_notes(host: AgentHost, out: dict[str, Any]) -> None:
     notes = [f"you are registered as {host.name!r}"]
-    if host.registration.name_notice:
-        notes.append(host.registration.name_notice)
-    note = _adapter_note(host.config.harness.name)
-    if note:
-        notes.append(note)
+    if host.name_notice:
+        notes.append(host.name_notice)
+    if not host.inbound.inbound_reachable:
+        notes.append(
+            f"messages to this session cannot be delivered into it ({host.inbound.reason}): you can send and "
+            "ask, but answers and messages for you are unreachable"
+        )
     out["note"] = "; ".join(notes)
 
 

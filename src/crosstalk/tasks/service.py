@@ -27,11 +27,7 @@ from crosstalk.core.kinds import Kind
 from crosstalk.core.message import Message
 from crosstalk.core.sender import Sender
 from crosstalk.core.states import Outcome, State
-from crosstalk.journal import JournalError
-from crosstalk.journal import records as R
-from crosstalk.policy import Load
-from crosstalk.receiver import Inbound, Receiver
-from crosstalk.tasks.model import (
+from crosstalk.core.tasks import (
     Artifact,
     HistoryEntry,
     TaskApi,
@@ -40,6 +36,11 @@ from crosstalk.tasks.model import (
     TaskState,
     TaskView,
 )
+from crosstalk.journal import JournalError
+from crosstalk.journal import records as R
+from crosstalk.policy import Load
+from crosstalk.receiver import Inbound, Receiver
+from crosstalk.tasks.ledger import TaskLedger, is_ask
 from crosstalk.tasks.table import TaskEntry, TaskTable, meta_of, obligation_record, page_of, task_record
 
 log = logging.getLogger(__name__)
@@ -50,25 +51,16 @@ MAX_WAIT_S = 50.0
 POLICY_PREFIXES = ("acl:", "kind:")  # refusals that fail a task; other refusals (limits, hops) create none
 
 
-class ReplyError(TaskError):
-    """reply() refused: NO_SUCH_MESSAGE, NOT_AN_ASK, ALREADY_REPLIED or ASK_CLOSED."""
-
-    NO_SUCH_MESSAGE = "no_such_message"
-    NOT_AN_ASK = "not_an_ask"
-    ALREADY_REPLIED = "already_replied"
-    ASK_CLOSED = "ask_closed"
-
-
 class TaskService(TaskApi):
     def __init__(self, receiver: Receiver, *, max_wait_s: float = MAX_WAIT_S) -> None:
         self.receiver = receiver
         self.state = receiver.state
         self.max_wait_s = max_wait_s
         self.table = TaskTable(self._text_of)
+        self.ledger = TaskLedger(receiver, self.table)
         self._queue: asyncio.Queue[tuple[str, Inbound]] = asyncio.Queue()
         self._settled: dict[str, asyncio.Event] = {}  # message id → set once its dispatch outcome is known
         self._worker: asyncio.Task[None] | None = None
-        self._inflight: dict[tuple[str, str], asyncio.Future[str]] = {}
 
     # ------------------------------------------------------------------ lifecycle
     def load(self, records: list[dict[str, Any]]) -> None:
@@ -85,7 +77,7 @@ class TaskService(TaskApi):
             if task.view.terminal:
                 continue
             if task.view.deadline_at is not None:
-                self._arm_deadline(task, max(0.0, task.view.deadline_at - now))
+                self.ledger.arm_deadline(task, max(0.0, task.view.deadline_at - now))
             first = task.messages[0] if task.messages else None
             entry = self.state.messages.get(first) if first else None
             if entry is None:
@@ -93,7 +85,7 @@ class TaskService(TaskApi):
             if entry.state is State.SUBMITTED and task.view.state is TaskState.SUBMITTED:
                 await self._resume(task, entry)
             elif entry.state in (State.DISPATCHING, State.UNKNOWN) and task.view.state is TaskState.SUBMITTED:
-                await self._record(
+                await self.ledger.record(
                     task, state=TaskState.WORKING, delivery=State.UNKNOWN.value, reason="restarted_during_dispatch"
                 )
 
@@ -119,40 +111,19 @@ class TaskService(TaskApi):
     async def send(
         self, sender: Sender, message: Message, *, task_id: str | None, return_immediately: bool
     ) -> TaskView:
+        """The A2A edge's SendMessage: the message runs the receiver chain (journaled with its task record, not yet
+        dispatched), then the task is built on the chain's answer and the worker dispatches it in order."""
         if not sender.agent_id:
             raise TaskError(TaskError.INVALID, "tasks need a verified sender")
-        key = (sender.dedupe_key, message.message_id)
-        running = self._inflight.get(key)
-        if running is not None:
-            tid = await asyncio.shield(running)
-            return await self._answer(tid, message.message_id, return_immediately)
-        prior = self.state.lookup_dedupe(*key)
-        if prior is not None and prior.message.get("task_id") in self.table.tasks:
-            return await self._answer(prior.message["task_id"], message.message_id, return_immediately)
-        if message.message_id in self.state.messages:
-            raise TaskError(TaskError.INVALID, "message_id_in_use: another sender already used this message id")
-        fut: asyncio.Future[str] = asyncio.get_running_loop().create_future()
-        self._inflight[key] = fut
         waiting = not return_immediately
+        tid = await (self._continue(sender, message, task_id) if task_id else self._create(sender, message, waiting))
         if waiting:
-            self.receiver.begin_default_wait()
+            self.receiver.begin_default_wait()  # counted until answered: the wait is what the limit bounds
         try:
-            tid = await (
-                self._continue(sender, message, task_id) if task_id else self._create(sender, message, waiting)
-            )
-            fut.set_result(tid)
-        except BaseException:
-            fut.cancel()  # a concurrent duplicate sees the same failure
+            return await self._answer(tid, message.message_id, return_immediately)
+        finally:
             if waiting:
                 self.receiver.end_default_wait()
-            raise
-        finally:
-            self._inflight.pop(key, None)
-        try:
-            return await self._answer(tid, message.message_id, return_immediately)
-        finally:
-            if waiting:
-                self.receiver.end_default_wait()  # counted until answered: the wait is what the limit bounds
 
     async def get(self, sender_agent_id: str, task_id: str) -> TaskView:
         return self.table.own(sender_agent_id, task_id).view
@@ -181,8 +152,8 @@ class TaskService(TaskApi):
         task = self.table.own(sender_agent_id, task_id)
         if task.view.state is TaskState.INPUT_REQUIRED:
             # Waiting for its creator: nothing is queued or in flight, so canceling writes nothing to the session.
-            extra = [obligation_record(task.messages[0], task_id, "closed", "canceled")] if self._is_ask(task) else []
-            await self._record(task, state=TaskState.CANCELED, reason="canceled_by_creator", extra=extra)
+            extra = [obligation_record(task.messages[0], task_id, "closed", "canceled")] if is_ask(task) else []
+            await self.ledger.record(task, state=TaskState.CANCELED, reason="canceled_by_creator", extra=extra)
             return task.view
         if task.view.terminal or task.claimed or task.view.state is not TaskState.SUBMITTED:
             raise TaskError(
@@ -191,7 +162,7 @@ class TaskService(TaskApi):
             )
         task.claimed = True  # in this same step: the worker now skips it
         try:
-            await self._record(task, state=TaskState.CANCELED, reason="canceled_by_creator")
+            await self.ledger.record(task, state=TaskState.CANCELED, reason="canceled_by_creator")
         except JournalError:
             task.claimed = False
             raise
@@ -201,80 +172,22 @@ class TaskService(TaskApi):
                 await self.receiver.record([R.outcome(mid, State.REJECTED, "canceled", self.receiver.identity.binding)])
         return task.view
 
-    # ------------------------------------------------------------------ the receiving side
+    # ------------------------------------------------------------------ the receiving side (tasks/ledger.py)
     def expect_answer(self, message_id: str) -> bool:
-        """The receiving side will answer this message (reply or require_input), as a session answers an ask: its
-        task then stays working after delivery instead of completing. Call it before the dispatch settles (from the
-        harness's inject). False when no open task holds the message."""
-        task = self.table.holding(message_id)
-        if task is None or task.view.terminal:
-            return False
-        task.awaiting = True
-        return True
+        return self.ledger.expect_answer(message_id)
 
     async def reply(
         self, message_id: str, text: str, *, artifacts: tuple[Artifact, ...] = (), direct: bool = False
     ) -> TaskView:
-        """The receiving session answers an ask, or a message it said it would answer (expect_answer), through any
-        message id of its task: the task completes with `text` as its final message ("" with artifacts: none) and
-        `artifacts` as its outputs. `direct`: the creator's waiting SendMessage is answered with the reply as a
-        Message rather than the Task (the task is kept, and journaled, all the same). One reply per task: the same
-        text again returns the task, different text is ALREADY_REPLIED; after the deadline it is ASK_CLOSED."""
-        task = self._answerable_task(message_id)
-        if task.view.terminal:
-            final = [h for h in task.view.history if h.role == "agent"]
-            if task.view.state is TaskState.COMPLETED and (final or task.view.artifacts):
-                if (final[-1].text if final else "") == text:
-                    return task.view
-                raise ReplyError(ReplyError.ALREADY_REPLIED, "this ask already has a different reply")
-            raise ReplyError(ReplyError.ASK_CLOSED, f"the ask is {task.view.state.value} ({task.view.reason})")
-        if not text and not artifacts:
-            raise ReplyError(ReplyError.NOT_AN_ASK, "a reply needs text or artifacts")
-        entry = HistoryEntry(new_message_id(), "agent", text) if text else None
-        extra = (
-            [obligation_record(task.messages[0], task.view.task_id, "closed", "replied")] if self._is_ask(task) else []
-        )
-        await self._record(
-            task,
-            state=TaskState.COMPLETED,
-            reason=None,
-            entry=entry,
-            artifacts=tuple(artifacts),
-            direct=direct,
-            extra=extra,
-        )
-        return task.view
+        return await self.ledger.reply(message_id, text, artifacts=artifacts, direct=direct)
 
     async def require_input(self, message_id: str, text: str) -> TaskView:
-        """The receiving session needs more from the task's creator: the task becomes input_required (interrupted,
-        not terminal; `text`, if any, is the agent's question). The creator's next message on the task resumes it."""
-        task = self._answerable_task(message_id)
-        if task.view.terminal:
-            raise ReplyError(ReplyError.ASK_CLOSED, f"the task is {task.view.state.value} ({task.view.reason})")
-        if task.view.state is TaskState.INPUT_REQUIRED:
-            return task.view
-        entry = HistoryEntry(new_message_id(), "agent", text) if text else None
-        await self._record(task, state=TaskState.INPUT_REQUIRED, reason=None, entry=entry)
-        return task.view
-
-    def _answerable_task(self, message_id: str) -> TaskEntry:
-        task = self.table.holding(message_id)
-        if task is None:
-            raise ReplyError(ReplyError.NO_SUCH_MESSAGE, f"no task holds message {message_id}")
-        if not self._is_ask(task) and not task.awaiting:
-            raise ReplyError(ReplyError.NOT_AN_ASK, f"message {message_id} is a {task.view.kind}, not an ask")
-        return task
-
-    @staticmethod
-    def _is_ask(task: TaskEntry) -> bool:
-        return task.view.kind == Kind.ASK.value
+        return await self.ledger.require_input(message_id, text)
 
     # ------------------------------------------------------------------ internals: creating
     async def _create(self, sender: Sender, message: Message, waiting: bool) -> str:
         tid = new_message_id()
         msg = message.with_(task_id=tid, context_id=message.context_id or new_message_id())
-        inbound = Inbound(msg, sender, "a2a", new_task=True, default_wait=waiting)
-        reason, _bucket = self.receiver.check(inbound)
         now = time.time()
         deadline_at = now + msg.deadline_seconds if msg.kind is Kind.ASK and msg.deadline_seconds else None
         view = TaskView(
@@ -288,23 +201,50 @@ class TaskService(TaskApi):
             deadline_at=deadline_at,
             history=(HistoryEntry(msg.message_id, "user", msg.text, meta_of(msg)),),
         )
-        if reason is not None:
-            self.receiver.reject(inbound, reason)
-            if not reason.startswith(POLICY_PREFIXES):
-                raise TaskError(TaskError.INVALID, f"rejected: {reason}")
-            # A policy refusal is an answer the creator can look up: a failed task, the message never injected.
-            failed = replace(view, state=TaskState.FAILED, reason=reason, delivery=State.REJECTED.value)
-            rec = task_record(failed, msg.message_id, sender, entry_ref="user", text=msg.text, meta=meta_of(msg))
-            await self.receiver.record([rec])
-            self.table.apply(rec)
-            return tid
         rec = task_record(view, msg.message_id, sender, entry_ref="user", meta=meta_of(msg))
-        await self._accept(inbound, rec)
+        inbound = Inbound(msg, sender, "a2a", new_task=True, default_wait=waiting)
+        outcome = await self.receiver.receive(inbound, records=[rec], defer=True)
+        if outcome.state is not State.SUBMITTED:
+            return await self._not_submitted(outcome, view, msg, sender)
+        # Applied in the same event-loop step as the chain's answer: a duplicate woken by it finds the task.
         task = self.table.apply(rec)
         if deadline_at is not None:
-            self._arm_deadline(task, msg.deadline_seconds)
+            self.ledger.arm_deadline(task, msg.deadline_seconds)
         self._enqueue(tid, inbound)
         return tid
+
+    async def _not_submitted(self, outcome: Outcome, view: TaskView, msg: Message, sender: Sender) -> str:
+        """A new task's message the chain did not journal as submitted: a duplicate (its task's id), a policy
+        refusal (a failed task the creator can look up), a ping (answered, never kept), or an error."""
+        existing = self._duplicate_task(outcome)
+        if existing is not None:
+            return existing
+        if outcome.state is State.ACCEPTED and outcome.evidence.get("ping"):
+            # Liveness: the chain answered it without the session; the task records that answer.
+            done = replace(view, state=TaskState.COMPLETED, reason="pong", delivery=State.ACCEPTED.value)
+            return await self.ledger.keep(done, msg, sender)
+        if outcome.state is not State.REJECTED:
+            raise TaskError(TaskError.INTERNAL, f"not accepted: {_why_not(outcome)}")
+        reason = outcome.reason or ""
+        if reason == "message_id_in_use":
+            raise TaskError(TaskError.INVALID, "message_id_in_use: another sender already used this message id")
+        if not reason.startswith(POLICY_PREFIXES):
+            raise TaskError(TaskError.INVALID, f"rejected: {reason}")
+        # A policy refusal is an answer the creator can look up: a failed task, the message never injected.
+        return await self.ledger.keep(
+            replace(view, state=TaskState.FAILED, reason=reason, delivery=State.REJECTED.value), msg, sender
+        )
+
+    def _duplicate_task(self, outcome: Outcome) -> str | None:
+        """The task of a message the chain answered as a duplicate; TaskError when that message holds no task
+        (the same sender used the id outside a task)."""
+        if not outcome.evidence.get("duplicate"):
+            return None
+        entry = self.state.messages.get(outcome.message_id)
+        tid = entry.message.get("task_id") if entry is not None else None
+        if tid in self.table.tasks:
+            return tid
+        raise TaskError(TaskError.INVALID, "message_id_in_use: this message id was already used outside a task")
 
     async def _continue(self, sender: Sender, message: Message, task_id: str) -> str:
         task = self.table.own(sender.agent_id or "", task_id)
@@ -318,16 +258,21 @@ class TaskService(TaskApi):
                 TaskError.INVALID_PARAMS, f"contextId {message.context_id!r} is not task {task_id}'s context"
             )
         msg = message.with_(task_id=task_id, context_id=task.view.context_id)
-        inbound = Inbound(msg, sender, "a2a")
-        reason, _ = self.receiver.check(inbound)
-        if reason is not None:
-            # Continuations are checked again; a refused one is not injected and leaves the task as it was.
-            self.receiver.reject(inbound, reason)
-            raise TaskError(TaskError.INVALID, f"rejected: {reason}")
         resumes = task.view.state is TaskState.INPUT_REQUIRED  # the input the receiver asked for: working again
         view = replace(task.view, state=TaskState.WORKING) if resumes else task.view
         rec = task_record(view, msg.message_id, sender, entry_ref="user", meta=meta_of(msg))
-        await self._accept(inbound, rec)
+        inbound = Inbound(msg, sender, "a2a")
+        outcome = await self.receiver.receive(inbound, records=[rec], defer=True)
+        if outcome.state is not State.SUBMITTED:
+            existing = self._duplicate_task(outcome)
+            if existing is not None:
+                return existing
+            # Continuations are checked again; a refused one is not injected and leaves the task as it was.
+            if outcome.state is State.REJECTED:
+                raise TaskError(TaskError.INVALID, f"rejected: {outcome.reason}")
+            if outcome.state is State.ACCEPTED:  # a ping on the task: answered by the chain, the task unchanged
+                return task_id
+            raise TaskError(TaskError.INTERNAL, f"not accepted: {_why_not(outcome)}")
         if resumes:
             task.input_turn, task.awaiting = msg.message_id, False
         self.table.apply(rec)
@@ -340,7 +285,8 @@ class TaskService(TaskApi):
             msg = Message.from_dict(entry.message, check_size=False)
             sender = Sender.from_dict(entry.sender)
         except (ValueError, KeyError):
-            await self._record(task, state=TaskState.FAILED, reason="unreadable_record", delivery=State.REJECTED.value)
+            failed = TaskState.FAILED
+            await self.ledger.record(task, state=failed, reason="unreadable_record", delivery=State.REJECTED.value)
             return
         inbound = Inbound(msg, sender, "a2a")
         reason, _ = self.receiver.check(inbound, load=Load())  # admitted before the restart: never evicted by load
@@ -348,16 +294,9 @@ class TaskService(TaskApi):
             await self.receiver.record(
                 [R.outcome(msg.message_id, State.REJECTED, reason, self.receiver.identity.binding, reconciled=True)]
             )
-            await self._record(task, state=TaskState.FAILED, reason=reason, delivery=State.REJECTED.value)
+            await self.ledger.record(task, state=TaskState.FAILED, reason=reason, delivery=State.REJECTED.value)
             return
         self._enqueue(task.view.task_id, inbound)
-
-    async def _accept(self, inbound: Inbound, rec: dict[str, Any]) -> None:
-        """Journal the message with its task record (the receiver chain's accept). A failed write accepted nothing."""
-        try:
-            await self.receiver.accept(inbound, [rec])
-        except (JournalError, OSError, TimeoutError) as exc:
-            raise TaskError(TaskError.INTERNAL, f"not accepted: the journal write failed ({exc})") from None
 
     def _enqueue(self, task_id: str, inbound: Inbound) -> None:
         """Queue a message for the dispatch worker; its settled event is set once the dispatch outcome is known."""
@@ -396,18 +335,20 @@ class TaskService(TaskApi):
         if not first and inbound.message.message_id != task.input_turn:
             task.changed.set()
             return
-        if delivered and self._is_ask(task):
+        if delivered and is_ask(task):
             opened = [obligation_record(inbound.message.message_id, task.view.task_id, "open", None)] if first else []
-            await self._record(task, state=TaskState.WORKING, delivery=outcome.state.value, reason=None, extra=opened)
+            await self.ledger.record(
+                task, state=TaskState.WORKING, delivery=outcome.state.value, reason=None, extra=opened
+            )
         elif delivered and task.awaiting:
-            await self._record(task, state=TaskState.WORKING, delivery=outcome.state.value, reason=None)
+            await self.ledger.record(task, state=TaskState.WORKING, delivery=outcome.state.value, reason=None)
         elif delivered:
-            await self._record(task, state=TaskState.COMPLETED, delivery=outcome.state.value, reason=None)
+            await self.ledger.record(task, state=TaskState.COMPLETED, delivery=outcome.state.value, reason=None)
         elif outcome.state is State.UNKNOWN:
             # Maybe delivered, maybe not: never completed, never failed, never resent.
-            await self._record(task, state=TaskState.WORKING, delivery=outcome.state.value, reason=outcome.reason)
+            await self.ledger.record(task, state=TaskState.WORKING, delivery=outcome.state.value, reason=outcome.reason)
         else:
-            await self._record(task, state=TaskState.FAILED, delivery=outcome.state.value, reason=outcome.reason)
+            await self.ledger.record(task, state=TaskState.FAILED, delivery=outcome.state.value, reason=outcome.reason)
 
     def _settle_event(self, message_id: str) -> None:
         event = self._settled.pop(message_id, None)
@@ -447,58 +388,14 @@ class TaskService(TaskApi):
             return message_id not in self._settled  # a continuation: once its dispatch is settled
         if not first and message_id in self._settled:
             return False  # the input the receiver asked for: settled by its own dispatch, like a first message
-        if self._is_ask(task) or task.awaiting:
+        if is_ask(task) or task.awaiting:
             return view.delivery == State.UNKNOWN.value  # waits for its reply (or deadline)
         return view.delivery is not None  # delivered, failed, or unknown: the dispatch is over
 
-    # ------------------------------------------------------------------ internals: records
-    async def _record(
-        self,
-        task: TaskEntry,
-        *,
-        state: TaskState,
-        reason: str | None = None,
-        delivery: str | None = None,
-        entry: HistoryEntry | None = None,
-        artifacts: tuple[Artifact, ...] = (),
-        direct: bool = False,
-        extra: list[dict[str, Any]] | None = None,
-    ) -> None:
-        view = replace(
-            task.view, state=state, reason=reason, delivery=delivery or task.view.delivery, updated_at=time.time()
-        )
-        rec = task_record(
-            view,
-            entry.message_id if entry else (task.messages[0] if task.messages else ""),
-            None,
-            entry_ref=entry.role if entry else None,
-            text=entry.text if entry else None,
-        )
-        if artifacts:
-            rec["artifacts"] = [a.to_dict() for a in artifacts]
-        if direct:
-            rec["direct"] = True
-        await self.receiver.record([rec, *(extra or [])])
-        self.table.apply(rec)
-
-    def _arm_deadline(self, task: TaskEntry, delay: float) -> None:
-        loop = asyncio.get_running_loop()
-        task.deadline = loop.call_later(delay, lambda: asyncio.ensure_future(self._expire(task.view.task_id)))
-
-    async def _expire(self, task_id: str) -> None:
-        task = self.table.get(task_id)
-        if task is None or task.view.terminal:
-            return
-        first = task.messages[0] if task.messages else task_id
-        try:
-            await self._record(
-                task,
-                state=TaskState.FAILED,
-                reason="deadline_passed",
-                extra=[obligation_record(first, task_id, "closed", "deadline_passed")],
-            )
-        except JournalError:
-            log.exception("could not journal the deadline of task %s", task_id)
+def _why_not(outcome: Outcome) -> str:
+    if outcome.reason == "journal_write_failed":
+        return "the journal write failed"
+    return f"{outcome.state.value} ({outcome.reason})"
 
 
-__all__ = ["ReplyError", "TaskService"]
+__all__ = ["TaskService"]

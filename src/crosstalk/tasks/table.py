@@ -15,8 +15,8 @@ from typing import Any
 
 from crosstalk.core.message import Message
 from crosstalk.core.sender import Sender
+from crosstalk.core.tasks import TERMINAL, Artifact, HistoryEntry, TaskError, TaskPage, TaskState, TaskView
 from crosstalk.journal import records as R
-from crosstalk.tasks.model import TERMINAL, Artifact, HistoryEntry, TaskError, TaskPage, TaskState, TaskView
 
 
 @dataclass(slots=True)

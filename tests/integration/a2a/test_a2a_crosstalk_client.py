@@ -11,6 +11,7 @@ from a2a_fake_tasks import ALICE, FakeTasks
 from a2a_live import run, serving
 
 from crosstalk.core.message import new_message
+from crosstalk.core.tasks import TaskError, TaskState
 from crosstalk.ingress.a2a import (
     A2AAuthError,
     A2AClient,
@@ -19,7 +20,6 @@ from crosstalk.ingress.a2a import (
     A2AUnreachable,
     fetch_card,
 )
-from crosstalk.tasks.model import TaskError, TaskState
 
 pytestmark = pytest.mark.integration
 

@@ -35,9 +35,9 @@ from xt_a2a_agents import (
 
 from crosstalk.core.ids import hop_entry, new_message_id
 from crosstalk.core.message import Message, new_message
+from crosstalk.core.tasks import TaskError, TaskState
 from crosstalk.ingress.a2a.client import A2AClient
 from crosstalk.policy import Limits
-from crosstalk.tasks.model import TaskError, TaskState
 
 pytestmark = pytest.mark.integration
 

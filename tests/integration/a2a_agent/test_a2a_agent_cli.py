@@ -132,3 +132,29 @@ def test_cli_agent_refuses_a_forged_token_and_accepts_the_sdk_client_with_a_real
 
         assert asyncio.run(asyncio.wait_for(stale(), 60)) == 401
         assert len(bob.inbox_lines()) == 1
+
+
+def test_agent_run_verbose_logs_a2a_traffic_through_the_one_chain():
+    """A2A deliveries run the receiver chain, so `agent run -v` logs each with its final state: delivered ones and
+    refused ones alike, the same as uds traffic."""
+    with procs() as p:
+        p.start_agent("alice")
+        bob = p.start_agent("bob", "-v", "--role", "peer", "--peer", "alice")
+        carol = p.start_agent("carol")
+        res = p.cli("send", "--a2a", "--as", "alice", "--json", "bob", "over A2A")
+        assert res.returncode == 0, res.stderr
+        delivered = json.loads(res.stdout)
+        refused = p.cli("send", "--a2a", "--as", "carol", "--json", "bob", "not a peer")  # bob takes peers only
+        assert refused.returncode == 3, refused.stdout + refused.stderr
+        res = p.cli("send", "bob", "over uds", "--from", "@ci:build")
+        assert res.returncode == 0, res.stderr
+
+        def logged() -> str:
+            return bob.err_path.read_text()
+
+        wait_for(lambda: logged().count(" from ") >= 3, WAIT_S, "three deliveries in bob's log")
+        log = logged()
+        assert f"{delivered['message_id']} from alice: accepted" in log
+        assert "from carol: rejected acl:agents" in log
+        assert "from @ci:build: accepted" in log
+        assert carol.ready["name"] == "carol"

@@ -42,7 +42,7 @@ from xt_a2a_agents import (
 import crosstalk
 from crosstalk.core.ids import new_message_id
 from crosstalk.registry.discovery import resolve
-from crosstalk.tasks.service import ReplyError
+from crosstalk.tasks.ledger import ReplyError
 
 pytestmark = pytest.mark.integration
 

@@ -29,8 +29,8 @@ from xt_a2a_agents import (
 
 from crosstalk.core.ids import new_message_id
 from crosstalk.core.message import new_message
+from crosstalk.core.tasks import TaskState
 from crosstalk.ingress.a2a.client import A2AClient
-from crosstalk.tasks.model import TaskState
 
 pytestmark = pytest.mark.integration
 

@@ -33,7 +33,6 @@ from a2a.types import a2a_pb2 as pb
 from google.protobuf.json_format import MessageToDict, ParseDict
 
 from crosstalk.agent import AgentConfig, AgentHost
-from crosstalk.core.errors import CrosstalkError
 from crosstalk.harness.fake import FakeHarness
 from crosstalk.journal.codec import read_journal
 from crosstalk.journal.records import message_id_of
@@ -115,8 +114,8 @@ class Agent:
 
     @property
     def url(self) -> str:
-        assert self.host.a2a is not None and self.host.a2a.url
-        return str(self.host.a2a.url)
+        assert self.host.a2a_url
+        return self.host.a2a_url
 
     @property
     def token(self) -> str:
@@ -125,7 +124,6 @@ class Agent:
 
     @property
     def tasks(self) -> Any:
-        assert self.host.tasks is not None
         return self.host.tasks
 
     def writes(self) -> list[dict[str, Any]]:
@@ -145,9 +143,8 @@ class Agent:
 
     async def records(self) -> list[dict[str, Any]]:
         """The journal as written so far (a barrier first: every batch submitted before is on disk)."""
-        journal = self.host.journal
-        if journal is not None:
-            await asyncio.wrap_future(journal.submit([], durable=False))
+        if not self.closed:
+            await asyncio.wrap_future(self.host.journal.submit([], durable=False))
         return read_journal(self.paths.journal_file(self.agent_id)).records
 
     def records_now(self) -> list[dict[str, Any]]:
@@ -157,21 +154,6 @@ class Agent:
         if not self.closed:
             self.closed = True
             await asyncio.wait_for(self.host.close(), WAIT_S)
-
-
-def _wire_answer(host: AgentHost, fake: FakeHarness) -> None:
-    """As cli/agent_cmd.py does: a fake with `answer=` replies to each injected ask through the task service."""
-    if fake.answer is None or host.tasks is None:
-        return
-    tasks = host.tasks
-
-    async def answer(message_id: str, text: str) -> object:
-        try:
-            return await tasks.reply(message_id, text)
-        except CrosstalkError:
-            return None
-
-    fake.on_answer = answer
 
 
 async def start_agent(
@@ -205,7 +187,6 @@ async def start_agent(
         a2a=True,
     )
     host = await asyncio.wait_for(AgentHost.start(StatePaths(root), config), WAIT_S)
-    _wire_answer(host, fake)
     assert host.name == name, (host.name, name)
     return Agent(root, name, session_ref, fake, host, inbox, config)
 

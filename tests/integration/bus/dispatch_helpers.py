@@ -106,7 +106,7 @@ def machine_with_models(make_machine: Callable[[str], Machine], **bodies: str) -
 
 def run_spec(spec: Any, prompt: str, *, timeout: float | None = None, **kw: Any) -> Any:
     """Run a registry ModelSpec as the dispatcher does: its argv, its own timeout unless one is given."""
-    from crosstalk.harness.headless.runner import run_headless
+    from crosstalk.bus.runner import run_headless
 
     return run_headless(spec.argv, prompt, timeout=spec.timeout if timeout is None else timeout, **kw)
 

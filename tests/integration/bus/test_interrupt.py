@@ -29,8 +29,8 @@ from dispatch_helpers import (
 )
 
 from crosstalk.bus.models import ModelSpec
+from crosstalk.bus.runner import INTERRUPTED
 from crosstalk.bus.state import read_cursor
-from crosstalk.harness.headless.runner import INTERRUPTED
 
 pytestmark = pytest.mark.integration
 

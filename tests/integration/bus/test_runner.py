@@ -16,7 +16,7 @@ from dispatch_helpers import pid_alive, run_spec, wait_for
 
 from crosstalk.bus.errors import AmbiguousModel
 from crosstalk.bus.models import ModelSpec, claim, load_registry, resolve, spawn_env
-from crosstalk.harness.headless.runner import STDIN_THRESHOLD, STDOUT_CAP
+from crosstalk.bus.runner import STDIN_THRESHOLD, STDOUT_CAP
 
 pytestmark = pytest.mark.integration
 

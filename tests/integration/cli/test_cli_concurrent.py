@@ -10,8 +10,8 @@ from collections.abc import Iterator
 import pytest
 from xt_procs import Procs, procs
 
-from crosstalk.client import send
 from crosstalk.core.message import new_message
+from crosstalk.ingress.client import send
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 

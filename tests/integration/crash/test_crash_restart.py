@@ -25,9 +25,9 @@ from typing import Any
 
 import pytest
 
-from crosstalk.client import send
 from crosstalk.core.errors import CrosstalkError
 from crosstalk.core.message import new_message
+from crosstalk.ingress.client import send
 from crosstalk.journal.codec import read_journal
 from crosstalk.registry.paths import StatePaths
 

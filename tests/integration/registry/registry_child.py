@@ -11,9 +11,9 @@ import time
 from pathlib import Path
 from typing import Any
 
+from crosstalk.fs.locks import FileLock
 from crosstalk.registry.discovery import sweep_stale
 from crosstalk.registry.errors import RegistryError
-from crosstalk.registry.locks import FileLock
 from crosstalk.registry.paths import StatePaths
 from crosstalk.registry.registration import Registration
 

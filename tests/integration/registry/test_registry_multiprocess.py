@@ -7,12 +7,12 @@ from typing import Any
 import pytest
 
 from crosstalk.core.ids import agent_id_for
+from crosstalk.fs.locks import FileLock, is_locked
+from crosstalk.fs.procinfo import pid_alive
 from crosstalk.registry.descriptor import read_descriptor
 from crosstalk.registry.discovery import find_by_peer, is_live, list_descriptors, resolve, sweep_stale
-from crosstalk.registry.locks import FileLock, is_locked
 from crosstalk.registry.names import fallback_names
 from crosstalk.registry.paths import StatePaths
-from crosstalk.registry.procinfo import pid_alive
 from crosstalk.registry.registration import Registration
 
 pytestmark = pytest.mark.integration

@@ -47,6 +47,13 @@ def test_claim_release_and_the_rules():
             claims = [r for r in _journal(bob_host) if r["type"] == "claim"]
             assert len(claims) == 1 and claims[0]["action"] == "claimed"
             assert claims[0]["owner"] == a.pool.hosts()[0].agent_id
+            # The notice ran the receiver chain: journaled as crosstalk's own notice, with its outcome.
+            [notice] = [r for r in _journal(bob_host) if r["type"] == "received" and r["transport"] == "crosstalk"]
+            assert notice["message"]["message_id"] == told[0]["message_id"] and notice["native"] is True
+            outcomes = [
+                r for r in _journal(bob_host) if r["type"] == "outcome" and r["message_id"] == told[0]["message_id"]
+            ]
+            assert [o["state"] for o in outcomes] == ["accepted"]
 
             # A command from the owner is accepted; from another primary it is rejected.
             out, err = await call(a, "send_message", ALICE, to="bob", text="run the tests", kind="command")

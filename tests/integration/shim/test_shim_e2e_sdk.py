@@ -457,10 +457,10 @@ def test_fallback_names_with_colliding_prefixes_stay_distinct() -> None:
 def _plant_twins(root: Root) -> dict[str, Any]:
     """Two live descriptors named "twin", owned by this test process (its pid and agent locks)."""
     from crosstalk.core.ids import new_message_id
+    from crosstalk.fs.locks import FileLock
+    from crosstalk.fs.procinfo import proc_start_time
     from crosstalk.registry.descriptor import Descriptor, write_descriptor
-    from crosstalk.registry.locks import FileLock
     from crosstalk.registry.paths import StatePaths
-    from crosstalk.registry.procinfo import proc_start_time
 
     paths = StatePaths(root.home)
     me, started = os.getpid(), proc_start_time(os.getpid())

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 from xt_shim_tools import call, run
 
+from crosstalk.harness.base import SessionIdentity
 from crosstalk.registry.discovery import list_descriptors
 from crosstalk.registry.paths import StatePaths
 from crosstalk.shim.router import CallContext
@@ -93,12 +94,13 @@ def test_no_proof_retires_nothing():
             old = r.pool.hosts()[0]
             # The record vanishes (no evidence): the old agent stays, and calls are unbound meanwhile.
             (root / "claude" / "sessions" / f"{PID}.json").unlink()
-            assert not r.pool.superseded(r.pool._idents[("claude", "sess-1")])
+            new = SessionIdentity("claude", "sess-2", harness_pid=PID)
+            assert not r.pool.superseded(r.pool._idents[("claude", "sess-1")], new)
             out, err = await call(r, "receive_message", CLAUDE)
             assert err and out["state"] == "unbound"
             # An unreadable record is no evidence either.
             (root / "claude" / "sessions" / f"{PID}.json").write_text("{not json")
-            assert not r.pool.superseded(r.pool._idents[("claude", "sess-1")])
+            assert not r.pool.superseded(r.pool._idents[("claude", "sess-1")], new)
             assert [d.agent_id for d in list_descriptors(r.paths)] == [old.agent_id]
             assert r.pool.retired == []
         finally:

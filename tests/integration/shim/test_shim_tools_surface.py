@@ -9,9 +9,9 @@ import pytest
 from xt_shim_tools import call, ctx, inbox, router, run, until
 
 from crosstalk.core.ids import new_message_id
+from crosstalk.fs.locks import FileLock
+from crosstalk.fs.procinfo import proc_start_time
 from crosstalk.registry.descriptor import Descriptor, write_descriptor
-from crosstalk.registry.locks import FileLock
-from crosstalk.registry.procinfo import proc_start_time
 from crosstalk.shim.router import CallContext
 from crosstalk.shim.sending import is_nudge_count
 from crosstalk.shim.tools import ShimRouter
@@ -276,16 +276,19 @@ def test_claude_and_codex_agents_send_but_cannot_receive_yet():
         try:
             await call(fake, "list_agents", BOB)
             first, err = await call(codex, "receive_message", thread)
-            assert not err and "codex adapter is not available" in first["note"]
+            assert not err and "cannot be delivered into it (the codex adapter cannot deliver" in first["note"]
             name = codex.pool.hosts()[0].name
             assert name.startswith("codex-")  # no harness name: the fallback name
             out, _ = await call(codex, "send_message", thread, to="bob", text="from codex")
             assert out["state"] == "accepted" and inbox(root, "bob")[-1]["from"] == name
             out, err = await call(fake, "send_message", BOB, to=name, text="to codex")
-            assert err and out["state"] == "unreachable" and "not available" in out["reason"]
+            assert err and out["state"] == "unreachable" and "codex adapter" in out["reason"]
+            assert out["hint"] == f"{name} cannot receive messages: {out['reason']}"
             rows = {row["name"]: row for row in (await call(fake, "list_agents", BOB))[0]["agents"]}
-            assert rows[name]["reachable"] is False and rows["bob"]["reachable"] is True
-            assert "codex adapter is not available" in {t["name"]: t for t in codex.tools()}["ask"]["description"]
+            # Reachability is what each agent's binding published in its descriptor.
+            assert rows[name]["reachable"] is False and rows[name]["reason"] == out["reason"]
+            assert rows["bob"]["reachable"] is True and "reason" not in rows["bob"]
+            assert codex.tools() == fake.tools()  # the tools read the same for every harness
         finally:
             await codex.close()
             await fake.close()

@@ -7,8 +7,8 @@ import time
 import pytest
 from uds_support import HostThread
 
-from crosstalk.client import send
 from crosstalk.core.message import new_message
+from crosstalk.ingress.client import send
 from crosstalk.journal.codec import read_journal
 
 pytestmark = pytest.mark.integration

@@ -18,6 +18,7 @@ from google.protobuf.json_format import MessageToDict, ParseDict
 
 from crosstalk.core.kinds import Delivery, Kind
 from crosstalk.core.message import Message, new_message
+from crosstalk.core.tasks import HistoryEntry, TaskError, TaskState, TaskView
 from crosstalk.ingress.a2a.convert import (
     message_from_a2a,
     message_to_a2a,
@@ -27,7 +28,6 @@ from crosstalk.ingress.a2a.convert import (
     task_from_a2a,
     task_to_a2a,
 )
-from crosstalk.tasks.model import HistoryEntry, TaskError, TaskState, TaskView
 
 pytestmark = pytest.mark.unit
 

@@ -11,6 +11,7 @@ from a2a.types import a2a_pb2 as pb
 from a2a_fake_tasks import ALICE
 from google.protobuf.json_format import MessageToDict, ParseDict
 
+from crosstalk.core.tasks import Artifact, ArtifactPart, HistoryEntry, TaskApi, TaskState, TaskView
 from crosstalk.ingress.a2a.convert import (
     artifact_from_a2a,
     artifact_to_a2a,
@@ -19,7 +20,6 @@ from crosstalk.ingress.a2a.convert import (
     task_to_a2a,
 )
 from crosstalk.ingress.a2a.handler import SENDER_STATE_KEY, A2ARequestHandler
-from crosstalk.tasks.model import Artifact, ArtifactPart, HistoryEntry, TaskApi, TaskState, TaskView
 
 pytestmark = pytest.mark.unit
 

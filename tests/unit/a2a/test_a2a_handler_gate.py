@@ -18,9 +18,10 @@ from a2a_fake_tasks import ALICE, BOB, FakeTasks, authenticate
 from google.protobuf.json_format import ParseDict
 
 from crosstalk.core.sender import Sender, SenderClass
+from crosstalk.core.tasks import TaskState
+from crosstalk.ingress.a2a.gate import CARD_PATH, EdgeGate
 from crosstalk.ingress.a2a.handler import SENDER_STATE_KEY, A2ARequestHandler
-from crosstalk.ingress.a2a.server import CARD_PATH, EdgeGate, build_card
-from crosstalk.tasks.model import TaskState
+from crosstalk.ingress.a2a.server import build_card
 
 pytestmark = pytest.mark.unit
 

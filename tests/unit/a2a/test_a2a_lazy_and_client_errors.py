@@ -21,9 +21,9 @@ from a2a.utils.errors import (
     VersionNotSupportedError,
 )
 
+from crosstalk.core.tasks import TaskError
 from crosstalk.ingress.a2a.client import _a2a_error, _httpx_error, _transport_error
 from crosstalk.ingress.a2a.errors import A2AAuthError, A2AOutcomeUnknown, A2AProtocolError, A2AUnreachable
-from crosstalk.tasks.model import TaskError
 
 pytestmark = pytest.mark.unit
 

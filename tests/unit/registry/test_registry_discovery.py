@@ -8,13 +8,13 @@ from pathlib import Path
 import pytest
 
 from crosstalk.core.ids import new_message_id
+from crosstalk.fs.atomic import temp_name_for
+from crosstalk.fs.locks import FileLock
+from crosstalk.fs.procinfo import proc_start_time
 from crosstalk.registry.descriptor import Descriptor, read_descriptor, write_descriptor
 from crosstalk.registry.discovery import find_by_peer, is_live, list_descriptors, resolve, sweep_stale
 from crosstalk.registry.errors import AmbiguousName, NoSuchAgent
-from crosstalk.registry.fsutil import temp_name_for
-from crosstalk.registry.locks import FileLock
 from crosstalk.registry.paths import StatePaths
-from crosstalk.registry.procinfo import proc_start_time
 
 pytestmark = pytest.mark.unit
 ME = os.getpid()

@@ -6,8 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from crosstalk.registry.errors import LockHeld
-from crosstalk.registry.locks import FileLock, is_locked
+from crosstalk.fs.locks import FileLock, LockHeld, is_locked
 
 pytestmark = pytest.mark.unit
 

@@ -3,8 +3,8 @@ from __future__ import annotations
 import pytest
 
 from crosstalk.core.ids import agent_id_for
+from crosstalk.fs.locks import FileLock
 from crosstalk.registry.errors import InvalidName
-from crosstalk.registry.locks import FileLock
 from crosstalk.registry.names import (
     NAME_RE,
     candidate_names,

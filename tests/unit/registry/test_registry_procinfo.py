@@ -5,8 +5,8 @@ from pathlib import Path
 
 import pytest
 
-from crosstalk.registry import procinfo
-from crosstalk.registry.procinfo import is_same_process, pid_alive, proc_start_time
+from crosstalk.fs import procinfo
+from crosstalk.fs.procinfo import is_same_process, pid_alive, proc_start_time
 
 pytestmark = pytest.mark.unit
 

@@ -5,12 +5,12 @@ import os
 import pytest
 
 from crosstalk.core.ids import agent_id_for, is_message_id
+from crosstalk.fs.locks import FileLock, is_locked
+from crosstalk.fs.procinfo import proc_start_time
 from crosstalk.registry.descriptor import read_descriptor, write_descriptor
 from crosstalk.registry.errors import AgentAlreadyRegistered, InvalidName, NameHeld, RegistryError
-from crosstalk.registry.locks import FileLock, is_locked
 from crosstalk.registry.names import fallback_names
 from crosstalk.registry.paths import StatePaths
-from crosstalk.registry.procinfo import proc_start_time
 from crosstalk.registry.registration import Registration
 
 pytestmark = pytest.mark.unit

@@ -1,23 +1,27 @@
 """The pool's keying and creation rules, without real agents: one creation per (harness, session_ref) even under
-concurrent first calls, a failed creation retried, nothing created after close."""
+concurrent first calls, a failed creation retried, nothing created after close; adapters and supersession come from
+each session's harness kind."""
 
 from __future__ import annotations
 
 import asyncio
+import json
+import os
 from pathlib import Path
 
 import pytest
 
-from crosstalk.harness.unavailable import UnavailableHarness
+from crosstalk.fs.procinfo import proc_start_time
+from crosstalk.harness.base import PreSendFailure, SessionIdentity, UnavailableAdapter
+from crosstalk.harness.fake import FakeHarness
 from crosstalk.registry.paths import StatePaths
-from crosstalk.shim.identity import Identity
-from crosstalk.shim.pool import AgentPool, PoolClosed, default_harness_factory
+from crosstalk.shim.pool import AgentPool, PoolClosed, kind_adapters
 
 pytestmark = pytest.mark.unit
 
 
 class FakeHost:
-    def __init__(self, ident: Identity) -> None:
+    def __init__(self, ident: SessionIdentity) -> None:
         self.ident = ident
         self.closed = False
 
@@ -26,12 +30,12 @@ class FakeHost:
 
 
 class CountingPool(AgentPool):
-    def __init__(self, fail_first: bool = False) -> None:
-        super().__init__(StatePaths(Path("/nonexistent")), default_harness_factory({}))
+    def __init__(self, fail_first: bool = False, environ: dict[str, str] | None = None) -> None:
+        super().__init__(StatePaths(Path("/nonexistent")), environ or {})
         self.starts: list[tuple[str, str]] = []
         self.fail_first = fail_first
 
-    async def _start(self, ident: Identity) -> FakeHost:  # type: ignore[override]
+    async def _start(self, ident: SessionIdentity) -> FakeHost:  # type: ignore[override]
         self.starts.append(ident.key)
         await asyncio.sleep(0.01)
         if self.fail_first and len(self.starts) == 1:
@@ -42,14 +46,14 @@ class CountingPool(AgentPool):
 def test_concurrent_first_calls_share_one_creation_and_keys_never_mix():
     async def main() -> None:
         pool = CountingPool()
-        a, b = Identity("codex", "t1"), Identity("codex", "t2")
+        a, b = SessionIdentity("codex", "t1"), SessionIdentity("codex", "t2")
         got = await asyncio.wait_for(asyncio.gather(*(pool.get(x) for x in (a, b, a, a, b))), 5)
         assert sorted(pool.starts) == [("codex", "t1"), ("codex", "t2")]
         hosts = [h for h, _ in got]
         assert hosts[0] is hosts[2] is hosts[3] and hosts[1] is hosts[4] and hosts[0] is not hosts[1]
         assert [h.ident.key for h in hosts] == [a.key, b.key, a.key, a.key, b.key]
         assert sum(created for _, created in got) == 2
-        assert Identity("claude", "t1").key != a.key  # the harness is part of the key
+        assert SessionIdentity("claude", "t1").key != a.key  # the harness is part of the key
         await pool.close()
         assert all(h.closed for h in hosts)
         with pytest.raises(PoolClosed):
@@ -61,7 +65,7 @@ def test_concurrent_first_calls_share_one_creation_and_keys_never_mix():
 def test_a_failed_creation_is_retried_by_the_next_call():
     async def main() -> None:
         pool = CountingPool(fail_first=True)
-        a = Identity("fake", "s")
+        a = SessionIdentity("fake", "s")
         with pytest.raises(RuntimeError):
             await pool.get(a)
         _host, created = await asyncio.wait_for(pool.get(a), 5)
@@ -71,45 +75,48 @@ def test_a_failed_creation_is_retried_by_the_next_call():
     asyncio.run(main())
 
 
-def test_default_factory_never_fakes_a_real_harness():
-    make = default_harness_factory({})
+def test_kind_adapters_never_fake_a_real_harness():
+    make = kind_adapters({})
     for name in ("claude", "codex"):
-        h = make(Identity(name, "x"))
-        assert isinstance(h, UnavailableHarness) and h.name == name
+        adapter = make(SessionIdentity(name, "x"))
+        assert isinstance(adapter, UnavailableAdapter) and adapter.name == name
 
     async def inject() -> None:
-        from crosstalk.harness.base import PreSendFailure
-
-        with pytest.raises(PreSendFailure, match="the claude adapter is not available yet"):
-            await make(Identity("claude", "x")).inject(None)  # type: ignore[arg-type]
+        with pytest.raises(PreSendFailure, match="the claude adapter cannot deliver into Claude Code sessions"):
+            await make(SessionIdentity("claude", "x")).inject(None)  # type: ignore[arg-type]
+        bound = await make(SessionIdentity("codex", "x")).bind(None)  # type: ignore[arg-type]
+        assert not bound.inbound_reachable and "codex adapter" in (bound.reason or "")
 
     asyncio.run(inject())
-    assert make(Identity("fake", "x")).name == "fake"
+    assert isinstance(make(SessionIdentity("fake", "x")), FakeHarness)
 
 
-def test_supersession_needs_a_claude_process_and_proof():
-    """Only a Claude session of the same harness_pid, with the check's proof, is retired; Codex threads pooled in
-    one process never evict each other, and a check that finds no proof retires nothing."""
+def write_record(root: Path, pid: int, session: str) -> None:
+    (root / "sessions").mkdir(parents=True, exist_ok=True)
+    body = {"pid": pid, "sessionId": session, "procStart": proc_start_time(pid), "status": "idle"}
+    (root / "sessions" / f"{pid}.json").write_text(json.dumps(body))
+
+
+def test_supersession_needs_a_claude_process_and_its_records_proof(tmp_path: Path):
+    """Only a Claude session of the same harness_pid whose process record now names another session is retired;
+    Codex threads pooled in one process never evict each other; a missing record proves nothing."""
+    pid = os.getpid()
 
     async def main() -> None:
-        proof: dict[str, bool] = {}
-        pool = CountingPool()
-        pool.superseded = lambda old: proof.get(old.session_ref, False)
-        c1, c2 = Identity("claude", "s1", harness_pid=7), Identity("claude", "s2", harness_pid=7)
-        other = Identity("claude", "o1", harness_pid=8)
-        t1, t2 = Identity("codex", "t1"), Identity("codex", "t2")
+        pool = CountingPool(environ={"CLAUDE_CONFIG_DIR": str(tmp_path)})
+        c1, c2 = SessionIdentity("claude", "s1", harness_pid=pid), SessionIdentity("claude", "s2", harness_pid=pid)
+        other = SessionIdentity("claude", "o1", harness_pid=pid + 1)
+        t1, t2 = SessionIdentity("codex", "t1"), SessionIdentity("codex", "t2")
         h1, _ = await pool.get(c1)
         ho, _ = await pool.get(other)
         await pool.get(t1)
-        proof["t1"] = True  # even "proof" for a Codex thread is ignored: Codex never supersedes
-        await pool.get(t2)
+        await pool.get(t2)  # a second thread of one Codex process: never a supersession
         assert pool.retired == [] and len(pool.hosts()) == 4
-        h2, created = await pool.get(c2)  # no proof for s1 (missing record): s1 stays
+        h2, created = await pool.get(c2)  # no record for the process: no proof, s1 stays
         assert created and not h1.closed and pool.retired == []
-        await pool.get(Identity("claude", "s3", harness_pid=7))
-        proof["s1"] = proof["s2"] = True
-        await pool.get(Identity("claude", "s4", harness_pid=7))
-        assert sorted(pool.retired) == [("claude", "s1"), ("claude", "s2")]  # s3: no proof yet
+        write_record(tmp_path, pid, "s3")  # the process's record now names s3: s1 and s2 are over
+        await pool.get(SessionIdentity("claude", "s3", harness_pid=pid))
+        assert sorted(pool.retired) == [("claude", "s1"), ("claude", "s2")]
         assert h1.closed and h2.closed and not ho.closed
         assert pool.existing(c1) is None and pool.existing(other) is ho
         await pool.close()

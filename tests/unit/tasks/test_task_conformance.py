@@ -11,13 +11,14 @@ from receiver_support import CAROL, Rig, msg, run, wait_for
 from task_support import run_with_service
 
 from crosstalk.core.kinds import Kind
+from crosstalk.core.tasks import Artifact, ArtifactPart, TaskError, TaskState
 from crosstalk.harness.fake import FakeHarness
 from crosstalk.harness.fake.adapter import conformance_answer
 from crosstalk.journal import JournalState
 from crosstalk.journal import records as R
 from crosstalk.receiver import Receiver
-from crosstalk.tasks.model import Artifact, ArtifactPart, TaskError, TaskState
-from crosstalk.tasks.service import ReplyError, TaskService
+from crosstalk.tasks.ledger import ReplyError
+from crosstalk.tasks.service import TaskService
 
 pytestmark = pytest.mark.unit
 

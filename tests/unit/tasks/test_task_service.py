@@ -13,11 +13,12 @@ from task_support import run_with_service
 
 from crosstalk.core.kinds import Kind
 from crosstalk.core.sender import Sender, SenderClass
+from crosstalk.core.tasks import TaskError, TaskState
 from crosstalk.journal import JournalState
 from crosstalk.journal import records as R
 from crosstalk.receiver import Receiver
-from crosstalk.tasks.model import TaskError, TaskState
-from crosstalk.tasks.service import ReplyError, TaskService
+from crosstalk.tasks.ledger import ReplyError
+from crosstalk.tasks.service import TaskService
 
 pytestmark = pytest.mark.unit
 

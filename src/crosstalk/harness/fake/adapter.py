@@ -28,11 +28,12 @@ import json
 import os
 import threading
 import time
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
 from crosstalk.core.states import State
+from crosstalk.core.tasks import Artifact, ArtifactPart
 from crosstalk.harness.base import (
     AgentInfo,
     BindResult,
@@ -41,10 +42,9 @@ from crosstalk.harness.base import (
     InjectRequest,
     InjectResult,
     PreSendFailure,
-    SessionRow,
+    SessionOps,
     render_envelope,
 )
-from crosstalk.tasks.model import Artifact, ArtifactPart
 
 # (prefix, answer) in match order (tck-artifact-file-url before tck-artifact-file). An answer is
 # ("reply", text, artifacts, direct), ("input", text) or ("refuse",), mirroring the kit's reference SUT.
@@ -98,6 +98,7 @@ class FakeHarness:
         *,
         default: str = "accept",
         inbox: str | os.PathLike[str] | None = None,
+        inbox_dir: str | os.PathLike[str] | None = None,
         answer: str | None = None,
         conformance: bool = False,
     ) -> None:
@@ -107,6 +108,7 @@ class FakeHarness:
         self._script = list(script or [])
         self._default = default
         self._inbox = Path(inbox) if inbox else None
+        self._inbox_dir = Path(inbox_dir) if inbox_dir else None  # inbox <dir>/<agent name>.jsonl, named at bind
         self._lock = threading.Lock()
         self.writes: list[dict[str, Any]] = []
         self.attempts = 0
@@ -126,23 +128,22 @@ class FakeHarness:
         self.on_reply: Callable[[str, str, tuple[Artifact, ...], bool], Awaitable[object]] | None = None
         self.on_require_input: Callable[[str, str], Awaitable[object]] | None = None
 
-    # --------------------------------------------------------------- the protocol
-    def identify(self, request: Mapping[str, Any]) -> str | None:
-        ref = request.get("session_ref")
-        return ref if isinstance(ref, str) and ref else None
-
+    # --------------------------------------------------------------- the adapter (harness.base.HarnessAdapter)
     async def bind(self, agent: AgentInfo) -> BindResult:
         self.agent = agent
+        if self._inbox_dir is not None:
+            self._inbox = self._inbox_dir / f"{agent.name}.jsonl"
         return BindResult(endpoint=str(self._inbox) if self._inbox else None, version="fake-1")
-
-    def discover(self) -> list[SessionRow]:
-        if self.agent is None:
-            return []
-        a = self.agent
-        return [SessionRow("fake", a.session_ref, a.name, a.cwd, "idle", True)]
 
     def status(self) -> str:
         return "idle"
+
+    def attach_session(self, ops: SessionOps) -> None:
+        """harness.base.SessionModel: scripted answers and the conformance profile answer through `ops`."""
+        self.on_answer = ops.answer
+        self.on_expect = ops.expect_answer
+        self.on_reply = ops.reply
+        self.on_require_input = ops.require_input
 
     def render(self, request: InjectRequest) -> str:
         return render_envelope(request)

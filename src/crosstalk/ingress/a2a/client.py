@@ -30,9 +30,9 @@ from a2a.utils.errors import (
 )
 
 from crosstalk.core.message import Message
+from crosstalk.core.tasks import TaskError, TaskPage, TaskState, TaskView
 from crosstalk.ingress.a2a.convert import STATE_TO_A2A, message_to_a2a, reply_message_to_view, task_from_a2a
 from crosstalk.ingress.a2a.errors import A2AAuthError, A2AOutcomeUnknown, A2AProtocolError, A2AUnreachable
-from crosstalk.tasks.model import TaskError, TaskPage, TaskState, TaskView
 
 T = TypeVar("T")
 

@@ -29,7 +29,7 @@ from google.protobuf.struct_pb2 import Struct, Value
 from crosstalk.core.errors import MessageError
 from crosstalk.core.message import Message
 from crosstalk.core.sender import Sender
-from crosstalk.tasks.model import Artifact, ArtifactPart, HistoryEntry, TaskError, TaskState, TaskView
+from crosstalk.core.tasks import Artifact, ArtifactPart, HistoryEntry, TaskError, TaskState, TaskView
 
 META_KEY = "crosstalk"  # the metadata namespace crosstalk's own fields travel under
 MESSAGE_META_KEYS = ("kind", "delivery", "deadline_seconds", "in_reply_to", "hop_chain", "from")

@@ -28,6 +28,7 @@ from a2a.utils.task import validate_history_length, validate_page_size
 from crosstalk.core.errors import MessageError
 from crosstalk.core.message import Message
 from crosstalk.core.sender import Sender
+from crosstalk.core.tasks import TaskApi, TaskError, TaskView
 from crosstalk.ingress.a2a.convert import (
     META_KEY,
     direct_reply_to_a2a,
@@ -37,12 +38,11 @@ from crosstalk.ingress.a2a.convert import (
     task_error_to_a2a,
     task_to_a2a,
 )
-from crosstalk.tasks.model import TaskApi, TaskError, TaskView
 
 log = logging.getLogger(__name__)
 
 # metadata.crosstalk.op requests (claim, release): (op, verified sender, message) → (the task that answers it,
-# fields added to the task's metadata.crosstalk). crosstalk.claims.ClaimDesk.handle is the one implementation.
+# fields added to the task's metadata.crosstalk). crosstalk.agent.claims.ClaimDesk.handle is the one implementation.
 OpHandler = Callable[[str, Sender, Message], Awaitable[tuple[TaskView, dict[str, Any]]]]
 
 SENDER_STATE_KEY = "crosstalk_sender"  # where the bearer middleware leaves the Sender (ASGI scope["state"])

@@ -1,9 +1,7 @@
 """The per-agent A2A 1.0 JSON-RPC server: Agent Card + SendMessage/GetTask/ListTasks/CancelTask over a TaskApi.
 
-Requests pass an edge gate before the SDK sees them: the card path is public; anything else needs
-`Authorization: Bearer <token>` that `authenticate` maps to a verified Sender (else 401), and a body within
-`body_limit` (else a JSON-RPC InvalidRequest error, id null, read with the cap before anything decodes it).
-No CORS header is ever sent. uvicorn runs as a task in the caller's event loop, on a socket bound here, without
+Requests pass the edge gate (ingress/a2a/gate.py: bearer identity, body cap) before the SDK sees them. No CORS
+header is ever sent. uvicorn runs as a task in the caller's event loop, on a socket bound here, without
 touching the process's signal handlers or logging configuration.
 """
 
@@ -11,46 +9,34 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import inspect
-import json
 import logging
 import os
 import socket
 from collections.abc import Awaitable, Callable, Iterator
 from typing import Any
-from urllib.parse import parse_qs
 
 import uvicorn
-from a2a.server.request_handlers.response_helpers import build_error_response
 from a2a.server.routes import create_agent_card_routes, create_jsonrpc_routes
 from a2a.types import a2a_pb2 as pb
-from a2a.utils.constants import AGENT_CARD_WELL_KNOWN_PATH, PROTOCOL_VERSION_1_0, VERSION_HEADER, TransportProtocol
-from a2a.utils.errors import InvalidRequestError
+from a2a.utils.constants import PROTOCOL_VERSION_1_0, TransportProtocol
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
 
 from crosstalk import __version__
 from crosstalk.core.errors import CrosstalkError
-from crosstalk.core.sender import Sender, SenderClass
-from crosstalk.ingress.a2a.handler import SENDER_STATE_KEY, A2ARequestHandler, OpHandler, SenderContextBuilder
-from crosstalk.tasks.model import TaskApi
+from crosstalk.core.sender import Sender
+from crosstalk.core.tasks import TaskApi
+from crosstalk.ingress.a2a.gate import EdgeGate
+from crosstalk.ingress.a2a.handler import A2ARequestHandler, OpHandler, SenderContextBuilder
 
 log = logging.getLogger(__name__)
 
-CARD_PATH = AGENT_CARD_WELL_KNOWN_PATH
 CARD_CACHE_CONTROL = "max-age=60"
 BEARER_SCHEME = "bearer"  # the card's securitySchemes key
 DEFAULT_BODY_LIMIT = 256 * 1024
-DRAIN_LIMIT = 8 * 1024 * 1024  # read (and drop) at most this much of a refused body so the client sees our answer
-UNAUTHENTICATED_CODE = -32000  # JSON-RPC implementation-defined server error; A2A names no code for auth
 START_TIMEOUT_S = 10.0
 GRACEFUL_SHUTDOWN_S = 2  # in-flight requests (a default-wait send) get this long, then are cancelled
 CLOSE_TIMEOUT_S = GRACEFUL_SHUTDOWN_S + 3.0
-
-ASGIApp = Callable[
-    [dict[str, Any], Callable[[], Awaitable[dict[str, Any]]], Callable[..., Awaitable[None]]], Awaitable[None]
-]
-
 
 class A2AServerError(CrosstalkError):
     """The A2A server could not start."""
@@ -217,190 +203,6 @@ def build_card(*, name: str, description: str, url: str) -> pb.AgentCard:
     requirement.schemes[BEARER_SCHEME].CopyFrom(pb.StringList())
     card.security_requirements.append(requirement)
     return card
-
-
-class EdgeGate:
-    """Pure ASGI gate in front of the SDK routes: bearer auth (card path public), A2A-Version from the query
-    string when the header is absent (A2A 1.0 §3.6.2 lets clients send it either way), the body cap, and a clear
-    503 for a request still waiting (a default-wait send) when the server is closed under it."""
-
-    def __init__(
-        self,
-        app: ASGIApp,
-        *,
-        authenticate: Callable[[str], Sender | Awaitable[Sender | None] | None],
-        body_limit: int,
-        closing: Callable[[], bool] = lambda: False,
-    ) -> None:
-        self.app = app
-        self.authenticate = authenticate
-        self.body_limit = body_limit
-        self.closing = closing
-
-    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
-        if scope["type"] != "http" or scope.get("path") == CARD_PATH:
-            await self.app(scope, receive, send)
-            return
-        headers = {k.lower(): v for k, v in scope.get("headers", [])}
-        sender = await self._sender(headers.get(b"authorization", b""))
-        if sender is None:
-            await _drain(receive, self.body_limit)
-            await _send_json(send, 401, _unauthenticated_body(), [(b"www-authenticate", b'Bearer realm="crosstalk"')])
-            return
-        scope = dict(scope)
-        scope["state"] = {**scope.get("state", {}), SENDER_STATE_KEY: sender}
-        version_header = VERSION_HEADER.lower().encode()
-        if version_header not in headers:
-            version = _query_version(scope.get("query_string", b""))
-            if version:
-                scope["headers"] = [*scope.get("headers", []), (version_header, version.encode("latin-1"))]
-        try:
-            body = await _read_capped(receive, self.body_limit)
-        except _ClientGone:
-            return
-        except _BodyTooLarge:
-            err = InvalidRequestError(message=f"request body is over the {self.body_limit}-byte limit")
-            await _send_json(send, 200, build_error_response(None, err))
-            return
-        started = False
-
-        async def tracked_send(message: dict[str, Any]) -> None:
-            nonlocal started
-            started = started or message["type"] == "http.response.start"
-            await send(message)
-
-        try:
-            await self.app(scope, _replay(body, receive), tracked_send)
-        except asyncio.CancelledError:
-            if started or not self.closing():
-                raise
-            # uvicorn cancels requests still running after its graceful-shutdown window; answer instead of letting
-            # it log a traceback and send a bare 500. The message may already be journaled: the outcome is unknown.
-            await _send_json(send, 503, _shutting_down_body(), [(b"connection", b"close")])
-
-    async def _sender(self, header: bytes) -> Sender | None:
-        try:
-            scheme, _, token = header.decode("latin-1").partition(" ")
-        except Exception:
-            return None
-        token = token.strip()
-        if scheme.lower() != "bearer" or not token:
-            return None
-        try:
-            sender = self.authenticate(token)
-            if inspect.isawaitable(sender):  # an async authenticate works too
-                sender = await sender
-        except Exception:
-            log.exception("A2A authenticate() failed; refusing the request")
-            return None
-        if not isinstance(sender, Sender) or sender.sender_class is not SenderClass.VERIFIED or not sender.agent_id:
-            return None
-        return sender
-
-
-class _BodyTooLarge(Exception):
-    pass
-
-
-class _ClientGone(Exception):
-    pass
-
-
-async def _read_capped(receive: Any, limit: int) -> bytes:
-    """The whole request body. Past `limit` the rest is drained and dropped (up to DRAIN_LIMIT) and
-    _BodyTooLarge raised; a disconnect raises _ClientGone."""
-    chunks: list[bytes] = []
-    size = 0
-    while True:
-        message = await receive()
-        if message["type"] == "http.disconnect":
-            raise _ClientGone
-        if message["type"] != "http.request":
-            continue
-        chunk = message.get("body", b"")
-        size += len(chunk)
-        if size > limit:
-            if message.get("more_body", False):
-                await _drain(receive, DRAIN_LIMIT - size)
-            raise _BodyTooLarge
-        chunks.append(chunk)
-        if not message.get("more_body", False):
-            return b"".join(chunks)
-
-
-async def _drain(receive: Any, budget: int) -> None:
-    """Read and drop the rest of a body we refuse, up to `budget` bytes, so the answer is not lost to a reset."""
-    while budget > 0:
-        message = await receive()
-        if message["type"] != "http.request":
-            return
-        budget -= len(message.get("body", b""))
-        if not message.get("more_body", False):
-            return
-
-
-def _replay(body: bytes, receive: Any) -> Callable[[], Awaitable[dict[str, Any]]]:
-    sent = False
-
-    async def replay() -> dict[str, Any]:
-        nonlocal sent
-        if not sent:
-            sent = True
-            return {"type": "http.request", "body": body, "more_body": False}
-        return await receive()  # after the body: only a disconnect can come
-
-    return replay
-
-
-def _query_version(query_string: bytes) -> str | None:
-    try:
-        values = parse_qs(query_string.decode("latin-1")).get(VERSION_HEADER)
-    except Exception:
-        return None
-    return values[0] if values else None
-
-
-def _unauthenticated_body() -> dict[str, Any]:
-    return {
-        "jsonrpc": "2.0",
-        "id": None,
-        "error": {
-            "code": UNAUTHENTICATED_CODE,
-            "message": "Unauthenticated: a valid 'Authorization: Bearer <token>' header is required",
-            "data": [
-                {
-                    "@type": "type.googleapis.com/google.rpc.ErrorInfo",
-                    "reason": "UNAUTHENTICATED",
-                    "domain": "crosstalk",
-                    "metadata": {},
-                }
-            ],
-        },
-    }
-
-
-def _shutting_down_body() -> dict[str, Any]:
-    return {
-        "jsonrpc": "2.0",
-        "id": None,
-        "error": {
-            "code": -32603,
-            "message": "The agent shut down while this request was waiting; its outcome is unknown (ask GetTask later)",
-        },
-    }
-
-
-async def _send_json(
-    send: Any, status: int, payload: dict[str, Any], extra_headers: list[tuple[bytes, bytes]] | None = None
-) -> None:
-    body = json.dumps(payload, separators=(",", ":")).encode()
-    headers = [
-        (b"content-type", b"application/json"),
-        (b"content-length", str(len(body)).encode()),
-        *(extra_headers or []),
-    ]
-    await send({"type": "http.response.start", "status": status, "headers": headers})
-    await send({"type": "http.response.body", "body": body, "more_body": False})
 
 
 class _EmbeddedServer(uvicorn.Server):

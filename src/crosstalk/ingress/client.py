@@ -18,7 +18,7 @@ from crosstalk.registry.paths import StatePaths
 
 TYPE_CHECKING = False  # not `typing`: importing it costs ~2 ms on `crosstalk send`'s start-up path
 if TYPE_CHECKING:
-    from crosstalk.tasks.model import TaskView
+    from crosstalk.core.tasks import TaskView
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,7 +56,7 @@ def send_a2a(
 ) -> A2ASendResult:
     """Send over A2A as the live agent `as_agent`, whose bearer token names it as the sender. The receiver answers
     with the task: completed (delivered or replied), failed, or still working (an unknown outcome, an open ask).
-    Raises NoSuchAgent/AmbiguousName, AgentUnreachable, or crosstalk.tasks.model.TaskError."""
+    Raises NoSuchAgent/AmbiguousName, AgentUnreachable, or crosstalk.core.tasks.TaskError."""
     import asyncio
 
     from crosstalk.ingress.a2a.client import A2AClient

@@ -6,7 +6,7 @@ target's ClaimDesk, in order and one request at a time:
 
     check the pure rules (policy/claims.py) against the verified sender → journal the claim record (durable)
     → rewrite the descriptor (role worker + owner = the claimer's agent_id, or back to primary)
-    → announce it by injecting an inform from crosstalk into its own session → answer
+    → announce it: a notice from crosstalk into its own session, through the receiver chain → answer
 
 The answer is a task: completed (delivery accepted) with `metadata.crosstalk.claim = {"state": "claimed" |
 "released", ...}`, or failed with the rule's reason (`self_claim`, `already_claimed`, `worker_cannot_claim`,
@@ -26,30 +26,48 @@ restarting, and a release journaled on every close would drop the claim across a
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import time
-from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
-from crosstalk.core.errors import CrosstalkError
 from crosstalk.core.ids import new_message_id
-from crosstalk.core.message import Message, new_message
+from crosstalk.core.message import Message
 from crosstalk.core.sender import Sender, SenderClass
-from crosstalk.core.states import State
-from crosstalk.harness.base import InjectRequest
+from crosstalk.core.states import Outcome, State
+from crosstalk.core.tasks import HistoryEntry, TaskError, TaskState, TaskView
 from crosstalk.journal import JournalError
 from crosstalk.journal import records as R
-from crosstalk.policy import ClaimError, ClaimState, Role, claim, release
-from crosstalk.tasks.model import HistoryEntry, TaskError, TaskState, TaskView
-
-if TYPE_CHECKING:
-    from crosstalk.agent import AgentHost
+from crosstalk.policy import ClaimError, ClaimState, ReceiverView, Role, claim, release
+from crosstalk.registry.paths import StatePaths
 
 log = logging.getLogger(__name__)
 
 CLAIM, RELEASE = "claim", "release"
-NOTICE_SENDER = Sender(SenderClass.VERIFIED, None, "crosstalk", "crosstalk")  # the notice is crosstalk's own
+
+
+class ClaimTarget(Protocol):
+    """What the desk needs of the agent it serves (agent/host.py's AgentHost)."""
+
+    @property
+    def agent_id(self) -> str: ...
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def paths(self) -> StatePaths: ...
+
+    @property
+    def binding(self) -> dict[str, Any]: ...
+
+    def view(self) -> ReceiverView: ...
+
+    async def record(self, records: list[dict[str, Any]]) -> None: ...
+
+    def republish(self, role: str, owner: str | None) -> bool: ...
+
+    async def notify(self, text: str) -> Outcome: ...
+
 CLAIMED_NOTICE = (
     "{owner} claimed you: you are now its worker; commands from it are allowed. Only {owner} can release you."
 )
@@ -59,7 +77,7 @@ RELEASED_NOTICE = "{owner} released you: you are a primary again and no agent ow
 class ClaimDesk:
     """The target side of claim and release for one AgentHost; `handle` is the A2A edge's op handler."""
 
-    def __init__(self, host: AgentHost) -> None:
+    def __init__(self, host: ClaimTarget) -> None:
         self.host = host
         self._lock = asyncio.Lock()  # one claim decision at a time: check and journal are one step
 
@@ -96,12 +114,13 @@ class ClaimDesk:
             rec = R.claim("released", None, None, new.role.value)
             rec["released_by"] = requester
             text = RELEASED_NOTICE.format(owner=sender.name or requester)
-        assert host.journal is not None and host.receiver is not None
-        rec["binding"] = host.receiver.identity.binding
+        rec["binding"] = host.binding
         rec["message_id"] = message.message_id
-        await host.receiver.record([rec])  # durable before anything else changes or anyone is told
+        await host.record([rec])  # durable before anything else changes or anyone is told
         out: dict[str, Any] = {"state": "claimed" if op == CLAIM else "released", "owner": new.owner}
-        if not self._republish(new):
+        # list_agents and the owner's children see the change; if the rewrite fails, the journal still holds the
+        # claim and the next registration publishes it from there.
+        if not host.republish(new.role.value, new.owner):
             out["descriptor"] = "stale"
         out["announced"] = await self._announce(text)
         return out
@@ -122,40 +141,14 @@ class ClaimDesk:
         except ValueError:
             raise ClaimError("claimer_unknown", f"agent {agent_id} publishes an unknown role {desc.role!r}") from None
 
-    def _republish(self, state: ClaimState) -> bool:
-        """Rewrite the descriptor so list_agents and the owner's children see the change. False if it could not
-        be (the journal still holds the claim; the next registration publishes it from there)."""
-        host = self.host
-        if host.descriptor is None or host.registration.closed:
-            return host.descriptor is None  # not yet published: the first publish reads view()
-        try:
-            host.descriptor = host.registration.publish(
-                replace(host.descriptor, role=state.role.value, owner=state.owner)
-            )
-        except (CrosstalkError, OSError):
-            log.exception("could not rewrite the descriptor of %s after a claim change", host.name)
-            return False
-        return True
-
     async def _announce(self, text: str) -> str:
-        """Tell the session, as an inform from crosstalk. Returns the delivery state; never raises."""
-        host = self.host
-        assert host.receiver is not None
-        msg = new_message(host.name, text, from_="crosstalk")
-        request = InjectRequest(
-            message=msg,
-            sender=NOTICE_SENDER,
-            delivery=msg.delivery,
-            reply_address=host.receiver.identity.reply_address,
-        )
+        """Tell the session, as a notice from crosstalk through the receiver chain. Returns the delivery state;
+        never raises: the claim stands, and the model learns of it from list_agents if not from this."""
         try:
-            result = await asyncio.wait_for(host.config.harness.inject(request), host.config.inject_timeout_s)
-        except Exception as exc:  # the claim stands; the model learns of it from list_agents if not from this
-            log.warning("claim notice to %s not delivered: %s", host.name, exc)
+            return (await self.host.notify(text)).state.value
+        except Exception as exc:
+            log.warning("claim notice to %s not delivered: %s", self.host.name, exc)
             return State.UNKNOWN.value
-        with contextlib.suppress(AttributeError, ValueError):
-            return State(result.state).value
-        return State.UNKNOWN.value
 
 
 def _answer(op: str, sender: Sender, message: Message, refusal: str | None) -> TaskView:

@@ -116,8 +116,8 @@ class Demo:
         message_id: str | None = None,
         note: str = "",
     ) -> Outcome | None:
-        from crosstalk.client import send
         from crosstalk.core.errors import CrosstalkError
+        from crosstalk.ingress.client import send
         from crosstalk.registry.paths import StatePaths
 
         msg = new_message(to, text, from_=from_, kind=kind, delivery=delivery, message_id=message_id)
@@ -314,6 +314,6 @@ def run_demo(out: Callable[[str], None] = print) -> int:
     finally:
         demo.close()
         out(f"cleaned up {demo.root}")
-    from crosstalk.bus_demo import run_bus_demo
+    from crosstalk.demo.bus import run_bus_demo
 
     return run_bus_demo(out)

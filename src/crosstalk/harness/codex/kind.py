@@ -1,0 +1,38 @@
+"""The Codex harness kind (harness.base.HarnessKind).
+
+identify: Codex puts the thread id in every tools/call's `_meta.threadId`; a call without it carries no identity.
+One MCP process may serve several live threads, so "same shim, another thread" proves nothing: Codex never
+supersedes. Codex threads have no name of their own to follow.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from crosstalk.harness.base import CallEvidence, SessionIdentity, SessionRow, UnavailableAdapter
+
+NAME = "codex"
+NOT_YET = "the codex adapter cannot deliver into Codex threads in this build"
+
+
+class CodexKind:
+    name = NAME
+    follows_renames = False
+
+    def identify(self, call: CallEvidence) -> SessionIdentity | None:
+        ref = call.meta.get("threadId")
+        return SessionIdentity(NAME, ref) if isinstance(ref, str) and ref else None
+
+    def discover(self, environ: Mapping[str, str]) -> list[SessionRow]:
+        # Loaded threads are known only to an app-server (thread/loaded/list): no client for it in this build, so
+        # no evidence, and a session without evidence is not listed.
+        return []
+
+    def superseded(self, old: SessionIdentity, new: SessionIdentity, environ: Mapping[str, str]) -> bool:
+        return False
+
+    def adapter(self, session: SessionIdentity, environ: Mapping[str, str]) -> UnavailableAdapter:
+        return UnavailableAdapter(NAME, NOT_YET)
+
+
+KIND = CodexKind()

@@ -1,0 +1,300 @@
+"""The one receiver chain (ARCHITECTURE.md §5). Every ingress feeds it; it answers one Outcome per message.
+
+    dedupe → hop guard → policy → admission → journal (fsync) → inject → outcome (fsync)
+
+Every ingress runs it through `receive`: uds frames, A2A tasks (journaled by the chain, dispatched later in order
+by the task service: `defer`, then `dispatch`), bus deliveries (over uds), and crosstalk's own notices (`notify`:
+claim changes, bounces). A native frame from the agent's own session is bounced inside the chain. Listeners and
+stats see every message once, with its final outcome.
+
+No acknowledgement outruns the journal: a message is acknowledged only after its `received` and `dispatch` records
+are durable, and its final state only after its `outcome` record is. A failed journal write before the harness
+write answers unreachable (nothing reached the session); after it, unknown (never accepted, never resent).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable, Sequence
+from dataclasses import replace
+from typing import Any
+
+from crosstalk.core.ids import new_message_id
+from crosstalk.core.kinds import Kind
+from crosstalk.core.message import Message, TextPart
+from crosstalk.core.sender import Sender, SenderClass
+from crosstalk.core.states import Outcome, State
+from crosstalk.harness.base import HarnessAdapter, InjectRequest, InjectResult
+from crosstalk.journal import Journal, JournalError, JournalState, MessageEntry
+from crosstalk.journal import records as R
+from crosstalk.policy import Limits, Load, ReceiverView, evaluate
+from crosstalk.receiver.inbound import NOTICE_TRANSPORT, AgentIdentity, ChainStats, Inbound
+from crosstalk.receiver.inject import inject
+from crosstalk.receiver.notices import bounce_text
+from crosstalk.receiver.reconcile import settle_crashed
+
+log = logging.getLogger(__name__)
+
+INJECT_TIMEOUT_S = 30.0
+Listener = Callable[[Inbound, Outcome], None]
+
+
+class Receiver:
+    def __init__(
+        self,
+        identity: AgentIdentity,
+        journal: Journal,
+        state: JournalState,
+        harness: HarnessAdapter,
+        view: Callable[[], ReceiverView],
+        *,
+        limits: Limits | None = None,
+        inject_timeout_s: float = INJECT_TIMEOUT_S,
+        open_messages: Callable[[], list[dict[str, str]]] | None = None,
+    ) -> None:
+        self.identity = identity
+        self.journal = journal
+        self.state = state
+        self.harness = harness
+        self.view = view
+        self.limits = limits or Limits()
+        self.inject_timeout_s = inject_timeout_s
+        self.open_messages = open_messages or list  # what a bounce notice lists as still answerable
+        self.stats = ChainStats()
+        self._inflight: dict[tuple[str, str], asyncio.Future[Outcome]] = {}
+        self._default_waits = 0
+        self._listeners: list[Listener] = []
+
+    def begin_default_wait(self) -> None:
+        """A sender blocks until its message is settled: counts against the wait limit until end_default_wait."""
+        self._default_waits += 1
+
+    def end_default_wait(self) -> None:
+        self._default_waits -= 1
+
+    def add_listener(self, fn: Listener) -> None:
+        """fn(inbound, outcome) once per message, with its final outcome, whatever the ingress."""
+        self._listeners.append(fn)
+
+    # ------------------------------------------------------------------ the chain
+    async def receive(
+        self, inbound: Inbound, *, records: Sequence[dict[str, Any]] = (), defer: bool = False
+    ) -> Outcome:
+        """Run the chain for one message. `records` are journaled with it, in the same durable write (its task
+        record). `defer`: journal it without claiming it for dispatch and answer `submitted`; the caller dispatches
+        it later with `dispatch` (the task service's ordered, cancelable queue)."""
+        self.stats.received += 1
+        msg = inbound.message
+        if self._is_own_native(inbound):
+            return self._settle(inbound, await self._bounce(inbound))
+        key = None if inbound.native else (inbound.sender.dedupe_key, msg.message_id)
+        if key is not None:
+            # In flight first: the first copy's records are applied before its outcome, and a duplicate that
+            # arrives in that window must wait for the answer, not report the journal-internal `dispatching`.
+            running = self._inflight.get(key)
+            if running is not None:
+                # A concurrent duplicate waits for the first one's answer: exactly one injection.
+                self.stats.duplicates += 1
+                first = await asyncio.shield(running)
+                return replace(first, evidence={**first.evidence, "duplicate": True})
+            prior = self.state.lookup_dedupe(*key)
+            if prior is not None:
+                self.stats.duplicates += 1
+                return _outcome_of(prior, duplicate=True)
+            if msg.message_id in self.state.messages or any(k[1] == msg.message_id for k in self._inflight):
+                return self.reject(inbound, "message_id_in_use")
+            fut: asyncio.Future[Outcome] = asyncio.get_running_loop().create_future()
+            self._inflight[key] = fut
+        try:
+            if inbound.default_wait:
+                self.begin_default_wait()
+            outcome = await self._run(inbound, records, defer)
+        except BaseException:
+            if key is not None:
+                fut = self._inflight.pop(key)
+                if not fut.done():
+                    fut.cancel()  # a waiting duplicate sees the failure too; nothing was acknowledged
+            raise
+        finally:
+            if inbound.default_wait:
+                self.end_default_wait()
+        if key is not None:
+            self._inflight.pop(key).set_result(outcome)
+        return outcome if outcome.state is State.SUBMITTED else self._settle(inbound, outcome)
+
+    async def dispatch(self, inbound: Inbound) -> Outcome:
+        """The deferred half of the chain: claim a message `receive(defer=True)` journaled, inject it, journal the
+        outcome."""
+        claim = R.dispatch(inbound.message.message_id, self.identity.binding)
+        failed = await self._record_or_unreachable(inbound.message, [claim], "before dispatch")
+        return self._settle(inbound, failed if failed is not None else await self._inject_and_record(inbound))
+
+    async def notify(self, text: str, *, in_reply_to: str | None = None) -> Outcome:
+        """Tell the agent's own session something, as crosstalk: an inform through the whole chain (journaled,
+        injected, outcome journaled). policy/notices.py admits it whatever the agent's role."""
+        notice = Message(
+            message_id=new_message_id(),
+            to=self.identity.name,
+            parts=(TextPart(text),),
+            from_="crosstalk",
+            in_reply_to=in_reply_to,
+        )
+        me = Sender(SenderClass.VERIFIED, self.identity.agent_id, "crosstalk", NOTICE_TRANSPORT)
+        return await self.receive(Inbound(notice, me, NOTICE_TRANSPORT, native=True))
+
+    def check(self, inbound: Inbound, *, load: Load | None = None) -> tuple[str | None, str]:
+        """Hop guard, policy and admission for one message: (reason or None, bucket)."""
+        msg = inbound.message
+        decision = evaluate(
+            kind=msg.kind,
+            text_bytes=msg.text_bytes(),
+            sender=inbound.sender,
+            view=self.view(),
+            transport=inbound.transport,
+            hop_chain=() if inbound.native else msg.hop_chain,
+            self_entry=self.identity.hop_entry,
+            load=load if load is not None else self._load(),
+            limits=self.limits,
+            new_task=inbound.new_task,
+            default_wait=inbound.default_wait,
+        )
+        return (None if decision.ok else decision.reason), decision.bucket.value
+
+    def reject(self, inbound: Inbound, reason: str) -> Outcome:
+        """Refuse a message the chain never admits (an ingress may decide this before the chain runs)."""
+        self.stats.rejected += 1
+        msg = inbound.message
+        try:
+            # An audit record that acknowledges nothing: written, not waited for.
+            self.journal.submit([R.rejected(msg, inbound.sender, reason, transport=inbound.transport)], durable=False)
+        except (JournalError, OSError, ValueError):
+            log.warning("could not journal a rejection of %s", msg.message_id)
+        return self._settle(inbound, Outcome(msg.message_id, State.REJECTED, reason))
+
+    async def record(self, records: list[dict[str, Any]]) -> None:
+        """Make records durable, then fold them into the agent's state, in that order: how records are added to the
+        journal, so memory never holds what the journal could lose. Raises JournalError."""
+        await self.journal.append_many_async(records)
+        for rec in records:
+            self.state.apply(rec)
+
+    def reconcile(self) -> list[dict[str, Any]]:
+        """After replay, before anything can arrive: settle what a crash left open (receiver/reconcile.py)."""
+        written = settle_crashed(self.state, self.identity.binding, lambda ib: self.check(ib, load=Load())[0])
+        if written:
+            self.journal.append_many(written)
+            for rec in written:
+                self.state.apply(rec)
+        return written
+
+    # ------------------------------------------------------------------ internals
+    def _load(self) -> Load:
+        # The current message's own wait is already counted in _default_waits; the limit is about the others.
+        return Load(
+            pending_tasks=self.state.pending_count(),
+            # An accepted ask not yet delivered opens its obligation on delivery: it counts now (a stalled
+            # session must not let asks pile up past the limit).
+            open_asks=self.state.open_asks() + self.state.pending_asks(),
+            default_waits=max(0, self._default_waits - 1),
+        )
+
+    async def _run(self, inbound: Inbound, records: Sequence[dict[str, Any]], defer: bool) -> Outcome:
+        msg = inbound.message
+        reason, _bucket = self.check(inbound)
+        if reason is not None:
+            return self.reject(inbound, reason)
+        if msg.kind is Kind.PING:
+            # Liveness only: answered after the same checks, never journaled, never injected.
+            return Outcome(msg.message_id, State.ACCEPTED, "pong", {"ping": True})
+        if defer:
+            failed = await self._record_or_unreachable(msg, [self._received_record(inbound), *records], "on accept")
+            return failed if failed is not None else Outcome(msg.message_id, State.SUBMITTED)
+        # Inline delivery: the message and its dispatch claim become durable together, before any harness write.
+        claim = R.dispatch(msg.message_id, self.identity.binding)
+        batch = [self._received_record(inbound), claim, *records]
+        failed = await self._record_or_unreachable(msg, batch, "before dispatch")
+        return failed if failed is not None else await self._inject_and_record(inbound)
+
+    def _is_own_native(self, inbound: Inbound) -> bool:
+        """A native frame from this agent's own session (Claude answering an envelope natively, to our address)."""
+        sender = inbound.sender
+        own = sender.sender_class is SenderClass.VERIFIED and sender.agent_id == self.identity.agent_id
+        return inbound.native and own and inbound.transport != NOTICE_TRANSPORT
+
+    async def _bounce(self, inbound: Inbound) -> Outcome:
+        """A native reply carries no correlation (ADR 0009): it is never forwarded. Journal it as bounced, then tell
+        the session, listing the open inbound messages it may answer with the reply tool. A bounce opens no route,
+        and its notice is crosstalk's own, so it is never bounced."""
+        msg = inbound.message
+        settled = R.outcome(msg.message_id, State.BOUNCED, "native_reply_bounced", self.identity.binding)
+        failed = await self._record_or_unreachable(msg, [self._received_record(inbound), settled], "for a bounce")
+        if failed is not None:
+            return failed
+        notice = await self.notify(bounce_text(msg.text, self.open_messages()))
+        evidence = {"notice": notice.message_id, "notice_state": notice.state.value}
+        return Outcome(msg.message_id, State.BOUNCED, "native_reply_bounced", evidence)
+
+    async def _record_or_unreachable(self, msg: Message, records: list[dict[str, Any]], when: str) -> Outcome | None:
+        """`record` before the harness is touched: a journal that fails here means nothing reached the session, so
+        the answer is unreachable (returned); None once the records are durable and applied."""
+        try:
+            await self.record(records)
+        except (TimeoutError, JournalError, OSError) as exc:
+            log.error("journal append failed %s: %s", when, exc)
+            return Outcome(msg.message_id, State.UNREACHABLE, "journal_write_failed")
+        return None
+
+    def _received_record(self, inbound: Inbound) -> dict[str, Any]:
+        return R.received(
+            inbound.message,
+            inbound.sender,
+            dedupe_key=None if inbound.native else inbound.sender.dedupe_key,
+            transport=inbound.transport,
+            bind=self.identity.binding,
+            native=inbound.native,
+        )
+
+    async def _inject_and_record(self, inbound: Inbound) -> Outcome:
+        msg = inbound.message
+        request = InjectRequest(
+            message=msg,
+            sender=inbound.sender,
+            delivery=msg.delivery,
+            reply_address=self.identity.reply_address,
+            meta=msg.kind is Kind.META,
+        )
+        result: InjectResult = await inject(self.harness, request, self.inject_timeout_s)
+        out_rec = R.outcome(msg.message_id, result.state, result.reason, self.identity.binding, result.evidence)
+        try:
+            await self.journal.append_async(out_rec)
+        except (TimeoutError, JournalError, OSError) as exc:
+            # The harness may have the message; without a durable outcome we cannot claim delivery.
+            log.error("journal append failed after dispatch: %s", exc)
+            return Outcome(msg.message_id, State.UNKNOWN, "journal_write_failed_after_dispatch")
+        self.state.apply(out_rec)
+        if result.state in (State.ACCEPTED, State.QUEUED):
+            self.stats.injected += 1
+        return Outcome(msg.message_id, result.state, result.reason, result.evidence)
+
+    def _settle(self, inbound: Inbound, outcome: Outcome) -> Outcome:
+        """Count the final outcome and tell the listeners, once per message."""
+        self.stats.by_state[outcome.state.value] = self.stats.by_state.get(outcome.state.value, 0) + 1
+        for fn in self._listeners:
+            try:
+                fn(inbound, outcome)
+            except Exception:  # a listener never breaks delivery
+                log.exception("receiver listener failed")
+        return outcome
+
+
+def _outcome_of(entry: MessageEntry, *, duplicate: bool) -> Outcome:
+    evidence = {"duplicate": True} if duplicate else {}
+    if entry.state in (State.SUBMITTED, State.DISPATCHING):
+        # Claimed but no durable outcome (its outcome write failed, or the call died): ambiguous, never resent.
+        return Outcome(entry.message_id, State.UNKNOWN, entry.reason or "no_durable_outcome", evidence)
+    if entry.state is State.RECOVERED:
+        # A mailbox-only state (§8): it was journaled before a crash and never dispatched. The sender learns
+        # only that delivery is not proven; the receiving agent finds the message in its mailbox.
+        return Outcome(entry.message_id, State.UNKNOWN, "recovered_to_mailbox", evidence)
+    return Outcome(entry.message_id, entry.state, entry.reason, evidence)

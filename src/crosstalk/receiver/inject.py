@@ -1,0 +1,39 @@
+"""The injector: one adapter call, every way it can end mapped to exactly one delivery state (harness/base.py)."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+
+from crosstalk.core.states import State
+from crosstalk.harness.base import (
+    INJECT_STATES,
+    HarnessAdapter,
+    HarnessDisconnected,
+    HarnessError,
+    HarnessRefused,
+    InjectRequest,
+    InjectResult,
+    PreSendFailure,
+)
+
+log = logging.getLogger(__name__)
+
+
+async def inject(adapter: HarnessAdapter, request: InjectRequest, timeout_s: float) -> InjectResult:
+    try:
+        result = await asyncio.wait_for(adapter.inject(request), timeout_s)
+    except (HarnessRefused, PreSendFailure) as exc:
+        return InjectResult(State.UNREACHABLE, exc.reason)
+    except HarnessDisconnected as exc:
+        return InjectResult(State.UNKNOWN, exc.reason)
+    except HarnessError as exc:
+        return InjectResult(State.UNKNOWN, exc.reason)
+    except TimeoutError:
+        return InjectResult(State.UNKNOWN, "inject_timeout")
+    except Exception as exc:  # an adapter bug may have written already: unknown, never resent
+        log.exception("adapter raised")
+        return InjectResult(State.UNKNOWN, f"adapter_error: {type(exc).__name__}")
+    if not isinstance(result, InjectResult) or result.state not in INJECT_STATES:
+        return InjectResult(State.UNKNOWN, "malformed_harness_answer")
+    return result

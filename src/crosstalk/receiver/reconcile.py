@@ -1,0 +1,65 @@
+"""After replay: settle every message a crash left between acceptance and outcome. Nothing is re-injected.
+
+- dispatch claimed, no outcome → unknown (there is no evidence either way), or unreachable if the record was bound
+  to another conversation;
+- journaled, never claimed → the hop, policy and size checks run again: a pass becomes recovered (it shows in the
+  mailbox, never injected) or unreachable in another conversation; a failure becomes rejected.
+
+A task's submitted message is left alone: the task service resumes or keeps it (seed 000 R2).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from crosstalk.core.message import Message
+from crosstalk.core.sender import Sender
+from crosstalk.core.states import State
+from crosstalk.journal import JournalState, MessageEntry
+from crosstalk.journal import records as R
+from crosstalk.receiver.inbound import Inbound
+
+Recheck = Callable[[Inbound], str | None]  # hop, policy and size checks with no load: a reason, or None
+
+
+def settle_crashed(state: JournalState, binding: dict[str, Any], recheck: Recheck) -> list[dict[str, Any]]:
+    """The outcome records that settle what a crash left open (not yet written)."""
+    written: list[dict[str, Any]] = []
+    for entry in list(state.messages.values()):
+        if entry.state not in (State.SUBMITTED, State.DISPATCHING):
+            continue
+        if entry.message.get("task_id") and entry.state is State.SUBMITTED:
+            continue
+        same = same_binding(entry.binding, binding)
+        if entry.state is State.DISPATCHING:
+            state_, reason = (
+                (State.UNKNOWN, "crashed_during_dispatch")
+                if same
+                else (State.UNREACHABLE, "bound_to_another_conversation")
+            )
+        else:
+            failed = _recheck(entry, recheck)
+            if failed:
+                state_, reason = State.REJECTED, failed
+            elif same:
+                state_, reason = State.RECOVERED, "journaled_before_crash"
+            else:
+                state_, reason = State.UNREACHABLE, "bound_to_another_conversation"
+        written.append(R.outcome(entry.message_id, state_, reason, binding, reconciled=True))
+    return written
+
+
+def _recheck(entry: MessageEntry, recheck: Recheck) -> str | None:
+    try:
+        msg = Message.from_dict(entry.message, check_size=False)  # size is admission's to judge
+        sender = Sender.from_dict(entry.sender)
+    except (ValueError, KeyError):
+        return "unreadable_record"
+    return recheck(Inbound(msg, sender, entry.transport, native=entry.native))
+
+
+def same_binding(a: dict[str, Any] | None, b: dict[str, Any]) -> bool:
+    if not a:
+        return False
+    return a.get("session_ref") == b.get("session_ref") and a.get("endpoint") == b.get("endpoint")

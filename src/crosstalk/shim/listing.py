@@ -1,0 +1,59 @@
+"""The rows list_agents answers with: every crosstalk agent on this machine (its descriptor) and every session the
+harness kinds discover without crosstalk. Reachability is what each agent's harness binding published
+(Descriptor.reachable), never a list of harnesses kept here."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from crosstalk import harness as kinds
+from crosstalk.registry.descriptor import Descriptor
+from crosstalk.registry.discovery import list_descriptors
+from crosstalk.registry.paths import StatePaths
+
+
+def agent_rows(paths: StatePaths, environ: Mapping[str, str], me: str | None) -> list[dict[str, Any]]:
+    descs = list_descriptors(paths)
+    sessions = {(s.harness, s.session_ref): s for s in kinds.discover(environ)}
+    names = {d.agent_id: d.name for d in descs}
+    rows = []
+    for d in descs:
+        seen = sessions.pop((d.harness, d.session_ref), None)
+        row: dict[str, Any] = {
+            "name": d.name,
+            "agent_id": d.agent_id,
+            "harness": d.harness,
+            "cwd": d.cwd,
+            "status": seen.status if seen is not None else "live",
+            "crosstalk": True,
+            "reachable": d.reachable(),
+            "role": d.role,
+            "owner": names.get(d.owner, d.owner) if d.owner else None,
+        }
+        if not row["reachable"]:
+            row["reason"] = unreachable_reason(d)
+        if d.agent_id == me:
+            row["self"] = True
+        rows.append(row)
+    for s in sessions.values():
+        native: dict[str, Any] = {
+            "name": s.name or f"{s.harness}-{s.session_ref[:8]}",
+            "harness": s.harness,
+            "cwd": s.cwd,
+            "status": s.status,
+            "crosstalk": False,
+            "reachable": s.reachable,
+        }
+        if not s.reachable and s.reason:
+            native["reason"] = s.reason
+        rows.append(native)
+    return rows
+
+
+def unreachable_reason(d: Descriptor) -> str:
+    if not d.inbound_reachable:
+        return d.inbound_reason or "its harness binding cannot deliver into the session"
+    if not d.a2a_url:
+        return "it serves no A2A endpoint"
+    return "its socket is gone"

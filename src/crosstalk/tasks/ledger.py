@@ -1,0 +1,162 @@
+"""The task ledger: every change to a task is one durable `task` record, journaled through the receiver and then
+folded into the table (durable, then apply). The receiving side's answers live here too: a session replies to a
+task, asks its creator for input, or says it will answer (expect_answer); deadlines fail what is still open."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from dataclasses import replace
+from typing import Any
+
+from crosstalk.core.ids import new_message_id
+from crosstalk.core.kinds import Kind
+from crosstalk.core.message import Message
+from crosstalk.core.sender import Sender
+from crosstalk.core.tasks import Artifact, HistoryEntry, TaskError, TaskState, TaskView
+from crosstalk.journal import JournalError
+from crosstalk.receiver import Receiver
+from crosstalk.tasks.table import TaskEntry, TaskTable, meta_of, obligation_record, task_record
+
+log = logging.getLogger(__name__)
+
+
+class ReplyError(TaskError):
+    """reply() refused: NO_SUCH_MESSAGE, NOT_AN_ASK, ALREADY_REPLIED or ASK_CLOSED."""
+
+    NO_SUCH_MESSAGE = "no_such_message"
+    NOT_AN_ASK = "not_an_ask"
+    ALREADY_REPLIED = "already_replied"
+    ASK_CLOSED = "ask_closed"
+
+
+def is_ask(task: TaskEntry) -> bool:
+    return task.view.kind == Kind.ASK.value
+
+
+class TaskLedger:
+    def __init__(self, receiver: Receiver, table: TaskTable) -> None:
+        self.receiver = receiver
+        self.table = table
+
+    # ------------------------------------------------------------------ the receiving side
+    def expect_answer(self, message_id: str) -> bool:
+        """The receiving side will answer this message (reply or require_input), as a session answers an ask: its
+        task then stays working after delivery instead of completing. Call it before the dispatch settles (from the
+        harness's inject). False when no open task holds the message."""
+        task = self.table.holding(message_id)
+        if task is None or task.view.terminal:
+            return False
+        task.awaiting = True
+        return True
+
+    async def reply(
+        self, message_id: str, text: str, *, artifacts: tuple[Artifact, ...] = (), direct: bool = False
+    ) -> TaskView:
+        """The receiving session answers an ask, or a message it said it would answer (expect_answer), through any
+        message id of its task: the task completes with `text` as its final message ("" with artifacts: none) and
+        `artifacts` as its outputs. `direct`: the creator's waiting SendMessage is answered with the reply as a
+        Message rather than the Task (the task is kept, and journaled, all the same). One reply per task: the same
+        text again returns the task, different text is ALREADY_REPLIED; after the deadline it is ASK_CLOSED."""
+        task = self._answerable_task(message_id)
+        if task.view.terminal:
+            final = [h for h in task.view.history if h.role == "agent"]
+            if task.view.state is TaskState.COMPLETED and (final or task.view.artifacts):
+                if (final[-1].text if final else "") == text:
+                    return task.view
+                raise ReplyError(ReplyError.ALREADY_REPLIED, "this ask already has a different reply")
+            raise ReplyError(ReplyError.ASK_CLOSED, f"the ask is {task.view.state.value} ({task.view.reason})")
+        if not text and not artifacts:
+            raise ReplyError(ReplyError.NOT_AN_ASK, "a reply needs text or artifacts")
+        entry = HistoryEntry(new_message_id(), "agent", text) if text else None
+        extra = (
+            [obligation_record(task.messages[0], task.view.task_id, "closed", "replied")] if is_ask(task) else []
+        )
+        await self.record(
+            task,
+            state=TaskState.COMPLETED,
+            reason=None,
+            entry=entry,
+            artifacts=tuple(artifacts),
+            direct=direct,
+            extra=extra,
+        )
+        return task.view
+
+    async def require_input(self, message_id: str, text: str) -> TaskView:
+        """The receiving session needs more from the task's creator: the task becomes input_required (interrupted,
+        not terminal; `text`, if any, is the agent's question). The creator's next message on the task resumes it."""
+        task = self._answerable_task(message_id)
+        if task.view.terminal:
+            raise ReplyError(ReplyError.ASK_CLOSED, f"the task is {task.view.state.value} ({task.view.reason})")
+        if task.view.state is TaskState.INPUT_REQUIRED:
+            return task.view
+        entry = HistoryEntry(new_message_id(), "agent", text) if text else None
+        await self.record(task, state=TaskState.INPUT_REQUIRED, reason=None, entry=entry)
+        return task.view
+
+    def _answerable_task(self, message_id: str) -> TaskEntry:
+        task = self.table.holding(message_id)
+        if task is None:
+            raise ReplyError(ReplyError.NO_SUCH_MESSAGE, f"no task holds message {message_id}")
+        if not is_ask(task) and not task.awaiting:
+            raise ReplyError(ReplyError.NOT_AN_ASK, f"message {message_id} is a {task.view.kind}, not an ask")
+        return task
+
+    # ------------------------------------------------------------------ durable changes
+    async def record(
+        self,
+        task: TaskEntry,
+        *,
+        state: TaskState,
+        reason: str | None = None,
+        delivery: str | None = None,
+        entry: HistoryEntry | None = None,
+        artifacts: tuple[Artifact, ...] = (),
+        direct: bool = False,
+        extra: list[dict[str, Any]] | None = None,
+    ) -> None:
+        view = replace(
+            task.view, state=state, reason=reason, delivery=delivery or task.view.delivery, updated_at=time.time()
+        )
+        rec = task_record(
+            view,
+            entry.message_id if entry else (task.messages[0] if task.messages else ""),
+            None,
+            entry_ref=entry.role if entry else None,
+            text=entry.text if entry else None,
+        )
+        if artifacts:
+            rec["artifacts"] = [a.to_dict() for a in artifacts]
+        if direct:
+            rec["direct"] = True
+        await self.receiver.record([rec, *(extra or [])])
+        self.table.apply(rec)
+
+    def arm_deadline(self, task: TaskEntry, delay: float) -> None:
+        loop = asyncio.get_running_loop()
+        task.deadline = loop.call_later(delay, lambda: asyncio.ensure_future(self.expire(task.view.task_id)))
+
+    async def expire(self, task_id: str) -> None:
+        task = self.table.get(task_id)
+        if task is None or task.view.terminal:
+            return
+        first = task.messages[0] if task.messages else task_id
+        try:
+            await self.record(
+                task,
+                state=TaskState.FAILED,
+                reason="deadline_passed",
+                extra=[obligation_record(first, task_id, "closed", "deadline_passed")],
+            )
+        except JournalError:
+            log.exception("could not journal the deadline of task %s", task_id)
+
+
+    async def keep(self, view: TaskView, msg: Message, sender: Sender) -> str:
+        """Journal a task that is settled on arrival (its message holds no dispatch), then apply it."""
+        rec = task_record(view, msg.message_id, sender, entry_ref="user", text=msg.text, meta=meta_of(msg))
+        await self.receiver.record([rec])
+        self.table.apply(rec)
+        return view.task_id
