@@ -6,23 +6,32 @@ from typing import Any
 
 from crosstalk.cli.common import EXIT_NO_AGENT, echo, fail, print_json, state_paths
 
-_COLUMNS = ("name", "agent_id", "harness", "role", "owner", "pid", "cwd")
+_COLUMNS = ("name", "agent_id", "harness", "role", "owner", "pid", "reachable", "cwd")
 
 
 def run_list(args: Any) -> int:
-    """List the live crosstalk agents on this machine."""
+    """List the live crosstalk agents on this machine, then the sessions their harnesses know without crosstalk."""
     as_json, include_stale = args.as_json, args.include_stale
+    import os
+
+    from crosstalk import harness as kinds
     from crosstalk.registry.discovery import is_live, list_descriptors
 
     paths = state_paths()
     descs = list_descriptors(paths, include_stale=include_stale)
     names = {d.agent_id: d.name for d in descs}
+    known = {(d.harness, d.session_ref) for d in descs}
     rows = []
     for d in descs:
         row = d.to_dict()
         row["live"] = is_live(paths, d) if include_stale else True
         row["owner_name"] = names.get(d.owner) if d.owner else None
+        row["crosstalk"] = True
+        row["reachable"] = d.reachable()
         rows.append(row)
+    for s in kinds.discover(os.environ):
+        if (s.harness, s.session_ref) not in known:
+            rows.append(_native_row(s))
     if as_json:
         print_json(rows)
         return 0
@@ -34,13 +43,31 @@ def run_list(args: Any) -> int:
     echo("  ".join(c.upper().ljust(w) for c, w in zip(_COLUMNS, widths, strict=True)).rstrip())
     for t, r in zip(table, rows, strict=True):
         line = "  ".join(v.ljust(w) for v, w in zip(t, widths, strict=True)).rstrip()
-        echo(line + ("" if r["live"] else "  (stale)"))
+        echo(line + ("" if r["live"] else "  (stale)") + ("" if r["crosstalk"] else "  (no crosstalk)"))
     return 0
+
+
+def _native_row(s: Any) -> dict[str, object]:
+    """A session without crosstalk, as its harness kind discovered it."""
+    return {
+        "name": s.name or f"{s.harness}-{s.session_ref[:8]}",
+        "harness": s.harness,
+        "session_ref": s.session_ref,
+        "cwd": s.cwd,
+        "status": s.status,
+        "pid": s.pid,
+        "crosstalk": False,
+        "reachable": s.reachable,
+        "reason": s.reason,
+        "live": True,
+    }
 
 
 def _cell(row: dict[str, object], column: str) -> object:
     if column == "owner":
         return row.get("owner_name") or row.get("owner") or "-"
+    if column == "reachable":
+        return "yes" if row["reachable"] else "no"
     value = row.get(column)
     return "-" if value is None else value
 

@@ -163,6 +163,10 @@ class Receiver:
 
     def reject(self, inbound: Inbound, reason: str) -> Outcome:
         """Refuse a message the chain never admits (an ingress may decide this before the chain runs)."""
+        return self._settle(inbound, self._refuse(inbound, reason))
+
+    def _refuse(self, inbound: Inbound, reason: str) -> Outcome:
+        """The rejection itself: counted and audited, not yet settled (the caller settles it once)."""
         self.stats.rejected += 1
         msg = inbound.message
         try:
@@ -170,7 +174,7 @@ class Receiver:
             self.journal.submit([R.rejected(msg, inbound.sender, reason, transport=inbound.transport)], durable=False)
         except (JournalError, OSError, ValueError):
             log.warning("could not journal a rejection of %s", msg.message_id)
-        return self._settle(inbound, Outcome(msg.message_id, State.REJECTED, reason))
+        return Outcome(msg.message_id, State.REJECTED, reason)
 
     async def record(self, records: list[dict[str, Any]]) -> None:
         """Make records durable, then fold them into the agent's state, in that order: how records are added to the
@@ -203,7 +207,7 @@ class Receiver:
         msg = inbound.message
         reason, _bucket = self.check(inbound)
         if reason is not None:
-            return self.reject(inbound, reason)
+            return self._refuse(inbound, reason)
         if msg.kind is Kind.PING:
             # Liveness only: answered after the same checks, never journaled, never injected.
             return Outcome(msg.message_id, State.ACCEPTED, "pong", {"ping": True})

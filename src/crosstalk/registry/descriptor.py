@@ -7,12 +7,12 @@ from __future__ import annotations
 
 import json
 import os
-import stat
 from dataclasses import dataclass, fields
 from pathlib import Path
 
 from crosstalk.core.ids import is_agent_id, is_message_id
 from crosstalk.fs.atomic import atomic_write
+from crosstalk.fs.reading import read_capped
 from crosstalk.registry.errors import RegistryError
 from crosstalk.registry.names import is_valid_name
 from crosstalk.registry.paths import StatePaths
@@ -175,34 +175,10 @@ def write_descriptor(paths: StatePaths, desc: Descriptor) -> Path:
     return path
 
 
-def _read_upto(fd: int, limit: int) -> bytes:
-    chunks: list[bytes] = []
-    size = 0
-    while size < limit:
-        chunk = os.read(fd, limit - size)
-        if not chunk:
-            break
-        chunks.append(chunk)
-        size += len(chunk)
-    return b"".join(chunks)
-
-
 def read_descriptor(path: Path | str) -> Descriptor | None:
     """The descriptor at path, or None if missing or unreadable: one bad file never breaks a listing."""
-    try:
-        # O_NONBLOCK: a FIFO planted under the name must not hang a listing.
-        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NOFOLLOW | os.O_NONBLOCK)
-    except OSError:
-        return None
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            return None
-        raw = _read_upto(fd, MAX_DESCRIPTOR_BYTES + 1)
-    except OSError:
-        return None
-    finally:
-        os.close(fd)
-    if len(raw) > MAX_DESCRIPTOR_BYTES:
+    raw = read_capped(path, MAX_DESCRIPTOR_BYTES)
+    if raw is None:
         return None
     try:
         return Descriptor.from_dict(json.loads(raw))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 from collections.abc import Iterator
 from pathlib import Path
@@ -71,11 +72,11 @@ def test_list_and_list_json(xt: Procs) -> None:
     res = xt.cli("list")
     assert res.returncode == 0, res.stderr
     rows = res.stdout.splitlines()
-    assert rows[0].split() == ["NAME", "AGENT_ID", "HARNESS", "ROLE", "OWNER", "PID", "CWD"]
+    assert rows[0].split() == ["NAME", "AGENT_ID", "HARNESS", "ROLE", "OWNER", "PID", "REACHABLE", "CWD"]
     body = [r.split() for r in rows[1:]]
-    assert [r[:6] for r in body] == [
-        ["alice", alice.agent_id, "fake", "primary", "-", str(alice.pid)],
-        ["carol", carol.agent_id, "fake", "worker", "alice", str(carol.pid)],
+    assert [r[:7] for r in body] == [
+        ["alice", alice.agent_id, "fake", "primary", "-", str(alice.pid), "yes"],
+        ["carol", carol.agent_id, "fake", "worker", "alice", str(carol.pid), "yes"],
     ]
 
     res = xt.cli("list", "--json")
@@ -92,6 +93,7 @@ def test_list_and_list_json(xt: Procs) -> None:
     assert data[0]["role"] == "primary" and data[0]["owner"] is None
     assert data[1]["role"] == "worker" and data[1]["owner"] == alice.agent_id
     assert data[1]["owner_name"] == "alice"
+    assert all(d["crosstalk"] is True and d["reachable"] is True for d in data)
 
 
 def test_killed_agent_absent_from_list_and_stale_in_list_all(xt: Procs) -> None:
@@ -295,3 +297,35 @@ def test_demo_runs_and_cleans_up(xt: Procs) -> None:
     assert "alice's session got it live: from @bus:team/op-server" in out
     m = re.search(r"cleaned up (/tmp/xtbus\.[^\s]+)", out)
     assert m and not Path(m.group(1)).exists(), out
+
+
+def test_list_shows_native_sessions_its_harnesses_discover(xt: Procs) -> None:
+    """A live Claude Code session without crosstalk (its registry record: this test process, with its real start
+    time) is listed after the agents, as a session crosstalk does not serve; a stale record is not."""
+    from crosstalk.fs.procinfo import proc_start_time
+
+    sessions = xt.root / "claude" / "sessions"
+    sessions.mkdir(parents=True)
+    me = os.getpid()
+    record = {"pid": me, "sessionId": "c0ffee00-1111", "procStart": proc_start_time(me), "status": "busy"}
+    (sessions / f"{me}.json").write_text(json.dumps({**record, "name": "reviewer", "cwd": "/w"}))
+    (sessions / "999999999.json").write_text(json.dumps({**record, "pid": 999999999, "sessionId": "stale"}))
+    alice = xt.start_agent("alice")
+
+    data = json.loads(xt.cli("list", "--json").stdout)
+    assert [(d["name"], d["crosstalk"], d["reachable"]) for d in data] == [
+        ("alice", True, True),
+        ("reviewer", False, False),
+    ]
+    native = data[1]
+    assert (native["harness"], native["session_ref"], native["status"], native["pid"]) == (
+        "claude",
+        "c0ffee00-1111",
+        "busy",
+        me,
+    )
+    assert "claude adapter" in native["reason"]
+    text = xt.cli("list").stdout.splitlines()
+    assert text[1].split()[:2] == ["alice", alice.agent_id]
+    assert text[2].split()[:7] == ["reviewer", "-", "claude", "-", "-", str(me), "no"]
+    assert text[2].endswith("(no crosstalk)")

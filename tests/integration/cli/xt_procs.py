@@ -109,7 +109,9 @@ class Procs:
 
     @property
     def env(self) -> dict[str, str]:
-        return {**os.environ, "CROSSTALK_HOME": str(self.root)}
+        # Each harness's config dir too: sessions of the machine's own Claude or Codex never leak into a listing.
+        harness_dirs = {"CLAUDE_CONFIG_DIR": str(self.root / "claude"), "CODEX_HOME": str(self.root / "codex")}
+        return {**os.environ, "CROSSTALK_HOME": str(self.root), **harness_dirs}
 
     # ------------------------------------------------------------------ agents
     def agent_cmd(self, name: str, *extra: str, inbox: Path | None = None) -> list[str]:

@@ -33,7 +33,7 @@ def run(coro_fn: Callable[[Path], Coroutine[Any, Any, T]], timeout: float = TEST
 
 
 def router(root: Path, *, answer: str | None = None) -> ShimRouter:
-    env = {"CROSSTALK_FAKE_INBOX_DIR": str(root / "inbox")}
+    env = {"CROSSTALK_FAKE_INBOX_DIR": str(root / "inbox"), "CLAUDE_CONFIG_DIR": str(root / "claude")}
     if answer is not None:
         env["CROSSTALK_FAKE_ANSWER"] = answer
     (root / "inbox").mkdir(exist_ok=True)

@@ -196,3 +196,19 @@ def test_decision_consistency_enforced() -> None:
         Decision(ok=True, reason="acl:unknown", bucket=Bucket.UNKNOWN)
     with pytest.raises(PolicyError):
         Decision(ok=False, reason=None, bucket=Bucket.UNKNOWN)
+
+
+NOTICE = Sender(SenderClass.VERIFIED, ME, "crosstalk", "crosstalk")
+
+
+def test_our_own_notice_passes_any_role_but_only_as_an_inform_within_the_size_cap() -> None:
+    full = Load(pending_tasks=9, open_asks=9, default_waits=9)  # a notice never counts as load
+    for view in (WORKER, ReceiverView(ME, "me", Role.PEER), PRIMARY):
+        assert run(sender=NOTICE, view=view, transport="crosstalk", load=full).ok
+    assert run(sender=NOTICE, transport="crosstalk", kind=Kind.COMMAND).reason == "kind:notice_inform_only"
+    assert run(sender=NOTICE, transport="crosstalk", text_bytes=11).reason == "admission:text_too_large"
+    # Not a notice: another agent on the notice transport, or our own id over a real transport.
+    assert run(sender=Sender(SenderClass.VERIFIED, OTHER, "crosstalk", "crosstalk"), transport="crosstalk").reason == (
+        "acl:agents"
+    )
+    assert run(sender=Sender(SenderClass.VERIFIED, ME, "me", "uds"), transport="uds").reason == "acl:agents"

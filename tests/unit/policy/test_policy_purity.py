@@ -41,6 +41,7 @@ def test_modules_present() -> None:
         "hop",
         "claims",
         "decide",
+        "notices",
     }
     assert expected <= {p.stem for p in POLICY_DIR.glob("*.py")}
 

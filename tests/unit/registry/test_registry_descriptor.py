@@ -41,6 +41,21 @@ def test_defaults_and_round_trip() -> None:
     assert data["peers"] == ["bob"]
     assert Descriptor.from_dict(data) == d
     assert Descriptor.from_dict({**data, "future_field": {"x": 1}}) == d  # unknown fields ignored
+    assert d.inbound_reachable is True and d.inbound_reason is None  # an older descriptor: reachable as before
+    del data["inbound_reachable"], data["inbound_reason"]
+    assert Descriptor.from_dict(data) == d
+
+
+def test_reachable_is_what_the_binding_published(tmp_root: Path) -> None:
+    sock = tmp_root / "a.sock"
+    sock.write_text("")  # stands in for the socket file: reachable() only asks whether it is there
+    up = make(uds_path=str(sock), a2a_url="http://127.0.0.1:1")
+    assert up.reachable()
+    assert not make(
+        uds_path=str(sock), a2a_url="http://127.0.0.1:1", inbound_reachable=False, inbound_reason="x"
+    ).reachable()
+    assert not make(uds_path=str(sock), a2a_url=None).reachable()  # no A2A: sessions cannot send to it
+    assert not make(uds_path=str(tmp_root / "gone.sock"), a2a_url="http://127.0.0.1:1").reachable()
 
 
 @pytest.mark.parametrize(
@@ -60,6 +75,9 @@ def test_defaults_and_round_trip() -> None:
         ("instance_id", "x", "'instance_id': not a UUID"),
         ("protocol", "1", "'protocol': must be an integer"),
         ("a2a_url", 7, "'a2a_url': must be a non-empty string"),
+        ("inbound_reachable", "yes", "'inbound_reachable': must be true or false"),
+        ("inbound_reachable", 1, "'inbound_reachable': must be true or false"),
+        ("inbound_reason", 3, "'inbound_reason': must be a non-empty string"),
     ],
 )
 def test_from_dict_names_the_bad_field(field: str, value: object, message: str) -> None:

@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import json
 import os
-import stat
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
 from crosstalk.fs.procinfo import is_same_process
+from crosstalk.fs.reading import read_capped
 
 MAX_RECORD_BYTES = 256 * 1024
 MAX_RECORDS = 4096  # a directory with more entries is read only this far
@@ -31,28 +31,6 @@ def config_dir(environ: Mapping[str, str]) -> Path:
 
 def sessions_dir(environ: Mapping[str, str]) -> Path:
     return config_dir(environ) / "sessions"
-
-
-def _read_capped(path: Path) -> bytes | None:
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NOFOLLOW | os.O_NONBLOCK)
-    except OSError:
-        return None
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            return None
-        chunks, size = [], 0
-        while size <= MAX_RECORD_BYTES:
-            chunk = os.read(fd, MAX_RECORD_BYTES + 1 - size)
-            if not chunk:
-                break
-            chunks.append(chunk)
-            size += len(chunk)
-    except OSError:
-        return None
-    finally:
-        os.close(fd)
-    return None if size > MAX_RECORD_BYTES else b"".join(chunks)
 
 
 def parse_record(raw: bytes) -> dict[str, Any] | None:
@@ -72,7 +50,7 @@ def read_record(environ: Mapping[str, str], pid: int) -> dict[str, Any] | None:
     afresh on every call: `/clear` starts a new session id in the same process."""
     if pid <= 0:
         return None
-    raw = _read_capped(sessions_dir(environ) / f"{pid}.json")
+    raw = read_capped(sessions_dir(environ) / f"{pid}.json", MAX_RECORD_BYTES)
     return None if raw is None else parse_record(raw)
 
 
@@ -98,7 +76,7 @@ def live_records(environ: Mapping[str, str]) -> Iterator[tuple[int, dict[str, An
         if ext != "json" or not dot or not stem.isdigit():
             continue  # <pid>.<hash>.key files and anything else
         pid = int(stem)
-        raw = _read_capped(Path(entry.path))
+        raw = read_capped(entry.path, MAX_RECORD_BYTES)
         record = None if raw is None else parse_record(raw)
         if record is not None and record.get("pid") in (pid, None) and is_live(record, pid):
             yield pid, record

@@ -1,0 +1,34 @@
+"""Reading a file someone else may have planted: never through a symlink, never blocking on a FIFO, never more
+than a cap."""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+
+
+def read_capped(path: Path | str, limit: int) -> bytes | None:
+    """The whole file at `path`, or None when it is missing, unreadable, not a regular file, a symlink, or larger
+    than `limit` bytes."""
+    try:
+        # O_NONBLOCK: a FIFO planted under the name must not hang the reader.
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError:
+        return None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        chunks: list[bytes] = []
+        size = 0
+        while size <= limit:
+            chunk = os.read(fd, limit + 1 - size)
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+    return None if size > limit else b"".join(chunks)
