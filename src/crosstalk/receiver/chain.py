@@ -130,6 +130,14 @@ class Receiver:
         failed = await self._record_or_unreachable(inbound.message, [claim], "before dispatch")
         return self._settle(inbound, failed if failed is not None else await self._inject_and_record(inbound))
 
+    async def withdraw(self, inbound: Inbound, reason: str, *, reconciled: bool = False) -> Outcome:
+        """The deferred half's other ending: a message `receive(defer=True)` journaled is settled as rejected
+        without reaching the session (its task was canceled, or a restart's re-check refused it). Raises
+        JournalError when that is not durable (nothing changed)."""
+        mid = inbound.message.message_id
+        await self.record([R.outcome(mid, State.REJECTED, reason, self.identity.binding, reconciled=reconciled)])
+        return self._settle(inbound, Outcome(mid, State.REJECTED, reason))
+
     async def notify(self, text: str, *, in_reply_to: str | None = None) -> Outcome:
         """Tell the agent's own session something, as crosstalk: an inform through the whole chain (journaled,
         injected, outcome journaled). policy/notices.py admits it whatever the agent's role."""

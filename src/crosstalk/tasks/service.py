@@ -36,7 +36,7 @@ from crosstalk.core.tasks import (
     TaskState,
     TaskView,
 )
-from crosstalk.journal import JournalError
+from crosstalk.journal import JournalError, MessageEntry
 from crosstalk.journal import records as R
 from crosstalk.policy import Load
 from crosstalk.receiver import Inbound, Receiver
@@ -169,7 +169,7 @@ class TaskService(TaskApi):
         for mid in task.messages:
             entry = self.state.messages.get(mid)
             if entry is not None and entry.state is State.SUBMITTED:
-                await self.receiver.record([R.outcome(mid, State.REJECTED, "canceled", self.receiver.identity.binding)])
+                await self.receiver.withdraw(_inbound_of(entry), "canceled")
         return task.view
 
     # ------------------------------------------------------------------ the receiving side (tasks/ledger.py)
@@ -291,9 +291,7 @@ class TaskService(TaskApi):
         inbound = Inbound(msg, sender, "a2a")
         reason, _ = self.receiver.check(inbound, load=Load())  # admitted before the restart: never evicted by load
         if reason is not None:
-            await self.receiver.record(
-                [R.outcome(msg.message_id, State.REJECTED, reason, self.receiver.identity.binding, reconciled=True)]
-            )
+            await self.receiver.withdraw(inbound, reason, reconciled=True)
             await self.ledger.record(task, state=TaskState.FAILED, reason=reason, delivery=State.REJECTED.value)
             return
         self._enqueue(task.view.task_id, inbound)
@@ -391,6 +389,11 @@ class TaskService(TaskApi):
         if is_ask(task) or task.awaiting:
             return view.delivery == State.UNKNOWN.value  # waits for its reply (or deadline)
         return view.delivery is not None  # delivered, failed, or unknown: the dispatch is over
+
+def _inbound_of(entry: MessageEntry) -> Inbound:
+    """A journaled task message as the chain was handed it (its record was checked when it was written)."""
+    return Inbound(Message.from_dict(entry.message, check_size=False), Sender.from_dict(entry.sender), "a2a")
+
 
 def _why_not(outcome: Outcome) -> str:
     if outcome.reason == "journal_write_failed":

@@ -1,14 +1,50 @@
 """Mock of the Anthropic Messages API (POST /v1/messages, SSE or JSON) for Claude Code.
 
 Claude Code sends `POST /v1/messages?beta=true`; the newest message may have role `system`, and user turns carry
-`<system-reminder>` text blocks that are not the user's words (skipped when finding the newest user text)."""
+`<system-reminder>` text blocks that are not the user's words (skipped when finding the newest user text).
+
+Tool calls are scripted by the text the model reads: a line `CALL <tool> <json>` in the newest user-role message
+(text, or a tool result) makes the answer a tool_use of that tool with that input; a line `SLEEP <seconds>` before
+the answer delays it (a slow model turn). In a CALL's JSON, `$MESSAGE_ID` stands for the message-id of the newest
+`<cross-session-message>` envelope in that text (how a scripted model answers the message it was sent). Anything
+else is answered with text (the digest, or `reply`). Every tool_use the mock sent is in `tool_calls`."""
 
 from __future__ import annotations
 
+import json
+import re
+import threading
+import time
 import uuid
 from typing import Any, ClassVar
 
 from .base import Handler, MockModelServer, RecordedRequest, route, text_parts
+
+CALL_RE = re.compile(r"^CALL (\S+) (\{.*\})\s*$", re.MULTILINE)
+SLEEP_RE = re.compile(r"^SLEEP (\d+(?:\.\d+)?)\s*$", re.MULTILINE)
+ENVELOPE_ID_RE = re.compile(r'<cross-session-message [^>]*message-id="([^"]+)"')
+MAX_SLEEP_S = 30.0
+
+
+def last_user_blocks_text(body: dict[str, Any]) -> str:
+    """All the text of the newest user-role message: its text blocks and its tool results' text."""
+    for msg in reversed(body.get("messages") or []):
+        if not isinstance(msg, dict) or msg.get("role") != "user":
+            continue
+        content = msg.get("content")
+        if isinstance(content, str):
+            return content
+        out = []
+        for block in content if isinstance(content, list) else []:
+            if not isinstance(block, dict):
+                continue
+            if block.get("type") == "text":
+                out.append(str(block.get("text", "")))
+            elif block.get("type") == "tool_result":
+                inner = block.get("content")
+                out.append(inner if isinstance(inner, str) else text_parts(inner))
+        return "\n".join(out)
+    return ""
 
 
 class MockAnthropic(MockModelServer):
@@ -24,11 +60,38 @@ class MockAnthropic(MockModelServer):
                     return text
         return ""
 
+    def __init__(self, reply: str | None = None) -> None:
+        super().__init__(reply)
+        self.tool_calls: list[dict[str, Any]] = []
+        self._calls_lock = threading.Lock()
+
+    def scripted_call(self, body: dict[str, Any]) -> tuple[str, dict[str, Any]] | None:
+        """The tool call the newest user-role message asks for (`CALL <tool> <json>`), or None."""
+        text = last_user_blocks_text(body)
+        sleep = SLEEP_RE.search(text)
+        if sleep:
+            time.sleep(min(float(sleep.group(1)), MAX_SLEEP_S))
+        found = CALL_RE.findall(text)
+        if not found:
+            return None
+        name, raw = found[-1]
+        ids = ENVELOPE_ID_RE.findall(text)
+        if ids:
+            raw = raw.replace("$MESSAGE_ID", ids[-1])
+        try:
+            args = json.loads(raw)
+        except ValueError:
+            return None
+        return (name, args) if isinstance(args, dict) else None
+
     def handle_post(self, h: Handler, req: RecordedRequest) -> None:
         if route(req.path).endswith("/count_tokens"):
             return h.send_json(200, {"input_tokens": 10})
         if not self.is_generation_path(req.path):
             return h.send_json(404, {"type": "error", "error": {"type": "not_found_error", "message": "mock"}})
+        call = self.scripted_call(req.body)
+        if call is not None:
+            return self._send_tool_use(h, req, *call)
         text = self.answer(req.body)
         model = req.body.get("model", self.model)
         message: dict[str, Any] = {
@@ -48,6 +111,31 @@ class MockAnthropic(MockModelServer):
                      "content_block_delta")
         h.send_event({"type": "content_block_stop", "index": 0}, "content_block_stop")
         h.send_event({"type": "message_delta", "delta": {"stop_reason": "end_turn", "stop_sequence": None},
+                      "usage": {"output_tokens": 5}}, "message_delta")
+        h.send_event({"type": "message_stop"}, "message_stop")
+        return None
+
+    def _send_tool_use(self, h: Handler, req: RecordedRequest, name: str, args: dict[str, Any]) -> None:
+        block = {"type": "tool_use", "id": "toolu_" + uuid.uuid4().hex[:20], "name": name, "input": args}
+        with self._calls_lock:
+            self.tool_calls.append({"name": name, "input": args, "at": time.time()})
+        model = req.body.get("model", self.model)
+        usage = {"input_tokens": 10, "output_tokens": 5, "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0}
+        message: dict[str, Any] = {
+            "id": "msg_" + uuid.uuid4().hex[:20], "type": "message", "role": "assistant", "model": model,
+            "content": [], "stop_reason": None, "stop_sequence": None, "usage": usage,
+        }
+        if not req.body.get("stream"):
+            return h.send_json(200, {**message, "content": [block], "stop_reason": "tool_use"})
+        h.start_sse()
+        h.send_event({"type": "message_start", "message": message}, "message_start")
+        h.send_event({"type": "content_block_start", "index": 0,
+                      "content_block": {"type": "tool_use", "id": block["id"], "name": name, "input": {}}},
+                     "content_block_start")
+        h.send_event({"type": "content_block_delta", "index": 0,
+                      "delta": {"type": "input_json_delta", "partial_json": json.dumps(args)}}, "content_block_delta")
+        h.send_event({"type": "content_block_stop", "index": 0}, "content_block_stop")
+        h.send_event({"type": "message_delta", "delta": {"stop_reason": "tool_use", "stop_sequence": None},
                       "usage": {"output_tokens": 5}}, "message_delta")
         h.send_event({"type": "message_stop"}, "message_stop")
         return None

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from receiver_support import AGENT_ID, ALICE, CAROL, Rig, inbound, msg, run
+from receiver_support import AGENT_ID, ALICE, CAROL, Rig, inbound, msg, run, wait_for
 from task_support import run_with_service
 
 from crosstalk.core.kinds import Kind
@@ -122,3 +122,21 @@ def test_an_a2a_ping_is_answered_by_the_chain_and_never_reaches_the_session(root
         assert (await svc.get(ALICE.agent_id, view.task_id)).state is TaskState.COMPLETED  # kept: journaled
 
     run_with_service(root, body)
+
+
+def test_a_task_canceled_before_dispatch_is_settled_once_as_rejected(root: Path):
+    async def body(rig: Rig, svc: TaskService) -> None:
+        seen = heard(rig)
+        first = await svc.send(CAROL, msg("holds the worker"), task_id=None, return_immediately=True)
+        await wait_for(rig.fake.blocked)
+        queued = await svc.send(CAROL, msg("never sent"), task_id=None, return_immediately=True)
+        canceled = await svc.cancel(CAROL.agent_id, queued.task_id)
+        assert canceled.state is TaskState.CANCELED
+        mid = queued.history[0].message_id
+        assert seen == [(mid, "a2a", "rejected", "canceled")]
+        rig.fake.release()
+        await wait_for(lambda: svc.table.tasks[first.task_id].view.terminal)
+        assert [s[0] for s in seen] == [mid, first.history[0].message_id]  # the canceled one is never dispatched
+        assert [w["text"] for w in rig.fake.writes] == ["holds the worker"]
+
+    run_with_service(root, body, default="block")

@@ -10,11 +10,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from crosstalk.harness.base import CallEvidence, SessionIdentity, SessionRow, UnavailableAdapter
+from crosstalk.harness.base import CallEvidence, SessionIdentity, SessionRow
+from crosstalk.harness.claude.adapter import ClaudeAdapter
 from crosstalk.harness.claude.sessions import live_records, read_record, text_field
 
 NAME = "claude"
-NOT_YET = "the claude adapter cannot deliver into Claude Code sessions in this build"
+# A session without crosstalk: only its own shim can write into it today (delivery by its peer token is to come).
+NATIVE_NOT_YET = "this Claude Code session runs without crosstalk; messages into such sessions are not delivered yet"
 
 
 class ClaudeKind:
@@ -39,7 +41,7 @@ class ClaudeKind:
                     cwd=text_field(record, "cwd"),
                     status=status if status in ("idle", "busy") else "unknown",
                     reachable=False,
-                    reason=NOT_YET,
+                    reason=NATIVE_NOT_YET,
                     pid=pid,
                 )
             )
@@ -52,9 +54,8 @@ class ClaudeKind:
         record = read_record(environ, old.harness_pid or 0)
         return record is not None and record["sessionId"] != old.session_ref
 
-    def adapter(self, session: SessionIdentity, environ: Mapping[str, str]) -> UnavailableAdapter:
-        # A Claude session's native reply to an injected envelope goes to our uds address (bounced there).
-        return UnavailableAdapter(NAME, NOT_YET, reply_to_uds=True)
+    def adapter(self, session: SessionIdentity, environ: Mapping[str, str]) -> ClaudeAdapter:
+        return ClaudeAdapter(session, environ)
 
 
 KIND = ClaudeKind()
