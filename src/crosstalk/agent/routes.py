@@ -18,8 +18,9 @@ ROUTED_STATES = frozenset({State.ACCEPTED, State.QUEUED, State.UNKNOWN})
 def open_inbound(
     state: JournalState, now: float, *, inform_window_s: float = INFORM_ROUTE_TTL_S
 ) -> list[dict[str, str]]:
-    """Inbound messages the session may still answer, newest first: asks whose reply is owed, and informs from
-    verified agents delivered within the window (their reply route)."""
+    """Inbound messages the session may still answer, newest first: asks whose reply is owed (or that are being
+    written into the session right now), and informs from verified agents delivered within the window (their reply
+    route)."""
     rows: list[tuple[float, dict[str, str]]] = []
     for mid, entry in state.messages.items():
         if entry.native or (entry.sender or {}).get("class") != "verified":
@@ -27,7 +28,9 @@ def open_inbound(
         kind = entry.message.get("kind") or "inform"
         delivered = entry.state in ROUTED_STATES
         fresh = entry.outcome_ts is not None and now - entry.outcome_ts < inform_window_s
-        if (kind == "ask" and state.reply_owed(mid)) or (kind == "inform" and delivered and fresh):
+        # An ask being written into the session counts already: the model may answer before its outcome is in.
+        owed = state.reply_owed(mid) or entry.state is State.DISPATCHING
+        if (kind == "ask" and owed) or (kind == "inform" and delivered and fresh):
             name = entry.sender.get("name") or entry.sender.get("agent_id") or "?"
             rows.append((entry.ts, {"message_id": mid, "from": str(name), "kind": kind}))
     return [row for _, row in sorted(rows, key=lambda r: r[0], reverse=True)]

@@ -6,7 +6,8 @@ Claude Code sends `POST /v1/messages?beta=true`; the newest message may have rol
 Tool calls are scripted by the text the model reads: a line `CALL <tool> <json>` in the newest user-role message
 (text, or a tool result) makes the answer a tool_use of that tool with that input; a line `SLEEP <seconds>` before
 the answer delays it (a slow model turn). In a CALL's JSON, `$MESSAGE_ID` stands for the message-id of the newest
-`<cross-session-message>` envelope in that text (how a scripted model answers the message it was sent). Anything
+`<cross-session-message>` envelope in that text and `$FROM` for its `from` address (how a scripted model answers the
+message it was sent, with the reply tool or natively). Anything
 else is answered with text (the digest, or `reply`). Every tool_use the mock sent is in `tool_calls`."""
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from .base import Handler, MockModelServer, RecordedRequest, route, text_parts
 CALL_RE = re.compile(r"^CALL (\S+) (\{.*\})\s*$", re.MULTILINE)
 SLEEP_RE = re.compile(r"^SLEEP (\d+(?:\.\d+)?)\s*$", re.MULTILINE)
 ENVELOPE_ID_RE = re.compile(r'<cross-session-message [^>]*message-id="([^"]+)"')
+ENVELOPE_FROM_RE = re.compile(r'<cross-session-message [^>]*from="([^"]+)"')
 MAX_SLEEP_S = 30.0
 
 
@@ -75,9 +77,10 @@ class MockAnthropic(MockModelServer):
         if not found:
             return None
         name, raw = found[-1]
-        ids = ENVELOPE_ID_RE.findall(text)
-        if ids:
-            raw = raw.replace("$MESSAGE_ID", ids[-1])
+        for placeholder, pattern in (("$MESSAGE_ID", ENVELOPE_ID_RE), ("$FROM", ENVELOPE_FROM_RE)):
+            found_values = pattern.findall(text)
+            if found_values:
+                raw = raw.replace(placeholder, found_values[-1])
         try:
             args = json.loads(raw)
         except ValueError:

@@ -1,0 +1,161 @@
+"""The Claude adapter's wire, against a unix socket that behaves as the pinned Claude Code 2.1.332 was seen to
+(docs/claude-adapter.md): it reads the auth and user lines, answers nothing and closes after our half-close. The
+real session is driven in tests/e2e/test_claude_live.py; here every branch of the outcome rules is forced."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from crosstalk.core.ids import new_message_id
+from crosstalk.core.kinds import Delivery, Kind
+from crosstalk.core.message import Message, TextPart
+from crosstalk.core.sender import Sender, SenderClass
+from crosstalk.core.states import State
+from crosstalk.fs.procinfo import proc_start_time
+from crosstalk.harness.base import AgentInfo, HarnessDisconnected, InjectRequest, PreSendFailure, SessionIdentity
+from crosstalk.harness.claude import adapter as claude_adapter
+from crosstalk.harness.claude.adapter import ClaudeAdapter
+
+pytestmark = pytest.mark.unit
+ME = os.getpid()
+ALICE = Sender(SenderClass.VERIFIED, "a11ce0a11ce0a11c", "alice", "a2a")
+
+
+def request(kind: Kind = Kind.INFORM, delivery: Delivery = Delivery.AUTO, text: str = "hi <b> & co") -> InjectRequest:
+    msg = Message(message_id=new_message_id(), to="bob", parts=(TextPart(text),), kind=kind, delivery=delivery)
+    return InjectRequest(msg, ALICE, delivery, reply_address="/x/sock/b0b.sock", meta=kind is Kind.META)
+
+
+class FakeClaudeSocket:
+    """A unix socket server: records each connection's lines; `mode` says how it ends the connection."""
+
+    def __init__(self, path: Path, mode: str = "eof") -> None:
+        self.path, self.mode = path, mode
+        self.frames: list[list[dict]] = []
+
+    async def __aenter__(self) -> FakeClaudeSocket:
+        self.server = await asyncio.start_unix_server(self._serve, path=str(self.path))
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        self.server.close()
+        await self.server.wait_closed()
+
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        data = await reader.read()  # until our half-close
+        self.frames.append([json.loads(line) for line in data.decode().splitlines()])
+        if self.mode == "hang":
+            await asyncio.sleep(1.0)  # past the adapter's (shortened) wait for our EOF
+        if self.mode == "bytes":
+            writer.write(b'{"error":"nope"}\n')
+            await writer.drain()
+        writer.close()
+
+
+def record(root: Path, socket_path: Path, status: str = "idle") -> None:
+    (root / "sessions").mkdir(exist_ok=True)
+    body = {"pid": ME, "sessionId": "s-1", "procStart": proc_start_time(ME), "status": status, "version": "2.1.332",
+            "messagingSocketPath": str(socket_path)}  # fmt: skip
+    (root / "sessions" / f"{ME}.json").write_text(json.dumps(body))
+
+
+def adapter(tmp_path: Path, sock: Path, *, token: str | None = "child-token") -> ClaudeAdapter:
+    env = {"CLAUDE_CONFIG_DIR": str(tmp_path), "CLAUDE_CODE_MESSAGING_SOCKET": str(sock)}
+    if token:
+        env["CLAUDE_CODE_MESSAGING_TOKEN"] = token
+    return ClaudeAdapter(SessionIdentity("claude", "s-1", "bob", harness_pid=ME), env)
+
+
+INFO = AgentInfo("b0b0b0b0b0b0b0b0", "bob", "s-1", "/x/sock/b0b.sock", "/w")
+
+
+def test_bind_needs_the_socket_and_child_token_claude_gave_this_shim(tmp_path: Path):
+    sock = tmp_path / "cc.sock"
+    record(tmp_path, sock)
+    bound = asyncio.run(adapter(tmp_path, sock).bind(INFO))
+    assert (bound.endpoint, bound.version, bound.inbound_reachable) == (str(sock), "2.1.332", True)
+    missing = asyncio.run(adapter(tmp_path, sock, token=None).bind(INFO))
+    assert not missing.inbound_reachable and "not started by a Claude Code session" in (missing.reason or "")
+    record(tmp_path, tmp_path / "other.sock")
+    other = asyncio.run(adapter(tmp_path, sock).bind(INFO))
+    assert not other.inbound_reachable and "another messaging socket" in (other.reason or "")
+
+
+@pytest.mark.parametrize(
+    ("delivery", "priority"), [(Delivery.AUTO, "next"), (Delivery.STEER, "now"), (Delivery.NEXT_TURN, "later")]
+)
+def test_one_frame_with_the_child_token_and_eof_is_accepted(tmp_path: Path, delivery: Delivery, priority: str):
+    sock = tmp_path / "cc.sock"
+    record(tmp_path, sock)
+
+    async def main() -> None:
+        async with FakeClaudeSocket(sock) as claude:
+            a = adapter(tmp_path, sock)
+            await a.bind(INFO)
+            req = request(delivery=delivery)
+            out = await a.inject(req)
+            assert out.state is State.ACCEPTED and out.evidence["priority"] == priority
+            [[auth, user]] = claude.frames
+            assert auth == {"type": "auth", "token": "child-token"}
+            assert (user["type"], user["priority"], user["msg_id"]) == ("user", priority, req.message.message_id)
+            assert user["from"] == "uds:/x/sock/b0b.sock"
+            content = user["message"]["content"]
+            assert content.startswith("<cross-session-message ") and "hi &lt;b&gt; &amp; co" in content
+            assert 'from-name="alice"' in content and f'message-id="{req.message.message_id}"' in content
+
+    asyncio.run(main())
+
+
+def test_meta_joins_a_running_turn_and_is_never_sent_to_an_idle_session(tmp_path: Path):
+    sock = tmp_path / "cc.sock"
+
+    async def main() -> None:
+        async with FakeClaudeSocket(sock) as claude:
+            a = adapter(tmp_path, sock)
+            record(tmp_path, sock, status="idle")
+            await a.bind(INFO)
+            with pytest.raises(PreSendFailure, match="meta never starts a turn"):
+                await a.inject(request(Kind.META))
+            record(tmp_path, sock, status="busy")
+            out = await a.inject(request(Kind.META, Delivery.STEER))
+            assert out.evidence["priority"] == "next" and len(claude.frames) == 1
+
+    asyncio.run(main())
+
+
+def test_no_socket_is_unreachable_and_anything_after_the_write_is_unknown(tmp_path: Path, monkeypatch):
+    sock = tmp_path / "cc.sock"
+    record(tmp_path, sock)
+    monkeypatch.setattr(claude_adapter, "EOF_TIMEOUT_S", 0.3)
+
+    async def main() -> None:
+        a = adapter(tmp_path, sock)
+        await a.bind(INFO)
+        with pytest.raises(PreSendFailure, match="refused"):  # nothing listens: nothing was written
+            await a.inject(request())
+        async with FakeClaudeSocket(sock, mode="bytes"):
+            with pytest.raises(HarnessDisconnected, match="answered bytes"):
+                await a.inject(request())
+        sock.unlink()
+        async with FakeClaudeSocket(sock, mode="hang"):
+            with pytest.raises(HarnessDisconnected, match="did not close"):
+                await a.inject(request())
+        unbound = adapter(tmp_path, sock, token=None)
+        await unbound.bind(INFO)
+        with pytest.raises(PreSendFailure, match="not started by a Claude Code session"):
+            await unbound.inject(request())
+
+    asyncio.run(main())
+
+
+def test_status_is_the_sessions_record(tmp_path: Path):
+    sock = tmp_path / "cc.sock"
+    a = adapter(tmp_path, sock)
+    assert a.status() == "unknown"
+    record(tmp_path, sock, status="busy")
+    assert a.status() == "busy"
