@@ -10,6 +10,7 @@ PINS=(
   "@anthropic-ai/claude-code@2.1.332"
   "@openai/codex@0.171.0"
   "@mariozechner/pi-coding-agent@0.73.1"
+  "@anthropic-ai/tokenizer@0.0.4"  # not a harness: Anthropic's tokenizer, to hold the size of what the model reads
 )
 PREFIX=.harnesses
 BIN="$PREFIX/node_modules/.bin"
@@ -52,6 +53,7 @@ check() {  # check BIN EXPECTED_VERSION
 check claude 2.1.332
 check codex 0.171.0
 check pi 0.73.1
+[ -f "$PREFIX/node_modules/@anthropic-ai/tokenizer/package.json" ] || { echo "install_harnesses: @anthropic-ai/tokenizer missing" >&2; exit 1; }
 
 echo "$want" > "$STAMP"
 echo "install_harnesses: installed ${PINS[*]} in $PREFIX/" >&2

@@ -1,6 +1,6 @@
 """Live Claude Code sessions for the e2e tests: the real `claude` (pinned) as a long-lived headless session
 (`-p --input-format stream-json`, stdin held open: one turn per user line, and socket-injected turns in between),
-with crosstalk installed the README way (`claude mcp add -s user crosstalk -- <abs path> mcp`), each session with
+with crosstalk installed the README way (`crosstalk install claude`: the MCP entry and the skill), each session with
 its own HOME, config dir, runtime dir and mock Anthropic server, all sessions sharing one CROSSTALK_HOME.
 
     with LiveClaude.start(root / "a", home=xt_home) as a:
@@ -77,11 +77,10 @@ class LiveClaude:
             "CROSSTALK_HOME": str(crosstalk_home),
         }
         claude = str(bin_dir() / "claude")
-        if install:  # the README's registration line
+        if install:  # the README's set-up line
             subprocess.run(
-                [claude, "mcp", "add", "-s", "user", "crosstalk", "--", str(CROSSTALK), "mcp"],
-                env=env, cwd=cwd, check=True, capture_output=True, timeout=60,
-            )  # fmt: skip
+                [str(CROSSTALK), "install", "claude"], env=env, cwd=cwd, check=True, capture_output=True, timeout=60
+            )
         argv = [
             claude, "-p", "--input-format", "stream-json", "--output-format", "stream-json", "--verbose",
             "--dangerously-skip-permissions", "--model", CLAUDE_MODEL,

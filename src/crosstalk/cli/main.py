@@ -68,6 +68,8 @@ _HELP = {
     "agent": "Run a standalone agent.",
     "demo": "Run agents in a temporary state root and exchange messages.",
     "mcp": "Serve the crosstalk tools to a Claude Code or Codex session (stdio MCP server).",
+    "install": "Set crosstalk up for a harness: register `crosstalk mcp` with it, and its skill.",
+    "uninstall": "Undo `crosstalk install` for a harness.",
     # The git bus (protocol v7): each noun's parser lives in crosstalk.cli.<noun>_cmd (add_parser).
     "transport": "Create, join, list and remove git transports (the bus).",
     "channel": "Create, list, rename and delete channels in a transport.",
@@ -94,7 +96,10 @@ def build_parser(only: str | None = None) -> Parser:
     parser.add_argument("--version", action="version", version=f"crosstalk {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=Parser)
 
-    adders = {"send": _send, "list": _list, "who": _who, "tail": _tail, "agent": _agent, "demo": _demo, "mcp": _mcp}
+    adders = {
+        "send": _send, "list": _list, "who": _who, "tail": _tail, "agent": _agent, "demo": _demo, "mcp": _mcp,
+        "install": _install, "uninstall": _uninstall,
+    }  # fmt: skip
     for name, adder in adders.items():
         if only is None or only == name:
             adder(sub)
@@ -311,9 +316,9 @@ def _mcp(sub: Any) -> None:
         "mcp",
         help=_HELP["mcp"],
         description="Speak MCP (JSON-RPC over stdin/stdout) to the harness that started this process and serve "
-        "the crosstalk tools to its model. Register it with the harness, e.g. `claude mcp add crosstalk -- "
-        'crosstalk mcp` or `[mcp_servers.crosstalk] command = "crosstalk" args = ["mcp"]` in Codex\'s '
-        "config.toml. Logs go to stderr only.",
+        "the crosstalk tools to its model. Set it up with `crosstalk install claude` (Claude Code), or "
+        '`[mcp_servers.crosstalk] command = "/abs/path/crosstalk" args = ["mcp"]` in Codex\'s config.toml. '
+        "Logs go to stderr only.",
     )
     p.add_argument(
         "--harness",
@@ -324,6 +329,22 @@ def _mcp(sub: Any) -> None:
     p.add_argument("--router", help=argparse.SUPPRESS)  # tests: serve MODULE:ATTR instead of the crosstalk tools
     p.add_argument("-v", "--verbose", action="store_true", help="Log every message to stderr.")
     p.set_defaults(run="crosstalk.cli.mcp_cmd:run")
+
+
+def _install(sub: Any, verb: str = "install") -> None:
+    p = sub.add_parser(verb, help=_HELP[verb])
+    p.add_argument("harness", choices=harness_kinds.names(), help="The harness to set up (claude).")
+    p.add_argument(
+        "--scope",
+        default="user",
+        help="user (default: every session of yours) or project (the current directory's .mcp.json).",
+    )
+    p.add_argument("--json", dest="as_json", action="store_true", help="Print what changed as JSON.")
+    p.set_defaults(run=f"crosstalk.cli.install_cmd:run_{verb}")
+
+
+def _uninstall(sub: Any) -> None:
+    _install(sub, "uninstall")
 
 
 def main(argv: Sequence[str] | None = None) -> None:

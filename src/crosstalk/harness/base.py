@@ -91,6 +91,28 @@ class HarnessKind(Protocol):
         ...
 
 
+@dataclass(frozen=True, slots=True)
+class ConfigChange:
+    """One file an install or uninstall touched (or found as it should be)."""
+
+    path: str
+    action: str  # created | updated | unchanged | removed | absent
+
+
+@runtime_checkable
+class Installable(Protocol):
+    """Optional, for a kind that `crosstalk install NAME` can set up: register `command` (the absolute argv of
+    `crosstalk mcp`) with the harness in `scope`, idempotently, and undo it."""
+
+    scopes: tuple[str, ...]
+
+    def install(
+        self, scope: str, command: list[str], environ: Mapping[str, str], cwd: str
+    ) -> list[ConfigChange]: ...
+
+    def uninstall(self, scope: str, environ: Mapping[str, str], cwd: str) -> list[ConfigChange]: ...
+
+
 # --------------------------------------------------------------------------------------------------- the agent side
 @dataclass(frozen=True, slots=True)
 class AgentInfo:

@@ -18,25 +18,14 @@ if TYPE_CHECKING:
     from crosstalk.registry.paths import StatePaths
     from crosstalk.shim.sending import Sender
 
-_NAME = {
-    "type": "string",
-    "minLength": 1,
-    "description": "The agent: a name from list_agents, or its 16-hex agent_id when a name is ambiguous.",
-}
-_RESULT = (
-    " The result is compact JSON: `state` (claimed, released or rejected; unreachable or unknown if the agent "
-    "could not be asked), `reason` when it did not work, and a `hint` when there is something you should do next."
-)
+_NAME = {"type": "string", "minLength": 1, "description": "A name from list_agents (or its agent_id)."}
 
 CLAIM_TOOLS: list[dict[str, Any]] = [
     {
         "name": "claim",
         "description": (
-            "Claim another live session as your worker. It must be a primary that nobody owns yet; you must be a "
-            "primary yourself, and you cannot claim your own session. From then on it lists as role worker with "
-            "you as owner, it accepts `command` messages from you (send_message kind=command) and from no other "
-            "session, and it is told in its session that you claimed it. The claim lasts until you release it or "
-            "its session ends." + _RESULT
+            "Make another primary session your worker: it then takes command messages from you only, until you "
+            "release it or its session ends."
         ),
         "inputSchema": {
             "type": "object",
@@ -47,11 +36,7 @@ CLAIM_TOOLS: list[dict[str, Any]] = [
     },
     {
         "name": "release",
-        "description": (
-            "Release a session you claimed: it becomes a primary again with no owner and is told so in its "
-            "session. Only its owner (the session that claimed it) can release it, and you cannot release your "
-            "own session." + _RESULT
-        ),
+        "description": "Release a session you claimed: it becomes a primary again.",
         "inputSchema": {
             "type": "object",
             "properties": {"name": _NAME},

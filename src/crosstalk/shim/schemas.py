@@ -8,43 +8,29 @@ PAGE_SIZE = 20
 MAX_DEADLINE_S = 7 * 24 * 3600
 MAILBOX_FILTERS = ("unresolved", "all", "recovered", "bounced", "replies")
 
-_RESULT = (
-    " The result is compact JSON: `state` (what happened), `reason` (why, when it did not simply work), "
-    "`message_id`, and a `hint` when there is something you should do next."
-)
-_TO = {
-    "type": "string",
-    "minLength": 1,
-    "description": "The recipient: an agent name from list_agents, or its 16-hex agent_id when a name is ambiguous.",
-}
-_TEXT = {"type": "string", "minLength": 1, "description": "The message text, as you want the other session to read it."}
+_TO = {"type": "string", "minLength": 1, "description": "A name from list_agents (or its agent_id)."}
+_TEXT = {"type": "string", "minLength": 1, "description": "The message text."}
 
 
-def tool_definitions(adapter_note: str | None = None) -> list[dict[str, Any]]:
-    """`adapter_note`: appended to the tools whose inbound half this build cannot serve for this harness."""
-    note = f" Note: {adapter_note}" if adapter_note else ""
+def tool_definitions() -> list[dict[str, Any]]:
+    """What the model reads on every turn: kept short (tests/unit/shim/test_shim_token_budget.py holds the size).
+    How and when to use them is the skill's to say (`crosstalk install claude` installs it)."""
     return [
         {
             "name": "list_agents",
             "description": (
-                "List the other AI coding sessions on this machine you can message through crosstalk: one row per "
-                "agent with name, agent_id, harness, cwd, status, crosstalk (a crosstalk shim serves it now), "
-                "reachable (messages to it can be delivered into its session), role and owner. Your own row has "
-                "self=true. Works before anything else; use it to find the name to pass as `to`."
+                "List the coding sessions on this machine you can message: name, harness, cwd, status, crosstalk, "
+                "reachable (a message can be delivered into it now), role, owner. Your row has self=true."
             ),
             "inputSchema": {"type": "object", "properties": {}, "additionalProperties": False},
         },
         {
             "name": "send_message",
             "description": (
-                "Send a message to another live session by name. It arrives inside that session as a message "
-                "from you. kind: `inform` (default; information, no answer owed) or `command` (work you ask a "
-                "session you own to do; refused unless you are its owner or it is a primary). delivery: `auto` "
-                "(default; soonest without breaking a tool call), `steer` (into the running turn), `next_turn` (do "
-                "not wake an idle session). States: accepted (delivered now), queued (delivered for its next "
-                "model request), rejected (refused by policy or limits; not delivered), unreachable (nothing "
-                "reached the session), unknown (it may have arrived; do not resend blindly). To get an answer "
-                "use `ask` instead." + _RESULT + note
+                "Send a message into another session by name; it arrives there as a message from you. kind: "
+                "inform (default), or command to a session you claimed. delivery: auto (default), steer (into its "
+                "running turn now), next_turn. State accepted or queued: delivered; rejected or unreachable: not "
+                "delivered (see reason); unknown: it may have arrived, do not resend blindly."
             ),
             "inputSchema": {
                 "type": "object",
@@ -61,11 +47,8 @@ def tool_definitions(adapter_note: str | None = None) -> list[dict[str, Any]]:
         {
             "name": "ask",
             "description": (
-                "Ask another live session a question that needs an answer. Returns at once with the ask's "
-                "message_id, task_id and state (submitted or accepted; rejected/unreachable if it could not be "
-                "delivered). The receiving session answers with its `reply` tool; the answer arrives in your "
-                "session as a message whose in_reply_to is this message_id. deadline_seconds (0 = none) closes "
-                "the ask: a reply after it is refused." + _RESULT + note
+                "Ask another session something. Returns at once; the answer arrives in your session later as a "
+                "message whose in_reply_to is this message_id. deadline_seconds (0: none) closes the ask."
             ),
             "inputSchema": {
                 "type": "object",
@@ -81,23 +64,13 @@ def tool_definitions(adapter_note: str | None = None) -> list[dict[str, Any]]:
         {
             "name": "reply",
             "description": (
-                "Answer a message another session sent you, naming its message_id (shown in the message you "
-                "received, and in receive_message). Your text goes back to that session as a message whose "
-                "in_reply_to is that message_id. An ask: this completes the asker's task; after the ask's "
-                "deadline the reply is refused with ask_closed. An inform: you can reply for 1 hour after it was "
-                "delivered to you; later it is refused with route_expired (use send_message instead). One reply "
-                "per message: repeating the same text returns the first result and sends nothing; different text "
-                "is refused with already_replied. Messages from unverified or external senders cannot be replied "
-                "to (sender_unverified): there is no address to reply to." + _RESULT
+                "Answer a message you received (an ask, or an inform up to an hour old) by its message-id: your "
+                "text arrives in the sender's session with in_reply_to set. One reply per message."
             ),
             "inputSchema": {
                 "type": "object",
                 "properties": {
-                    "message_id": {
-                        "type": "string",
-                        "minLength": 1,
-                        "description": "The message_id of the ask or inform you answer.",
-                    },
+                    "message_id": {"type": "string", "minLength": 1, "description": "The message-id you answer."},
                     "text": _TEXT,
                 },
                 "required": ["message_id", "text"],
@@ -107,14 +80,9 @@ def tool_definitions(adapter_note: str | None = None) -> list[dict[str, Any]]:
         {
             "name": "receive_message",
             "description": (
-                "Read your crosstalk mailbox: the messages other sessions sent you, oldest first, from your "
-                "whole journal. Messages delivered into your session already appeared there; use this to find "
-                "what did not, or to look up a message_id. state filter (always applied): `unresolved` "
-                f"(default: messages that need attention: asks you still owe a reply, and messages whose "
-                f"delivery is unknown, unreachable, recovered after a crash, or still in flight), `all`, "
-                f"`recovered`, `bounced`, `replies` (answers to the asks you sent: messages whose in_reply_to "
-                f"is one of your asks' message_id). Pages of {PAGE_SIZE}: pass the returned next_cursor as `cursor` to "
-                "continue; cursor 0 starts at the beginning." + _RESULT + note
+                f"Your crosstalk mailbox, oldest first, {PAGE_SIZE} a page (pass next_cursor as cursor). state: "
+                "unresolved (default: replies you owe, deliveries not confirmed), all, recovered, bounced, replies "
+                "(answers to your asks)."
             ),
             "inputSchema": {
                 "type": "object",

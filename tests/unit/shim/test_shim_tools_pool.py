@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 
 from crosstalk.fs.procinfo import proc_start_time
-from crosstalk.harness.base import PreSendFailure, SessionIdentity, UnavailableAdapter
+from crosstalk.harness.base import AgentInfo, PreSendFailure, SessionIdentity, UnavailableAdapter
+from crosstalk.harness.claude.adapter import ClaudeAdapter
 from crosstalk.harness.fake import FakeHarness
 from crosstalk.registry.paths import StatePaths
 from crosstalk.shim.pool import AgentPool, PoolClosed, kind_adapters
@@ -77,14 +78,17 @@ def test_a_failed_creation_is_retried_by_the_next_call():
 
 def test_kind_adapters_never_fake_a_real_harness():
     make = kind_adapters({})
-    for name in ("claude", "codex"):
-        adapter = make(SessionIdentity(name, "x"))
-        assert isinstance(adapter, UnavailableAdapter) and adapter.name == name
+    assert isinstance(make(SessionIdentity("claude", "x")), ClaudeAdapter)
+    assert isinstance(make(SessionIdentity("codex", "x")), UnavailableAdapter)
+    info = AgentInfo("0" * 16, "x", "x", "/nonexistent.sock", "/")
 
     async def inject() -> None:
-        with pytest.raises(PreSendFailure, match="the claude adapter cannot deliver into Claude Code sessions"):
-            await make(SessionIdentity("claude", "x")).inject(None)  # type: ignore[arg-type]
-        bound = await make(SessionIdentity("codex", "x")).bind(None)  # type: ignore[arg-type]
+        claude = make(SessionIdentity("claude", "x"))
+        bound = await claude.bind(info)  # no Claude session started this "shim": it cannot write into one
+        assert not bound.inbound_reachable and "not started by a Claude Code session" in (bound.reason or "")
+        with pytest.raises(PreSendFailure, match="not started by a Claude Code session"):
+            await claude.inject(None)  # type: ignore[arg-type]
+        bound = await make(SessionIdentity("codex", "x")).bind(info)
         assert not bound.inbound_reachable and "codex adapter" in (bound.reason or "")
 
     asyncio.run(inject())

@@ -9,8 +9,10 @@ no evidence). Sessions follow `/rename`: the record's `name` is the agent's pref
 from __future__ import annotations
 
 from collections.abc import Mapping
+from pathlib import Path
 
-from crosstalk.harness.base import CallEvidence, SessionIdentity, SessionRow
+from crosstalk.harness.base import CallEvidence, ConfigChange, SessionIdentity, SessionRow
+from crosstalk.harness.claude import install as setup
 from crosstalk.harness.claude.adapter import ClaudeAdapter
 from crosstalk.harness.claude.sessions import live_records, read_record, text_field
 
@@ -22,6 +24,13 @@ NATIVE_NOT_YET = "this Claude Code session runs without crosstalk; messages into
 class ClaudeKind:
     name = NAME
     follows_renames = True
+    scopes = setup.SCOPES
+
+    def install(self, scope: str, command: list[str], environ: Mapping[str, str], cwd: str) -> list[ConfigChange]:
+        return setup.install(scope, command, environ, Path(cwd))
+
+    def uninstall(self, scope: str, environ: Mapping[str, str], cwd: str) -> list[ConfigChange]:
+        return setup.uninstall(scope, environ, Path(cwd))
 
     def identify(self, call: CallEvidence) -> SessionIdentity | None:
         record = read_record(call.environ, call.parent_pid)

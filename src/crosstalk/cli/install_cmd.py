@@ -1,0 +1,64 @@
+"""`crosstalk install HARNESS [--scope user|project]` and `crosstalk uninstall HARNESS`: a harness kind that can
+be set up (harness.base.Installable) registers `crosstalk mcp`, by its absolute path, the way the harness's own
+command would, idempotently; a second install changes nothing."""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import Any
+
+from crosstalk.cli.common import EXIT_USAGE, echo, fail, print_json
+
+
+def mcp_command() -> list[str]:
+    """The absolute argv of `crosstalk mcp` as this crosstalk was started."""
+    script = os.path.abspath(sys.argv[0])
+    if os.path.basename(script) == "crosstalk" and os.access(script, os.X_OK):
+        return [script, "mcp"]
+    return [sys.executable, "-m", "crosstalk", "mcp"]  # `python -m crosstalk install …`
+
+
+def _kind(args: Any) -> Any:
+    from crosstalk import harness as kinds
+    from crosstalk.harness.base import Installable
+
+    kind = kinds.kind(args.harness)
+    if not isinstance(kind, Installable):
+        fail(f"cannot set up {args.harness} yet (install supports: claude)", EXIT_USAGE)
+    if args.scope not in kind.scopes:
+        fail(f"--scope {args.scope!r}: expected one of {', '.join(kind.scopes)}", EXIT_USAGE)
+    return kind
+
+
+def run_install(args: Any) -> int:
+    kind = _kind(args)
+    changes = _apply(lambda: kind.install(args.scope, mcp_command(), dict(os.environ), os.getcwd()))
+    return _report(args, changes, "installed", "already installed")
+
+
+def run_uninstall(args: Any) -> int:
+    kind = _kind(args)
+    changes = _apply(lambda: kind.uninstall(args.scope, dict(os.environ), os.getcwd()))
+    return _report(args, changes, "uninstalled", "not installed")
+
+
+def _apply(step: Any) -> Any:
+    from crosstalk.core.errors import CrosstalkError
+
+    try:
+        return step()
+    except (CrosstalkError, OSError) as exc:
+        fail(str(exc))
+
+
+def _report(args: Any, changes: Any, done: str, nothing: str) -> int:
+    if args.as_json:
+        rows = [{"path": c.path, "action": c.action} for c in changes]
+        print_json({"harness": args.harness, "scope": args.scope, "changes": rows})
+        return 0
+    touched = [c for c in changes if c.action not in ("unchanged", "absent")]
+    echo(f"{done if touched else nothing}: crosstalk for {args.harness} ({args.scope} scope)")
+    for c in changes:
+        echo(f"  {c.action:<9} {c.path}")
+    return 0
