@@ -1,7 +1,8 @@
 """Live Claude Code sessions for the e2e tests: the real `claude` (pinned) as a long-lived headless session
 (`-p --input-format stream-json`, stdin held open: one turn per user line, and socket-injected turns in between),
 with crosstalk installed the README way (`crosstalk install claude`: the MCP entry and the skill), each session with
-its own HOME, config dir, runtime dir and mock Anthropic server, all sessions sharing one CROSSTALK_HOME.
+its own HOME, runtime dir and mock Anthropic server; the sessions of one test share one Claude config dir (as one
+user's sessions share ~/.claude: Claude's own ListAgents and SendMessage see each other) and one CROSSTALK_HOME.
 
     with LiveClaude.start(root / "a", home=xt_home) as a:
         a.say('CALL mcp__crosstalk__list_agents {}')
@@ -49,10 +50,15 @@ class LiveClaude:
 
     # ------------------------------------------------------------------ lifecycle
     @classmethod
-    def start(cls, root: Path, *, crosstalk_home: Path, install: bool = True) -> LiveClaude:
-        """A session in `root` (its cwd is `root/<basename>`), crosstalk registered for it unless `install` is
-        false (a session without crosstalk)."""
-        for sub in ("home/.claude", "tmp", "run"):
+    def start(
+        cls, root: Path, *, crosstalk_home: Path, config_dir: Path | None = None, install: bool = True
+    ) -> LiveClaude:
+        """A session in `root` (its cwd is `root/<basename>`; its Claude config dir `config_dir`, default its own),
+        crosstalk set up for it unless `install` is false (a session without crosstalk, in a config dir of its
+        own: `crosstalk install` is per config dir)."""
+        config = config_dir or root / "home" / ".claude"
+        config.mkdir(parents=True, exist_ok=True)
+        for sub in ("home", "tmp", "run"):
             (root / sub).mkdir(parents=True, exist_ok=True)
         (root / "run").chmod(0o700)
         cwd = root / root.name
@@ -65,7 +71,7 @@ class LiveClaude:
             "LANG": "C.UTF-8",
             "TERM": "dumb",
             "NO_COLOR": "1",
-            "CLAUDE_CONFIG_DIR": str(root / "home" / ".claude"),
+            "CLAUDE_CONFIG_DIR": str(config),
             "XDG_RUNTIME_DIR": str(root / "run"),  # the messaging socket: $XDG_RUNTIME_DIR/cc-socks/<pid>.sock
             "ANTHROPIC_BASE_URL": mock.base_url,
             "ANTHROPIC_API_KEY": "dummy",
@@ -157,7 +163,7 @@ class LiveClaude:
         return self.proc.pid
 
     def record(self) -> dict[str, Any] | None:
-        path = self.root / "home" / ".claude" / "sessions" / f"{self.pid}.json"
+        path = Path(self.env["CLAUDE_CONFIG_DIR"]) / "sessions" / f"{self.pid}.json"
         with contextlib.suppress(OSError, ValueError):
             return json.loads(path.read_text())
         return None
@@ -204,11 +210,13 @@ def tool_result(req: RecordedRequest, tool: str) -> dict[str, Any] | None:
 
 @contextlib.contextmanager
 def sessions(root: Path, *names: str, **options: dict[str, Any]) -> Iterator[dict[str, LiveClaude]]:
-    """Start a live session per name under root (sharing root/xt as CROSSTALK_HOME); close them all."""
+    """Start a live session per name under root, sharing root/claude as the Claude config dir and root/xt as
+    CROSSTALK_HOME (options per name: `install=False` for one without crosstalk); close them all."""
     started: dict[str, LiveClaude] = {}
     try:
         for name in names:
-            started[name] = LiveClaude.start(root / name, crosstalk_home=root / "xt", **options.get(name, {}))
+            opts = {"config_dir": root / "claude", **options.get(name, {})}
+            started[name] = LiveClaude.start(root / name, crosstalk_home=root / "xt", **opts)
         yield started
     finally:
         for s in reversed(list(started.values())):

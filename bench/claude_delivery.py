@@ -1,0 +1,162 @@
+"""Claude → Claude through crosstalk, beside Claude's own SendMessage between the same two live sessions, in one run.
+
+Two real `claude` 2.1.332 sessions (headless stream-json, crosstalk installed with `crosstalk install claude`) of
+one user (one Claude config dir, so Claude's own SendMessage reaches the other), each against its own mock
+Anthropic server (tests/e2e/mock_models). Latency is measured on the mocks' clock: from A's
+tool call leaving A's mock (send_message, or Claude's own SendMessage) to B's next model request that carries the
+message arriving at B's mock. Rounds alternate the two paths, for an idle receiver and for a busy one (B in a
+1.5 s Bash tool call when the message is sent: both paths then wait for the same tool boundary).
+
+Then `crosstalk send NAME` (the CLI, a fresh process) → B's model request, beside a raw line written to B's own
+socket by this process (Claude's wire as its own SendMessage writes it, no crosstalk): from just before the send
+to the request at B's mock.
+
+    .venv/bin/python bench/claude_delivery.py [--quick]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import secrets
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # bench/ is not a package
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "e2e"))  # the live-session scaffold
+
+from live_claude import CROSSTALK, LiveClaude
+
+from _common import emit_result, exit_on_sigterm, ms, stats, verdict, versus
+
+WAIT_S = 60.0
+TARGET = 1.5
+
+
+def wait_for(predicate, what: str, timeout: float = WAIT_S):
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise TimeoutError(what)
+        time.sleep(0.002)
+
+
+def arrival(b: LiveClaude, token: str, after: int) -> float:
+    req = wait_for(lambda: next((r for r in b.requests()[after:] if token in r.raw), None), f"B never saw {token}")
+    return req.at
+
+
+def settle(s: LiveClaude) -> None:
+    """Let the session finish its turn (the mock's last answer was text, and nothing new for a moment)."""
+    last = -1
+    while True:
+        n = len(s.requests())
+        if n == last:
+            return
+        last = n
+        time.sleep(0.25)
+
+
+def one(a: LiveClaude, b: LiveClaude, call: str, args: dict, token: str, busy: bool) -> float:
+    if busy:
+        calls = len(b.mock.tool_calls)
+        b.say('CALL Bash {"command": "sleep 1.5", "description": "busy"}')
+        wait_for(lambda: len(b.mock.tool_calls) > calls, "B's Bash call")
+        time.sleep(0.3)
+    after, calls = len(b.requests()), len(a.mock.tool_calls)
+    a.say(f"CALL {call} {json.dumps(args)}")
+    sent = wait_for(lambda: a.mock.tool_calls[calls:] and a.mock.tool_calls[calls]["at"], "A's tool call")
+    latency = arrival(b, token, after) - sent
+    settle(a)
+    settle(b)
+    return latency
+
+
+def main() -> None:
+    exit_on_sigterm()
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--quick", action="store_true")
+    rounds = 5 if ap.parse_args().quick else 25
+    root = Path(tempfile.mkdtemp(prefix="xb", dir="/tmp"))
+    a = b = None
+    try:
+        a = LiveClaude.start(root / "alpha", crosstalk_home=root / "xt", config_dir=root / "claude")
+        b = LiveClaude.start(root / "beta", crosstalk_home=root / "xt", config_dir=root / "claude")
+        for s in (a, b):
+            s.say("CALL mcp__crosstalk__list_agents {}")
+            s.wait_tool_result("list_agents")
+            settle(s)
+        b_agent, b_native = b.agent().name, (b.record() or {})["name"]
+        print(f"sessions: A {a.agent().name}, B {b_agent} (Claude name {b_native})", flush=True)
+        results: dict[str, list[float]] = {}
+        for busy in (False, True):
+            case = "busy" if busy else "idle"
+            for i in range(rounds + 1):  # the first round of each path warms up
+                t = secrets.token_hex(5)
+                native = {"to": b_native, "message": f"n-{t}", "summary": "bench"}
+                nat = one(a, b, "SendMessage", native, f"n-{t}", busy)
+                t = secrets.token_hex(5)
+                xt = one(a, b, "mcp__crosstalk__send_message", {"to": b_agent, "text": f"x-{t}"}, f"x-{t}", busy)
+                if i:
+                    results.setdefault(f"native_{case}", []).append(nat)
+                    results.setdefault(f"crosstalk_{case}", []).append(xt)
+            print(f"{case}: native p50 {ms(stats(results[f'native_{case}'])['p50'])}, "
+                  f"crosstalk p50 {ms(stats(results[f'crosstalk_{case}'])['p50'])}", flush=True)  # fmt: skip
+        cli_env = {"PATH": b.env["PATH"], "HOME": b.env["HOME"], "CROSSTALK_HOME": b.env["CROSSTALK_HOME"]}
+        record = b.record() or {}
+        for i in range(rounds + 1):
+            t = secrets.token_hex(5)
+            after, t0 = len(b.requests()), time.time()
+            subprocess.run([str(CROSSTALK), "send", b_agent, f"c-{t}"], env=cli_env, check=True, timeout=60,
+                           capture_output=True)  # fmt: skip
+            cli = arrival(b, f"c-{t}", after) - t0
+            settle(b)
+            t = secrets.token_hex(5)
+            after, t0 = len(b.requests()), time.time()
+            with socket.socket(socket.AF_UNIX) as sock:
+                sock.connect(record["messagingSocketPath"])
+                # As Claude's own SendMessage writes it (a bare line would be held by a bypass-mode session).
+                envelope = f'<cross-session-message from="uds:/nowhere" from-name="bench" from-mode="bypass">\nr-{t}\n'
+                line = {
+                    "type": "user",
+                    "message": {"role": "user", "content": envelope + "</cross-session-message>"},
+                    "priority": "next",
+                }
+                sock.sendall((json.dumps(line) + "\n").encode())
+                sock.shutdown(socket.SHUT_WR)
+                sock.recv(1)
+            raw = arrival(b, f"r-{t}", after) - t0
+            settle(b)
+            if i:
+                results.setdefault("cli", []).append(cli)
+                results.setdefault("raw", []).append(raw)
+        figures = []
+        for case in ("idle", "busy"):
+            x, n = stats(results[f"crosstalk_{case}"]), stats(results[f"native_{case}"])
+            for q in ("p50", "p99"):
+                passed = x[q] / n[q] <= TARGET
+                figures.append(versus(f"claude_to_claude_{case}_{q}", x[q], n[q], "ms", f"Claude SendMessage {q}",
+                                      target=f"<= {TARGET}x", passed=passed))  # fmt: skip
+        c, r = stats(results["cli"]), stats(results["raw"])
+        figures.append(versus("crosstalk_send_to_claude_p50", c["p50"], r["p50"], "ms", "raw socket line p50"))
+        for f in figures:
+            print(f"{f['name']}: {f['value']:.1f} ms vs {f['baseline']:.1f} ms ({f['baseline_name']}): "
+                  f"{f['ratio']:.2f}x {verdict(f.get('passed'))}", flush=True)  # fmt: skip
+        emit_result("claude_delivery", figures, {"rounds": rounds})
+    finally:
+        for s in (b, a):
+            if s is not None:
+                s.close()
+        shutil.rmtree(root, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
