@@ -1,12 +1,15 @@
-"""Live Claude Code sessions for the e2e tests: the real `claude` (pinned) as a long-lived headless session
-(`-p --input-format stream-json`, stdin held open: one turn per user line, and socket-injected turns in between),
-with crosstalk installed the README way (`crosstalk install claude`: the MCP entry and the skill), each session with
-its own HOME, runtime dir and mock Anthropic server; the sessions of one test share one Claude config dir (as one
-user's sessions share ~/.claude: Claude's own ListAgents and SendMessage see each other) and one CROSSTALK_HOME.
+"""Live Claude Code sessions for the e2e tests: the real `claude` (pinned), with crosstalk set up the README way
+(`crosstalk install claude`: the MCP entry and the skill), each session with its own HOME, runtime dir and mock
+Anthropic server; the sessions of one test share one Claude config dir (as one user's sessions share ~/.claude:
+Claude's own ListAgents and SendMessage see each other) and one CROSSTALK_HOME.
 
-    with LiveClaude.start(root / "a", home=xt_home) as a:
-        a.say('CALL mcp__crosstalk__list_agents {}')
-        a.wait_seen("...")                      # the model request that carried it
+- `LiveClaude`: headless and long-lived (`-p --input-format stream-json`, stdin held open: one turn per user line,
+  socket-injected turns in between).
+- `TuiClaude`: the interactive TUI in a tmux session (keys typed with send-keys, the screen read with capture-pane).
+
+    with sessions(root, "alpha", "beta") as live:
+        live["beta"].say("CALL mcp__crosstalk__list_agents {}")
+        live["beta"].wait_seen("...")               # the model request that carried it
 """
 
 from __future__ import annotations
@@ -14,11 +17,11 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import shlex
 import signal
 import subprocess
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -39,94 +42,81 @@ def bin_dir() -> Path:
     return Path(os.environ.get("CROSSTALK_E2E_BIN") or REPO / ".harnesses" / "node_modules" / ".bin")
 
 
-@dataclass
-class LiveClaude:
-    root: Path
-    env: dict[str, str]
-    mock: MockAnthropic
-    proc: subprocess.Popen[bytes]
-    cwd: Path
-    _said: int = field(default=0)
+def prepare(
+    root: Path, crosstalk_home: Path, config_dir: Path | None, install: bool, *, tui: bool = False
+) -> tuple[dict[str, str], Path, MockAnthropic]:
+    """The session's dirs, environment (nothing of the caller's but PATH) and mock; crosstalk set up if `install`."""
+    config = config_dir or root / "home" / ".claude"
+    config.mkdir(parents=True, exist_ok=True)
+    for sub in ("home", "tmp", "run"):
+        (root / sub).mkdir(parents=True, exist_ok=True)
+    (root / "run").chmod(0o700)
+    cwd = root / root.name
+    cwd.mkdir(exist_ok=True)
+    mock = MockAnthropic().start()
+    env = {
+        "PATH": os.pathsep.join([str(bin_dir()), os.environ.get("PATH", "/usr/bin:/bin")]),
+        "HOME": str(root / "home"),
+        "TMPDIR": str(root / "tmp"),
+        "LANG": "C.UTF-8",
+        "TERM": "xterm-256color" if tui else "dumb",
+        "CLAUDE_CONFIG_DIR": str(config),
+        "XDG_RUNTIME_DIR": str(root / "run"),  # the messaging socket: $XDG_RUNTIME_DIR/cc-socks/<pid>.sock
+        "ANTHROPIC_BASE_URL": mock.base_url,
+        "ANTHROPIC_API_KEY": "dummy",
+        "IS_SANDBOX": "1",  # lets root use --dangerously-skip-permissions
+        "DISABLE_AUTOUPDATER": "1",
+        "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+        "ENABLE_TOOL_SEARCH": "false",  # MCP tools listed up front, not behind a search tool
+        "MCP_CONNECTION_NONBLOCKING": "0",  # the first turn waits for the MCP servers
+        "CROSSTALK_HOME": str(crosstalk_home),
+    }
+    if not tui:
+        env["NO_COLOR"] = "1"
+    if tui:  # the TUI asks nothing at start: onboarding done, the key approved, the directory trusted
+        _seed_config(config / ".claude.json", cwd)
+    if install:  # the README's set-up line
+        subprocess.run(
+            [str(CROSSTALK), "install", "claude"], env=env, cwd=cwd, check=True, capture_output=True, timeout=60
+        )
+    return env, cwd, mock
 
-    # ------------------------------------------------------------------ lifecycle
-    @classmethod
-    def start(
-        cls, root: Path, *, crosstalk_home: Path, config_dir: Path | None = None, install: bool = True
-    ) -> LiveClaude:
-        """A session in `root` (its cwd is `root/<basename>`; its Claude config dir `config_dir`, default its own),
-        crosstalk set up for it unless `install` is false (a session without crosstalk, in a config dir of its
-        own: `crosstalk install` is per config dir)."""
-        config = config_dir or root / "home" / ".claude"
-        config.mkdir(parents=True, exist_ok=True)
-        for sub in ("home", "tmp", "run"):
-            (root / sub).mkdir(parents=True, exist_ok=True)
-        (root / "run").chmod(0o700)
-        cwd = root / root.name
-        cwd.mkdir(exist_ok=True)
-        mock = MockAnthropic().start()
-        env = {
-            "PATH": os.pathsep.join([str(bin_dir()), os.environ.get("PATH", "/usr/bin:/bin")]),
-            "HOME": str(root / "home"),
-            "TMPDIR": str(root / "tmp"),
-            "LANG": "C.UTF-8",
-            "TERM": "dumb",
-            "NO_COLOR": "1",
-            "CLAUDE_CONFIG_DIR": str(config),
-            "XDG_RUNTIME_DIR": str(root / "run"),  # the messaging socket: $XDG_RUNTIME_DIR/cc-socks/<pid>.sock
-            "ANTHROPIC_BASE_URL": mock.base_url,
-            "ANTHROPIC_API_KEY": "dummy",
-            "IS_SANDBOX": "1",  # lets root use --dangerously-skip-permissions
-            "DISABLE_AUTOUPDATER": "1",
-            "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
-            "ENABLE_TOOL_SEARCH": "false",  # MCP tools listed up front, not behind a search tool
-            "MCP_CONNECTION_NONBLOCKING": "0",  # the first turn waits for the MCP servers
-            "CROSSTALK_HOME": str(crosstalk_home),
-        }
-        claude = str(bin_dir() / "claude")
-        if install:  # the README's set-up line
-            subprocess.run(
-                [str(CROSSTALK), "install", "claude"], env=env, cwd=cwd, check=True, capture_output=True, timeout=60
-            )
-        argv = [
-            claude, "-p", "--input-format", "stream-json", "--output-format", "stream-json", "--verbose",
-            "--dangerously-skip-permissions", "--model", CLAUDE_MODEL,
-        ]  # fmt: skip
-        with open(root / "claude.out", "wb") as out, open(root / "claude.err", "wb") as err:
-            proc = subprocess.Popen(
-                argv, env=env, cwd=cwd, stdin=subprocess.PIPE, stdout=out, stderr=err, start_new_session=True
-            )
-        return cls(root, env, mock, proc, cwd)
+
+def _seed_config(path: Path, cwd: Path) -> None:
+    data = json.loads(path.read_text()) if path.exists() else {}
+    data.setdefault("hasCompletedOnboarding", True)
+    data.setdefault("customApiKeyResponses", {"approved": ["dummy"], "rejected": []})
+    data.setdefault("projects", {}).setdefault(str(cwd), {})["hasTrustDialogAccepted"] = True
+    path.write_text(json.dumps(data, indent=2))
+
+
+class Session:
+    """What the tests ask of a live session, however it runs."""
+
+    def __init__(self, root: Path, env: dict[str, str], mock: MockAnthropic, cwd: Path) -> None:
+        self.root, self.env, self.mock, self.cwd = root, env, mock, cwd
+
+    pid: int
+
+    def say(self, text: str) -> None:
+        raise NotImplementedError
+
+    def alive(self) -> bool:
+        raise NotImplementedError
+
+    def tail(self) -> str:
+        raise NotImplementedError
 
     def close(self) -> None:
-        """End the session (stdin closed: Claude exits), then its process group, then the mock."""
-        with contextlib.suppress(OSError):
-            if self.proc.stdin is not None:
-                self.proc.stdin.close()
-        try:
-            self.proc.wait(STOP_S)
-        except subprocess.TimeoutExpired:
-            pass
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(self.proc.pid, signal.SIGKILL)
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            self.proc.wait(5)
-        self.mock.stop()
+        raise NotImplementedError
 
-    def __enter__(self) -> LiveClaude:
+    def __enter__(self) -> Session:
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    # ------------------------------------------------------------------ driving it
-    def say(self, text: str) -> None:
-        """One user turn on stdin (stream-json)."""
-        assert self.proc.stdin is not None and self.proc.poll() is None, self.tail()
-        line = {"type": "user", "message": {"role": "user", "content": text}}
-        self.proc.stdin.write((json.dumps(line) + "\n").encode())
-        self.proc.stdin.flush()
-        self._said += 1
-
+    # ------------------------------------------------------------------ what its model saw
     def requests(self) -> list[RecordedRequest]:
         return self.mock.model_requests()
 
@@ -142,15 +132,16 @@ class LiveClaude:
                     return req
             if time.monotonic() > deadline:
                 raise AssertionError(f"{self.root.name}'s model never saw {needle!r}\n{self.tail()}")
-            if self.proc.poll() is not None:
-                raise AssertionError(f"{self.root.name}'s claude exited {self.proc.returncode}\n{self.tail()}")
+            if not self.alive():
+                raise AssertionError(f"{self.root.name}'s claude exited\n{self.tail()}")
             time.sleep(0.02)
 
-    def wait_tool_result(self, tool: str, timeout: float = WAIT_S) -> dict[str, Any]:
-        """The JSON result of the newest call of crosstalk tool `tool`, as the model read it."""
+    def wait_tool_result(self, tool: str, timeout: float = WAIT_S, after: int = 0) -> dict[str, Any]:
+        """The JSON result of the newest call of crosstalk tool `tool`, as the model read it (in a request from
+        index `after` on)."""
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
-            for req in reversed(self.requests()):
+            for req in reversed(self.requests()[after:]):
                 found = tool_result(req, f"mcp__crosstalk__{tool}")
                 if found is not None:
                     return found
@@ -158,10 +149,6 @@ class LiveClaude:
         raise AssertionError(f"{self.root.name}: no result of {tool} reached the model\n{self.tail()}")
 
     # ------------------------------------------------------------------ what it is
-    @property
-    def pid(self) -> int:
-        return self.proc.pid
-
     def record(self) -> dict[str, Any] | None:
         path = Path(self.env["CLAUDE_CONFIG_DIR"]) / "sessions" / f"{self.pid}.json"
         with contextlib.suppress(OSError, ValueError):
@@ -169,20 +156,126 @@ class LiveClaude:
         return None
 
     def agent(self, timeout: float = WAIT_S) -> Descriptor:
-        """This session's crosstalk agent (its descriptor), once its shim registered it."""
+        """The crosstalk agent of this session's current session id (its descriptor), once its shim registered it."""
         paths = StatePaths(Path(self.env["CROSSTALK_HOME"]))
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
+            ref = (self.record() or {}).get("sessionId")
             for d in list_descriptors(paths):
-                if d.harness == "claude" and d.harness_pid == self.pid:
+                if d.harness == "claude" and d.harness_pid == self.pid and d.session_ref == ref:
                     return d
             time.sleep(0.05)
         raise AssertionError(f"{self.root.name} has no crosstalk agent\n{self.tail()}")
+
+
+class LiveClaude(Session):
+    def __init__(self, root: Path, env: dict[str, str], mock: MockAnthropic, cwd: Path, proc: Any) -> None:
+        super().__init__(root, env, mock, cwd)
+        self.proc: subprocess.Popen[bytes] = proc
+        self.pid = proc.pid
+
+    @classmethod
+    def start(
+        cls, root: Path, *, crosstalk_home: Path, config_dir: Path | None = None, install: bool = True
+    ) -> LiveClaude:
+        """A session in `root` (cwd `root/<basename>`, Claude config dir `config_dir`, default its own), crosstalk
+        set up for it unless `install` is false (then give it a config dir of its own: install is per config dir)."""
+        env, cwd, mock = prepare(root, crosstalk_home, config_dir, install)
+        argv = [
+            str(bin_dir() / "claude"), "-p", "--input-format", "stream-json", "--output-format", "stream-json",
+            "--verbose", "--dangerously-skip-permissions", "--model", CLAUDE_MODEL,
+        ]  # fmt: skip
+        with open(root / "claude.out", "wb") as out, open(root / "claude.err", "wb") as err:
+            proc = subprocess.Popen(
+                argv, env=env, cwd=cwd, stdin=subprocess.PIPE, stdout=out, stderr=err, start_new_session=True
+            )
+        return cls(root, env, mock, cwd, proc)
+
+    def say(self, text: str) -> None:
+        """One user turn on stdin (stream-json)."""
+        assert self.proc.stdin is not None and self.alive(), self.tail()
+        line = {"type": "user", "message": {"role": "user", "content": text}}
+        self.proc.stdin.write((json.dumps(line) + "\n").encode())
+        self.proc.stdin.flush()
+
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+    def close(self) -> None:
+        """End the session (stdin closed: Claude exits), then its process group, then the mock."""
+        with contextlib.suppress(OSError):
+            if self.proc.stdin is not None:
+                self.proc.stdin.close()
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self.proc.wait(STOP_S)
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self.proc.wait(5)
+        self.mock.stop()
 
     def tail(self) -> str:
         err = (self.root / "claude.err").read_text(errors="replace")[-1500:]
         out = (self.root / "claude.out").read_text(errors="replace")[-1500:]
         return f"--- stderr\n{err}\n--- stdout\n{out}"
+
+
+class TuiClaude(Session):
+    """The interactive TUI in a detached tmux session of its own (`tmux -L <socket>`, so no user server is used)."""
+
+    def __init__(self, root: Path, env: dict[str, str], mock: MockAnthropic, cwd: Path, name: str) -> None:
+        super().__init__(root, env, mock, cwd)
+        self.name = name
+        self.pid = int(self._tmux("display-message", "-p", "-t", name, "#{pane_pid}").strip())
+
+    @classmethod
+    def start(cls, root: Path, *, crosstalk_home: Path, config_dir: Path | None = None) -> TuiClaude:
+        env, cwd, mock = prepare(root, crosstalk_home, config_dir, True, tui=True)
+        name = f"xt-{root.name}"
+        # `env -i` + the session's environment: the TUI sees exactly what the headless sessions see.
+        cmd = " ".join(["exec env -i", *(f"{k}={shlex.quote(v)}" for k, v in env.items()),
+                        shlex.quote(str(bin_dir() / "claude")), "--model", CLAUDE_MODEL,
+                        "--allowedTools", "mcp__crosstalk"])  # fmt: skip
+        subprocess.run(
+            ["tmux", "-L", name, "new-session", "-d", "-s", name, "-x", "160", "-y", "45", "-c", str(cwd), cmd],
+            check=True, timeout=30,
+        )  # fmt: skip
+        session = cls(root, env, mock, cwd, name)
+        deadline = time.monotonic() + WAIT_S
+        while "❯" not in session.screen():  # the prompt is up
+            assert time.monotonic() < deadline, f"the TUI did not start\n{session.tail()}"
+            time.sleep(0.1)
+        return session
+
+    def _tmux(self, *args: str) -> str:
+        return subprocess.run(["tmux", "-L", self.name, *args], capture_output=True, text=True, timeout=30).stdout
+
+    def screen(self) -> str:
+        return self._tmux("capture-pane", "-p", "-t", self.name)
+
+    def say(self, text: str) -> None:
+        self._tmux("send-keys", "-t", self.name, "-l", text)
+        time.sleep(0.3)  # let the TUI take the text before Enter submits it
+        self._tmux("send-keys", "-t", self.name, "Enter")
+
+    def alive(self) -> bool:
+        try:
+            os.kill(self.pid, 0)
+        except ProcessLookupError:
+            return False
+        return True
+
+    def close(self) -> None:
+        self._tmux("kill-server")
+        deadline = time.monotonic() + STOP_S
+        while self.alive() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(self.pid, signal.SIGKILL)
+        self.mock.stop()
+
+    def tail(self) -> str:
+        return f"--- screen\n{self.screen()}"
 
 
 def tool_result(req: RecordedRequest, tool: str) -> dict[str, Any] | None:
@@ -209,14 +302,19 @@ def tool_result(req: RecordedRequest, tool: str) -> dict[str, Any] | None:
 
 
 @contextlib.contextmanager
-def sessions(root: Path, *names: str, **options: dict[str, Any]) -> Iterator[dict[str, LiveClaude]]:
+def sessions(root: Path, *names: str, **options: dict[str, Any]) -> Iterator[dict[str, Session]]:
     """Start a live session per name under root, sharing root/claude as the Claude config dir and root/xt as
-    CROSSTALK_HOME (options per name: `install=False` for one without crosstalk); close them all."""
-    started: dict[str, LiveClaude] = {}
+    CROSSTALK_HOME; options per name: `tui=True` for the interactive TUI in tmux, `install=False` for a session
+    without crosstalk (in a config dir of its own). Close them all, whatever happens."""
+    started: dict[str, Session] = {}
     try:
         for name in names:
-            opts = {"config_dir": root / "claude", **options.get(name, {})}
-            started[name] = LiveClaude.start(root / name, crosstalk_home=root / "xt", **opts)
+            opts = dict(options.get(name, {}))
+            if opts.pop("tui", False):
+                started[name] = TuiClaude.start(root / name, crosstalk_home=root / "xt", config_dir=root / "claude")
+            else:
+                opts.setdefault("config_dir", root / "claude")
+                started[name] = LiveClaude.start(root / name, crosstalk_home=root / "xt", **opts)
         yield started
     finally:
         for s in reversed(list(started.values())):

@@ -10,7 +10,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from live_claude import LiveClaude, bin_dir, sessions
+from live_claude import Session, bin_dir, sessions
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(240)]
 
@@ -27,12 +27,11 @@ def root() -> Iterator[Path]:
         shutil.rmtree(path, ignore_errors=True)
 
 
-def register(s: LiveClaude) -> str:
+def register(s: Session) -> str:
     """The session calls list_agents once: its agent exists from then on. Returns its name."""
     n = len(s.requests())
     s.say("CALL mcp__crosstalk__list_agents {}")
-    s.wait_tool_result("list_agents")
-    assert len(s.requests()) > n
+    s.wait_tool_result("list_agents", after=n)
     return s.agent().name
 
 
@@ -136,3 +135,47 @@ def _wait(predicate, timeout: float = 60.0) -> None:
     while not predicate():
         assert time.monotonic() < deadline, "condition not met in time"
         time.sleep(0.02)
+
+
+def test_the_interactive_tui_in_tmux_receives_a_message_and_shows_it(root: Path):
+    import time
+
+    with sessions(root, "alpha", "beta", beta={"tui": True}) as live:
+        a, b = live["alpha"], live["beta"]
+        b_name = register(b)
+        token = secrets.token_hex(6)
+        a.say(f'CALL mcp__crosstalk__send_message {json.dumps({"to": b_name, "text": f"to the tui {token}"})}')
+        assert a.wait_tool_result("send_message")["state"] == "accepted"
+        b.wait_seen(f"to the tui {token}")
+        deadline = time.monotonic() + 30
+        while "MOCK-REPLY" not in b.screen().split("to the tui")[-1]:  # type: ignore[attr-defined]
+            assert time.monotonic() < deadline, b.tail()
+            time.sleep(0.1)
+
+
+def test_clear_keeps_the_name_for_the_new_session(root: Path):
+    """/clear starts a new session id in the same Claude process: its next call binds the new session, which takes
+    the name (the old session's agent is retired on the record's proof), and a message by name reaches it."""
+    import time
+
+    with sessions(root, "alpha", "beta") as live:
+        a, b = live["alpha"], live["beta"]
+        name = register(b)
+        old = b.agent()
+        first = (b.record() or {})["sessionId"]
+        b.say("/clear")
+        deadline = time.monotonic() + 30
+        while (b.record() or {}).get("sessionId") == first:
+            assert time.monotonic() < deadline, "no new session id after /clear\n" + b.tail()
+            time.sleep(0.05)
+        n = len(b.requests())
+        b.say("CALL mcp__crosstalk__list_agents {}")
+        listed = b.wait_tool_result("list_agents", after=n)
+        new = b.agent()
+        assert new.name == name and new.agent_id != old.agent_id and new.session_ref != old.session_ref
+        assert [r["name"] for r in listed["agents"] if r.get("self")] == [name]
+        assert [r["name"] for r in listed["agents"]].count(name) == 1
+        token = secrets.token_hex(6)
+        a.say(f'CALL mcp__crosstalk__send_message {json.dumps({"to": name, "text": f"after clear {token}"})}')
+        assert a.wait_tool_result("send_message")["state"] == "accepted"
+        b.wait_seen(f"after clear {token}")
