@@ -179,11 +179,13 @@ class LiveClaude(Session):
         cls, root: Path, *, crosstalk_home: Path, config_dir: Path | None = None, install: bool = True
     ) -> LiveClaude:
         """A session in `root` (cwd `root/<basename>`, Claude config dir `config_dir`, default its own), crosstalk
-        set up for it unless `install` is false (then give it a config dir of its own: install is per config dir)."""
+        set up for it; with `install` false, a session without crosstalk: it loads no MCP server at all
+        (`--strict-mcp-config`), though the config dir it shares may list crosstalk for the other sessions."""
         env, cwd, mock = prepare(root, crosstalk_home, config_dir, install)
         argv = [
             str(bin_dir() / "claude"), "-p", "--input-format", "stream-json", "--output-format", "stream-json",
             "--verbose", "--dangerously-skip-permissions", "--model", CLAUDE_MODEL,
+            *([] if install else ["--strict-mcp-config"]),
         ]  # fmt: skip
         with open(root / "claude.out", "wb") as out, open(root / "claude.err", "wb") as err:
             proc = subprocess.Popen(
@@ -305,7 +307,7 @@ def tool_result(req: RecordedRequest, tool: str) -> dict[str, Any] | None:
 def sessions(root: Path, *names: str, **options: dict[str, Any]) -> Iterator[dict[str, Session]]:
     """Start a live session per name under root, sharing root/claude as the Claude config dir and root/xt as
     CROSSTALK_HOME; options per name: `tui=True` for the interactive TUI in tmux, `install=False` for a session
-    without crosstalk (in a config dir of its own). Close them all, whatever happens."""
+    without crosstalk. Close them all, whatever happens."""
     started: dict[str, Session] = {}
     try:
         for name in names:

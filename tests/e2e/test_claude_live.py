@@ -41,7 +41,7 @@ def test_a_message_by_name_lands_in_an_idle_session(root: Path):
         b_name = register(b)
         token = secrets.token_hex(6)
         before = len(b.requests())
-        a.say(f'CALL mcp__crosstalk__send_message {json.dumps({"to": b_name, "text": f"hello beta {token}"})}')
+        a.say(f"CALL mcp__crosstalk__send_message {json.dumps({'to': b_name, 'text': f'hello beta {token}'})}")
         result = a.wait_tool_result("send_message")
         assert result["state"] == "accepted", result
         seen = b.wait_seen(f"hello beta {token}", after=before)
@@ -68,7 +68,7 @@ def test_a_message_to_a_session_mid_tool_call_joins_its_running_turn_once(root: 
         b.say('CALL Bash {"command": "sleep 4; echo slept-' + token + '", "description": "slow step"}')
         _wait(lambda: len(b.mock.tool_calls) > calls and b.mock.tool_calls[-1]["name"] == "Bash")
         assert (b.record() or {}).get("status") == "busy"
-        a.say(f'CALL mcp__crosstalk__send_message {json.dumps({"to": b_name, "text": f"mid-turn note {token}"})}')
+        a.say(f"CALL mcp__crosstalk__send_message {json.dumps({'to': b_name, 'text': f'mid-turn note {token}'})}")
         assert a.wait_tool_result("send_message")["state"] == "accepted"
         seen = b.wait_seen(f"mid-turn note {token}")
         last = seen.body["messages"][-1]
@@ -89,7 +89,7 @@ def test_ask_reply_and_a_native_answer_bounced(root: Path):
         token = secrets.token_hex(6)
         native = json.dumps({"to": "$FROM", "message": f"natively {token}"})
         text = f"what is six times seven?\nCALL SendMessage {native}"
-        a.say(f'CALL mcp__crosstalk__ask {json.dumps({"to": b_name, "text": text, "deadline_seconds": 120})}')
+        a.say(f"CALL mcp__crosstalk__ask {json.dumps({'to': b_name, 'text': text, 'deadline_seconds': 120})}")
         asked = a.wait_tool_result("ask")
         assert asked["state"] in ("submitted", "accepted"), asked
         ask_id = asked["message_id"]
@@ -144,7 +144,7 @@ def test_the_interactive_tui_in_tmux_receives_a_message_and_shows_it(root: Path)
         a, b = live["alpha"], live["beta"]
         b_name = register(b)
         token = secrets.token_hex(6)
-        a.say(f'CALL mcp__crosstalk__send_message {json.dumps({"to": b_name, "text": f"to the tui {token}"})}')
+        a.say(f"CALL mcp__crosstalk__send_message {json.dumps({'to': b_name, 'text': f'to the tui {token}'})}")
         assert a.wait_tool_result("send_message")["state"] == "accepted"
         b.wait_seen(f"to the tui {token}")
         deadline = time.monotonic() + 30
@@ -176,6 +176,55 @@ def test_clear_keeps_the_name_for_the_new_session(root: Path):
         assert [r["name"] for r in listed["agents"] if r.get("self")] == [name]
         assert [r["name"] for r in listed["agents"]].count(name) == 1
         token = secrets.token_hex(6)
-        a.say(f'CALL mcp__crosstalk__send_message {json.dumps({"to": name, "text": f"after clear {token}"})}')
+        a.say(f"CALL mcp__crosstalk__send_message {json.dumps({'to': name, 'text': f'after clear {token}'})}")
         assert a.wait_tool_result("send_message")["state"] == "accepted"
         b.wait_seen(f"after clear {token}")
+
+
+def test_a_session_without_crosstalk_is_listed_and_receives(root: Path):
+    """gamma runs without crosstalk: list_agents shows it (crosstalk false, reachable), a message by name from a
+    crosstalk session lands in it as Claude's own peers write it, an ask to it is refused (inform only), and
+    `crosstalk send` reaches it too."""
+    import subprocess
+
+    with sessions(root, "alpha", "gamma", gamma={"install": False}) as live:
+        a, g = live["alpha"], live["gamma"]
+        g.say("hello")  # gamma is up (its registry record is written at start)
+        g_name = (g.record() or {}).get("name") or _wait_record(g)
+        listed = {r["name"]: r for r in a.wait_tool_result("list_agents", after=_call(a, "list_agents", {}))["agents"]}
+        assert listed[g_name]["crosstalk"] is False and listed[g_name]["reachable"] is True, listed
+        token = secrets.token_hex(6)
+        n = _call(a, "send_message", {"to": g_name, "text": f"to a plain session {token}"})
+        sent = a.wait_tool_result("send_message", after=n)
+        assert sent["state"] == "accepted" and sent["native"] is True, sent
+        seen = g.wait_seen(f"to a plain session {token}")
+        newest = newest_text(seen)
+        assert f'from-name=\\"{a.agent().name}\\"' in newest and 'from-mode=\\"bypass\\"' in newest
+        n = _call(a, "ask", {"to": g_name, "text": "are you there?"})
+        asked = a.wait_tool_result("ask", after=n)
+        assert (asked["state"], asked["reason"]) == ("rejected", "kind:native_inform_only"), asked
+        # From a shell: the CLI is no Claude session, so it asserts no permission mode, and gamma (running with
+        # bypass permissions) holds it for its user: the sender is told so, never "accepted".
+        env = {"PATH": a.env["PATH"], "HOME": a.env["HOME"], "CROSSTALK_HOME": a.env["CROSSTALK_HOME"],
+               "CLAUDE_CONFIG_DIR": a.env["CLAUDE_CONFIG_DIR"]}  # fmt: skip
+        res = subprocess.run(
+            [str(bin_dir().parents[2] / ".venv" / "bin" / "crosstalk"), "send", g_name, f"from a shell {token}"],
+            env=env, capture_output=True, text=True, timeout=60,
+        )  # fmt: skip
+        assert res.returncode == 1 and res.stdout.startswith("unknown") and "held" in res.stdout, res
+
+
+def _call(s, tool: str, args: dict) -> int:
+    n = len(s.requests())
+    s.say(f"CALL mcp__crosstalk__{tool} {json.dumps(args)}")
+    return n
+
+
+def _wait_record(s) -> str:
+    import time
+
+    deadline = time.monotonic() + 30
+    while not (s.record() or {}).get("name"):
+        assert time.monotonic() < deadline, s.tail()
+        time.sleep(0.05)
+    return s.record()["name"]

@@ -85,6 +85,11 @@ class AgentHost:
         return self.config.harness.name
 
     @property
+    def harness_pid(self) -> int | None:
+        """The session's own process, where its harness has one per session (Claude)."""
+        return self.config.harness_pid
+
+    @property
     def descriptor(self) -> Descriptor | None:
         return self.registration.descriptor
 

@@ -100,7 +100,10 @@ def run(args: Any) -> int:
     except NoSuchAgent as exc:
         if "@" in target and kind == "inform":
             return _send_bus(target, text, sender_tag, as_json)  # name@machine / model@machine: the git bus
-        fail(str(exc), EXIT_NO_AGENT)
+        native = _send_native(target, text, sender_tag, kind, as_json)  # a session crosstalk does not serve
+        if native is None:
+            fail(str(exc), EXIT_NO_AGENT)
+        return native
     except AmbiguousName as exc:
         fail(str(exc), EXIT_NO_AGENT)
     except DeliveryError as exc:
@@ -122,6 +125,31 @@ def run(args: Any) -> int:
     if state == "unreachable":
         fail(f"{result.target.name} could not take the message: {outcome.reason or 'unreachable'}", EXIT_NO_AGENT)
     fail(f"delivery to {result.target.name} is {state}: {outcome.reason or 'no evidence either way'}", EXIT_WIRE)
+
+
+def _send_native(target: str, text: str, sender_tag: str, kind: str, as_json: bool) -> int | None:
+    """`crosstalk send NAME` to a live Claude session that runs without crosstalk: written as Claude's own peers
+    write it (inform only; the CLI is not a Claude session, so it asserts no permission mode). None: no such
+    session either."""
+    import os
+
+    from crosstalk.ingress.client import deliver_native
+
+    out = deliver_native(
+        state_paths(), target, text, kind=kind, from_name=sender_tag, sender_pid=None, environ=dict(os.environ)
+    )
+    if out is None:
+        return None
+    state, reason = out["state"], out.get("reason")
+    if as_json:
+        print_json(out)
+    else:
+        echo(f"{state} → {target} (a session without crosstalk)" + (f" ({reason})" if reason else ""))
+    if state in ("accepted", "queued"):
+        return EXIT_OK
+    if state == "rejected":
+        fail(f"rejected: {reason}; {out.get('hint', '')}".rstrip("; "), EXIT_REJECTED)
+    fail(f"{target}: {reason or state}", EXIT_NO_AGENT if state == "unreachable" else EXIT_WIRE)
 
 
 def _send_bus(target: str, text: str, sender_tag: str, as_json: bool) -> int:

@@ -89,3 +89,15 @@ def discover(environ: Mapping[str, str]) -> list[SessionRow]:
 
             logging.getLogger(__name__).exception("discovering %s sessions failed", name)
     return rows
+
+
+def native_sessions(name: str, environ: Mapping[str, str]) -> list[tuple[HarnessKind, SessionRow]]:
+    """The live sessions named `name` whose kind can write into them without crosstalk (NativeDelivery)."""
+    from crosstalk.harness.base import NativeDelivery
+
+    found = []
+    for kind_name in KINDS:
+        k = kind(kind_name)
+        if isinstance(k, NativeDelivery):
+            found += [(k, row) for row in k.discover(environ) if row.name == name]
+    return found

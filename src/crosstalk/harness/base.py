@@ -64,6 +64,7 @@ class SessionRow:
     reachable: bool  # whether a message could be put into it now
     reason: str | None = None  # why not, when not reachable
     pid: int | None = None
+    endpoint: str | None = None  # where its harness takes input (Claude: the messaging socket)
 
 
 @runtime_checkable
@@ -89,6 +90,23 @@ class HarnessKind(Protocol):
     def adapter(self, session: SessionIdentity, environ: Mapping[str, str]) -> HarnessAdapter:
         """A new adapter for the agent of `session`."""
         ...
+
+
+@runtime_checkable
+class NativeDelivery(Protocol):
+    """Optional, for a kind whose sessions can be written to without crosstalk serving them (a Claude session
+    started without it): the sender's side writes the message as the harness's own peers do. Inform only."""
+
+    def deliver_native(
+        self,
+        row: SessionRow,
+        text: str,
+        *,
+        from_name: str,
+        from_address: str | None,
+        sender_pid: int | None,
+        environ: Mapping[str, str],
+    ) -> InjectResult: ...
 
 
 @dataclass(frozen=True, slots=True)

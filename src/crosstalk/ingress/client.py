@@ -18,6 +18,9 @@ from crosstalk.registry.paths import StatePaths
 
 TYPE_CHECKING = False  # not `typing`: importing it costs ~2 ms on `crosstalk send`'s start-up path
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+    from typing import Any
+
     from crosstalk.core.tasks import TaskView
 
 
@@ -96,3 +99,37 @@ class A2ARefused(DeliveryError):
     """The receiver refused the sender's bearer token."""
 
     exit_code = 3
+
+
+def deliver_native(
+    paths: StatePaths,
+    to: str,
+    text: str,
+    *,
+    kind: str,
+    from_name: str,
+    sender_pid: int | None,
+    environ: Mapping[str, str],
+) -> dict[str, Any] | None:
+    """A message to a live session that crosstalk does not serve (a Claude session started without it), written
+    as the harness's own peers write it; None when no such session has the name `to`."""
+    from crosstalk import harness as kinds
+    from crosstalk.registry.discovery import list_descriptors
+
+    served = {(d.harness, d.session_ref) for d in list_descriptors(paths)}
+    found = [(k, row) for k, row in kinds.native_sessions(to, environ) if (row.harness, row.session_ref) not in served]
+    if not found:
+        return None
+    if len(found) > 1:
+        return {"state": "unknown", "reason": "ambiguous_name", "hint": f"several sessions are named {to!r}"}
+    if kind != "inform":
+        hint = f"{to} runs without crosstalk: it takes informs only, and cannot answer an ask or take a command"
+        return {"state": "rejected", "reason": "kind:native_inform_only", "to": to, "native": True, "hint": hint}
+    harness, row = found[0]
+    out = harness.deliver_native(  # type: ignore[attr-defined]
+        row, text, from_name=from_name, from_address=None, sender_pid=sender_pid, environ=environ
+    )
+    result: dict[str, Any] = {"state": out.state.value, "to": to, "native": True}
+    if out.reason:
+        result["reason"] = out.reason
+    return result

@@ -194,7 +194,7 @@ class ShimRouter:
             if is_bus_address(to):
                 # model@machine or name@machine: no live agent here has that address, the git bus carries it.
                 return await asyncio.to_thread(send_from_live, self.paths, host.name, to, text)
-            return target
+            return await self._send_native(host, to, text, target, fields.get("kind", "inform"))
         try:
             msg = new_message(target.name, text, from_=host.name, **fields)
         except CrosstalkError as exc:
@@ -207,6 +207,19 @@ class ShimRouter:
         if result["state"] == "unreachable" and not target.inbound_reachable:
             result.setdefault("hint", f"{target.name} cannot receive messages: {target.inbound_reason}")
         return result
+
+    async def _send_native(
+        self, host: AgentHost, to: str, text: str, no_agent: dict[str, Any], kind: str
+    ) -> dict[str, Any]:
+        """A live session crosstalk does not serve (a Claude session started without it): written natively, as its
+        own peers write, if one has the name; inform only. The sending session's real permission mode is asserted."""
+        from crosstalk.ingress.client import deliver_native
+
+        out = await asyncio.to_thread(
+            deliver_native, self.paths, to, text, kind=kind, from_name=host.name, sender_pid=host.harness_pid,
+            environ=self.environ,
+        )  # fmt: skip
+        return no_agent if out is None else out
 
     async def _tool_send_message(self, host: AgentHost, args: dict[str, Any]) -> dict[str, Any]:
         return await self._send(host, args["to"], args["text"], kind=args["kind"], delivery=args["delivery"])

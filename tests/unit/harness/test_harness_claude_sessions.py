@@ -46,7 +46,7 @@ def test_a_live_record_is_discovered_with_its_status_name_and_cwd(tmp_path: Path
         "busy",
         ME,
     )
-    assert row.reachable is False and "without crosstalk" in (row.reason or "")
+    assert row.reachable is False and row.reason == "its messaging socket is gone" and row.endpoint is None
 
 
 def test_stale_records_are_not_sessions(tmp_path: Path):

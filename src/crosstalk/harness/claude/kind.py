@@ -11,14 +11,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 from pathlib import Path
 
-from crosstalk.harness.base import CallEvidence, ConfigChange, SessionIdentity, SessionRow
+from crosstalk.core.states import State
+from crosstalk.harness.base import CallEvidence, ConfigChange, InjectResult, SessionIdentity, SessionRow
 from crosstalk.harness.claude import install as setup
+from crosstalk.harness.claude import native
 from crosstalk.harness.claude.adapter import ClaudeAdapter
 from crosstalk.harness.claude.sessions import live_records, read_record, text_field
 
 NAME = "claude"
-# A session without crosstalk: only its own shim can write into it today (delivery by its peer token is to come).
-NATIVE_NOT_YET = "this Claude Code session runs without crosstalk; messages into such sessions are not delivered yet"
 
 
 class ClaudeKind:
@@ -42,6 +42,8 @@ class ClaudeKind:
         rows = []
         for pid, record in live_records(environ):
             status = text_field(record, "status")
+            socket_path = text_field(record, "messagingSocketPath")
+            live = native.socket_live(socket_path)
             rows.append(
                 SessionRow(
                     harness=NAME,
@@ -49,12 +51,32 @@ class ClaudeKind:
                     name=text_field(record, "name"),
                     cwd=text_field(record, "cwd"),
                     status=status if status in ("idle", "busy") else "unknown",
-                    reachable=False,
-                    reason=NATIVE_NOT_YET,
+                    reachable=live,
+                    reason=None if live else "its messaging socket is gone",
                     pid=pid,
+                    endpoint=socket_path,
                 )
             )
         return rows
+
+    def deliver_native(
+        self,
+        row: SessionRow,
+        text: str,
+        *,
+        from_name: str,
+        from_address: str | None,
+        sender_pid: int | None,
+        environ: Mapping[str, str],
+    ) -> InjectResult:
+        """Write `text` into a session without crosstalk as Claude's own SendMessage would, asserting the sending
+        Claude session's real permission mode (none for a sender that is not a Claude session)."""
+        if row.pid is None or not row.endpoint:
+            return InjectResult(State.UNREACHABLE, "the session published no messaging socket")
+        mode = native.permission_mode(sender_pid) if sender_pid else None
+        return native.deliver(
+            environ, row.pid, row.endpoint, text, from_name=from_name, from_address=from_address, from_mode=mode
+        )
 
     def superseded(self, old: SessionIdentity, new: SessionIdentity, environ: Mapping[str, str]) -> bool:
         same_process = old.harness_pid is not None and old.harness_pid == new.harness_pid
