@@ -6,21 +6,20 @@ from __future__ import annotations
 import json
 import secrets
 import shutil
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from live_claude import Session, bin_dir, sessions
+from live_claude import Session, bin_dir, require_claude, sessions
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(240)]
 
 
 @pytest.fixture
 def root() -> Iterator[Path]:
-    from conftest import harness_binary, make_tmp  # the e2e conftest: skip, or fail when the CLIs are required
-
-    harness_binary("claude")
-    path = make_tmp()
+    require_claude()
+    path = Path(tempfile.mkdtemp(prefix="xt", dir="/tmp"))  # short: unix socket paths stay under 108 bytes
     try:
         yield path
     finally:
@@ -228,3 +227,45 @@ def _wait_record(s) -> str:
         assert time.monotonic() < deadline, s.tail()
         time.sleep(0.05)
     return s.record()["name"]
+
+
+def test_a_crosstalk_agent_published_as_a_native_peer_takes_claudes_own_sendmessage(root: Path):
+    """Opt-in (`crosstalk install claude --native-peers`): a fake-harness agent started with `crosstalk agent run`
+    is listed by Claude's own ListAgents and reached by its SendMessage, no crosstalk tool involved; the message
+    runs the receiver chain with the sender its socket proves (the Claude session, verified through its shim)."""
+    import subprocess
+    import time
+
+    with sessions(root, "alpha") as live:
+        a = live["alpha"]
+        a_name = register(a)
+        env = {"PATH": a.env["PATH"], "HOME": a.env["HOME"], "CROSSTALK_HOME": a.env["CROSSTALK_HOME"],
+               "CLAUDE_CONFIG_DIR": a.env["CLAUDE_CONFIG_DIR"]}  # fmt: skip
+        crosstalk = str(bin_dir().parents[2] / ".venv" / "bin" / "crosstalk")
+        subprocess.run([crosstalk, "install", "claude", "--native-peers"], env=env, check=True, timeout=60,
+                       capture_output=True)  # fmt: skip
+        inbox = root / "helper.jsonl"
+        argv = [crosstalk, "agent", "run", "--harness", "fake", "--name", "helper", "--inbox", str(inbox), "--json"]
+        agent = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+        try:
+            assert agent.stdout is not None and json.loads(agent.stdout.readline())["event"] == "ready"
+            n = len(a.requests())
+            a.say("CALL ListAgents {}")
+            deadline = time.monotonic() + 30
+            while not any("tool_result" in newest_text(r) and "helper" in newest_text(r) for r in a.requests()[n:]):
+                assert time.monotonic() < deadline, "Claude's ListAgents did not list helper\n" + a.tail()
+                time.sleep(0.05)
+            token = secrets.token_hex(6)
+            a.say("CALL SendMessage " + json.dumps({"to": "helper", "message": f"natively to a fake {token}"}))
+            deadline = time.monotonic() + 30
+            while not (inbox.exists() and token in inbox.read_text()):
+                assert time.monotonic() < deadline, newest_text(a.requests()[-1])[-1500:]
+                time.sleep(0.05)
+            [line] = [json.loads(x) for x in inbox.read_text().splitlines() if token in x]
+            assert (line["from"], line["sender_class"]) == (a_name, "verified")
+            assert line["text"] == f"natively to a fake {token}"
+        finally:
+            agent.terminate()
+            agent.wait(20)
+        sessions_dir = Path(a.env["CLAUDE_CONFIG_DIR"]) / "sessions"
+        assert not [p for p in sessions_dir.glob("*.json") if "crosstalk-peer" in p.read_text()]  # unpublished

@@ -14,11 +14,13 @@ import asyncio
 import contextlib
 import logging
 import time
+from collections.abc import Callable
 from dataclasses import replace
 from typing import Any, TypeVar
 
 from crosstalk.agent.claims import ClaimDesk
 from crosstalk.agent.config import AgentConfig
+from crosstalk.agent.peers import publish_native_peers
 from crosstalk.agent.routes import INFORM_ROUTE_TTL_S, open_inbound
 from crosstalk.agent.session import session_ops
 from crosstalk.core.errors import CrosstalkError
@@ -65,6 +67,7 @@ class AgentHost:
         self._a2a: Any = None  # crosstalk.ingress.a2a.server.A2AServer, imported only when enabled
         self._children: tuple[float, frozenset[str]] = (0.0, frozenset())
         self._retention_task: asyncio.Task[None] | None = None
+        self._unpublish: list[Callable[[], None]] = []
 
     # ------------------------------------------------------------------ who and where
     @property
@@ -239,6 +242,7 @@ class AgentHost:
             a2a_url=self.a2a_url,
             credential_ref=str(paths.token_path(agent_id)),
         )
+        self._unpublish = publish_native_peers(self.paths, self.harness_name, info, token)  # opt-in (agent/peers.py)
         await self._tasks.start()  # resumes tasks a restart interrupted: only now is the harness bound
         self._retention_task = asyncio.create_task(self._retention_loop(), name=f"retention-{agent_id}")
 
@@ -347,6 +351,10 @@ class AgentHost:
     # ------------------------------------------------------------------ stop
     async def close(self) -> None:
         """Stop in reverse: unpublish, close the socket, drop the key, close the journal, release the locks."""
+        for undo in self._unpublish:
+            with contextlib.suppress(Exception):
+                undo()
+        self._unpublish = []
         if self._retention_task is not None:
             self._retention_task.cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):

@@ -8,7 +8,7 @@ import os
 import sys
 from typing import Any
 
-from crosstalk.cli.common import EXIT_USAGE, echo, fail, print_json
+from crosstalk.cli.common import EXIT_USAGE, echo, fail, print_json, state_paths
 
 
 def mcp_command() -> list[str]:
@@ -34,13 +34,44 @@ def _kind(args: Any) -> Any:
 def run_install(args: Any) -> int:
     kind = _kind(args)
     changes = _apply(lambda: kind.install(args.scope, mcp_command(), dict(os.environ), os.getcwd()))
+    if args.native_peers:
+        changes.append(_apply(lambda: _native_peers(kind, args.harness, on=True)))
     return _report(args, changes, "installed", "already installed")
 
 
 def run_uninstall(args: Any) -> int:
     kind = _kind(args)
     changes = _apply(lambda: kind.uninstall(args.scope, dict(os.environ), os.getcwd()))
+    changes.append(_apply(lambda: _native_peers(kind, args.harness, on=False)))
     return _report(args, changes, "uninstalled", "not installed")
+
+
+def _native_peers(kind: Any, harness: str, *, on: bool) -> Any:
+    """The opt-in setting `$CROSSTALK_HOME/native-peers/<harness>.json` (agents/peers.py reads it at start)."""
+    import json
+
+    from crosstalk.fs.atomic import atomic_write
+    from crosstalk.fs.reading import read_capped
+    from crosstalk.harness.base import ConfigChange, PeerPublisher
+    from crosstalk.registry.paths import ensure_private_dir
+
+    if not isinstance(kind, PeerPublisher):
+        fail(f"--native-peers: {harness} has no native peers to publish agents as", EXIT_USAGE)
+    paths = state_paths()
+    path = paths.native_peers / f"{harness}.json"
+    if not on:
+        existed = path.exists()
+        path.unlink(missing_ok=True)
+        return ConfigChange(str(path), "removed" if existed else "absent")
+    data = (json.dumps(kind.peer_settings(dict(os.environ)), indent=2) + "\n").encode()
+    if read_capped(path, len(data) + 1) == data:
+        return ConfigChange(str(path), "unchanged")
+    action = "updated" if path.exists() else "created"
+    paths.root.mkdir(parents=True, exist_ok=True)
+    ensure_private_dir(paths.root)
+    ensure_private_dir(paths.native_peers)
+    atomic_write(path, data, mode=0o600)
+    return ConfigChange(str(path), action)
 
 
 def _apply(step: Any) -> Any:

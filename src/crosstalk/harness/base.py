@@ -109,6 +109,22 @@ class NativeDelivery(Protocol):
     ) -> InjectResult: ...
 
 
+@runtime_checkable
+class PeerPublisher(Protocol):
+    """Optional, for a kind whose own sessions can list and message other programs as peers (Claude's ListAgents
+    and SendMessage): publish a crosstalk agent of another harness as such a peer, with `settings` from the opt-in
+    (`crosstalk install NAME --native-peers`); `token` is the agent's socket key, which the harness's sessions then
+    present. Returns how to unpublish it, or None when it was not published."""
+
+    def peer_settings(self, environ: Mapping[str, str]) -> dict[str, str]:
+        """What the opt-in records, from the user's environment (where this harness keeps its sessions)."""
+        ...
+
+    def publish_peer(
+        self, agent: AgentInfo, token: str, settings: Mapping[str, str]
+    ) -> Callable[[], None] | None: ...
+
+
 @dataclass(frozen=True, slots=True)
 class ConfigChange:
     """One file an install or uninstall touched (or found as it should be)."""

@@ -97,6 +97,12 @@ class StatePaths:
         """The agent's A2A bearer token (0600): presenting it is how the agent proves who sends."""
         return self.credentials / f"{_agent(agent_id)}.cred"
 
+    @property
+    def native_peers(self) -> Path:
+        """Opt-in settings, one `<harness>.json` per harness whose native peers crosstalk agents publish themselves
+        as (`crosstalk install claude --native-peers`)."""
+        return self.root / "native-peers"
+
     def ensure(self) -> StatePaths:
         """Create every state dir 0700 (tightening wider ones); fail early if sockets cannot fit AF_UNIX."""
         check_socket_path(self.uds_path(_LONGEST_AGENT_ID))

@@ -8,15 +8,15 @@ no evidence). Sessions follow `/rename`: the record's `name` is the agent's pref
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from crosstalk.core.states import State
-from crosstalk.harness.base import CallEvidence, ConfigChange, InjectResult, SessionIdentity, SessionRow
+from crosstalk.harness.base import AgentInfo, CallEvidence, ConfigChange, InjectResult, SessionIdentity, SessionRow
 from crosstalk.harness.claude import install as setup
-from crosstalk.harness.claude import native
+from crosstalk.harness.claude import native, peers
 from crosstalk.harness.claude.adapter import ClaudeAdapter
-from crosstalk.harness.claude.sessions import live_records, read_record, text_field
+from crosstalk.harness.claude.sessions import config_dir, live_records, read_record, text_field
 
 NAME = "claude"
 
@@ -41,6 +41,8 @@ class ClaudeKind:
     def discover(self, environ: Mapping[str, str]) -> list[SessionRow]:
         rows = []
         for pid, record in live_records(environ):
+            if record.get("entrypoint") == peers.ENTRYPOINT:
+                continue  # a crosstalk agent published as a Claude peer: listed as the agent it is
             status = text_field(record, "status")
             socket_path = text_field(record, "messagingSocketPath")
             live = native.socket_live(socket_path)
@@ -77,6 +79,13 @@ class ClaudeKind:
         return native.deliver(
             environ, row.pid, row.endpoint, text, from_name=from_name, from_address=from_address, from_mode=mode
         )
+
+    def peer_settings(self, environ: Mapping[str, str]) -> dict[str, str]:
+        return {"config_dir": str(config_dir(environ))}
+
+    def publish_peer(self, agent: AgentInfo, token: str, settings: Mapping[str, str]) -> Callable[[], None] | None:
+        config_dir = peers.config_dir_of(settings)
+        return peers.publish(config_dir, agent, token) if config_dir is not None else None
 
     def superseded(self, old: SessionIdentity, new: SessionIdentity, environ: Mapping[str, str]) -> bool:
         same_process = old.harness_pid is not None and old.harness_pid == new.harness_pid
