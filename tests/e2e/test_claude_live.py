@@ -35,9 +35,18 @@ def register(s: Session) -> str:
 
 
 def test_a_message_by_name_lands_in_an_idle_session(root: Path):
+    from crosstalk.harness.claude.install import SKILL
+
     with sessions(root, "alpha", "beta") as live:
         a, b = live["alpha"], live["beta"]
         b_name = register(b)
+        # What the model reads, installed the README way: the crosstalk tools, and the skill listed by its
+        # description (its body loads when the model invokes it).
+        first = b.requests()[0]
+        tools = {t["name"] for t in first.body.get("tools", [])}
+        assert {f"mcp__crosstalk__{t}" for t in ("list_agents", "send_message", "ask", "reply")} <= tools
+        description = SKILL.read_text().split("description: ", 1)[1].split("\n", 1)[0]
+        assert f"crosstalk: {description}" in json.dumps(first.body).replace("\\n", "\n")
         token = secrets.token_hex(6)
         before = len(b.requests())
         a.say(f"CALL mcp__crosstalk__send_message {json.dumps({'to': b_name, 'text': f'hello beta {token}'})}")
@@ -269,3 +278,27 @@ def test_a_crosstalk_agent_published_as_a_native_peer_takes_claudes_own_sendmess
             agent.wait(20)
         sessions_dir = Path(a.env["CLAUDE_CONFIG_DIR"]) / "sessions"
         assert not [p for p in sessions_dir.glob("*.json") if "crosstalk-peer" in p.read_text()]  # unpublished
+
+
+def test_a_restarted_shim_resumes_its_journal_and_a_reply_to_a_pre_restart_ask_routes(root: Path):
+    """B's shim is killed (-9) while B owes A an answer; Claude starts a new shim at B's next crosstalk call, which
+    finds the same agent (same agent_id, the journal replayed), and B's reply to the pre-restart ask reaches A."""
+    import os
+    import signal
+
+    with sessions(root, "alpha", "beta") as live:
+        a, b = live["alpha"], live["beta"]
+        b_name = register(b)
+        token = secrets.token_hex(6)
+        n = _call(a, "ask", {"to": b_name, "text": f"before the restart {token}", "deadline_seconds": 300})
+        ask_id = a.wait_tool_result("ask", after=n)["message_id"]
+        b.wait_seen(f"before the restart {token}")
+        old = b.agent()
+        os.kill(old.pid, signal.SIGKILL)  # the shim dies; its Claude session lives on
+        m = _call(b, "reply", {"message_id": ask_id, "text": f"after the restart {token}"})
+        replied = b.wait_tool_result("reply", after=m)
+        new = b.agent()
+        assert new.agent_id == old.agent_id and new.pid != old.pid and new.name == old.name
+        assert replied["state"] == "replied" and replied["forwarded"]["state"] == "accepted", replied
+        seen = a.wait_seen(f"after the restart {token}")
+        assert f'in-reply-to=\\"{ask_id}\\"' in newest_text(seen)
