@@ -339,12 +339,13 @@ def _install(sub: Any, verb: str = "install") -> None:
         default="user",
         help="user (default: every session of yours) or project (the current directory's .mcp.json).",
     )
-    p.add_argument(
-        "--native-peers",
-        action="store_true",
-        help="Also publish every other crosstalk agent on this machine as a native peer of this harness (Claude's "
-        "own ListAgents and SendMessage then reach it). uninstall always turns it off.",
-    )
+    if verb == "install":
+        p.add_argument(
+            "--native-peers",
+            action="store_true",
+            help="Also publish every other crosstalk agent on this machine as a native peer of this harness "
+            "(Claude's own ListAgents and SendMessage then reach it). uninstall turns it off.",
+        )
     p.add_argument("--json", dest="as_json", action="store_true", help="Print what changed as JSON.")
     p.set_defaults(run=f"crosstalk.cli.install_cmd:run_{verb}")
 
