@@ -19,13 +19,23 @@ def mcp_command() -> list[str]:
     return [sys.executable, "-m", "crosstalk", "mcp"]  # `python -m crosstalk install …`
 
 
+def state_env(environ: dict[str, str]) -> dict[str, str]:
+    """CROSSTALK_HOME, when this shell's state root is not the one a process with only HOME would find (a harness
+    that filters its MCP children's environment would otherwise give the shim a second state root)."""
+    from crosstalk.registry.paths import StatePaths
+
+    mine = StatePaths.from_env(environ).root
+    bare = StatePaths.from_env({k: v for k, v in environ.items() if k == "HOME"}).root
+    return {} if mine == bare else {"CROSSTALK_HOME": str(mine)}
+
+
 def _kind(args: Any) -> Any:
     from crosstalk import harness as kinds
     from crosstalk.harness.base import Installable
 
     kind = kinds.kind(args.harness)
     if not isinstance(kind, Installable):
-        fail(f"cannot set up {args.harness} yet (install supports: claude)", EXIT_USAGE)
+        fail(f"cannot set up {args.harness} (install supports: claude, codex)", EXIT_USAGE)
     if args.scope not in kind.scopes:
         fail(f"--scope {args.scope!r}: expected one of {', '.join(kind.scopes)}", EXIT_USAGE)
     return kind
@@ -33,7 +43,8 @@ def _kind(args: Any) -> Any:
 
 def run_install(args: Any) -> int:
     kind = _kind(args)
-    changes = _apply(lambda: kind.install(args.scope, mcp_command(), dict(os.environ), os.getcwd()))
+    environ = dict(os.environ)
+    changes = _apply(lambda: kind.install(args.scope, mcp_command(), environ, os.getcwd(), state_env(environ)))
     if args.native_peers:
         changes.append(_apply(lambda: _native_peers(kind, args.harness, on=True)))
     return _report(args, changes, "installed", "already installed")
@@ -41,8 +52,11 @@ def run_install(args: Any) -> int:
 
 def run_uninstall(args: Any) -> int:
     kind = _kind(args)
+    from crosstalk.harness.base import PeerPublisher
+
     changes = _apply(lambda: kind.uninstall(args.scope, dict(os.environ), os.getcwd()))
-    changes.append(_apply(lambda: _native_peers(kind, args.harness, on=False)))
+    if isinstance(kind, PeerPublisher):
+        changes.append(_apply(lambda: _native_peers(kind, args.harness, on=False)))
     return _report(args, changes, "uninstalled", "not installed")
 
 

@@ -136,12 +136,18 @@ class ConfigChange:
 @runtime_checkable
 class Installable(Protocol):
     """Optional, for a kind that `crosstalk install NAME` can set up: register `command` (the absolute argv of
-    `crosstalk mcp`) with the harness in `scope`, idempotently, and undo it."""
+    `crosstalk mcp`) with the harness in `scope`, idempotently, and undo it. `extra_env`: what the shim must be
+    started with to find the user's crosstalk state (for a harness that filters its MCP children's environment)."""
 
     scopes: tuple[str, ...]
 
     def install(
-        self, scope: str, command: list[str], environ: Mapping[str, str], cwd: str
+        self,
+        scope: str,
+        command: list[str],
+        environ: Mapping[str, str],
+        cwd: str,
+        extra_env: Mapping[str, str] | None = None,
     ) -> list[ConfigChange]: ...
 
     def uninstall(self, scope: str, environ: Mapping[str, str], cwd: str) -> list[ConfigChange]: ...

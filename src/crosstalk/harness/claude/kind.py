@@ -26,7 +26,15 @@ class ClaudeKind:
     follows_renames = True
     scopes = setup.SCOPES
 
-    def install(self, scope: str, command: list[str], environ: Mapping[str, str], cwd: str) -> list[ConfigChange]:
+    def install(
+        self,
+        scope: str,
+        command: list[str],
+        environ: Mapping[str, str],
+        cwd: str,
+        extra_env: Mapping[str, str] | None = None,
+    ) -> list[ConfigChange]:
+        # Claude starts its MCP servers with its own environment: nothing extra to carry.
         return setup.install(scope, command, environ, Path(cwd))
 
     def uninstall(self, scope: str, environ: Mapping[str, str], cwd: str) -> list[ConfigChange]:

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from crosstalk.harness.base import CallEvidence, SessionIdentity, SessionRow, UnavailableAdapter
+from crosstalk.harness.base import CallEvidence, ConfigChange, SessionIdentity, SessionRow, UnavailableAdapter
+from crosstalk.harness.codex import install as setup
 
 NAME = "codex"
 NOT_YET = "the codex adapter cannot deliver into Codex threads in this build"
@@ -18,6 +19,20 @@ NOT_YET = "the codex adapter cannot deliver into Codex threads in this build"
 class CodexKind:
     name = NAME
     follows_renames = False
+    scopes = setup.SCOPES
+
+    def install(
+        self,
+        scope: str,
+        command: list[str],
+        environ: Mapping[str, str],
+        cwd: str,
+        extra_env: Mapping[str, str] | None = None,
+    ) -> list[ConfigChange]:
+        return setup.install(scope, [*command, "--harness", NAME], environ, extra_env or {})
+
+    def uninstall(self, scope: str, environ: Mapping[str, str], cwd: str) -> list[ConfigChange]:
+        return setup.uninstall(scope, environ)
 
     def identify(self, call: CallEvidence) -> SessionIdentity | None:
         ref = call.meta.get("threadId")
