@@ -1,6 +1,5 @@
-"""Codex (HARNESSES.md): identity from each tools/call's `_meta.threadId`. Binding to app-server endpoints,
-discovery of loaded threads and delivery land with the Codex adapter; until then its adapter refuses honestly
-through the seam."""
+"""Codex (HARNESSES.md): identity from each tools/call's `_meta.threadId`, binding to the app-server that has the
+thread loaded and delivery by turn/start or thread/inject_items (harness/codex/adapter.py), install."""
 
 from crosstalk.harness.codex.kind import KIND, CodexKind
 

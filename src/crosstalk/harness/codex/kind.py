@@ -9,11 +9,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from crosstalk.harness.base import CallEvidence, ConfigChange, SessionIdentity, SessionRow, UnavailableAdapter
+from crosstalk.harness.base import CallEvidence, ConfigChange, SessionIdentity, SessionRow
 from crosstalk.harness.codex import install as setup
+from crosstalk.harness.codex.adapter import CodexAdapter
 
 NAME = "codex"
-NOT_YET = "the codex adapter cannot deliver into Codex threads in this build"
 
 
 class CodexKind:
@@ -39,15 +39,15 @@ class CodexKind:
         return SessionIdentity(NAME, ref) if isinstance(ref, str) and ref else None
 
     def discover(self, environ: Mapping[str, str]) -> list[SessionRow]:
-        # Loaded threads are known only to an app-server (thread/loaded/list): no client for it in this build, so
-        # no evidence, and a session without evidence is not listed.
+        # Codex threads without crosstalk are not listed yet (issue: Codex, native rows); a thread with crosstalk is
+        # listed as its agent.
         return []
 
     def superseded(self, old: SessionIdentity, new: SessionIdentity, environ: Mapping[str, str]) -> bool:
         return False
 
-    def adapter(self, session: SessionIdentity, environ: Mapping[str, str]) -> UnavailableAdapter:
-        return UnavailableAdapter(NAME, NOT_YET)
+    def adapter(self, session: SessionIdentity, environ: Mapping[str, str]) -> CodexAdapter:
+        return CodexAdapter(session, environ)
 
 
 KIND = CodexKind()

@@ -1,0 +1,133 @@
+"""The Codex adapter: a Codex thread's agent delivers into the thread through the app-server that has it loaded.
+
+bind: the control socket under CODEX_HOME (`app-server-control/app-server-control.sock`, where the interactive
+`codex` and `codex app-server --listen unix://` serve) is asked `thread/loaded/list`; the thread there → bound to
+that endpoint. No app-server has it (`codex exec`, a TUI without a control socket) → sending works, inbound is
+unreachable with that reason.
+
+inject, by delivery (HARNESSES.md): auto and steer → `turn/start` (a running turn takes it as a steer; an idle
+thread starts a turn), next_turn and meta → `thread/inject_items` (model-visible history, no turn: `queued`). A
+sender that is not verified never starts a turn: its message is appended. Outcomes: no connection → unreachable
+(nothing sent); a JSON-RPC error → unreachable (a definite refusal); a turn id → accepted; inject_items success →
+queued; a connection that broke or a request unanswered after it was sent → unknown, never resent.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from crosstalk.core.kinds import Delivery
+from crosstalk.core.sender import SenderClass
+from crosstalk.core.states import State
+from crosstalk.harness.base import (
+    AgentInfo,
+    BindResult,
+    HarnessDisconnected,
+    HarnessRefused,
+    InjectRequest,
+    InjectResult,
+    PreSendFailure,
+    SessionIdentity,
+    render_envelope,
+)
+from crosstalk.harness.codex.appserver import AppServer, AppServerError, AppServerGone, loaded_threads
+from crosstalk.harness.codex.install import codex_home
+
+NAME = "codex"
+
+
+def control_socket(environ: Mapping[str, str]) -> Path:
+    return codex_home(environ) / "app-server-control" / "app-server-control.sock"
+
+
+class CodexAdapter:
+    """harness.base.HarnessAdapter for one Codex thread."""
+
+    name = NAME
+
+    def __init__(self, session: SessionIdentity, environ: Mapping[str, str]) -> None:
+        self.thread_id = session.session_ref
+        self._environ = dict(environ)
+        self.endpoint: str | None = None
+        self.reason: str | None = None
+        self._server: AppServer | None = None
+
+    async def bind(self, agent: AgentInfo) -> BindResult:
+        path = str(control_socket(self._environ))
+        try:
+            server = await AppServer.connect(path)
+        except (AppServerGone, AppServerError) as exc:
+            self.reason = f"no Codex app-server has this thread loaded ({exc}); `codex exec` takes no input"
+            return BindResult(inbound_reachable=False, reason=self.reason)
+        try:
+            loaded = await loaded_threads(server)
+        except (AppServerGone, AppServerError) as exc:
+            await server.close()
+            self.reason = f"the Codex app-server at {path} did not list its threads: {exc}"
+            return BindResult(inbound_reachable=False, reason=self.reason)
+        if self.thread_id not in loaded:
+            await server.close()
+            self.reason = f"the Codex app-server at {path} does not have this thread loaded"
+            return BindResult(inbound_reachable=False, reason=self.reason)
+        self.endpoint, self._server = path, server
+        return BindResult(endpoint=path)
+
+    def status(self) -> str:
+        return "unknown"  # asked per delivery, never guessed
+
+    def render(self, request: InjectRequest) -> str:
+        return render_envelope(request)
+
+    def native_reply_address(self, agent: AgentInfo) -> str | None:
+        return None  # a Codex thread has no native reply path to us
+
+    async def inject(self, request: InjectRequest) -> InjectResult:
+        if self.endpoint is None:
+            raise PreSendFailure(self.reason or "not bound to a Codex app-server")
+        text = self.render(request)
+        append = (
+            request.meta
+            or request.delivery is Delivery.NEXT_TURN
+            or request.sender.sender_class is not SenderClass.VERIFIED
+        )
+        if append:
+            items = [{"type": "message", "role": "user", "content": [{"type": "input_text", "text": text}]}]
+            await self._call("thread/inject_items", {"threadId": self.thread_id, "items": items})
+            return InjectResult(State.QUEUED, evidence={"codex": "inject_items", "endpoint": self.endpoint})
+        params = {"threadId": self.thread_id, "input": [{"type": "text", "text": text, "text_elements": []}]}
+        result = await self._call("turn/start", params)
+        turn = result.get("turn") if isinstance(result, dict) else None
+        turn_id = turn.get("id") if isinstance(turn, dict) else None
+        if not isinstance(turn_id, str):
+            raise HarnessDisconnected(f"turn/start answered no turn id: {str(result)[:120]}")
+        return InjectResult(State.ACCEPTED, evidence={"codex": "turn/start", "turn_id": turn_id})
+
+    async def _call(self, method: str, params: dict[str, Any]) -> Any:
+        """One request on the kept connection; a connection found closed before anything was sent is opened again
+        once (the server may have restarted or dropped an idle client)."""
+        for attempt in (1, 2):
+            server = self._server
+            if server is None:
+                try:
+                    server = self._server = await AppServer.connect(self.endpoint or "")
+                except AppServerGone as exc:
+                    raise PreSendFailure(str(exc)) from None
+            try:
+                return await server.request(method, params)
+            except AppServerError as exc:
+                raise HarnessRefused(f"the Codex app-server refused: {exc}") from None
+            except AppServerGone as exc:
+                self._server = None
+                await server.close()
+                if exc.sent:
+                    raise HarnessDisconnected(str(exc)) from None
+                if attempt == 2:
+                    raise PreSendFailure(str(exc)) from None
+        raise AssertionError("unreachable")
+
+    async def close(self) -> None:
+        if self._server is not None:
+            await self._server.close()
+            self._server = None

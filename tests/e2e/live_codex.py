@@ -1,0 +1,176 @@
+"""A live Codex for the e2e tests: the real `codex app-server` (pinned 0.171.0) serving its unix control socket
+(`--listen unix://`: `$CODEX_HOME/app-server-control/app-server-control.sock`, where the interactive codex attaches),
+against a mock Responses server, with crosstalk set up the README way (`crosstalk install codex`). The test drives
+one thread through the same socket, as a user's client would (thread/start, turn/start).
+
+    with LiveCodex.start(root / "codex", crosstalk_home=xt) as cx:
+        thread = cx.start_thread()
+        cx.say(thread, "CALL mcp__crosstalk.list_agents {}")
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import json
+import os
+import queue
+import signal
+import subprocess
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from live_claude import CROSSTALK, bin_dir
+from mock_models import MockResponses, RecordedRequest
+
+WAIT_S = 60.0
+MODEL = "mock-model"
+
+
+def require_codex() -> None:
+    import pytest
+
+    path = bin_dir() / "codex"
+    if path.is_file() and os.access(path, os.X_OK):
+        return
+    reason = f"e2e harness binary 'codex' not found at {path}"
+    if os.environ.get("CROSSTALK_E2E_REQUIRED") == "1":
+        pytest.fail(f"{reason} (CROSSTALK_E2E_REQUIRED=1)", pytrace=False)
+    pytest.skip(reason)
+
+
+class LiveCodex:
+    def __init__(self, root: Path, env: dict[str, str], mock: MockResponses, proc: Any, cwd: Path) -> None:
+        self.root, self.env, self.mock, self.proc, self.cwd = root, env, mock, proc, cwd
+        self.socket = Path(env["CODEX_HOME"]) / "app-server-control" / "app-server-control.sock"
+        self._ws: Any = None
+        self._stack = contextlib.ExitStack()
+        self._ids = itertools.count(1)
+        self._answers: dict[int, queue.Queue[dict[str, Any]]] = {}
+
+    @classmethod
+    def start(cls, root: Path, *, crosstalk_home: Path) -> LiveCodex:
+        home, cwd = root / "home", root / root.name
+        codex_home = home / ".codex"
+        for d in (codex_home, cwd, root / "tmp"):
+            d.mkdir(parents=True, exist_ok=True)
+        mock = MockResponses().start()
+        (codex_home / "config.toml").write_text(
+            f'model = "{MODEL}"\nmodel_provider = "mock"\napproval_policy = "never"\n'
+            'sandbox_mode = "danger-full-access"\n\n[model_providers.mock]\nname = "Mock Responses"\n'
+            f'base_url = "{mock.base_url}/v1"\nwire_api = "responses"\nenv_key = "MOCK_API_KEY"\n'
+            "request_max_retries = 0\nstream_max_retries = 0\n"
+        )
+        env = {
+            "PATH": os.pathsep.join([str(bin_dir()), os.environ.get("PATH", "/usr/bin:/bin")]),
+            "HOME": str(home), "TMPDIR": str(root / "tmp"), "LANG": "C.UTF-8", "TERM": "dumb",
+            "CODEX_HOME": str(codex_home), "MOCK_API_KEY": "dummy", "CROSSTALK_HOME": str(crosstalk_home),
+        }  # fmt: skip
+        subprocess.run([str(CROSSTALK), "install", "codex"], env=env, check=True, capture_output=True, timeout=60)
+        with open(root / "codex.err", "wb") as err:
+            proc = subprocess.Popen(
+                [str(bin_dir() / "codex"), "app-server", "--listen", "unix://"], env=env, cwd=cwd,
+                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=err, start_new_session=True,
+            )  # fmt: skip
+        cx = cls(root, env, mock, proc, cwd)
+        deadline = time.monotonic() + WAIT_S
+        while not cx.socket.exists():
+            assert time.monotonic() < deadline and proc.poll() is None, f"no control socket\n{cx.tail()}"
+            time.sleep(0.05)
+        cx._connect()
+        return cx
+
+    # ------------------------------------------------------------------ the driving client
+    def _connect(self) -> None:
+        from websockets.sync.client import unix_connect
+
+        self._ws = self._stack.enter_context(unix_connect(str(self.socket), uri="ws://localhost/", max_size=None))
+        threading.Thread(target=self._read, daemon=True).start()
+        self.request("initialize", {"clientInfo": {"name": "xt-e2e", "title": None, "version": "1"},
+                                    "capabilities": {"experimentalApi": False}})  # fmt: skip
+        self._ws.send(json.dumps({"method": "initialized"}))
+
+    def _read(self) -> None:
+        with contextlib.suppress(Exception):
+            while True:
+                message = json.loads(self._ws.recv())
+                box = self._answers.get(message.get("id")) if "method" not in message else None
+                if box is not None:
+                    box.put(message)
+
+    def request(self, method: str, params: dict[str, Any]) -> Any:
+        rid = next(self._ids)
+        box: queue.Queue[dict[str, Any]] = queue.Queue()
+        self._answers[rid] = box
+        self._ws.send(json.dumps({"id": rid, "method": method, "params": params}))
+        answer = box.get(timeout=WAIT_S)
+        assert "error" not in answer, f"{method}: {answer['error']}"
+        return answer["result"]
+
+    def start_thread(self) -> str:
+        return self.request("thread/start", {"cwd": str(self.cwd)})["thread"]["id"]
+
+    def say(self, thread: str, text: str) -> None:
+        self.request("turn/start", {"threadId": thread, "input": [{"type": "text", "text": text, "text_elements": []}]})
+
+    # ------------------------------------------------------------------ what its model saw
+    def requests(self) -> list[RecordedRequest]:
+        return self.mock.model_requests()
+
+    def wait_seen(self, needle: str, after: int = 0, timeout: float = WAIT_S) -> RecordedRequest:
+        deadline = time.monotonic() + timeout
+        while True:
+            for req in self.requests()[after:]:
+                if needle in req.raw:
+                    return req
+            assert time.monotonic() < deadline, f"codex's model never saw {needle!r}\n{self.tail()}"
+            time.sleep(0.02)
+
+    def wait_tool_result(self, tool: str, after: int = 0, timeout: float = WAIT_S) -> dict[str, Any]:
+        """The parsed output of the newest call of crosstalk tool `tool` that a model request carried."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            for req in reversed(self.requests()[after:]):
+                items = req.body.get("input") or []
+                calls = {i.get("call_id") for i in items if i.get("type") == "function_call" and i.get("name") == tool}
+                for item in items:
+                    if item.get("type") == "function_call_output" and item.get("call_id") in calls:
+                        with contextlib.suppress(ValueError, TypeError):
+                            return _first_json(item.get("output"))
+            time.sleep(0.05)
+        raise AssertionError(f"no result of {tool} reached codex's model\n{self.tail()}")
+
+    def tail(self) -> str:
+        return (self.root / "codex.err").read_text(errors="replace")[-2000:]
+
+    def close(self) -> None:
+        with contextlib.suppress(Exception):
+            self._stack.close()
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(self.proc.pid, signal.SIGTERM)
+        try:
+            self.proc.wait(15)
+        except subprocess.TimeoutExpired:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(self.proc.pid, signal.SIGKILL)
+            self.proc.wait(5)
+        self.mock.stop()
+
+    def __enter__(self) -> LiveCodex:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _first_json(output: Any) -> dict[str, Any]:
+    """A function_call_output's JSON: a string, or content blocks whose text holds it."""
+    if isinstance(output, list):
+        output = "".join(b.get("text", "") for b in output if isinstance(b, dict))
+    if isinstance(output, dict):
+        output = output.get("content") or output.get("output") or json.dumps(output)
+    text = str(output).lstrip()
+    start = text.find("{")
+    return json.JSONDecoder().raw_decode(text[start:])[0]
