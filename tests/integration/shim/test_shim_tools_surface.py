@@ -269,21 +269,26 @@ def test_concurrent_first_calls_create_one_agent():
     run(main)
 
 
-def test_claude_and_codex_agents_send_but_cannot_receive_yet():
+def test_a_codex_thread_no_app_server_has_loaded_sends_but_cannot_receive():
+    """`codex exec`, or a TUI without a control socket: the thread's agent sends; inbound is unreachable, saying why
+    (its binding published it, list_agents shows it)."""
+
     async def main(root):
         fake = router(root)
-        codex = ShimRouter("codex", fake.paths, environ={}, cwd=str(root))
+        codex = ShimRouter("codex", fake.paths, environ={"CODEX_HOME": str(root / "codex")}, cwd=str(root))
         thread = CallContext(meta={"threadId": "019a-thread-1"})
         try:
             await call(fake, "list_agents", BOB)
             first, err = await call(codex, "receive_message", thread)
-            assert not err and "cannot be delivered into it (the codex adapter cannot deliver" in first["note"]
+            assert (
+                not err and "cannot be delivered into it (no Codex app-server has this thread loaded" in first["note"]
+            )
             name = codex.pool.hosts()[0].name
             assert name.startswith("codex-")  # no harness name: the fallback name
             out, _ = await call(codex, "send_message", thread, to="bob", text="from codex")
             assert out["state"] == "accepted" and inbox(root, "bob")[-1]["from"] == name
             out, err = await call(fake, "send_message", BOB, to=name, text="to codex")
-            assert err and out["state"] == "unreachable" and "codex adapter" in out["reason"]
+            assert err and out["state"] == "unreachable" and "no Codex app-server" in out["reason"]
             assert out["hint"] == f"{name} cannot receive messages: {out['reason']}"
             rows = {row["name"]: row for row in (await call(fake, "list_agents", BOB))[0]["agents"]}
             # Reachability is what each agent's binding published in its descriptor.

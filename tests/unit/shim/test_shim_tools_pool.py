@@ -12,8 +12,9 @@ from pathlib import Path
 import pytest
 
 from crosstalk.fs.procinfo import proc_start_time
-from crosstalk.harness.base import AgentInfo, PreSendFailure, SessionIdentity, UnavailableAdapter
+from crosstalk.harness.base import AgentInfo, PreSendFailure, SessionIdentity
 from crosstalk.harness.claude.adapter import ClaudeAdapter
+from crosstalk.harness.codex.adapter import CodexAdapter
 from crosstalk.harness.fake import FakeHarness
 from crosstalk.registry.paths import StatePaths
 from crosstalk.shim.pool import AgentPool, PoolClosed, kind_adapters
@@ -77,9 +78,9 @@ def test_a_failed_creation_is_retried_by_the_next_call():
 
 
 def test_kind_adapters_never_fake_a_real_harness():
-    make = kind_adapters({})
+    make = kind_adapters({"CODEX_HOME": "/nonexistent/codex"})
     assert isinstance(make(SessionIdentity("claude", "x")), ClaudeAdapter)
-    assert isinstance(make(SessionIdentity("codex", "x")), UnavailableAdapter)
+    assert isinstance(make(SessionIdentity("codex", "x")), CodexAdapter)
     info = AgentInfo("0" * 16, "x", "x", "/nonexistent.sock", "/")
 
     async def inject() -> None:
@@ -88,8 +89,11 @@ def test_kind_adapters_never_fake_a_real_harness():
         assert not bound.inbound_reachable and "not started by a Claude Code session" in (bound.reason or "")
         with pytest.raises(PreSendFailure, match="not started by a Claude Code session"):
             await claude.inject(None)  # type: ignore[arg-type]
-        bound = await make(SessionIdentity("codex", "x")).bind(info)
-        assert not bound.inbound_reachable and "codex adapter" in (bound.reason or "")
+        codex = make(SessionIdentity("codex", "x"))  # no app-server under this CODEX_HOME has the thread
+        bound = await codex.bind(info)
+        assert not bound.inbound_reachable and "no Codex app-server has this thread loaded" in (bound.reason or "")
+        with pytest.raises(PreSendFailure, match="no Codex app-server"):
+            await codex.inject(None)  # type: ignore[arg-type]
 
     asyncio.run(inject())
     assert isinstance(make(SessionIdentity("fake", "x")), FakeHarness)
