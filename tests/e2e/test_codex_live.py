@@ -38,8 +38,106 @@ def test_claude_to_an_idle_codex_thread_and_next_turn_is_queued(root: Path):
         assert me["harness"] == "codex" and me["reachable"] is True, listed
         token = secrets.token_hex(6)
         n = len(cx.requests())
-        a.say(f'CALL mcp__crosstalk__send_message {json.dumps({"to": me["name"], "text": f"to codex {token}"})}')
+        a.say(f"CALL mcp__crosstalk__send_message {json.dumps({'to': me['name'], 'text': f'to codex {token}'})}")
         sent = a.wait_tool_result("send_message")
         assert sent["state"] == "accepted", sent
         seen = cx.wait_seen(f"to codex {token}", after=n)
         assert "cross-session-message" in seen.raw
+
+
+def register(cx: LiveCodex, thread: str) -> str:
+    n = len(cx.requests())
+    cx.say(thread, "CALL mcp__crosstalk.list_agents {}")
+    listed = cx.wait_tool_result("list_agents", after=n)
+    [me] = [r for r in listed["agents"] if r.get("self")]
+    return me["name"]
+
+
+def user_turns_with(cx: LiveCodex, needle: str) -> list:
+    return [r for r in cx.requests() if needle in r.raw]
+
+
+def test_next_turn_is_queued_without_waking_the_thread_and_the_next_turn_sees_it(root: Path):
+    import time
+
+    with sessions(root, "alpha") as live, LiveCodex.start(root / "cx", crosstalk_home=root / "xt") as cx:
+        a = live["alpha"]
+        thread = cx.start_thread()
+        name = register(cx, thread)
+        time.sleep(1)  # the registration turn is over
+        token = secrets.token_hex(6)
+        n = len(cx.requests())
+        args = {"to": name, "text": f"for later {token}", "delivery": "next_turn"}
+        a.say(f"CALL mcp__crosstalk__send_message {json.dumps(args)}")
+        sent = a.wait_tool_result("send_message")
+        assert sent["state"] == "queued", sent
+        time.sleep(2)
+        assert len(cx.requests()) == n, "the idle thread was woken"
+        assert cx.request("thread/read", {"threadId": thread})["thread"]["status"]["type"] == "idle"
+        cx.say(thread, "what is new?")
+        seen = cx.wait_seen("what is new?", after=n)
+        assert f"for later {token}" in seen.raw  # in the history the next turn's model request carries
+
+
+def test_codex_to_claude_and_an_ask_from_codex_answered_by_claude_with_reply(root: Path):
+    with sessions(root, "alpha") as live, LiveCodex.start(root / "cx", crosstalk_home=root / "xt") as cx:
+        a = live["alpha"]
+        a.say("CALL mcp__crosstalk__list_agents {}")
+        claude_name = a.wait_tool_result("list_agents")["agents"][0]["name"]
+        thread = cx.start_thread()
+        codex_name = register(cx, thread)
+        token = secrets.token_hex(6)
+        cx.say(
+            thread, f"CALL mcp__crosstalk.send_message {json.dumps({'to': claude_name, 'text': f'hi claude {token}'})}"
+        )
+        seen = a.wait_seen(f"hi claude {token}")
+        assert f'from-name=\\"{codex_name}\\"' in json.dumps(seen.body["messages"][-1])
+        reply = json.dumps({"message_id": "$MESSAGE_ID", "text": f"forty-two {token}"})
+        ask = {
+            "to": claude_name,
+            "text": f"six times seven?\nCALL mcp__crosstalk__reply {reply}",
+            "deadline_seconds": 120,
+        }
+        n = len(cx.requests())
+        cx.say(thread, f"CALL mcp__crosstalk.ask {json.dumps(ask)}")
+        asked = cx.wait_tool_result("ask", after=n)
+        assert asked["state"] in ("submitted", "accepted"), asked
+        answer = cx.wait_seen(f'in-reply-to=\\"{asked["message_id"]}\\"', after=n)  # the reply, as an envelope
+        assert f"forty-two {token}" in answer.raw
+
+
+def test_crosstalk_send_from_a_shell_is_appended_to_the_thread_without_a_turn(root: Path):
+    """An unverified sender never starts a turn: its message is appended (queued) and the next turn sees it."""
+    import subprocess
+    import time
+
+    with LiveCodex.start(root / "cx", crosstalk_home=root / "xt") as cx:
+        thread = cx.start_thread()
+        name = register(cx, thread)
+        time.sleep(1)
+        n = len(cx.requests())
+        token = secrets.token_hex(6)
+        env = {"PATH": cx.env["PATH"], "HOME": cx.env["HOME"], "CROSSTALK_HOME": cx.env["CROSSTALK_HOME"]}
+        crosstalk = str(Path(__file__).resolve().parents[2] / ".venv" / "bin" / "crosstalk")
+        res = subprocess.run([crosstalk, "send", name, f"ci says {token}", "--from", "@ci:build"], env=env,
+                             capture_output=True, text=True, timeout=60)  # fmt: skip
+        assert res.returncode == 0 and res.stdout.startswith("queued"), res.stdout + res.stderr
+        time.sleep(1.5)
+        assert len(cx.requests()) == n
+        cx.say(thread, "anything from ci?")
+        assert f"ci says {token}" in cx.wait_seen("anything from ci?", after=n).raw
+
+
+def test_two_threads_on_one_app_server_never_cross(root: Path):
+    with sessions(root, "alpha") as live, LiveCodex.start(root / "cx", crosstalk_home=root / "xt") as cx:
+        a = live["alpha"]
+        t1, t2 = cx.start_thread(), cx.start_thread()
+        n1, n2 = register(cx, t1), register(cx, t2)
+        assert n1 != n2
+        token = secrets.token_hex(6)
+        a.say(f"CALL mcp__crosstalk__send_message {json.dumps({'to': n2, 'text': f'only for two {token}'})}")
+        assert a.wait_tool_result("send_message")["state"] == "accepted"
+        seen = cx.wait_seen(f"only for two {token}")
+        # The model request that carried it is thread two's (Codex names the thread in every request), never one's.
+        assert t2 in seen.raw and t1 not in seen.raw
+        assert not [r for r in cx.requests() if f"only for two {token}" in r.raw and t1 in r.raw]

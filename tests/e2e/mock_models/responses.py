@@ -6,7 +6,8 @@ newest user message is the prompt.
 
 A line `CALL <namespace>.<tool> <json>` (or `CALL <tool> <json>`) in the newest input item's text makes the answer a
 function_call (Codex lists MCP tools under the namespace `mcp__<server>`); a function_call_output as the newest
-item is answered with text. Every call the mock made is in `tool_calls`."""
+item is answered with text. A line `SLEEP <seconds>` delays the answer (a slow turn). `$MESSAGE_ID` in a CALL stands
+for the message-id of the newest envelope in that text. Every call the mock made is in `tool_calls`."""
 
 from __future__ import annotations
 
@@ -19,6 +20,8 @@ from typing import Any, ClassVar
 from .base import Handler, MockModelServer, RecordedRequest, text_parts
 
 CALL_RE = re.compile(r"^CALL (\S+) (\{.*\})\s*$", re.MULTILINE)
+SLEEP_RE = re.compile(r"^SLEEP (\d+(?:\.\d+)?)\s*$", re.MULTILINE)
+ENVELOPE_ID_RE = re.compile(r'<cross-session-message [^>]*message-id="([^"]+)"')
 
 
 class MockResponses(MockModelServer):
@@ -44,10 +47,17 @@ class MockResponses(MockModelServer):
         last = items[-1] if items else {}
         if not isinstance(last, dict) or last.get("type", "message") != "message":
             return None  # a tool's output: answer with text
-        found = CALL_RE.findall(text_parts(last.get("content")))
+        text = text_parts(last.get("content"))
+        sleep = SLEEP_RE.search(text)
+        if sleep:
+            time.sleep(min(float(sleep.group(1)), 30.0))
+        found = CALL_RE.findall(text)
         if not found:
             return None
         target, args = found[-1]
+        ids = ENVELOPE_ID_RE.findall(text)
+        if ids:
+            args = args.replace("$MESSAGE_ID", ids[-1])
         namespace, _, tool = target.rpartition(".")
         return (namespace or None), tool, args
 
