@@ -141,3 +141,32 @@ def test_two_threads_on_one_app_server_never_cross(root: Path):
         # The model request that carried it is thread two's (Codex names the thread in every request), never one's.
         assert t2 in seen.raw and t1 not in seen.raw
         assert not [r for r in cx.requests() if f"only for two {token}" in r.raw and t1 in r.raw]
+
+
+@pytest.mark.parametrize("delivery", ["steer", "auto"])
+def test_a_message_to_a_codex_thread_mid_turn_joins_the_running_turn(root: Path, delivery: str):
+    """steer → turn/steer into the running turn; auto → turn/start, which a running turn takes as a steer. Either
+    way the thread's model sees it in the same turn (no turn of its own)."""
+    import time
+
+    with sessions(root, "alpha") as live, LiveCodex.start(root / "cx", crosstalk_home=root / "xt") as cx:
+        a = live["alpha"]
+        a.say("CALL mcp__crosstalk__list_agents {}")
+        a.wait_tool_result("list_agents")
+        thread = cx.start_thread()
+        name = register(cx, thread)
+        time.sleep(1)
+        cx.say(thread, "SLEEP 4\na slow turn")
+        deadline = time.monotonic() + 30
+        while cx.request("thread/read", {"threadId": thread})["thread"]["status"]["type"] != "active":
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+        token = secrets.token_hex(6)
+        args = {"to": name, "text": f"steer {token}", "delivery": delivery}
+        a.say(f"CALL mcp__crosstalk__send_message {json.dumps(args)}")
+        sent = a.wait_tool_result("send_message")
+        assert sent["state"] == "accepted", sent
+        cx.wait_seen(f"steer {token}")
+        turns = cx.request("thread/read", {"threadId": thread, "includeTurns": True})["thread"]["turns"]
+        holding = [t for t in turns if f"steer {token}" in json.dumps(t)]
+        assert len(holding) == 1 and "a slow turn" in json.dumps(holding[0]), "it did not join the running turn"

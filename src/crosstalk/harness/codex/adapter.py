@@ -5,8 +5,10 @@ bind: the control socket under CODEX_HOME (`app-server-control/app-server-contro
 that endpoint. No app-server has it (`codex exec`, a TUI without a control socket) → sending works, inbound is
 unreachable with that reason.
 
-inject, by delivery (HARNESSES.md): auto and steer → `turn/start` (a running turn takes it as a steer; an idle
-thread starts a turn), next_turn and meta → `thread/inject_items` (model-visible history, no turn: `queued`). A
+inject, by delivery (HARNESSES.md): auto → `turn/start` (a running turn takes it as a steer; an idle thread starts
+a turn); steer → `turn/steer` with the running turn's id (`turn/start` when the thread is idle, or when the turn
+ended before the steer landed: a refused steer wrote nothing); next_turn and meta → `thread/inject_items`
+(model-visible history, no turn: `queued`). A
 sender that is not verified never starts a turn: its message is appended. Outcomes: no connection → unreachable
 (nothing sent); a JSON-RPC error → unreachable (a definite refusal); a turn id → accepted; inject_items success →
 queued; a connection that broke or a request unanswered after it was sent → unknown, never resent.
@@ -97,12 +99,33 @@ class CodexAdapter:
             await self._call("thread/inject_items", {"threadId": self.thread_id, "items": items})
             return InjectResult(State.QUEUED, evidence={"codex": "inject_items", "endpoint": self.endpoint})
         params = {"threadId": self.thread_id, "input": [{"type": "text", "text": text, "text_elements": []}]}
+        if request.delivery is Delivery.STEER:
+            steered = await self._steer(params)
+            if steered is not None:
+                return steered
         result = await self._call("turn/start", params)
         turn = result.get("turn") if isinstance(result, dict) else None
         turn_id = turn.get("id") if isinstance(turn, dict) else None
         if not isinstance(turn_id, str):
             raise HarnessDisconnected(f"turn/start answered no turn id: {str(result)[:120]}")
         return InjectResult(State.ACCEPTED, evidence={"codex": "turn/start", "turn_id": turn_id})
+
+    async def _steer(self, params: dict[str, Any]) -> InjectResult | None:
+        """turn/steer into the running turn; None when there is none (then a turn is started)."""
+        read = await self._call("thread/read", {"threadId": self.thread_id})
+        status = ((read or {}).get("thread") or {}).get("status") or {}
+        if status.get("type") != "active":
+            return None
+        turns = await self._call("thread/turns/list", {"threadId": self.thread_id})
+        running = [t.get("id") for t in (turns or {}).get("data") or [] if t.get("status") == "inProgress"]
+        if not running or not isinstance(running[0], str):
+            return None
+        try:
+            result = await self._call("turn/steer", {**params, "expectedTurnId": running[0]})
+        except HarnessRefused:
+            return None  # the turn ended in between: nothing was written
+        turn_id = result.get("turnId") if isinstance(result, dict) else None
+        return InjectResult(State.ACCEPTED, evidence={"codex": "turn/steer", "turn_id": turn_id or running[0]})
 
     async def _call(self, method: str, params: dict[str, Any]) -> Any:
         """One request on the kept connection; a connection found closed before anything was sent is opened again
