@@ -68,7 +68,8 @@ class AppServer:
             raise
         return server
 
-    async def request(self, method: str, params: dict[str, Any], timeout: float = REQUEST_TIMEOUT_S) -> Any:
+    async def request(self, method: str, params: dict[str, Any], timeout: float | None = None) -> Any:
+        timeout = REQUEST_TIMEOUT_S if timeout is None else timeout
         rid = next(self._ids)
         fut: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
         self._pending[rid] = fut

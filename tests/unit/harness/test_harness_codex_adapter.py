@@ -1,0 +1,153 @@
+"""The Codex adapter's branches, against an in-process WebSocket server on a unix socket that answers as the pinned
+app-server was seen to (the real one is driven in tests/e2e/test_codex_live.py)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from websockets.asyncio.server import unix_serve
+
+from crosstalk.core.ids import new_message_id
+from crosstalk.core.kinds import Delivery, Kind
+from crosstalk.core.message import Message, TextPart
+from crosstalk.core.sender import Sender, SenderClass
+from crosstalk.core.states import State
+from crosstalk.harness.base import (
+    AgentInfo,
+    HarnessDisconnected,
+    HarnessRefused,
+    InjectRequest,
+    PreSendFailure,
+    SessionIdentity,
+)
+from crosstalk.harness.codex.adapter import CodexAdapter, control_socket
+
+pytestmark = pytest.mark.unit
+THREAD = "01a2-thread"
+ALICE = Sender(SenderClass.VERIFIED, "a11ce0a11ce0a11c", "alice", "a2a")
+INFO = AgentInfo("0123456789abcdef", "codex-x", THREAD, "/x.sock", "/w")
+
+
+class FakeAppServer:
+    """Records requests; `answers[method]` is a result, an {"error": …}, "hang" or "close"."""
+
+    def __init__(self, loaded: list[str], status: str = "idle") -> None:
+        self.loaded, self.status = loaded, status
+        self.calls: list[tuple[str, dict[str, Any]]] = []
+        self.answers: dict[str, Any] = {}
+
+    async def handler(self, ws: Any) -> None:
+        async for frame in ws:
+            msg = json.loads(frame)
+            if "id" not in msg:
+                continue
+            method, params = msg["method"], msg.get("params") or {}
+            self.calls.append((method, params))
+            answer = self.answers.get(method, self.default(method))
+            if answer == "close":
+                await ws.close()
+                return
+            if answer == "hang":
+                continue
+            reply = {"id": msg["id"], **(answer if "error" in answer else {"result": answer})}
+            await ws.send(json.dumps(reply))
+
+    def default(self, method: str) -> dict[str, Any]:
+        return {
+            "initialize": {"userAgent": "fake"},
+            "thread/loaded/list": {"data": self.loaded, "nextCursor": None},
+            "thread/read": {"thread": {"id": THREAD, "status": {"type": self.status}}},
+            "thread/turns/list": {"data": [{"id": "turn-9", "status": "inProgress"}]},
+            "turn/start": {"turn": {"id": "turn-1", "status": "inProgress"}},
+            "turn/steer": {"turnId": "turn-9"},
+            "thread/inject_items": {},
+        }.get(method, {})
+
+
+def request(delivery: Delivery = Delivery.AUTO, sender: Sender = ALICE, kind: Kind = Kind.INFORM) -> InjectRequest:
+    msg = Message(message_id=new_message_id(), to="codex-x", parts=(TextPart("hi"),), kind=kind, delivery=delivery)
+    return InjectRequest(msg, sender, delivery, meta=kind is Kind.META)
+
+
+def run(tmp_path: Path, server: FakeAppServer, body: Any) -> None:
+    env = {"CODEX_HOME": str(tmp_path)}
+    path = control_socket(env)
+    path.parent.mkdir(parents=True)
+
+    async def main() -> None:
+        async with unix_serve(server.handler, str(path)):
+            adapter = CodexAdapter(SessionIdentity("codex", THREAD), env)
+            try:
+                await asyncio.wait_for(body(adapter), 20)
+            finally:
+                await adapter.close()
+
+    asyncio.run(main())
+
+
+def test_bound_when_the_control_socket_has_the_thread_and_deliveries_map_to_methods(tmp_path: Path):
+    server = FakeAppServer([THREAD])
+
+    async def body(adapter: CodexAdapter) -> None:
+        bound = await adapter.bind(INFO)
+        assert bound.inbound_reachable and bound.endpoint == str(control_socket({"CODEX_HOME": str(tmp_path)}))
+        out = await adapter.inject(request())
+        assert (out.state, out.evidence["turn_id"]) == (State.ACCEPTED, "turn-1")
+        assert (await adapter.inject(request(Delivery.NEXT_TURN))).state is State.QUEUED
+        assert (await adapter.inject(request(kind=Kind.META))).state is State.QUEUED
+        assert (await adapter.inject(request(sender=Sender.unverified("@ci:build")))).state is State.QUEUED
+        steer_idle = await adapter.inject(request(Delivery.STEER))  # idle: a turn is started
+        assert steer_idle.evidence["codex"] == "turn/start"
+        server.status = "active"
+        steered = await adapter.inject(request(Delivery.STEER))
+        assert (steered.evidence["codex"], steered.evidence["turn_id"]) == ("turn/steer", "turn-9")
+        methods = [m for m, _ in server.calls]
+        assert methods.count("thread/inject_items") == 3 and methods[-1] == "turn/steer"
+        steer = server.calls[-1][1]
+        assert steer["expectedTurnId"] == "turn-9" and steer["threadId"] == THREAD
+        assert "cross-session-message" in steer["input"][0]["text"]
+
+    run(tmp_path, server, body)
+
+
+def test_a_thread_the_server_does_not_have_is_unreachable_with_a_reason(tmp_path: Path):
+    async def body(adapter: CodexAdapter) -> None:
+        bound = await adapter.bind(INFO)
+        assert not bound.inbound_reachable and "does not have this thread loaded" in (bound.reason or "")
+        with pytest.raises(PreSendFailure, match="does not have this thread"):
+            await adapter.inject(request())
+
+    run(tmp_path, FakeAppServer(["another-thread"]), body)
+
+
+def test_a_refusal_is_unreachable_and_a_broken_or_silent_server_after_the_send_is_unknown(tmp_path: Path, monkeypatch):
+    from crosstalk.harness.codex import appserver
+
+    monkeypatch.setattr(appserver, "REQUEST_TIMEOUT_S", 0.5)
+    server = FakeAppServer([THREAD])
+
+    async def body(adapter: CodexAdapter) -> None:
+        await adapter.bind(INFO)
+        server.answers["turn/start"] = {"error": {"code": -32600, "message": "thread is closing"}}
+        with pytest.raises(HarnessRefused, match="thread is closing"):
+            await adapter.inject(request())
+        server.answers["turn/start"] = "hang"
+        with pytest.raises(HarnessDisconnected, match="no answer"):
+            await adapter.inject(request())
+        server.answers["turn/start"] = "close"
+        with pytest.raises(HarnessDisconnected):
+            await adapter.inject(request())
+        del server.answers["turn/start"]  # the next delivery connects again
+        assert (await adapter.inject(request())).state is State.ACCEPTED
+
+    run(tmp_path, server, body)
+
+
+def test_no_app_server_is_unreachable(tmp_path: Path):
+    adapter = CodexAdapter(SessionIdentity("codex", THREAD), {"CODEX_HOME": str(tmp_path)})
+    bound = asyncio.run(adapter.bind(INFO))
+    assert not bound.inbound_reachable and "no Codex app-server has this thread loaded" in (bound.reason or "")
