@@ -86,7 +86,10 @@ class _Handler(BaseHTTPRequestHandler):
 
     def do_POST(self) -> None:
         req = self._record()
-        self.server.mock.handle_post(self, req)
+        try:
+            self.server.mock.handle_post(self, req)
+        except (BrokenPipeError, ConnectionResetError):
+            pass  # the harness dropped the stream (a steered or interrupted turn): nothing left to answer
 
     def send_json(self, status: int, obj: object) -> None:
         data = json.dumps(obj).encode()
