@@ -170,3 +170,29 @@ def test_a_message_to_a_codex_thread_mid_turn_joins_the_running_turn(root: Path,
         turns = cx.request("thread/read", {"threadId": thread, "includeTurns": True})["thread"]["turns"]
         holding = [t for t in turns if f"steer {token}" in json.dumps(t)]
         assert len(holding) == 1 and "a slow turn" in json.dumps(holding[0]), "it did not join the running turn"
+
+
+def test_a_loaded_thread_without_crosstalk_is_listed_and_receives_natively(root: Path):
+    """Thread two never called crosstalk (no agent): list_agents shows it as a native row, reachable, and a message
+    by that name lands in it (turn/start from the sender's side, inform only)."""
+    import time
+
+    with LiveCodex.start(root / "cx", crosstalk_home=root / "xt") as cx:
+        t1, t2 = cx.start_thread(), cx.start_thread()
+        register(cx, t1)
+        n = len(cx.requests())
+        cx.say(t1, "CALL mcp__crosstalk.list_agents {}")
+        rows = cx.wait_tool_result("list_agents", after=n)["agents"]
+        [native] = [r for r in rows if r["harness"] == "codex" and not r["crosstalk"]]
+        assert native["reachable"] is True and native["name"].startswith("codex-"), rows
+        token = secrets.token_hex(6)
+        m = len(cx.requests())
+        cx.say(t1, f"CALL mcp__crosstalk.send_message {json.dumps({'to': native['name'], 'text': f'native {token}'})}")
+        sent = cx.wait_tool_result("send_message", after=m)
+        assert sent["state"] == "accepted" and sent["native"] is True, sent
+        deadline = time.monotonic() + 30  # thread two's own model request (Codex names the thread in each one)
+        while not [r for r in cx.requests()[m:] if f"native {token}" in r.raw and t2 in r.raw]:
+            assert time.monotonic() < deadline, cx.tail()
+            time.sleep(0.05)
+        turns = cx.request("thread/read", {"threadId": t2, "includeTurns": True})["thread"]["turns"]
+        assert any(f"native {token}" in json.dumps(t) and "cross-session-message" in json.dumps(t) for t in turns)

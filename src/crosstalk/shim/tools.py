@@ -175,7 +175,8 @@ class ShimRouter:
                 me = bound[0].agent_id
                 if bound[1]:
                     _first_call_notes(bound[0], out)
-        out["agents"] = agent_rows(self.paths, self.environ, me)
+        # In a thread: discovery may ask an app-server (Codex) over a socket, which must not stall the event loop.
+        out["agents"] = await asyncio.to_thread(agent_rows, self.paths, self.environ, me)
         if ident is None:
             out["hint"] = "this call carried no session identity: you can list agents but not send"
         return out

@@ -151,3 +151,41 @@ def test_no_app_server_is_unreachable(tmp_path: Path):
     adapter = CodexAdapter(SessionIdentity("codex", THREAD), {"CODEX_HOME": str(tmp_path)})
     bound = asyncio.run(adapter.bind(INFO))
     assert not bound.inbound_reachable and "no Codex app-server has this thread loaded" in (bound.reason or "")
+
+
+def test_loaded_threads_are_listed_and_a_native_inform_starts_a_turn(tmp_path: Path):
+    """The blocking client (harness/codex/threads.py), as `crosstalk list` and list_agents use it."""
+    import threading
+
+    from crosstalk.harness.codex import KIND
+    from crosstalk.harness.codex.threads import deliver
+
+    server = FakeAppServer(["01a2-aaaa-bbbb-c0ffee12", "01a2-dead"])
+    server.answers["thread/read"] = {"thread": {"status": {"type": "active"}, "environments": [{"cwd": "/w"}]}}
+    env = {"CODEX_HOME": str(tmp_path)}
+    path = control_socket(env)
+    path.parent.mkdir(parents=True)
+    loop = asyncio.new_event_loop()
+    ready, stop = threading.Event(), asyncio.Event()
+
+    async def serve() -> None:
+        async with unix_serve(server.handler, str(path)):
+            ready.set()
+            await stop.wait()
+
+    thread = threading.Thread(target=loop.run_until_complete, args=(serve(),), daemon=True)
+    thread.start()
+    try:
+        assert ready.wait(10)
+        rows = KIND.discover(env)
+        assert [(r.name, r.status, r.cwd, r.reachable) for r in rows] == [
+            ("codex-c0ffee12", "busy", "/w", True), ("codex-01a2dead", "busy", "/w", True)
+        ]  # fmt: skip
+        out = deliver(env, "01a2-dead", "hello")
+        assert out.state is State.ACCEPTED and out.evidence["native"] is True
+        assert server.calls[-1] == ("turn/start", {"threadId": "01a2-dead", "input": [
+            {"type": "text", "text": "hello", "text_elements": []}]})  # fmt: skip
+    finally:
+        loop.call_soon_threadsafe(stop.set)
+        thread.join(10)
+    assert KIND.discover(env) == [] and deliver(env, "x", "y").state is State.UNREACHABLE  # no app-server now

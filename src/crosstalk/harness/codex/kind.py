@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from crosstalk.harness.base import CallEvidence, ConfigChange, SessionIdentity, SessionRow
+from crosstalk.harness.base import CallEvidence, ConfigChange, InjectResult, SessionIdentity, SessionRow
 from crosstalk.harness.codex import install as setup
 from crosstalk.harness.codex.adapter import CodexAdapter
 
@@ -39,9 +39,26 @@ class CodexKind:
         return SessionIdentity(NAME, ref) if isinstance(ref, str) and ref else None
 
     def discover(self, environ: Mapping[str, str]) -> list[SessionRow]:
-        # Codex threads without crosstalk are not listed yet (issue: Codex, native rows); a thread with crosstalk is
-        # listed as its agent.
-        return []
+        """The threads the app-server on the control socket has loaded (with or without crosstalk)."""
+        from crosstalk.harness.codex.threads import loaded
+
+        return loaded(environ)
+
+    def deliver_native(
+        self,
+        row: SessionRow,
+        text: str,
+        *,
+        from_name: str,
+        from_address: str | None,
+        sender_pid: int | None,
+        environ: Mapping[str, str],
+    ) -> InjectResult:
+        """An inform into a loaded thread crosstalk does not serve: a turn/start carrying the envelope."""
+        from crosstalk.core import envelope
+        from crosstalk.harness.codex.threads import deliver
+
+        return deliver(environ, row.session_ref, envelope.render(text, {"from-name": from_name}))
 
     def superseded(self, old: SessionIdentity, new: SessionIdentity, environ: Mapping[str, str]) -> bool:
         return False

@@ -1,0 +1,118 @@
+"""The Codex threads an app-server has loaded, for listings and for messages into threads crosstalk does not serve:
+a blocking client of the control socket (WebSocket over the unix socket), every step under a timeout. Callers in an
+event loop run it in a thread (the shim's list_agents does)."""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import json
+import time
+from collections.abc import Mapping
+from typing import Any
+
+from crosstalk.core.states import State
+from crosstalk.harness.base import InjectResult, SessionRow
+from crosstalk.harness.codex.adapter import NAME, control_socket
+from crosstalk.harness.codex.appserver import CLIENT, MAX_FRAME
+
+TIMEOUT_S = 3.0
+MAX_THREADS = 200
+
+
+class Blocking:
+    """One request/answer connection (notifications read and dropped)."""
+
+    def __init__(self, path: str) -> None:
+        from websockets.sync.client import unix_connect
+
+        self._stack = contextlib.ExitStack()
+        self._ws = self._stack.enter_context(
+            unix_connect(path, uri="ws://localhost/", max_size=MAX_FRAME, open_timeout=TIMEOUT_S)
+        )
+        self._ids = itertools.count(1)
+        self.request("initialize", {"clientInfo": CLIENT, "capabilities": {"experimentalApi": False}})
+        self._ws.send(json.dumps({"method": "initialized"}))
+
+    def request(self, method: str, params: dict[str, Any]) -> Any:
+        rid = next(self._ids)
+        self._ws.send(json.dumps({"id": rid, "method": method, "params": params}))
+        deadline = time.monotonic() + TIMEOUT_S
+        while True:
+            message = json.loads(self._ws.recv(timeout=max(0.01, deadline - time.monotonic())))
+            if message.get("id") == rid and "method" not in message:
+                if "error" in message:
+                    raise RuntimeError(f"{method}: {message['error']}")
+                return message.get("result")
+
+    def close(self) -> None:
+        self._stack.close()
+
+
+def _connect(environ: Mapping[str, str]) -> Blocking | None:
+    path = control_socket(environ)
+    if not path.exists():
+        return None
+    try:
+        return Blocking(str(path))
+    except Exception:  # no app-server behind the socket, or not one: no evidence
+        return None
+
+
+def loaded(environ: Mapping[str, str]) -> list[SessionRow]:
+    """A row per thread the control socket's app-server has loaded; an unreadable one is left out."""
+    client = _connect(environ)
+    if client is None:
+        return []
+    rows: list[SessionRow] = []
+    try:
+        ids = (client.request("thread/loaded/list", {}) or {}).get("data") or []
+        for tid in [t for t in ids if isinstance(t, str)][:MAX_THREADS]:
+            with contextlib.suppress(Exception):
+                thread = (client.request("thread/read", {"threadId": tid}) or {}).get("thread") or {}
+                rows.append(_row(tid, thread, str(control_socket(environ))))
+    except Exception:
+        pass
+    finally:
+        client.close()
+    return rows
+
+
+def _row(tid: str, thread: Mapping[str, Any], endpoint: str) -> SessionRow:
+    status = (thread.get("status") or {}).get("type")
+    envs = thread.get("environments") or [{}]
+    cwd = envs[0].get("cwd") if isinstance(envs[0], dict) else None
+    name = thread.get("name")
+    usable = status in ("idle", "active") and thread.get("canAcceptDirectInput", True) is not False
+    return SessionRow(
+        harness=NAME,
+        session_ref=tid,
+        # A thread has no name of its own: its id's random tail names it (the head of a v7 id is its start time).
+        name=name if isinstance(name, str) and name else f"codex-{tid.replace('-', '')[-8:]}",
+        cwd=cwd if isinstance(cwd, str) else None,
+        status={"idle": "idle", "active": "busy"}.get(str(status), "unknown"),
+        reachable=usable,
+        reason=None if usable else f"the thread is {status or 'in an unknown state'}",
+        endpoint=endpoint,
+    )
+
+
+def deliver(environ: Mapping[str, str], thread_id: str, text: str) -> InjectResult:
+    """An inform into a thread crosstalk does not serve: `turn/start` (a running turn takes it as a steer)."""
+    client = _connect(environ)
+    if client is None:
+        return InjectResult(State.UNREACHABLE, "no Codex app-server on the control socket")
+    try:
+        params = {"threadId": thread_id, "input": [{"type": "text", "text": text, "text_elements": []}]}
+        try:
+            result = client.request("turn/start", params)
+        except RuntimeError as exc:
+            return InjectResult(State.UNREACHABLE, f"the Codex app-server refused: {exc}")
+        except Exception as exc:
+            return InjectResult(State.UNKNOWN, f"the app-server connection broke after the write: {exc}")
+    finally:
+        client.close()
+    turn = (result or {}).get("turn") or {}
+    if not isinstance(turn.get("id"), str):
+        return InjectResult(State.UNKNOWN, "turn/start answered no turn id")
+    return InjectResult(State.ACCEPTED, evidence={"codex": "turn/start", "turn_id": turn["id"], "native": True})
