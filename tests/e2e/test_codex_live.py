@@ -196,3 +196,25 @@ def test_a_loaded_thread_without_crosstalk_is_listed_and_receives_natively(root:
             time.sleep(0.05)
         turns = cx.request("thread/read", {"threadId": t2, "includeTurns": True})["thread"]["turns"]
         assert any(f"native {token}" in json.dumps(t) and "cross-session-message" in json.dumps(t) for t in turns)
+
+
+def test_the_interactive_codex_tui_attached_to_the_control_socket_receives(root: Path):
+    import time
+
+    with sessions(root, "alpha") as live, LiveCodex.start(root / "cx", crosstalk_home=root / "xt") as cx:
+        a = live["alpha"]
+        tui = cx.attach_tui()
+        try:
+            tui.say("CALL mcp__crosstalk.list_agents {}")
+            listed = cx.wait_tool_result("list_agents")
+            [me] = [r for r in listed["agents"] if r.get("self")]
+            token = secrets.token_hex(6)
+            a.say(f"CALL mcp__crosstalk__send_message {json.dumps({'to': me['name'], 'text': f'to the tui {token}'})}")
+            assert a.wait_tool_result("send_message")["state"] == "accepted"
+            cx.wait_seen(f"to the tui {token}")
+            deadline = time.monotonic() + 30
+            while token not in tui.screen():
+                assert time.monotonic() < deadline, tui.screen()
+                time.sleep(0.1)
+        finally:
+            tui.close()
