@@ -83,6 +83,28 @@ class LiveCodex:
         cx._connect()
         return cx
 
+    def restart(self) -> None:
+        """Stop the app-server (its MCP children, our shims, go with it) and start it again on the same socket."""
+        with contextlib.suppress(Exception):
+            self._stack.close()
+        self._stack = contextlib.ExitStack()
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(self.proc.pid, signal.SIGTERM)
+        self.proc.wait(15)
+        with open(self.root / "codex.err", "ab") as err:
+            self.proc = subprocess.Popen(
+                [str(bin_dir() / "codex"), "app-server", "--listen", "unix://"], env=self.env, cwd=self.cwd,
+                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=err, start_new_session=True,
+            )  # fmt: skip
+        deadline = time.monotonic() + WAIT_S
+        while True:
+            try:
+                self._connect()
+                return
+            except Exception:
+                assert time.monotonic() < deadline and self.proc.poll() is None, f"no app-server\n{self.tail()}"
+                time.sleep(0.1)
+
     # ------------------------------------------------------------------ the driving client
     def _connect(self) -> None:
         from websockets.sync.client import unix_connect

@@ -218,3 +218,19 @@ def test_the_interactive_codex_tui_attached_to_the_control_socket_receives(root:
                 time.sleep(0.1)
         finally:
             tui.close()
+
+
+def test_after_a_restart_of_the_app_server_the_thread_re_registers_under_its_name_and_receives(root: Path):
+    with sessions(root, "alpha") as live, LiveCodex.start(root / "cx", crosstalk_home=root / "xt") as cx:
+        a = live["alpha"]
+        thread = cx.start_thread()
+        before = register(cx, thread)
+        cx.restart()
+        cx.request("thread/resume", {"threadId": thread})
+        after = register(cx, thread)
+        assert after == before  # same thread, same agent_id, same name
+        token = secrets.token_hex(6)
+        a.say(f"CALL mcp__crosstalk__send_message {json.dumps({'to': after, 'text': f'after restart {token}'})}")
+        sent = a.wait_tool_result("send_message")
+        assert sent["state"] == "accepted", sent
+        cx.wait_seen(f"after restart {token}")
