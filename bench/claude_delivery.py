@@ -28,41 +28,20 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # bench/ is not a package
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "e2e"))  # the live-session scaffold
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "e2e"))  # the live-session scaffolds
 
 from live_claude import CROSSTALK, LiveClaude
 
 from _common import emit_result, exit_on_sigterm, ms, stats, verdict, versus
+from _live import arrival, call_sent, settle, wait_for
 
-WAIT_S = 60.0
 TARGET = 1.5
 
 
-def wait_for(predicate, what: str, timeout: float = WAIT_S):
-    deadline = time.monotonic() + timeout
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise TimeoutError(what)
-        time.sleep(0.002)
 
 
-def arrival(b: LiveClaude, token: str, after: int) -> float:
-    req = wait_for(lambda: next((r for r in b.requests()[after:] if token in r.raw), None), f"B never saw {token}")
-    return req.at
 
 
-def settle(s: LiveClaude) -> None:
-    """Let the session finish its turn (the mock's last answer was text, and nothing new for a moment)."""
-    last = -1
-    while True:
-        n = len(s.requests())
-        if n == last:
-            return
-        last = n
-        time.sleep(0.25)
 
 
 def one(a: LiveClaude, b: LiveClaude, call: str, args: dict, token: str, busy: bool) -> float:
@@ -73,7 +52,7 @@ def one(a: LiveClaude, b: LiveClaude, call: str, args: dict, token: str, busy: b
         time.sleep(0.3)
     after, calls = len(b.requests()), len(a.mock.tool_calls)
     a.say(f"CALL {call} {json.dumps(args)}")
-    sent = wait_for(lambda: a.mock.tool_calls[calls:] and a.mock.tool_calls[calls]["at"], "A's tool call")
+    sent = call_sent(a.mock, calls)
     latency = arrival(b, token, after) - sent
     settle(a)
     settle(b)

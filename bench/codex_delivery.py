@@ -30,36 +30,17 @@ from live_claude import LiveClaude
 from live_codex import LiveCodex
 
 from _common import emit_result, exit_on_sigterm, ms, stats, verdict, versus
+from _live import arrival, call_sent, settle, wait_for
 
 TARGET = 1.5
-WAIT_S = 60.0
 
 
-def wait_for(predicate, what: str, timeout: float = WAIT_S):
-    deadline = time.monotonic() + timeout
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise TimeoutError(what)
-        time.sleep(0.002)
 
 
-def arrival(session, token: str, after: int) -> float:
-    return wait_for(lambda: next((r.at for r in session.requests()[after:] if token in r.raw), None), token)
 
 
-def quiet(session) -> None:
-    last = -1
-    while len(session.requests()) != last:
-        last = len(session.requests())
-        time.sleep(0.25)
 
 
-def call_sent(mock, before: int) -> float:
-    """When the first tool call after index `before` left the mock."""
-    return wait_for(lambda: mock.tool_calls[before:] and mock.tool_calls[before]["at"], "the sender's tool call")
 
 
 def busy(cx: LiveCodex, thread: str) -> None:
@@ -83,8 +64,8 @@ def main() -> None:
         thread = cx.start_thread()
         cx.say(thread, "CALL mcp__crosstalk.list_agents {}")
         codex_name = next(r for r in cx.wait_tool_result("list_agents")["agents"] if r.get("self"))["name"]
-        quiet(a)
-        quiet(cx)
+        settle(a)
+        settle(cx)
         print(f"Claude {claude_name}, Codex thread {codex_name}", flush=True)
         results: dict[str, list[float]] = {}
         for case in ("idle", "midturn"):
@@ -96,15 +77,15 @@ def main() -> None:
                 a.say(f"CALL mcp__crosstalk__send_message {json.dumps({'to': codex_name, 'text': f'x-{t}'})}")
                 sent = call_sent(a.mock, calls)
                 xt = arrival(cx, f"x-{t}", after) - sent
-                quiet(a)
-                quiet(cx)
+                settle(a)
+                settle(cx)
                 if case == "midturn":
                     busy(cx, thread)
                 t = secrets.token_hex(5)
                 after, t0 = len(cx.requests()), time.time()
                 cx.say(thread, f"b-{t}")
                 bare = arrival(cx, f"b-{t}", after) - t0
-                quiet(cx)
+                settle(cx)
                 if i:
                     results.setdefault(f"claude_to_codex_{case}", []).append(xt)
                     results.setdefault(f"bare_{case}", []).append(bare)
@@ -116,8 +97,8 @@ def main() -> None:
             cx.say(thread, f"CALL mcp__crosstalk.send_message {json.dumps({'to': claude_name, 'text': f'c-{t}'})}")
             sent = call_sent(cx.mock, calls)
             lat = arrival(a, f"c-{t}", after) - sent
-            quiet(a)
-            quiet(cx)
+            settle(a)
+            settle(cx)
             if i:
                 results.setdefault("codex_to_claude", []).append(lat)
         figures = []

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from mock_models import MockAnthropic, RecordedRequest
+from tmux_pane import TmuxPane
 
 from crosstalk.registry.descriptor import Descriptor
 from crosstalk.registry.discovery import list_descriptors
@@ -238,42 +239,34 @@ class LiveClaude(Session):
 
 
 class TuiClaude(Session):
-    """The interactive TUI in a detached tmux session of its own (`tmux -L <socket>`, so no user server is used)."""
+    """The interactive TUI in a tmux server of its own (tests/e2e/tmux_pane.py)."""
 
-    def __init__(self, root: Path, env: dict[str, str], mock: MockAnthropic, cwd: Path, name: str) -> None:
+    def __init__(self, root: Path, env: dict[str, str], mock: MockAnthropic, cwd: Path, pane: TmuxPane) -> None:
         super().__init__(root, env, mock, cwd)
-        self.name = name
-        self.pid = int(self._tmux("display-message", "-p", "-t", name, "#{pane_pid}").strip())
+        self.pane = pane
+        self.pid = int(pane.tmux("display-message", "-p", "-t", pane.name, "#{pane_pid}").strip())
 
     @classmethod
     def start(cls, root: Path, *, crosstalk_home: Path, config_dir: Path | None = None) -> TuiClaude:
         env, cwd, mock = prepare(root, crosstalk_home, config_dir, True, tui=True)
-        name = f"xt-{root.name}"
         # `env -i` + the session's environment: the TUI sees exactly what the headless sessions see.
         cmd = " ".join(["exec env -i", *(f"{k}={shlex.quote(v)}" for k, v in env.items()),
                         shlex.quote(str(bin_dir() / "claude")), "--model", CLAUDE_MODEL,
                         "--allowedTools", "mcp__crosstalk"])  # fmt: skip
-        subprocess.run(
-            ["tmux", "-L", name, "new-session", "-d", "-s", name, "-x", "160", "-y", "45", "-c", str(cwd), cmd],
-            check=True, timeout=30,
-        )  # fmt: skip
-        session = cls(root, env, mock, cwd, name)
+        pane = TmuxPane(f"xt-{root.name}")
+        pane.start(cmd, str(cwd))
+        session = cls(root, env, mock, cwd, pane)
         deadline = time.monotonic() + WAIT_S
         while "❯" not in session.screen():  # the prompt is up
             assert time.monotonic() < deadline, f"the TUI did not start\n{session.tail()}"
             time.sleep(0.1)
         return session
 
-    def _tmux(self, *args: str) -> str:
-        return subprocess.run(["tmux", "-L", self.name, *args], capture_output=True, text=True, timeout=30).stdout
-
     def screen(self) -> str:
-        return self._tmux("capture-pane", "-p", "-t", self.name)
+        return self.pane.screen()
 
     def say(self, text: str) -> None:
-        self._tmux("send-keys", "-t", self.name, "-l", text)
-        time.sleep(0.3)  # let the TUI take the text before Enter submits it
-        self._tmux("send-keys", "-t", self.name, "Enter")
+        self.pane.say(text)
 
     def alive(self) -> bool:
         try:
@@ -283,7 +276,7 @@ class TuiClaude(Session):
         return True
 
     def close(self) -> None:
-        self._tmux("kill-server")
+        self.pane.close()
         deadline = time.monotonic() + STOP_S
         while self.alive() and time.monotonic() < deadline:
             time.sleep(0.05)

@@ -25,6 +25,7 @@ from typing import Any
 
 from live_claude import CROSSTALK, bin_dir
 from mock_models import MockResponses, RecordedRequest
+from tmux_pane import TmuxPane
 
 WAIT_S = 60.0
 MODEL = "mock-model"
@@ -168,16 +169,15 @@ class LiveCodex:
     def tail(self) -> str:
         return (self.root / "codex.err").read_text(errors="replace")[-2000:]
 
-    def attach_tui(self) -> CodexTui:
+    def attach_tui(self) -> TmuxPane:
         """The interactive codex attached to this app-server (`codex --remote unix://…`), in a tmux of its own."""
         config = Path(self.env["CODEX_HOME"]) / "config.toml"
         config.write_text(config.read_text() + f'\n[projects."{self.cwd}"]\ntrust_level = "trusted"\n')
         env = {**self.env, "TERM": "xterm-256color"}
         cmd = " ".join(["exec env -i", *(f"{k}={shlex.quote(v)}" for k, v in env.items()),
                         shlex.quote(str(bin_dir() / "codex")), "--remote", f"unix://{self.socket}"])  # fmt: skip
-        tui = CodexTui(f"xtc-{os.getpid()}-{len(self.requests())}")
-        subprocess.run(["tmux", "-L", tui.name, "new-session", "-d", "-s", tui.name, "-x", "160", "-y", "45",
-                        "-c", str(self.cwd), cmd], check=True, timeout=30)  # fmt: skip
+        tui = TmuxPane(f"xtc-{os.getpid()}-{len(self.requests())}")
+        tui.start(cmd, str(self.cwd))
         deadline = time.monotonic() + WAIT_S
         while "Ask Codex" not in tui.screen():
             if time.monotonic() > deadline:
@@ -204,25 +204,6 @@ class LiveCodex:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-
-class CodexTui:
-    def __init__(self, name: str) -> None:
-        self.name = name
-
-    def _tmux(self, *args: str) -> str:
-        return subprocess.run(["tmux", "-L", self.name, *args], capture_output=True, text=True, timeout=30).stdout
-
-    def screen(self) -> str:
-        return self._tmux("capture-pane", "-p", "-t", self.name)
-
-    def say(self, text: str) -> None:
-        self._tmux("send-keys", "-t", self.name, "-l", text)
-        time.sleep(0.3)
-        self._tmux("send-keys", "-t", self.name, "Enter")
-
-    def close(self) -> None:
-        self._tmux("kill-server")
 
 
 def _first_json(output: Any) -> dict[str, Any]:

@@ -15,14 +15,13 @@ that names it, and nothing is written.
 from __future__ import annotations
 
 import json
-import os
 import shutil
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from crosstalk.core.errors import CrosstalkError
-from crosstalk.fs.atomic import atomic_write
+from crosstalk.fs.atomic import atomic_write, replace_keeping_mode
 from crosstalk.fs.reading import read_capped
 from crosstalk.harness.base import ConfigChange
 
@@ -74,7 +73,7 @@ def install(scope: str, command: Sequence[str], environ: Mapping[str, str], cwd:
     if servers.get(SERVER) != wanted:
         changes[0] = ConfigChange(str(path), "updated" if path.exists() else "created")
         servers[SERVER] = wanted
-        _write(path, (json.dumps(config, indent=2, ensure_ascii=False) + "\n").encode())
+        replace_keeping_mode(path, (json.dumps(config, indent=2, ensure_ascii=False) + "\n").encode())
     skill = skill_file(scope, environ, cwd)
     text = SKILL.read_bytes()
     if read_capped(skill, len(text) + 1) == text:
@@ -96,7 +95,7 @@ def uninstall(scope: str, environ: Mapping[str, str], cwd: Path) -> list[ConfigC
         servers = config.get("mcpServers")
         if isinstance(servers, dict) and SERVER in servers:
             del servers[SERVER]
-            _write(path, (json.dumps(config, indent=2, ensure_ascii=False) + "\n").encode())
+            replace_keeping_mode(path, (json.dumps(config, indent=2, ensure_ascii=False) + "\n").encode())
             changes[0] = ConfigChange(str(path), "removed")
     skill = skill_file(scope, environ, cwd)
     if skill.parent.is_dir() and not skill.parent.is_symlink():
@@ -125,13 +124,3 @@ def _read_config(path: Path) -> dict[str, Any]:
     if not isinstance(data, dict):
         raise InstallError(f"{path}: not a JSON object; fix it, then install again")
     return data
-
-
-def _write(path: Path, data: bytes) -> None:
-    """Keep the file's mode (it may hold account data: a new one is 0600)."""
-    try:
-        mode = os.stat(path).st_mode & 0o777
-    except FileNotFoundError:
-        mode = 0o600
-    path.parent.mkdir(parents=True, exist_ok=True)
-    atomic_write(path, data, mode=mode)

@@ -9,7 +9,6 @@ it is not `~/.codex`, and CROSSTALK_HOME when the state root is not the default 
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -18,7 +17,7 @@ import tomlkit
 from tomlkit.exceptions import TOMLKitError
 
 from crosstalk.core.errors import CrosstalkError
-from crosstalk.fs.atomic import atomic_write
+from crosstalk.fs.atomic import replace_keeping_mode
 from crosstalk.fs.reading import read_capped
 from crosstalk.harness.base import ConfigChange
 
@@ -79,7 +78,7 @@ def install(
         if key == "env":
             table[key].update(value)
     servers[SERVER] = table
-    _write(path, tomlkit.dumps(doc).encode())
+    replace_keeping_mode(path, tomlkit.dumps(doc).encode())
     return [ConfigChange(str(path), "updated" if existed else "created")]
 
 
@@ -98,7 +97,7 @@ def uninstall(scope: str, environ: Mapping[str, str]) -> list[ConfigChange]:
     text = tomlkit.dumps(doc)
     # The blank line that set our table apart goes with it: the file ends as the user's did.
     text = text.rstrip("\n") + "\n" if text.strip() else ""
-    _write(path, text.encode())
+    replace_keeping_mode(path, text.encode())
     return [ConfigChange(str(path), "removed")]
 
 
@@ -121,12 +120,3 @@ def _read(path: Path) -> tomlkit.TOMLDocument:
         return tomlkit.parse(raw.decode())
     except (TOMLKitError, UnicodeDecodeError) as exc:
         raise InstallError(f"{path}: not valid TOML ({exc}); fix it, then install again") from None
-
-
-def _write(path: Path, data: bytes) -> None:
-    try:
-        mode = os.stat(path).st_mode & 0o777
-    except FileNotFoundError:
-        mode = 0o600
-    path.parent.mkdir(parents=True, exist_ok=True)
-    atomic_write(path, data, mode=mode)
