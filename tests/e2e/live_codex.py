@@ -44,16 +44,21 @@ def require_codex() -> None:
 
 
 class LiveCodex:
-    def __init__(self, root: Path, env: dict[str, str], mock: MockResponses, proc: Any, cwd: Path) -> None:
+    def __init__(
+        self, root: Path, env: dict[str, str], mock: MockResponses, proc: Any, cwd: Path, listen: Path | None = None
+    ) -> None:
         self.root, self.env, self.mock, self.proc, self.cwd = root, env, mock, proc, cwd
-        self.socket = Path(env["CODEX_HOME"]) / "app-server-control" / "app-server-control.sock"
+        self.listen = listen
+        self.socket = listen or Path(env["CODEX_HOME"]) / "app-server-control" / "app-server-control.sock"
         self._ws: Any = None
         self._stack = contextlib.ExitStack()
         self._ids = itertools.count(1)
         self._answers: dict[int, queue.Queue[dict[str, Any]]] = {}
 
     @classmethod
-    def start(cls, root: Path, *, crosstalk_home: Path) -> LiveCodex:
+    def start(cls, root: Path, *, crosstalk_home: Path, listen: Path | None = None) -> LiveCodex:
+        """`listen`: serve on that socket (`--listen unix://PATH`, a non-default app-server) instead of the
+        control socket."""
         home, cwd = root / "home", root / root.name
         codex_home = home / ".codex"
         for d in (codex_home, cwd, root / "tmp"):
@@ -73,10 +78,10 @@ class LiveCodex:
         subprocess.run([str(CROSSTALK), "install", "codex"], env=env, check=True, capture_output=True, timeout=60)
         with open(root / "codex.err", "wb") as err:
             proc = subprocess.Popen(
-                [str(bin_dir() / "codex"), "app-server", "--listen", "unix://"], env=env, cwd=cwd,
+                [str(bin_dir() / "codex"), "app-server", "--listen", f"unix://{listen or ''}"], env=env, cwd=cwd,
                 stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=err, start_new_session=True,
             )  # fmt: skip
-        cx = cls(root, env, mock, proc, cwd)
+        cx = cls(root, env, mock, proc, cwd, listen)
         deadline = time.monotonic() + WAIT_S
         while not cx.socket.exists():
             assert time.monotonic() < deadline and proc.poll() is None, f"no control socket\n{cx.tail()}"
@@ -94,7 +99,8 @@ class LiveCodex:
         self.proc.wait(15)
         with open(self.root / "codex.err", "ab") as err:
             self.proc = subprocess.Popen(
-                [str(bin_dir() / "codex"), "app-server", "--listen", "unix://"], env=self.env, cwd=self.cwd,
+                [str(bin_dir() / "codex"), "app-server", "--listen", f"unix://{self.listen or ''}"], env=self.env,
+                cwd=self.cwd,
                 stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=err, start_new_session=True,
             )  # fmt: skip
         deadline = time.monotonic() + WAIT_S

@@ -234,3 +234,25 @@ def test_after_a_restart_of_the_app_server_the_thread_re_registers_under_its_nam
         sent = a.wait_tool_result("send_message")
         assert sent["state"] == "accepted", sent
         cx.wait_seen(f"after restart {token}")
+
+
+def test_a_thread_on_a_non_default_app_server_receives_and_nothing_reaches_the_default_one(root: Path):
+    """`codex app-server --listen unix://PATH`: the thread's shim finds its app-server from its parent's command
+    line, binds there, and a message by name reaches that thread; the default app-server's model sees nothing."""
+    with (
+        sessions(root, "alpha") as live,
+        LiveCodex.start(root / "cx", crosstalk_home=root / "xt") as default,
+        LiveCodex.start(root / "other", crosstalk_home=root / "xt", listen=root / "other.sock") as other,
+    ):
+        a = live["alpha"]
+        default_thread = default.start_thread()
+        register(default, default_thread)
+        thread = other.start_thread()
+        name = register(other, thread)
+        token = secrets.token_hex(6)
+        n = len(default.requests())
+        a.say(f"CALL mcp__crosstalk__send_message {json.dumps({'to': name, 'text': f'elsewhere {token}'})}")
+        sent = a.wait_tool_result("send_message")
+        assert sent["state"] == "accepted", sent
+        other.wait_seen(f"elsewhere {token}")
+        assert not [r for r in default.requests()[n:] if token in r.raw]

@@ -189,3 +189,50 @@ def test_loaded_threads_are_listed_and_a_native_inform_starts_a_turn(tmp_path: P
         loop.call_soon_threadsafe(stop.set)
         thread.join(10)
     assert KIND.discover(env) == [] and deliver(env, "x", "y").state is State.UNREACHABLE  # no app-server now
+
+
+def test_a_thread_loaded_on_two_app_servers_is_ambiguous_never_the_first(tmp_path: Path, monkeypatch):
+    from crosstalk.harness.codex import adapter as codex_adapter
+
+    other = tmp_path / "other.sock"
+    monkeypatch.setattr(codex_adapter, "parent_listen_socket", lambda: str(other))
+    env = {"CODEX_HOME": str(tmp_path)}
+    control_socket(env).parent.mkdir(parents=True)
+    first, second = FakeAppServer([THREAD]), FakeAppServer([THREAD])
+
+    async def main() -> None:
+        async with unix_serve(first.handler, str(control_socket(env))), unix_serve(second.handler, str(other)):
+            adapter = CodexAdapter(SessionIdentity("codex", THREAD), env)
+            bound = await adapter.bind(INFO)
+            assert not bound.inbound_reachable and (bound.reason or "").startswith("ambiguous_endpoint")
+            assert str(other) in (bound.reason or "")
+            with pytest.raises(PreSendFailure, match="ambiguous_endpoint"):
+                await adapter.inject(request())
+            second.loaded = []  # now only the control socket has it
+            again = CodexAdapter(SessionIdentity("codex", THREAD), env)
+            assert (await again.bind(INFO)).endpoint == str(control_socket(env))
+            await again.close()
+
+    asyncio.run(main())
+
+
+def test_the_parent_app_servers_socket_is_read_from_its_command_line():
+    import subprocess
+    import sys
+
+    from crosstalk.harness.codex.adapter import parent_listen_socket
+
+    proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)", "app-server", "--listen",
+                             "unix:///run/x.sock"])  # fmt: skip
+    try:
+        import time
+
+        deadline = time.monotonic() + 10
+        while b"app-server" not in Path(f"/proc/{proc.pid}/cmdline").read_bytes():
+            assert time.monotonic() < deadline
+            time.sleep(0.005)
+        assert parent_listen_socket(proc.pid) == "/run/x.sock"
+    finally:
+        proc.kill()
+        proc.wait(10)
+    assert parent_listen_socket(999_999_999) is None

@@ -1,9 +1,10 @@
 """The Codex adapter: a Codex thread's agent delivers into the thread through the app-server that has it loaded.
 
-bind: the control socket under CODEX_HOME (`app-server-control/app-server-control.sock`, where the interactive
-`codex` and `codex app-server --listen unix://` serve) is asked `thread/loaded/list`; the thread there → bound to
-that endpoint. No app-server has it (`codex exec`, a TUI without a control socket) → sending works, inbound is
-unreachable with that reason.
+bind: every endpoint the thread may be on is asked `thread/loaded/list`: the control socket under CODEX_HOME
+(`app-server-control/app-server-control.sock`, where the interactive `codex` and `codex app-server --listen unix://`
+serve) and the socket the shim's own parent, an app-server, listens on (`--listen unix://PATH`, read from its
+command line). Exactly one has the thread → bound to it; several → `ambiguous_endpoint`, never the first; none
+(`codex exec`, a TUI without a control socket) → sending works, inbound is unreachable with that reason.
 
 inject, by delivery (HARNESSES.md): auto → `turn/start` (a running turn takes it as a steer; an idle thread starts
 a turn); steer → `turn/steer` with the running turn's id (`turn/start` when the thread is idle, or when the turn
@@ -16,6 +17,7 @@ queued; a connection that broke or a request unanswered after it was sent → un
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -23,6 +25,7 @@ from typing import Any
 from crosstalk.core.kinds import Delivery
 from crosstalk.core.sender import SenderClass
 from crosstalk.core.states import State
+from crosstalk.fs.reading import read_capped
 from crosstalk.harness.base import (
     AgentInfo,
     BindResult,
@@ -44,6 +47,31 @@ def control_socket(environ: Mapping[str, str]) -> Path:
     return codex_home(environ) / "app-server-control" / "app-server-control.sock"
 
 
+def parent_listen_socket(pid: int | None = None) -> str | None:
+    """The unix socket the app-server that started this process listens on (`--listen unix://PATH`), if it is one
+    and names a path (plain `unix://` is the control socket)."""
+    raw = read_capped(f"/proc/{os.getppid() if pid is None else pid}/cmdline", 64 * 1024)
+    args = raw.decode(errors="replace").split("\0") if raw else []
+    if "app-server" not in args:
+        return None
+    for i, arg in enumerate(args):
+        value = args[i + 1] if arg == "--listen" and i + 1 < len(args) else None
+        if arg.startswith("--listen="):
+            value = arg.split("=", 1)[1]
+        if value and value.startswith("unix://") and len(value) > len("unix://"):
+            return value[len("unix://") :]
+    return None
+
+
+def endpoints(environ: Mapping[str, str]) -> list[str]:
+    """Where the calling thread may be loaded: the control socket, then the shim's own app-server's socket."""
+    found = [str(control_socket(environ))]
+    parent = parent_listen_socket()
+    if parent and os.path.realpath(parent) not in map(os.path.realpath, found):
+        found.append(parent)
+    return found
+
+
 class CodexAdapter:
     """harness.base.HarnessAdapter for one Codex thread."""
 
@@ -57,24 +85,36 @@ class CodexAdapter:
         self._server: AppServer | None = None
 
     async def bind(self, agent: AgentInfo) -> BindResult:
-        path = str(control_socket(self._environ))
-        try:
-            server = await AppServer.connect(path)
-        except (AppServerGone, AppServerError) as exc:
-            self.reason = f"no Codex app-server has this thread loaded ({exc}); `codex exec` takes no input"
-            return BindResult(inbound_reachable=False, reason=self.reason)
-        try:
-            loaded = await loaded_threads(server)
-        except (AppServerGone, AppServerError) as exc:
+        holding: list[tuple[str, AppServer]] = []
+        problems: list[str] = []
+        for path in endpoints(self._environ):
+            try:
+                server = await AppServer.connect(path)
+            except (AppServerGone, AppServerError) as exc:
+                problems.append(str(exc))
+                continue
+            try:
+                loaded = await loaded_threads(server)
+            except (AppServerGone, AppServerError) as exc:
+                problems.append(f"the Codex app-server at {path} did not list its threads: {exc}")
+                loaded = []
+            if self.thread_id in loaded:
+                holding.append((path, server))
+            else:
+                problems.append(f"the Codex app-server at {path} does not have this thread loaded")
+                await server.close()
+        if len(holding) == 1:
+            self.endpoint, self._server = holding[0]
+            return BindResult(endpoint=self.endpoint)
+        for _, server in holding:
             await server.close()
-            self.reason = f"the Codex app-server at {path} did not list its threads: {exc}"
-            return BindResult(inbound_reachable=False, reason=self.reason)
-        if self.thread_id not in loaded:
-            await server.close()
-            self.reason = f"the Codex app-server at {path} does not have this thread loaded"
-            return BindResult(inbound_reachable=False, reason=self.reason)
-        self.endpoint, self._server = path, server
-        return BindResult(endpoint=path)
+        if holding:
+            where = ", ".join(path for path, _ in holding)
+            self.reason = f"ambiguous_endpoint: the thread is loaded on several Codex app-servers ({where})"
+        else:
+            self.reason = "no Codex app-server has this thread loaded (" + "; ".join(problems) + ")"
+            self.reason += "; `codex exec` takes no input"
+        return BindResult(inbound_reachable=False, reason=self.reason)
 
     def status(self) -> str:
         return "unknown"  # asked per delivery, never guessed
