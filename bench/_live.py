@@ -7,6 +7,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from _common import emit_result, stats, verdict, versus
+
 WAIT_S = 60.0
 
 
@@ -38,3 +40,20 @@ def settle(session: Any) -> None:
     while len(session.requests()) != last:
         last = len(session.requests())
         time.sleep(0.25)
+
+
+def against(name: str, ours: list[float], theirs: list[float], baseline: str, target: float) -> list[dict[str, Any]]:
+    """p50 and p99 of `ours` beside the same percentiles of `theirs` (seconds), each with the ratio target."""
+    x, b = stats(ours), stats(theirs)
+    return [
+        versus(f"{name}_{q}", x[q], b[q], "ms", f"{baseline} {q}", target=f"<= {target}x", passed=x[q] / b[q] <= target)
+        for q in ("p50", "p99")
+    ]
+
+
+def report(bench: str, figures: list[dict[str, Any]], extra: dict[str, Any]) -> None:
+    """One line per figure beside its baseline, then the RESULT line run_all.py collects."""
+    for f in figures:
+        print(f"{f['name']}: {f['value']:.1f} ms vs {f['baseline']:.1f} ms ({f['baseline_name']}): "
+              f"{f['ratio']:.2f}x {verdict(f.get('passed'))}", flush=True)  # fmt: skip
+    emit_result(bench, figures, extra)

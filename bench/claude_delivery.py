@@ -32,16 +32,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "e2e"))  
 
 from live_claude import CROSSTALK, LiveClaude
 
-from _common import emit_result, exit_on_sigterm, ms, stats, verdict, versus
-from _live import arrival, call_sent, settle, wait_for
+from _common import exit_on_sigterm, ms, stats, versus
+from _live import against, arrival, call_sent, report, settle, wait_for
 
 TARGET = 1.5
-
-
-
-
-
-
 
 
 def one(a: LiveClaude, b: LiveClaude, call: str, args: dict, token: str, busy: bool) -> float:
@@ -117,19 +111,20 @@ def main() -> None:
             if i:
                 results.setdefault("cli", []).append(cli)
                 results.setdefault("raw", []).append(raw)
-        figures = []
-        for case in ("idle", "busy"):
-            x, n = stats(results[f"crosstalk_{case}"]), stats(results[f"native_{case}"])
-            for q in ("p50", "p99"):
-                passed = x[q] / n[q] <= TARGET
-                figures.append(versus(f"claude_to_claude_{case}_{q}", x[q], n[q], "ms", f"Claude SendMessage {q}",
-                                      target=f"<= {TARGET}x", passed=passed))  # fmt: skip
+        figures = [
+            f
+            for case in ("idle", "busy")
+            for f in against(
+                f"claude_to_claude_{case}",
+                results[f"crosstalk_{case}"],
+                results[f"native_{case}"],
+                "Claude SendMessage",
+                TARGET,
+            )
+        ]
         c, r = stats(results["cli"]), stats(results["raw"])
         figures.append(versus("crosstalk_send_to_claude_p50", c["p50"], r["p50"], "ms", "raw socket line p50"))
-        for f in figures:
-            print(f"{f['name']}: {f['value']:.1f} ms vs {f['baseline']:.1f} ms ({f['baseline_name']}): "
-                  f"{f['ratio']:.2f}x {verdict(f.get('passed'))}", flush=True)  # fmt: skip
-        emit_result("claude_delivery", figures, {"rounds": rounds})
+        report("claude_delivery", figures, {"rounds": rounds})
     finally:
         for s in (b, a):
             if s is not None:

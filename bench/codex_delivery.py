@@ -29,18 +29,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "e2e"))  
 from live_claude import LiveClaude
 from live_codex import LiveCodex
 
-from _common import emit_result, exit_on_sigterm, ms, stats, verdict, versus
-from _live import arrival, call_sent, settle, wait_for
+from _common import exit_on_sigterm, ms, stats, versus
+from _live import against, arrival, call_sent, report, settle, wait_for
 
 TARGET = 1.5
-
-
-
-
-
-
-
-
 
 
 def busy(cx: LiveCodex, thread: str) -> None:
@@ -101,18 +93,20 @@ def main() -> None:
             settle(cx)
             if i:
                 results.setdefault("codex_to_claude", []).append(lat)
-        figures = []
-        for case in ("idle", "midturn"):
-            x, b = stats(results[f"claude_to_codex_{case}"]), stats(results[f"bare_{case}"])
-            for q in ("p50", "p99"):
-                figures.append(versus(f"claude_to_codex_{case}_{q}", x[q], b[q], "ms", f"bare turn/start {q}",
-                                      target=f"<= {TARGET}x", passed=x[q] / b[q] <= TARGET))  # fmt: skip
+        figures = [
+            f
+            for case in ("idle", "midturn")
+            for f in against(
+                f"claude_to_codex_{case}",
+                results[f"claude_to_codex_{case}"],
+                results[f"bare_{case}"],
+                "bare turn/start",
+                TARGET,
+            )
+        ]
         c, b = stats(results["codex_to_claude"]), stats(results["bare_idle"])
         figures.append(versus("codex_to_claude_p50", c["p50"], b["p50"], "ms", "bare turn/start p50 (into Codex)"))
-        for f in figures:
-            print(f"{f['name']}: {f['value']:.1f} ms vs {f['baseline']:.1f} ms ({f['baseline_name']}): "
-                  f"{f['ratio']:.2f}x {verdict(f.get('passed'))}", flush=True)  # fmt: skip
-        emit_result("codex_delivery", figures, {"rounds": rounds})
+        report("codex_delivery", figures, {"rounds": rounds})
     finally:
         for s in (cx, a):
             if s is not None:

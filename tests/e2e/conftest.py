@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import NoReturn
 
 import pytest
+from live_claude import bin_dir
 from mock_models import MockAnthropic, MockChat, MockModelServer, MockResponses
 
 REPO = Path(__file__).resolve().parents[2]
@@ -39,8 +40,7 @@ def make_tmp() -> Path:
     return Path(tempfile.mkdtemp(prefix="xt", dir="/tmp"))
 
 
-def e2e_bin_dir() -> Path:
-    return Path(os.environ.get("CROSSTALK_E2E_BIN") or REPO / ".harnesses" / "node_modules" / ".bin")
+e2e_bin_dir = bin_dir  # one place says where the pinned CLIs are (tests/e2e/live_claude.py)
 
 
 def _unavailable(reason: str) -> NoReturn:
@@ -236,3 +236,19 @@ def harness_run(request: pytest.FixtureRequest) -> Iterator[Callable[..., Harnes
     yield make
     for root in roots:
         shutil.rmtree(root, ignore_errors=True)
+
+
+@pytest.fixture
+def live_root() -> Iterator[Path]:
+    """A short temp root for the live-session tests (tests/e2e/test_*_live.py), removed afterwards."""
+    root = make_tmp()
+    try:
+        yield root
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+@pytest.fixture
+def require() -> Callable[[str], Path]:
+    """`require("codex")`: the pinned harness binary, or skip (fail when the run requires the CLIs)."""
+    return harness_binary

@@ -43,19 +43,6 @@ def bin_dir() -> Path:
     return Path(os.environ.get("CROSSTALK_E2E_BIN") or REPO / ".harnesses" / "node_modules" / ".bin")
 
 
-def require_claude() -> None:
-    """Skip when the pinned claude is not installed, or fail when the run requires it (CROSSTALK_E2E_REQUIRED=1,
-    as scripts/dev.sh sets once the install succeeded). The conftest's helper is not importable by name here:
-    several test dirs have a conftest.py."""
-    import pytest
-
-    path = bin_dir() / "claude"
-    if path.is_file() and os.access(path, os.X_OK):
-        return
-    reason = f"e2e harness binary 'claude' not found at {path}"
-    if os.environ.get("CROSSTALK_E2E_REQUIRED") == "1":
-        pytest.fail(f"{reason} (CROSSTALK_E2E_REQUIRED=1)", pytrace=False)
-    pytest.skip(f"{reason}; run `bash scripts/install_harnesses.sh` or set CROSSTALK_E2E_BIN")
 
 
 def prepare(

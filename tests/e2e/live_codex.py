@@ -31,16 +31,6 @@ WAIT_S = 60.0
 MODEL = "mock-model"
 
 
-def require_codex() -> None:
-    import pytest
-
-    path = bin_dir() / "codex"
-    if path.is_file() and os.access(path, os.X_OK):
-        return
-    reason = f"e2e harness binary 'codex' not found at {path}"
-    if os.environ.get("CROSSTALK_E2E_REQUIRED") == "1":
-        pytest.fail(f"{reason} (CROSSTALK_E2E_REQUIRED=1)", pytrace=False)
-    pytest.skip(reason)
 
 
 class LiveCodex:

@@ -5,25 +5,19 @@ from __future__ import annotations
 
 import json
 import secrets
-import shutil
-import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from live_claude import Session, bin_dir, require_claude, sessions
+from live_claude import Session, bin_dir, sessions
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(240)]
 
 
 @pytest.fixture
-def root() -> Iterator[Path]:
-    require_claude()
-    path = Path(tempfile.mkdtemp(prefix="xt", dir="/tmp"))  # short: unix socket paths stay under 108 bytes
-    try:
-        yield path
-    finally:
-        shutil.rmtree(path, ignore_errors=True)
+def root(live_root: Path, require: Callable[[str], Path]) -> Path:
+    require("claude")
+    return live_root
 
 
 def register(s: Session) -> str:

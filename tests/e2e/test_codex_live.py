@@ -5,27 +5,21 @@ from __future__ import annotations
 
 import json
 import secrets
-import shutil
-import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from live_claude import require_claude, sessions
-from live_codex import LiveCodex, require_codex
+from live_claude import sessions
+from live_codex import LiveCodex
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(240)]
 
 
 @pytest.fixture
-def root() -> Iterator[Path]:
-    require_claude()
-    require_codex()
-    path = Path(tempfile.mkdtemp(prefix="xt", dir="/tmp"))
-    try:
-        yield path
-    finally:
-        shutil.rmtree(path, ignore_errors=True)
+def root(live_root: Path, require: Callable[[str], Path]) -> Path:
+    require("claude")
+    require("codex")
+    return live_root
 
 
 def test_claude_to_an_idle_codex_thread_and_next_turn_is_queued(root: Path):

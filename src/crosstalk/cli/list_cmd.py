@@ -50,7 +50,7 @@ def run_list(args: Any) -> int:
 def _native_row(s: Any) -> dict[str, object]:
     """A session without crosstalk, as its harness kind discovered it."""
     return {
-        "name": s.name or f"{s.harness}-{s.session_ref[:8]}",
+        "name": s.name,
         "harness": s.harness,
         "session_ref": s.session_ref,
         "cwd": s.cwd,

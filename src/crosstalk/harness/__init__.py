@@ -18,7 +18,6 @@ if TYPE_CHECKING:
 AUTO = "auto"
 
 
-
 class Entry:
     """One registered kind: its package, and what the CLI offers it for. `auto`: tried by `--harness auto`.
     `standalone`: `crosstalk agent run --harness NAME` can host a session of it with no harness process."""

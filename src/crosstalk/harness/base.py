@@ -58,7 +58,7 @@ class SessionRow:
 
     harness: str
     session_ref: str
-    name: str | None
+    name: str  # the session's own name, else one its kind derives (a listing shows it, a send addresses it)
     cwd: str | None
     status: str  # idle | busy | unknown (the harness's own word for it)
     reachable: bool  # whether a message could be put into it now
@@ -103,7 +103,6 @@ class NativeDelivery(Protocol):
         text: str,
         *,
         from_name: str,
-        from_address: str | None,
         sender_pid: int | None,
         environ: Mapping[str, str],
     ) -> InjectResult: ...
@@ -120,9 +119,7 @@ class PeerPublisher(Protocol):
         """What the opt-in records, from the user's environment (where this harness keeps its sessions)."""
         ...
 
-    def publish_peer(
-        self, agent: AgentInfo, token: str, settings: Mapping[str, str]
-    ) -> Callable[[], None] | None: ...
+    def publish_peer(self, agent: AgentInfo, token: str, settings: Mapping[str, str]) -> Callable[[], None] | None: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -256,33 +253,10 @@ class SessionModel(Protocol):
     def attach_session(self, ops: SessionOps) -> None: ...
 
 
-class UnavailableAdapter:
-    """An adapter for a harness whose delivery into sessions is not built: it binds as inbound-unreachable with
-    `reason`, and every injection fails before anything is written (→ unreachable, saying why), never a fake
-    success. The agent still registers, sends, asks and reads its mailbox."""
-
-    def __init__(self, name: str, reason: str, *, reply_to_uds: bool = False) -> None:
-        self.name = name
-        self.reason = reason
-        self._reply_to_uds = reply_to_uds
-
-    async def bind(self, agent: AgentInfo) -> BindResult:
-        return BindResult(inbound_reachable=False, reason=self.reason)
-
-    async def inject(self, request: InjectRequest) -> InjectResult:
-        raise PreSendFailure(self.reason)
-
-    def status(self) -> str:
-        return "unknown"
-
-    def render(self, request: InjectRequest) -> str:
-        return render_envelope(request)
-
-    def native_reply_address(self, agent: AgentInfo) -> str | None:
-        return agent.uds_path if self._reply_to_uds else None
-
-    async def close(self) -> None:
-        return None
+def derived_name(harness: str, session_ref: str) -> str:
+    """The name of a session its harness gives none: `<harness>-<last 8 hex of its id>` (the tail: the head of a
+    time-ordered id is only its start time, shared by sessions started together)."""
+    return f"{harness}-{session_ref.replace('-', '')[-8:]}"
 
 
 def render_envelope(request: InjectRequest) -> str:

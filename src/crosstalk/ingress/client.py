@@ -127,7 +127,7 @@ def deliver_native(
         return {"state": "rejected", "reason": "kind:native_inform_only", "to": to, "native": True, "hint": hint}
     harness, row = found[0]
     out = harness.deliver_native(  # type: ignore[attr-defined]
-        row, text, from_name=from_name, from_address=None, sender_pid=sender_pid, environ=environ
+        row, text, from_name=from_name, sender_pid=sender_pid, environ=environ
     )
     result: dict[str, Any] = {"state": out.state.value, "to": to, "native": True}
     if out.reason:

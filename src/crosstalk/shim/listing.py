@@ -38,7 +38,7 @@ def agent_rows(paths: StatePaths, environ: Mapping[str, str], me: str | None) ->
         rows.append(row)
     for s in sessions.values():
         native: dict[str, Any] = {
-            "name": s.name or f"{s.harness}-{s.session_ref[:8]}",
+            "name": s.name,
             "harness": s.harness,
             "cwd": s.cwd,
             "status": s.status,

@@ -42,9 +42,9 @@ def kind_adapters(environ: Mapping[str, str]) -> AdapterFactory:
 
 
 def kind_supersession(environ: Mapping[str, str]) -> SupersededCheck:
-    """The kind of the new session judges whether it superseded an old one of the same harness."""
+    """The kind of the new session judges whether it superseded an old one (the pool asks of the same harness only)."""
     env = dict(environ)
-    return lambda old, new: old.harness == new.harness and kinds.kind(new.harness).superseded(old, new, env)
+    return lambda old, new: kinds.kind(new.harness).superseded(old, new, env)
 
 
 class AgentPool:

@@ -89,3 +89,14 @@ def test_superseded_needs_the_same_process_and_a_record_naming_another_session(t
     elsewhere = SessionIdentity("claude", "s-new", harness_pid=ME + 1)
     assert not KIND.superseded(old, elsewhere, env(tmp_path))  # another process never supersedes
     assert not KIND.superseded(old, SessionIdentity("codex", "s-new"), env(tmp_path))
+
+
+def test_a_session_without_a_name_is_given_one_that_addresses_it(tmp_path: Path):
+    """The name a listing shows is the name a send finds (harness.native_sessions matches the row's name)."""
+    from crosstalk import harness as kinds
+
+    body = record()  # no "name" field
+    write(tmp_path, f"{ME}.json", {**body, "sessionId": "5f0c2b1e-0000-4000-8000-00000000beef"})
+    [row] = KIND.discover(env(tmp_path))
+    assert row.name == "claude-0000beef"
+    assert [r.session_ref for _, r in kinds.native_sessions("claude-0000beef", env(tmp_path))] == [row.session_ref]

@@ -108,9 +108,7 @@ class ClaudeAdapter:
         ]
         payload = "".join(json.dumps(line, ensure_ascii=False) + "\n" for line in frame).encode()
         try:
-            reader, writer = await asyncio.wait_for(
-                asyncio.open_unix_connection(self.socket_path), CONNECT_TIMEOUT_S
-            )
+            reader, writer = await asyncio.wait_for(asyncio.open_unix_connection(self.socket_path), CONNECT_TIMEOUT_S)
         except (OSError, TimeoutError) as exc:
             raise PreSendFailure(f"the Claude Code session's socket {self.socket_path} refused: {exc}") from None
         try:

@@ -12,7 +12,15 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from crosstalk.core.states import State
-from crosstalk.harness.base import AgentInfo, CallEvidence, ConfigChange, InjectResult, SessionIdentity, SessionRow
+from crosstalk.harness.base import (
+    AgentInfo,
+    CallEvidence,
+    ConfigChange,
+    InjectResult,
+    SessionIdentity,
+    SessionRow,
+    derived_name,
+)
 from crosstalk.harness.claude import install as setup
 from crosstalk.harness.claude import native, peers
 from crosstalk.harness.claude.adapter import ClaudeAdapter
@@ -58,7 +66,7 @@ class ClaudeKind:
                 SessionRow(
                     harness=NAME,
                     session_ref=record["sessionId"],
-                    name=text_field(record, "name"),
+                    name=text_field(record, "name") or derived_name(NAME, record["sessionId"]),
                     cwd=text_field(record, "cwd"),
                     status=status if status in ("idle", "busy") else "unknown",
                     reachable=live,
@@ -75,7 +83,6 @@ class ClaudeKind:
         text: str,
         *,
         from_name: str,
-        from_address: str | None,
         sender_pid: int | None,
         environ: Mapping[str, str],
     ) -> InjectResult:
@@ -84,9 +91,7 @@ class ClaudeKind:
         if row.pid is None or not row.endpoint:
             return InjectResult(State.UNREACHABLE, "the session published no messaging socket")
         mode = native.permission_mode(sender_pid) if sender_pid else None
-        return native.deliver(
-            environ, row.pid, row.endpoint, text, from_name=from_name, from_address=from_address, from_mode=mode
-        )
+        return native.deliver(environ, row.pid, row.endpoint, text, from_name=from_name, from_mode=mode)
 
     def peer_settings(self, environ: Mapping[str, str]) -> dict[str, str]:
         return {"config_dir": str(config_dir(environ))}

@@ -77,8 +77,9 @@ def peer_token(environ: Mapping[str, str], pid: int, socket_path: str) -> str | 
     return token if isinstance(token, str) and token else None
 
 
-def frame(text: str, from_name: str, from_address: str | None, from_mode: str | None, token: str | None) -> bytes:
-    attrs = {"from": f"uds:{from_address}" if from_address else None, "from-name": from_name, "from-mode": from_mode}
+def frame(text: str, from_name: str, from_mode: str | None, token: str | None) -> bytes:
+    """No `from`: a session without crosstalk has no way to answer through it, so it is given no address."""
+    attrs = {"from-name": from_name, "from-mode": from_mode}
     line: dict[str, object] = {
         "msgV": 1,
         "msg_id": str(uuid.uuid4()),
@@ -86,8 +87,6 @@ def frame(text: str, from_name: str, from_address: str | None, from_mode: str | 
         "message": {"role": "user", "content": envelope.render(text, attrs)},
         "priority": "next",
     }
-    if from_address:
-        line["from"] = f"uds:{from_address}"
     lines = ([{"type": "auth", "token": token}] if token else []) + [line]
     return "".join(json.dumps(x, ensure_ascii=False) + "\n" for x in lines).encode()
 
@@ -99,7 +98,6 @@ def deliver(
     text: str,
     *,
     from_name: str,
-    from_address: str | None = None,
     from_mode: str | None = None,
 ) -> InjectResult:
     """Write one message into the Claude session `pid` listening on `socket_path`."""
@@ -109,7 +107,7 @@ def deliver(
         return InjectResult(State.UNREACHABLE, "the session's messaging socket is gone")
     if not stat.S_ISSOCK(st.st_mode) or st.st_uid != os.getuid():
         return InjectResult(State.UNREACHABLE, "the session's messaging socket is not a socket of this user")
-    payload = frame(text, from_name, from_address, from_mode, peer_token(environ, pid, socket_path))
+    payload = frame(text, from_name, from_mode, peer_token(environ, pid, socket_path))
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
         sock.settimeout(CONNECT_TIMEOUT_S)

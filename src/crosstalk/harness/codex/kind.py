@@ -50,7 +50,6 @@ class CodexKind:
         text: str,
         *,
         from_name: str,
-        from_address: str | None,
         sender_pid: int | None,
         environ: Mapping[str, str],
     ) -> InjectResult:

@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from crosstalk.core.states import State
-from crosstalk.harness.base import InjectResult, SessionRow
+from crosstalk.harness.base import InjectResult, SessionRow, derived_name
 from crosstalk.harness.codex.adapter import NAME, control_socket
 from crosstalk.harness.codex.appserver import CLIENT, MAX_FRAME
 
@@ -87,8 +87,7 @@ def _row(tid: str, thread: Mapping[str, Any], endpoint: str) -> SessionRow:
     return SessionRow(
         harness=NAME,
         session_ref=tid,
-        # A thread has no name of its own: its id's random tail names it (the head of a v7 id is its start time).
-        name=name if isinstance(name, str) and name else f"codex-{tid.replace('-', '')[-8:]}",
+        name=name if isinstance(name, str) and name else derived_name(NAME, tid),
         cwd=cwd if isinstance(cwd, str) else None,
         status={"idle": "idle", "active": "busy"}.get(str(status), "unknown"),
         reachable=usable,
