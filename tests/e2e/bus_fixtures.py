@@ -41,8 +41,16 @@ if TYPE_CHECKING:  # conftest is the e2e fixture module; not imported at run tim
     from conftest import HarnessRun
     from mock_models import MockModelServer
 
-__all__ = ["REPLY_TIMEOUT", "BusPair", "Daemon", "bus_pair", "harness_provider", "protocol_line", "reject_model",
-           "wait_replied"]
+__all__ = [
+    "REPLY_TIMEOUT",
+    "BusPair",
+    "Daemon",
+    "bus_pair",
+    "harness_provider",
+    "protocol_line",
+    "reject_model",
+    "wait_replied",
+]
 
 REPLY_TIMEOUT = 180.0
 # Harness variables the dispatcher's own environment already provides in the right form.
@@ -87,8 +95,7 @@ def bus_pair() -> Iterator[BusPair]:
         shutil.rmtree(tmp, ignore_errors=True)
 
 
-def harness_provider(run: HarnessRun, provider: str,
-                     models: Mapping[str, Sequence[str]]) -> tuple[str, dict[str, str]]:
+def harness_provider(run: HarnessRun, provider: str, models: Mapping[str, Sequence[str]]) -> tuple[str, dict[str, str]]:
     """The registry text declaring `provider` with one model per entry of `models` (name -> argv replacements
     (old, new, old, new ...) applied to the harness's argv_prefix), and the environment the dispatcher needs.
 
@@ -117,8 +124,9 @@ def harness_provider(run: HarnessRun, provider: str,
 def protocol_line(root: Path) -> str:
     """A distinctive line of the transport's PROTOCOL.md (long, plain prose that JSON leaves unescaped)."""
     lines = [ln.strip() for ln in (root / "PROTOCOL.md").read_text().splitlines()]
-    plain = [ln for ln in lines if len(ln) > 60 and not ln.startswith(("#", "-", "`")) and '"' not in ln
-             and "\\" not in ln]
+    plain = [
+        ln for ln in lines if len(ln) > 60 and not ln.startswith(("#", "-", "`")) and '"' not in ln and "\\" not in ln
+    ]
     assert plain, "PROTOCOL.md has no plain prose line"
     return plain[0]
 
@@ -130,8 +138,10 @@ def reject_model(mock: MockModelServer, model: str) -> None:
 
     def handle_post(h: Any, req: Any) -> None:
         if mock.is_generation_path(req.path) and req.body.get("model") == model:
-            h.send_json(404, {"type": "error",
-                              "error": {"type": "not_found_error", "message": f"model: {model} (mock rejects it)"}})
+            h.send_json(
+                404,
+                {"type": "error", "error": {"type": "not_found_error", "message": f"model: {model} (mock rejects it)"}},
+            )
             return
         serve(h, req)
 

@@ -59,13 +59,21 @@ def harness_binary(name: str) -> Path:
     return path
 
 
-def run_bounded(argv: list[str], env: dict[str, str], cwd: Path, stdin: str | None = None,
-                timeout: float = RUN_TIMEOUT) -> subprocess.CompletedProcess[str]:
+def run_bounded(
+    argv: list[str], env: dict[str, str], cwd: Path, stdin: str | None = None, timeout: float = RUN_TIMEOUT
+) -> subprocess.CompletedProcess[str]:
     """Runs argv in its own process group with stdin closed (or fed `stdin`), and kills the whole group on a
     timeout and after exit, so no harness child outlives the test."""
-    proc = subprocess.Popen(argv, env=env, cwd=cwd, text=True, start_new_session=True,
-                            stdin=subprocess.DEVNULL if stdin is None else subprocess.PIPE,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc = subprocess.Popen(
+        argv,
+        env=env,
+        cwd=cwd,
+        text=True,
+        start_new_session=True,
+        stdin=subprocess.DEVNULL if stdin is None else subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
     try:
         out, err = proc.communicate(stdin, timeout=timeout)
     except subprocess.TimeoutExpired:
@@ -104,8 +112,9 @@ class HarnessRun:
     def prompt_fits_argv(self, prompt: str) -> bool:
         return not prompt.startswith(self.argv_unsafe_starts)
 
-    def run(self, prompt: str | None = None, *, stdin: str | None = None,
-            timeout: float = RUN_TIMEOUT) -> subprocess.CompletedProcess[str]:
+    def run(
+        self, prompt: str | None = None, *, stdin: str | None = None, timeout: float = RUN_TIMEOUT
+    ) -> subprocess.CompletedProcess[str]:
         # Keep stdin closed when the prompt is an argument: all three CLIs also read a piped stdin and merge it
         # into the prompt (codex appends a <stdin> block, claude appends it, pi prepends it).
         argv = [*self.argv_prefix, *([] if prompt is None else [prompt])]
@@ -125,15 +134,17 @@ def claude_setup(root: Path, mock: MockModelServer) -> tuple[list[str], dict[str
     env = base_env(root)
     run_dir = root / "run"  # Claude's messaging socket goes to $XDG_RUNTIME_DIR/cc-socks/<pid>.sock
     run_dir.mkdir(mode=0o700, exist_ok=True)
-    env.update({
-        "CLAUDE_CONFIG_DIR": str(root / "home" / ".claude"),
-        "XDG_RUNTIME_DIR": str(run_dir),
-        "ANTHROPIC_BASE_URL": mock.base_url,
-        "ANTHROPIC_API_KEY": "dummy",
-        "IS_SANDBOX": "1",  # lets root use --dangerously-skip-permissions
-        "DISABLE_AUTOUPDATER": "1",
-        "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
-    })
+    env.update(
+        {
+            "CLAUDE_CONFIG_DIR": str(root / "home" / ".claude"),
+            "XDG_RUNTIME_DIR": str(run_dir),
+            "ANTHROPIC_BASE_URL": mock.base_url,
+            "ANTHROPIC_API_KEY": "dummy",
+            "IS_SANDBOX": "1",  # lets root use --dangerously-skip-permissions
+            "DISABLE_AUTOUPDATER": "1",
+            "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+        }
+    )
     argv = [str(harness_binary("claude")), "-p", "--dangerously-skip-permissions", "--model", CLAUDE_MODEL, "--"]
     return argv, env
 
@@ -171,8 +182,16 @@ def pi_setup(root: Path, mock: MockModelServer) -> tuple[list[str], dict[str, st
         "api": "openai-completions",
         "apiKey": "dummy",
         "compat": {"supportsDeveloperRole": False, "supportsReasoningEffort": False},
-        "models": [{"id": MOCK_MODEL, "name": "Mock Model", "reasoning": False, "input": ["text"],
-                    "contextWindow": 200000, "maxTokens": 1024}],
+        "models": [
+            {
+                "id": MOCK_MODEL,
+                "name": "Mock Model",
+                "reasoning": False,
+                "input": ["text"],
+                "contextWindow": 200000,
+                "maxTokens": 1024,
+            }
+        ],
     }
     (agent_dir / "models.json").write_text(json.dumps({"providers": {"mock": provider}}, indent=1))
     env.update({"PI_CODING_AGENT_DIR": str(agent_dir), "PI_OFFLINE": "1", "PI_TELEMETRY": "0"})

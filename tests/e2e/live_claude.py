@@ -43,8 +43,6 @@ def bin_dir() -> Path:
     return Path(os.environ.get("CROSSTALK_E2E_BIN") or REPO / ".harnesses" / "node_modules" / ".bin")
 
 
-
-
 def prepare(
     root: Path, crosstalk_home: Path, config_dir: Path | None, install: bool, *, tui: bool = False
 ) -> tuple[dict[str, str], Path, MockAnthropic]:
@@ -290,8 +288,10 @@ def tool_result(req: RecordedRequest, tool: str) -> dict[str, Any] | None:
         for b in m.get("content") if isinstance(m.get("content"), list) else []:
             if isinstance(b, dict) and b.get("type") == "tool_result" and b.get("tool_use_id") in ids:
                 content = b.get("content")
-                text = content if isinstance(content, str) else "".join(
-                    x.get("text", "") for x in content or [] if isinstance(x, dict)
+                text = (
+                    content
+                    if isinstance(content, str)
+                    else "".join(x.get("text", "") for x in content or [] if isinstance(x, dict))
                 )
                 with contextlib.suppress(ValueError):  # Claude may append <system-reminder> blocks after it
                     found = json.JSONDecoder().raw_decode(text.lstrip())[0]

@@ -31,8 +31,6 @@ WAIT_S = 60.0
 MODEL = "mock-model"
 
 
-
-
 class LiveCodex:
     def __init__(
         self, root: Path, env: dict[str, str], mock: MockResponses, proc: Any, cwd: Path, listen: Path | None = None

@@ -250,3 +250,18 @@ def test_a_thread_on_a_non_default_app_server_receives_and_nothing_reaches_the_d
         assert sent["state"] == "accepted", sent
         other.wait_seen(f"elsewhere {token}")
         assert not [r for r in default.requests()[n:] if token in r.raw]
+        # A thread there without crosstalk is found through the endpoint the registered thread's descriptor
+        # records (the control socket's app-server does not have it), listed, and receives natively there.
+        native = other.start_thread()
+        m = len(a.requests())
+        a.say("CALL mcp__crosstalk__list_agents {}")
+        rows = a.wait_tool_result("list_agents", after=m)["agents"]
+        [row] = [r for r in rows if r["harness"] == "codex" and not r["crosstalk"]]
+        assert row["reachable"] is True and row["name"][-4:] == native.replace("-", "")[-4:], rows
+        token = secrets.token_hex(6)
+        n, m = len(default.requests()), len(a.requests())
+        a.say(f"CALL mcp__crosstalk__send_message {json.dumps({'to': row['name'], 'text': f'native there {token}'})}")
+        sent = a.wait_tool_result("send_message", after=m + 1)  # request m still holds the earlier send's result
+        assert sent["state"] == "accepted" and sent["native"] is True, sent
+        other.wait_seen(f"native there {token}")
+        assert not [r for r in default.requests()[n:] if token in r.raw]

@@ -68,6 +68,7 @@ class ClaimTarget(Protocol):
 
     async def notify(self, text: str) -> Outcome: ...
 
+
 CLAIMED_NOTICE = (
     "{owner} claimed you: you are now its worker; commands from it are allowed. Only {owner} can release you."
 )

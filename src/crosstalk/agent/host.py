@@ -37,7 +37,7 @@ from crosstalk.policy import ReceiverView, Role
 from crosstalk.receiver import AgentIdentity, Listener, Receiver
 from crosstalk.registry.credentials import create_key, remove_key
 from crosstalk.registry.descriptor import Descriptor
-from crosstalk.registry.discovery import find_by_peer, list_descriptors
+from crosstalk.registry.discovery import find_by_peer, list_descriptors, recorded_endpoints
 from crosstalk.registry.errors import InvalidName, NameHeld
 from crosstalk.registry.paths import StatePaths, check_socket_path
 from crosstalk.registry.registration import Registration
@@ -220,8 +220,11 @@ class AgentHost:
         if self.config.a2a:
             await self._start_a2a()
 
-        # 3. the harness binding; an adapter that plays its session's model answers through the task service.
-        self.inbound = await adapter.bind(info)
+        # 3. the harness binding (told where this harness's other agents are bound); an adapter that plays its
+        # session's model answers through the task service.
+        others = [d for d in list_descriptors(paths) if d.agent_id != agent_id]
+        known = tuple(recorded_endpoints(others).get(adapter.name, ()))
+        self.inbound = await adapter.bind(replace(info, known_endpoints=known))
         if isinstance(adapter, SessionModel):
             via = self.config.session_reply
             adapter.attach_session(session_ops(self.tasks, (lambda mid, text: via(self, mid, text)) if via else None))

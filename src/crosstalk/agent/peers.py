@@ -37,9 +37,7 @@ def settings(paths: StatePaths) -> dict[str, dict[str, str]]:
     return out
 
 
-def publish_native_peers(
-    paths: StatePaths, own_harness: str, agent: AgentInfo, token: str
-) -> list[Callable[[], None]]:
+def publish_native_peers(paths: StatePaths, own_harness: str, agent: AgentInfo, token: str) -> list[Callable[[], None]]:
     """Publish `agent` as a native peer of every opted-in harness but its own; how to unpublish each."""
     undo: list[Callable[[], None]] = []
     for name, opts in settings(paths).items():

@@ -120,8 +120,15 @@ def run_loop(dispatcher: Loopable, stop_event: threading.Event | None = None, *,
             threading.Thread(target=_forward_stop, args=(dispatcher, stop_event), daemon=True).start()
         sock = bind_wake_socket(state)
         dispatcher.reload_registry(force=True)
-        dispatcher.log("boot", pid=os.getpid(), transport=dispatcher.transport.name, alias=dispatcher.alias,
-                       interval=dispatcher.interval, jobs=dispatcher.jobs, claimed=len(dispatcher.claimed))
+        dispatcher.log(
+            "boot",
+            pid=os.getpid(),
+            transport=dispatcher.transport.name,
+            alias=dispatcher.alias,
+            interval=dispatcher.interval,
+            jobs=dispatcher.jobs,
+            claimed=len(dispatcher.claimed),
+        )
         dispatcher.write_heartbeat()
         while not dispatcher.stopping:
             drain(sock)

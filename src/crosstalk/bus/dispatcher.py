@@ -328,8 +328,14 @@ class Dispatcher:
         limit = spec.timeout if self.model_timeout is None else self.model_timeout
         run: RunResult = run_headless(spec.argv, prompt, env=env, cwd=self.root, timeout=limit, cancel=self._stop)
         if run.interrupted:
-            self.log("dispatch_interrupted", "warn", channel=batch.channel, model=spec.key, n=len(batch.messages),
-                     duration=f"{run.duration_s:.3f}")
+            self.log(
+                "dispatch_interrupted",
+                "warn",
+                channel=batch.channel,
+                model=spec.key,
+                n=len(batch.messages),
+                duration=f"{run.duration_s:.3f}",
+            )
             raise _Interrupted
         self.log(
             "dispatch",

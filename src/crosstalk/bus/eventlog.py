@@ -29,7 +29,7 @@ def _field(value: object) -> str:
     text = "-" if value is None else str(value)
     if len(text) > _MAX_VALUE_CHARS:
         text = text[: _MAX_VALUE_CHARS - 1] + "…"
-    if not text or any(ch.isspace() or ch in "\"=" for ch in text):
+    if not text or any(ch.isspace() or ch in '"=' for ch in text):
         return json.dumps(text, ensure_ascii=False)
     return text
 

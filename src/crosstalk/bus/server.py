@@ -188,8 +188,9 @@ def stop(
     if pid <= 0:
         raise ServerError(f"a dispatcher for {transport.name} holds its lock but wrote no pid file; stop it by hand")
     if not is_our_dispatcher(pid, transport):
-        raise ServerError(f"pid {pid} in {state.pidfile} is not a crosstalk dispatcher for {transport.name}; not "
-                          "signalling it")
+        raise ServerError(
+            f"pid {pid} in {state.pidfile} is not a crosstalk dispatcher for {transport.name}; not signalling it"
+        )
     os.kill(pid, signal.SIGTERM)
     if _wait_gone(state, pid, timeout):
         return pid

@@ -24,12 +24,21 @@ def add_parser(sub: Any) -> None:
     )
     add_transport_option(d)
     d.add_argument("--once", action="store_true", help="Run one tick and exit.")
-    d.add_argument("--interval", type=positive_float(0.05, 86400), default=DEFAULT_INTERVAL_S,
-                   help=f"Seconds between ticks when nothing wakes the dispatcher (default {DEFAULT_INTERVAL_S:g}).")
-    d.add_argument("--jobs", type=non_negative_int(1), default=DEFAULT_JOBS,
-                   help=f"Model runs at once (default {DEFAULT_JOBS}).")
-    d.add_argument("--model-timeout", dest="model_timeout", type=positive_float(0.1, 86400),
-                   help="Seconds per model run, overriding the registry's timeouts (default: the provider's, 600).")
+    d.add_argument(
+        "--interval",
+        type=positive_float(0.05, 86400),
+        default=DEFAULT_INTERVAL_S,
+        help=f"Seconds between ticks when nothing wakes the dispatcher (default {DEFAULT_INTERVAL_S:g}).",
+    )
+    d.add_argument(
+        "--jobs", type=non_negative_int(1), default=DEFAULT_JOBS, help=f"Model runs at once (default {DEFAULT_JOBS})."
+    )
+    d.add_argument(
+        "--model-timeout",
+        dest="model_timeout",
+        type=positive_float(0.1, 86400),
+        help="Seconds per model run, overriding the registry's timeouts (default: the provider's, 600).",
+    )
     d.set_defaults(run="crosstalk.cli.daemon_cmd:run_dispatch")
 
 

@@ -15,7 +15,7 @@ def run_list(args: Any) -> int:
     import os
 
     from crosstalk import harness as kinds
-    from crosstalk.registry.discovery import is_live, list_descriptors
+    from crosstalk.registry.discovery import is_live, list_descriptors, recorded_endpoints
 
     paths = state_paths()
     descs = list_descriptors(paths, include_stale=include_stale)
@@ -29,7 +29,8 @@ def run_list(args: Any) -> int:
         row["crosstalk"] = True
         row["reachable"] = d.reachable()
         rows.append(row)
-    for s in kinds.discover(os.environ):
+    bound = recorded_endpoints(d for d, r in zip(descs, rows, strict=True) if r["live"])
+    for s in kinds.discover(os.environ, bound):
         if (s.harness, s.session_ref) not in known:
             rows.append(_native_row(s))
     if as_json:

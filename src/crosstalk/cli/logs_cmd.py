@@ -12,11 +12,18 @@ from crosstalk.cli.main import non_negative_int, positive_float
 
 def add_log_options(p: argparse.ArgumentParser) -> None:
     add_transport_option(p)
-    p.add_argument("-n", "--lines", dest="lines", type=non_negative_int(0), default=50,
-                   help="Show this many earlier lines (default 50).")
+    p.add_argument(
+        "-n",
+        "--lines",
+        dest="lines",
+        type=non_negative_int(0),
+        default=50,
+        help="Show this many earlier lines (default 50).",
+    )
     p.add_argument("-f", "--follow", action="store_true", help="Keep printing new lines (Ctrl-C ends).")
-    p.add_argument("--for", dest="duration", type=positive_float(0.0, 1e9),
-                   help="With -f: stop after this many seconds.")
+    p.add_argument(
+        "--for", dest="duration", type=positive_float(0.0, 1e9), help="With -f: stop after this many seconds."
+    )
 
 
 def add_parser(sub: Any) -> None:

@@ -295,8 +295,11 @@ def _agent(sub: Any) -> None:
         "list",
         help="List the bus models of a transport: which this machine claims, and why the others are skipped.",
     )
-    lp.add_argument("--transport", metavar="NAME|DIR", help="The transport (default: the one containing the "
-                    "current directory, else the only one known).")
+    lp.add_argument(
+        "--transport",
+        metavar="NAME|DIR",
+        help="The transport (default: the one containing the current directory, else the only one known).",
+    )
     lp.add_argument("--json", dest="as_json", action="store_true", help="Print JSON.")
     lp.set_defaults(run="crosstalk.cli.bus_agent_cmd:run_list")
 

@@ -14,14 +14,20 @@ from crosstalk.cli.main import non_negative_int, positive_float
 def add_parser(sub: Any) -> None:
     p = sub.add_parser("server", help="Start, stop and watch this machine's background dispatcher for a transport.")
     verbs = p.add_subparsers(dest="server_command", metavar="COMMAND", parser_class=type(p))
-    for verb, text in (("start", "Start the dispatcher in the background."),
-                       ("restart", "Stop the dispatcher (if running) and start it again.")):
+    for verb, text in (
+        ("start", "Start the dispatcher in the background."),
+        ("restart", "Stop the dispatcher (if running) and start it again."),
+    ):
         v = verbs.add_parser(verb, help=text)
         add_transport_option(v)
         v.add_argument("--interval", type=positive_float(0.05, 86400), help="Seconds between idle ticks (default 5).")
         v.add_argument("--jobs", type=non_negative_int(1), help="Model runs at once (default 4).")
-        v.add_argument("--model-timeout", dest="model_timeout", type=positive_float(0.1, 86400),
-                       help="Seconds per model run, overriding the registry.")
+        v.add_argument(
+            "--model-timeout",
+            dest="model_timeout",
+            type=positive_float(0.1, 86400),
+            help="Seconds per model run, overriding the registry.",
+        )
         v.add_argument("--json", dest="as_json", action="store_true", help="Print JSON.")
         v.set_defaults(run=f"crosstalk.cli.server_cmd:run_{verb}")
     stop = verbs.add_parser("stop", help="Stop the dispatcher (SIGTERM, then SIGKILL after 15 s).")
@@ -39,8 +45,11 @@ def add_parser(sub: Any) -> None:
     logs.set_defaults(run="crosstalk.cli.logs_cmd:run")
     unit = verbs.add_parser("unit", help="Print a systemd user unit running the dispatcher (or --install it).")
     add_transport_option(unit)
-    unit.add_argument("--install", action="store_true",
-                      help="Write it to ~/.config/systemd/user/ (then: systemctl --user enable --now UNIT).")
+    unit.add_argument(
+        "--install",
+        action="store_true",
+        help="Write it to ~/.config/systemd/user/ (then: systemctl --user enable --now UNIT).",
+    )
     unit.set_defaults(run="crosstalk.cli.server_cmd:run_unit")
 
 
@@ -48,8 +57,7 @@ def _start(args: argparse.Namespace, transport: Any) -> int:
     from crosstalk.bus import server
 
     with bus_errors():
-        pid, started = server.start(transport, interval=args.interval, jobs=args.jobs,
-                                    model_timeout=args.model_timeout)
+        pid, started = server.start(transport, interval=args.interval, jobs=args.jobs, model_timeout=args.model_timeout)
     if args.as_json:
         print_json({"transport": transport.name, "pid": pid, "started": started})
     elif started:
@@ -104,8 +112,10 @@ def run_status(args: argparse.Namespace) -> int:
         age = "?" if st.heartbeat_age_s is None else f"{st.heartbeat_age_s:.1f}s ago"
         echo(f"  heartbeat: {age} (ticks {beat.get('ticks')}, alias {beat.get('alias')})")
         echo(f"  claimed:   {', '.join(map(str, beat.get('claimed') or [])) or '-'}")
-        echo(f"  counts:    dispatched {beat.get('dispatched')}, silent {beat.get('silent')}, "
-             f"failed {beat.get('failed')}, errors {beat.get('errors')}")
+        echo(
+            f"  counts:    dispatched {beat.get('dispatched')}, silent {beat.get('silent')}, "
+            f"failed {beat.get('failed')}, errors {beat.get('errors')}"
+        )
         if beat.get("halted"):
             echo(f"  halted:    {beat['halted']}")
     echo(f"  log:       {st.log}")

@@ -96,8 +96,21 @@ class BusDemo:
     def start_alice(self) -> Path:
         inbox = self.tmp / "alice.inbox.jsonl"
         proc = subprocess.Popen(
-            [sys.executable, "-m", "crosstalk", "agent", "run", "--harness", "fake", "--name", "alice",
-             "--inbox", str(inbox), "--no-a2a", "--json"],
+            [
+                sys.executable,
+                "-m",
+                "crosstalk",
+                "agent",
+                "run",
+                "--harness",
+                "fake",
+                "--name",
+                "alice",
+                "--inbox",
+                str(inbox),
+                "--no-a2a",
+                "--json",
+            ],
             env=self.env("laptop"),
             cwd=self.tmp,
             stdin=subprocess.DEVNULL,
@@ -142,14 +155,36 @@ def run_bus_demo(out: Callable[[str], None] = print) -> int:
     demo = BusDemo(out)
     try:
         out(f"\nThe git bus: machines 'laptop' and 'server' share a transport whose remote is {demo.remote}")
-        subprocess.run(["git", "init", "-q", "--bare", "--initial-branch=main", str(demo.remote)],
-                       check=True, capture_output=True, timeout=CLI_TIMEOUT_S)
+        subprocess.run(
+            ["git", "init", "-q", "--bare", "--initial-branch=main", str(demo.remote)],
+            check=True,
+            capture_output=True,
+            timeout=CLI_TIMEOUT_S,
+        )
         for machine in ("laptop", "server"):
             (demo.tmp / machine).mkdir()
-        demo.cli("laptop", "transport", "init", "team", "--dir", str(demo.tmp / "laptop" / "team"),
-                 "--remote", str(demo.remote), cwd=demo.tmp)
-        demo.cli("server", "transport", "clone", str(demo.remote), "--dir", str(demo.tmp / "server" / "team"),
-                 "--name", "team", cwd=demo.tmp)
+        demo.cli(
+            "laptop",
+            "transport",
+            "init",
+            "team",
+            "--dir",
+            str(demo.tmp / "laptop" / "team"),
+            "--remote",
+            str(demo.remote),
+            cwd=demo.tmp,
+        )
+        demo.cli(
+            "server",
+            "transport",
+            "clone",
+            str(demo.remote),
+            "--dir",
+            str(demo.tmp / "server" / "team"),
+            "--name",
+            "team",
+            cwd=demo.tmp,
+        )
         model = demo.tmp / "reviewer"
         model.write_text(REVIEWER.format(python=sys.executable))
         model.chmod(0o755)

@@ -11,7 +11,7 @@ import importlib
 
 TYPE_CHECKING = False  # not `typing`: this module is on `crosstalk send`'s start-up path
 if TYPE_CHECKING:
-    from collections.abc import Mapping
+    from collections.abc import Mapping, Sequence
 
     from crosstalk.harness.base import CallEvidence, HarnessKind, SessionIdentity, SessionRow
 
@@ -76,13 +76,14 @@ def identify(name: str, call: CallEvidence) -> SessionIdentity | None:
     return None
 
 
-def discover(environ: Mapping[str, str]) -> list[SessionRow]:
-    """Every session the registered kinds know on this machine, with or without crosstalk. A kind that fails to
+def discover(environ: Mapping[str, str], known: Mapping[str, Sequence[str]] | None = None) -> list[SessionRow]:
+    """Every session the registered kinds know on this machine, with or without crosstalk. `known`: harness name ->
+    the endpoints its crosstalk agents are bound to (registry.discovery.recorded_endpoints). A kind that fails to
     look is skipped (logged): one broken harness never breaks a listing."""
     rows: list[SessionRow] = []
     for name in KINDS:
         try:
-            rows.extend(kind(name).discover(environ))
+            rows.extend(kind(name).discover(environ, tuple((known or {}).get(name, ()))))
         except Exception:
             import logging
 
@@ -90,7 +91,9 @@ def discover(environ: Mapping[str, str]) -> list[SessionRow]:
     return rows
 
 
-def native_sessions(name: str, environ: Mapping[str, str]) -> list[tuple[HarnessKind, SessionRow]]:
+def native_sessions(
+    name: str, environ: Mapping[str, str], known: Mapping[str, Sequence[str]] | None = None
+) -> list[tuple[HarnessKind, SessionRow]]:
     """The live sessions named `name` whose kind can write into them without crosstalk (NativeDelivery)."""
     from crosstalk.harness.base import NativeDelivery
 
@@ -98,5 +101,6 @@ def native_sessions(name: str, environ: Mapping[str, str]) -> list[tuple[Harness
     for kind_name in KINDS:
         k = kind(kind_name)
         if isinstance(k, NativeDelivery):
-            found += [(k, row) for row in k.discover(environ) if row.name == name]
+            rows = k.discover(environ, tuple((known or {}).get(kind_name, ())))
+            found += [(k, row) for row in rows if row.name == name]
     return found

@@ -13,7 +13,7 @@ package imports `crosstalk.core`, this module and itself, nothing else (tests/un
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
@@ -79,8 +79,9 @@ class HarnessKind(Protocol):
         """The session this call comes from, from the call's own evidence; None without evidence."""
         ...
 
-    def discover(self, environ: Mapping[str, str]) -> list[SessionRow]:
-        """The live sessions of this harness on this machine (missing evidence: not listed)."""
+    def discover(self, environ: Mapping[str, str], known_endpoints: Sequence[str] = ()) -> list[SessionRow]:
+        """The live sessions of this harness on this machine (missing evidence: not listed). `known_endpoints`:
+        where this harness's crosstalk agents are bound (from their descriptors), for a kind that asks endpoints."""
         ...
 
     def superseded(self, old: SessionIdentity, new: SessionIdentity, environ: Mapping[str, str]) -> bool:
@@ -160,6 +161,9 @@ class AgentInfo:
     session_ref: str
     uds_path: str
     cwd: str
+    # The harness endpoints other live agents of this harness are bound to (their descriptors record them): a
+    # session may be reachable at one of them (a Codex app-server on a socket of its own).
+    known_endpoints: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

@@ -114,10 +114,12 @@ def deliver_native(
     """A message to a live session that crosstalk does not serve (a Claude session started without it), written
     as the harness's own peers write it; None when no such session has the name `to`."""
     from crosstalk import harness as kinds
-    from crosstalk.registry.discovery import list_descriptors
+    from crosstalk.registry.discovery import list_descriptors, recorded_endpoints
 
-    served = {(d.harness, d.session_ref) for d in list_descriptors(paths)}
-    found = [(k, row) for k, row in kinds.native_sessions(to, environ) if (row.harness, row.session_ref) not in served]
+    descs = list_descriptors(paths)
+    served = {(d.harness, d.session_ref) for d in descs}
+    native = kinds.native_sessions(to, environ, recorded_endpoints(descs))
+    found = [(k, row) for k, row in native if (row.harness, row.session_ref) not in served]
     if not found:
         return None
     if len(found) > 1:

@@ -7,7 +7,7 @@ lock is held (the registration has not ended). Reading never creates files or di
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from crosstalk.core.ids import is_agent_id
@@ -54,6 +54,16 @@ def list_descriptors(paths: StatePaths, *, include_stale: bool = False) -> list[
     """Live descriptors (all of them with include_stale), sorted by name then agent_id."""
     found = [d for d in _read_all(paths) if include_stale or is_live(paths, d)]
     return sorted(found, key=lambda d: (d.name, d.agent_id))
+
+
+def recorded_endpoints(descs: Iterable[Descriptor]) -> dict[str, list[str]]:
+    """Harness name -> the harness endpoints its agents are bound to, as their descriptors record them (each once):
+    a kind that finds sessions by asking endpoints asks these too."""
+    found: dict[str, list[str]] = {}
+    for d in descs:
+        if d.harness_endpoint and d.harness_endpoint not in found.setdefault(d.harness, []):
+            found[d.harness].append(d.harness_endpoint)
+    return found
 
 
 def resolve(paths: StatePaths, name_or_agent_id: str) -> Descriptor:

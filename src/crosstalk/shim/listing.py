@@ -9,13 +9,13 @@ from typing import Any
 
 from crosstalk import harness as kinds
 from crosstalk.registry.descriptor import Descriptor
-from crosstalk.registry.discovery import list_descriptors
+from crosstalk.registry.discovery import list_descriptors, recorded_endpoints
 from crosstalk.registry.paths import StatePaths
 
 
 def agent_rows(paths: StatePaths, environ: Mapping[str, str], me: str | None) -> list[dict[str, Any]]:
     descs = list_descriptors(paths)
-    sessions = {(s.harness, s.session_ref): s for s in kinds.discover(environ)}
+    sessions = {(s.harness, s.session_ref): s for s in kinds.discover(environ, recorded_endpoints(descs))}
     names = {d.agent_id: d.name for d in descs}
     rows = []
     for d in descs:

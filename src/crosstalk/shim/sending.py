@@ -181,4 +181,3 @@ def is_nudge_count(n: int) -> bool:
         return False
     q = n // NUDGE_FIRST
     return q & (q - 1) == 0
-

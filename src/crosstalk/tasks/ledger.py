@@ -70,9 +70,7 @@ class TaskLedger:
         if not text and not artifacts:
             raise ReplyError(ReplyError.NOT_AN_ASK, "a reply needs text or artifacts")
         entry = HistoryEntry(new_message_id(), "agent", text) if text else None
-        extra = (
-            [obligation_record(task.messages[0], task.view.task_id, "closed", "replied")] if is_ask(task) else []
-        )
+        extra = [obligation_record(task.messages[0], task.view.task_id, "closed", "replied")] if is_ask(task) else []
         await self.record(
             task,
             state=TaskState.COMPLETED,
@@ -152,7 +150,6 @@ class TaskLedger:
             )
         except JournalError:
             log.exception("could not journal the deadline of task %s", task_id)
-
 
     async def keep(self, view: TaskView, msg: Message, sender: Sender) -> str:
         """Journal a task that is settled on arrival (its message holds no dispatch), then apply it."""

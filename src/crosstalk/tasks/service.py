@@ -390,6 +390,7 @@ class TaskService(TaskApi):
             return view.delivery == State.UNKNOWN.value  # waits for its reply (or deadline)
         return view.delivery is not None  # delivered, failed, or unknown: the dispatch is over
 
+
 def _inbound_of(entry: MessageEntry) -> Inbound:
     """A journaled task message as the chain was handed it (its record was checked when it was written)."""
     return Inbound(Message.from_dict(entry.message, check_size=False), Sender.from_dict(entry.sender), "a2a")

@@ -5,5 +5,12 @@ from .base import REPLY_PREFIX, MockModelServer, RecordedRequest, digest_reply
 from .chat import MockChat
 from .responses import MockResponses
 
-__all__ = ["REPLY_PREFIX", "MockAnthropic", "MockChat", "MockModelServer", "MockResponses", "RecordedRequest",
-           "digest_reply"]
+__all__ = [
+    "REPLY_PREFIX",
+    "MockAnthropic",
+    "MockChat",
+    "MockModelServer",
+    "MockResponses",
+    "RecordedRequest",
+    "digest_reply",
+]

@@ -98,23 +98,42 @@ class MockAnthropic(MockModelServer):
         text = self.answer(req.body)
         model = req.body.get("model", self.model)
         message: dict[str, Any] = {
-            "id": "msg_" + uuid.uuid4().hex[:20], "type": "message", "role": "assistant", "model": model,
-            "content": [], "stop_reason": None, "stop_sequence": None,
-            "usage": {"input_tokens": 10, "output_tokens": 0, "cache_creation_input_tokens": 0,
-                      "cache_read_input_tokens": 0},
+            "id": "msg_" + uuid.uuid4().hex[:20],
+            "type": "message",
+            "role": "assistant",
+            "model": model,
+            "content": [],
+            "stop_reason": None,
+            "stop_sequence": None,
+            "usage": {
+                "input_tokens": 10,
+                "output_tokens": 0,
+                "cache_creation_input_tokens": 0,
+                "cache_read_input_tokens": 0,
+            },
         }
         if not req.body.get("stream"):
             done = {**message, "content": [{"type": "text", "text": text}], "stop_reason": "end_turn"}
             return h.send_json(200, done)
         h.start_sse()
         h.send_event({"type": "message_start", "message": message}, "message_start")
-        h.send_event({"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}},
-                     "content_block_start")
-        h.send_event({"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": text}},
-                     "content_block_delta")
+        h.send_event(
+            {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}},
+            "content_block_start",
+        )
+        h.send_event(
+            {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": text}},
+            "content_block_delta",
+        )
         h.send_event({"type": "content_block_stop", "index": 0}, "content_block_stop")
-        h.send_event({"type": "message_delta", "delta": {"stop_reason": "end_turn", "stop_sequence": None},
-                      "usage": {"output_tokens": 5}}, "message_delta")
+        h.send_event(
+            {
+                "type": "message_delta",
+                "delta": {"stop_reason": "end_turn", "stop_sequence": None},
+                "usage": {"output_tokens": 5},
+            },
+            "message_delta",
+        )
         h.send_event({"type": "message_stop"}, "message_stop")
         return None
 
@@ -125,20 +144,43 @@ class MockAnthropic(MockModelServer):
         model = req.body.get("model", self.model)
         usage = {"input_tokens": 10, "output_tokens": 5, "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0}
         message: dict[str, Any] = {
-            "id": "msg_" + uuid.uuid4().hex[:20], "type": "message", "role": "assistant", "model": model,
-            "content": [], "stop_reason": None, "stop_sequence": None, "usage": usage,
+            "id": "msg_" + uuid.uuid4().hex[:20],
+            "type": "message",
+            "role": "assistant",
+            "model": model,
+            "content": [],
+            "stop_reason": None,
+            "stop_sequence": None,
+            "usage": usage,
         }
         if not req.body.get("stream"):
             return h.send_json(200, {**message, "content": [block], "stop_reason": "tool_use"})
         h.start_sse()
         h.send_event({"type": "message_start", "message": message}, "message_start")
-        h.send_event({"type": "content_block_start", "index": 0,
-                      "content_block": {"type": "tool_use", "id": block["id"], "name": name, "input": {}}},
-                     "content_block_start")
-        h.send_event({"type": "content_block_delta", "index": 0,
-                      "delta": {"type": "input_json_delta", "partial_json": json.dumps(args)}}, "content_block_delta")
+        h.send_event(
+            {
+                "type": "content_block_start",
+                "index": 0,
+                "content_block": {"type": "tool_use", "id": block["id"], "name": name, "input": {}},
+            },
+            "content_block_start",
+        )
+        h.send_event(
+            {
+                "type": "content_block_delta",
+                "index": 0,
+                "delta": {"type": "input_json_delta", "partial_json": json.dumps(args)},
+            },
+            "content_block_delta",
+        )
         h.send_event({"type": "content_block_stop", "index": 0}, "content_block_stop")
-        h.send_event({"type": "message_delta", "delta": {"stop_reason": "tool_use", "stop_sequence": None},
-                      "usage": {"output_tokens": 5}}, "message_delta")
+        h.send_event(
+            {
+                "type": "message_delta",
+                "delta": {"stop_reason": "tool_use", "stop_sequence": None},
+                "usage": {"output_tokens": 5},
+            },
+            "message_delta",
+        )
         h.send_event({"type": "message_stop"}, "message_stop")
         return None

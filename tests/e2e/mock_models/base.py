@@ -69,8 +69,9 @@ class _Handler(BaseHTTPRequestHandler):
             body = json.loads(raw) if raw else {}
         except ValueError:
             body = {}
-        req = RecordedRequest(self.command, self.path, dict(self.headers), raw,
-                              body if isinstance(body, dict) else {}, time.time())
+        req = RecordedRequest(
+            self.command, self.path, dict(self.headers), raw, body if isinstance(body, dict) else {}, time.time()
+        )
         self.server.mock._log(req)
         return req
 
@@ -139,8 +140,9 @@ class MockModelServer:
         server = _Server(("127.0.0.1", 0), _Handler)
         server.mock = self
         self._server = server
-        self._thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05},
-                                        name=f"{self.name}-mock", daemon=True)
+        self._thread = threading.Thread(
+            target=server.serve_forever, kwargs={"poll_interval": 0.05}, name=f"{self.name}-mock", daemon=True
+        )
         self._thread.start()
         deadline = time.monotonic() + timeout
         while True:

@@ -23,16 +23,29 @@ class MockChat(MockModelServer):
         if not self.is_generation_path(req.path):
             return h.send_json(404, {"error": {"message": f"mock: no route {req.path}"}})
         text = self.answer(req.body)
-        base = {"id": "chatcmpl-" + uuid.uuid4().hex[:12], "created": int(time.time()),
-                "model": req.body.get("model", self.model)}
+        base = {
+            "id": "chatcmpl-" + uuid.uuid4().hex[:12],
+            "created": int(time.time()),
+            "model": req.body.get("model", self.model),
+        }
         usage = {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}
         if not req.body.get("stream"):
-            return h.send_json(200, {**base, "object": "chat.completion", "usage": usage, "choices": [
-                {"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}]})
+            return h.send_json(
+                200,
+                {
+                    **base,
+                    "object": "chat.completion",
+                    "usage": usage,
+                    "choices": [
+                        {"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}
+                    ],
+                },
+            )
         chunk = {**base, "object": "chat.completion.chunk"}
         h.start_sse()
-        h.send_event({**chunk, "choices": [{"index": 0, "delta": {"role": "assistant", "content": ""},
-                                            "finish_reason": None}]})
+        h.send_event(
+            {**chunk, "choices": [{"index": 0, "delta": {"role": "assistant", "content": ""}, "finish_reason": None}]}
+        )
         h.send_event({**chunk, "choices": [{"index": 0, "delta": {"content": text}, "finish_reason": None}]})
         h.send_event({**chunk, "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]})
         h.send_event({**chunk, "choices": [], "usage": usage})

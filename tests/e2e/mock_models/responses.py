@@ -70,19 +70,39 @@ class MockResponses(MockModelServer):
         text = self.answer(req.body)
         rid, mid = "resp_" + uuid.uuid4().hex[:12], "msg_" + uuid.uuid4().hex[:12]
         response: dict[str, Any] = {"id": rid, "object": "response", "status": "in_progress", "output": []}
-        item = {"type": "message", "id": mid, "role": "assistant", "status": "completed",
-                "content": [{"type": "output_text", "text": text, "annotations": []}]}
-        usage = {"input_tokens": 10, "input_tokens_details": {"cached_tokens": 0}, "output_tokens": 5,
-                 "output_tokens_details": {"reasoning_tokens": 0}, "total_tokens": 15}
+        item = {
+            "type": "message",
+            "id": mid,
+            "role": "assistant",
+            "status": "completed",
+            "content": [{"type": "output_text", "text": text, "annotations": []}],
+        }
+        usage = {
+            "input_tokens": 10,
+            "input_tokens_details": {"cached_tokens": 0},
+            "output_tokens": 5,
+            "output_tokens_details": {"reasoning_tokens": 0},
+            "total_tokens": 15,
+        }
         events: list[dict[str, Any]] = [
             {"type": "response.created", "response": response},
-            {"type": "response.output_item.added", "output_index": 0,
-             "item": {**item, "status": "in_progress", "content": []}},
-            {"type": "response.output_text.delta", "output_index": 0, "content_index": 0, "item_id": mid,
-             "delta": text},
+            {
+                "type": "response.output_item.added",
+                "output_index": 0,
+                "item": {**item, "status": "in_progress", "content": []},
+            },
+            {
+                "type": "response.output_text.delta",
+                "output_index": 0,
+                "content_index": 0,
+                "item_id": mid,
+                "delta": text,
+            },
             {"type": "response.output_item.done", "output_index": 0, "item": item},
-            {"type": "response.completed",
-             "response": {**response, "status": "completed", "output": [item], "usage": usage}},
+            {
+                "type": "response.completed",
+                "response": {**response, "status": "completed", "output": [item], "usage": usage},
+            },
         ]
         h.start_sse()
         for event in events:

@@ -127,8 +127,15 @@ def in_process_dispatcher(machine: Machine, monkeypatch: Any) -> Any:
     return dispatcher
 
 
-def send(machine: Machine, to: str, body: str, *, sender: str = "alice", extra: Iterable[str] = (),
-         env: dict[str, str] | None = None) -> list[str]:
+def send(
+    machine: Machine,
+    to: str,
+    body: str,
+    *,
+    sender: str = "alice",
+    extra: Iterable[str] = (),
+    env: dict[str, str] | None = None,
+) -> list[str]:
     """`message send` through the CLI; the transport-relative paths it printed."""
     res = machine.cli("message", "send", "--to", to, "--from", sender, *extra, body, env=env)
     assert res.returncode == 0, res.stderr
@@ -190,8 +197,9 @@ class Daemon:
     """`crosstalk daemon dispatch` as a subprocess of the test (with the machine's env plus `env`), stopped (by pid)
     on exit."""
 
-    def __init__(self, machine: Machine, *args: str, log_name: str = "daemon.out",
-                 env: Mapping[str, str] | None = None) -> None:
+    def __init__(
+        self, machine: Machine, *args: str, log_name: str = "daemon.out", env: Mapping[str, str] | None = None
+    ) -> None:
         self.machine = machine
         self.out = machine.base / log_name
         self._fh = open(self.out, "ab")  # noqa: SIM115 - closed in stop()
@@ -213,8 +221,11 @@ class Daemon:
     def wait_ready(self, timeout: float = 30.0) -> dict[str, Any]:
         """Its first heartbeat (which lists the models it claimed)."""
         try:
-            wait_for(lambda: heartbeat(self.machine).get("pid") == self.proc.pid or self.proc.poll() is not None,
-                     timeout, "the daemon's first heartbeat")
+            wait_for(
+                lambda: heartbeat(self.machine).get("pid") == self.proc.pid or self.proc.poll() is not None,
+                timeout,
+                "the daemon's first heartbeat",
+            )
         except AssertionError as exc:
             raise AssertionError(f"{exc}:\n{self.tail()}") from None
         assert self.proc.poll() is None, f"the dispatcher exited {self.proc.returncode}:\n{self.tail()}"
@@ -246,8 +257,9 @@ class Daemon:
         self.stop()
 
 
-def wait_replied(machine: Machine, paths: Sequence[str], timeout: float = 60.0,
-                 daemon: Daemon | None = None) -> list[dict[str, Any]]:
+def wait_replied(
+    machine: Machine, paths: Sequence[str], timeout: float = 60.0, daemon: Daemon | None = None
+) -> list[dict[str, Any]]:
     """Polls `message replies PATH... --pull --json` on `machine` until it exits 0 (every path REPLIED or FAILED);
     its JSON statuses. Fails at once on any other exit than 2 (PENDING), or when `daemon` died meanwhile."""
 
@@ -290,7 +302,11 @@ def remote_files(remote: Path) -> dict[str, str]:
     batch = "".join(f"main:{n}\n" for n in names)
     out = subprocess.run(
         ["git", "--git-dir", str(remote), "cat-file", "--batch"],
-        input=batch.encode(), capture_output=True, timeout=GIT_TIMEOUT, env=clean_env(), check=True,
+        input=batch.encode(),
+        capture_output=True,
+        timeout=GIT_TIMEOUT,
+        env=clean_env(),
+        check=True,
     ).stdout
     files: dict[str, str] = {}
     pos = 0

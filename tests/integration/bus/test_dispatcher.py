@@ -64,8 +64,9 @@ def test_activation_rule(bus) -> None:
     dispatch_once(m)
     # An FYI to echo that answers alice's message: echo never asked, so it does not wake. (The CLI never links a
     # send to messages its addressee did not send, so this one is written as another runtime might write it.)
-    fyi = BusMessage(sender="carol", to="echo", timestamp=utc_timestamp(), re=(channel_rel(question),),
-                     body="fyi: bob is on it")
+    fyi = BusMessage(
+        sender="carol", to="echo", timestamp=utc_timestamp(), re=(channel_rel(question),), body="fyi: bob is on it"
+    )
     commit_files(m, {f"data/channels/{channel}/{new_message_name()}": render_message(fyi)})
     # Self-sent: echo writing to itself never wakes it.
     send(m, "echo", "note to self", sender="local/echo@m1")
@@ -73,8 +74,13 @@ def test_activation_rule(bus) -> None:
     [own] = send(m, "alice", "echo asks alice something", sender="local/echo@m1")
     dispatch_once(m)
     assert runs(models / "echo") == []
-    send(m, "echo", "alice answers echo", sender="alice", env={"CROSSTALK_CHANNEL": channel,
-                                                               "CROSSTALK_RE": channel_rel(own)})
+    send(
+        m,
+        "echo",
+        "alice answers echo",
+        sender="alice",
+        env={"CROSSTALK_CHANNEL": channel, "CROSSTALK_RE": channel_rel(own)},
+    )
     dispatch_once(m)
     [run] = runs(models / "echo")
     assert "alice answers echo" in run["prompt"]

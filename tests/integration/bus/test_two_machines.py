@@ -119,9 +119,19 @@ def test_500_messages_with_both_dispatchers_racing(two_machines: TwoMachines) ->
         script = machine.base / "sender.py"
         script.write_text(SENDER)
         proc = subprocess.run(
-            [sys.executable, str(script), str(machine.root), f"op-{machine.alias}", str(count), "7",
-             ",".join(channels)],
-            env=machine.env, capture_output=True, text=True, timeout=240,
+            [
+                sys.executable,
+                str(script),
+                str(machine.root),
+                f"op-{machine.alias}",
+                str(count),
+                "7",
+                ",".join(channels),
+            ],
+            env=machine.env,
+            capture_output=True,
+            text=True,
+            timeout=240,
         )
         if proc.returncode != 0:
             errors.append(proc.stderr)
@@ -163,8 +173,12 @@ def test_500_messages_with_both_dispatchers_racing(two_machines: TwoMachines) ->
         remote_head = lambda: subprocess.run(  # noqa: E731
             ["git", "--git-dir", str(remote), "rev-parse", "main"], capture_output=True, text=True, timeout=30
         ).stdout.strip()
-        wait_for(lambda: a.git("rev-parse", "HEAD").strip() == b.git("rev-parse", "HEAD").strip() == remote_head(),
-                 60, "both clones to converge on the remote's HEAD", poll=0.5)
+        wait_for(
+            lambda: a.git("rev-parse", "HEAD").strip() == b.git("rev-parse", "HEAD").strip() == remote_head(),
+            60,
+            "both clones to converge on the remote's HEAD",
+            poll=0.5,
+        )
         assert da.stop() == 0 and db.stop() == 0
     beats = {"m1": heartbeat(a), "m2": heartbeat(b)}
 

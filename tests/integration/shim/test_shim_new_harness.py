@@ -63,7 +63,7 @@ class EchoKind:
         ref = call.meta.get("echo/session")
         return SessionIdentity("echo", ref, call.meta.get("echo/name")) if isinstance(ref, str) and ref else None
 
-    def discover(self, environ):
+    def discover(self, environ, known_endpoints=()):
         return []
 
     def superseded(self, old, new, environ):

@@ -486,3 +486,16 @@ def test_close_does_not_wait_for_a_stuck_peer(start_host):
         assert s.recv(4096) == b""  # the stuck connection was closed, with no state
     finally:
         s.close()
+
+
+def test_bind_is_told_the_endpoints_other_agents_of_its_harness_are_bound_to(start_host, xt_home):
+    """The host reads the live descriptors before bind: an adapter may find its session at an endpoint another
+    agent of the same harness published (a Codex app-server on a socket of its own)."""
+    first = start_host(name="first", session_ref="s-1", inbox_dir=xt_home)
+    second = start_host(name="second", session_ref="s-2", inbox_dir=xt_home)
+    from crosstalk.registry.descriptor import read_descriptor
+
+    published = read_descriptor(first.paths.descriptor(first.agent_id)).harness_endpoint
+    assert published and second.fake.agent is not None
+    assert second.fake.agent.known_endpoints == (published,)
+    assert first.fake.agent is not None and first.fake.agent.known_endpoints == ()  # never its own

@@ -65,6 +65,7 @@ class HostThread:
         inject_timeout_s: float = 5.0,
         role: Role = Role.PRIMARY,
         owner: str | None = None,
+        inbox_dir: Path | None = None,
     ) -> None:
         from crosstalk.agent import AgentConfig, AgentHost
 
@@ -73,7 +74,7 @@ class HostThread:
         self.loop = asyncio.new_event_loop()
         self.thread = threading.Thread(target=self.loop.run_forever, name="xt-uds-host", daemon=True)
         self.thread.start()
-        self.fake = FakeHarness(script, default=default)
+        self.fake = FakeHarness(script, default=default, inbox_dir=inbox_dir)
         self.config = AgentConfig(
             harness=self.fake,
             session_ref=session_ref,

@@ -47,8 +47,12 @@ and the repository exists.
             1,
             "error: src refspec nope does not match any; error: failed to push some refs to '/r'",
         ),
-        ("warning: something odd\nerror: could not apply 1234abc... x\nhint: Resolve all conflicts\n", "", 1,
-         "error: could not apply 1234abc... x"),
+        (
+            "warning: something odd\nerror: could not apply 1234abc... x\nhint: Resolve all conflicts\n",
+            "",
+            1,
+            "error: could not apply 1234abc... x",
+        ),
         ("error: a\nfatal: b\nhint: c\n", "", 128, "fatal: b"),  # fatal: is what ended git
         ("Some plain complaint\nhint: do this instead\n", "", 1, "Some plain complaint"),
         ("hint: only advice\n", "nothing to commit, working tree clean\n", 1, "nothing to commit, working tree clean"),
@@ -109,8 +113,9 @@ def test_git_errors_use_the_same_line(tmp: Path, git_env: None) -> None:
     _, repo = _clone_with_commit(tmp)
     with pytest.raises(GitError) as info:
         repo.run("push", "-q", "origin", "no-such-branch")
-    assert info.value.message.endswith("error: src refspec no-such-branch does not match any; "
-                                       f"error: failed to push some refs to '{tmp / 'r.git'}'")
+    assert info.value.message.endswith(
+        f"error: src refspec no-such-branch does not match any; error: failed to push some refs to '{tmp / 'r.git'}'"
+    )
     with pytest.raises(GitError) as info:
         run_git(["clone", "-q", str(tmp / "missing.git"), str(tmp / "c")])
     assert "fatal: repository" in info.value.message and "does not exist" in info.value.message

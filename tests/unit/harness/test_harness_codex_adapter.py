@@ -24,7 +24,8 @@ from crosstalk.harness.base import (
     PreSendFailure,
     SessionIdentity,
 )
-from crosstalk.harness.codex.adapter import CodexAdapter, control_socket
+from crosstalk.harness.codex.adapter import CodexAdapter
+from crosstalk.harness.codex.endpoints import control_socket, endpoints, parent_listen_socket
 
 pytestmark = pytest.mark.unit
 THREAD = "01a2-thread"
@@ -181,21 +182,21 @@ def test_loaded_threads_are_listed_and_a_native_inform_starts_a_turn(tmp_path: P
         assert [(r.name, r.status, r.cwd, r.reachable) for r in rows] == [
             ("codex-c0ffee12", "busy", "/w", True), ("codex-01a2dead", "busy", "/w", True)
         ]  # fmt: skip
-        out = deliver(env, "01a2-dead", "hello")
+        out = deliver(str(path), "01a2-dead", "hello")
         assert out.state is State.ACCEPTED and out.evidence["native"] is True
         assert server.calls[-1] == ("turn/start", {"threadId": "01a2-dead", "input": [
             {"type": "text", "text": "hello", "text_elements": []}]})  # fmt: skip
     finally:
         loop.call_soon_threadsafe(stop.set)
         thread.join(10)
-    assert KIND.discover(env) == [] and deliver(env, "x", "y").state is State.UNREACHABLE  # no app-server now
+    assert KIND.discover(env) == [] and deliver(str(path), "x", "y").state is State.UNREACHABLE  # no app-server now
 
 
 def test_a_thread_loaded_on_two_app_servers_is_ambiguous_never_the_first(tmp_path: Path, monkeypatch):
-    from crosstalk.harness.codex import adapter as codex_adapter
+    from crosstalk.harness.codex import endpoints as codex_endpoints
 
     other = tmp_path / "other.sock"
-    monkeypatch.setattr(codex_adapter, "parent_listen_socket", lambda: str(other))
+    monkeypatch.setattr(codex_endpoints, "parent_listen_socket", lambda: str(other))
     env = {"CODEX_HOME": str(tmp_path)}
     control_socket(env).parent.mkdir(parents=True)
     first, second = FakeAppServer([THREAD]), FakeAppServer([THREAD])
@@ -220,8 +221,6 @@ def test_the_parent_app_servers_socket_is_read_from_its_command_line():
     import subprocess
     import sys
 
-    from crosstalk.harness.codex.adapter import parent_listen_socket
-
     proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)", "app-server", "--listen",
                              "unix:///run/x.sock"])  # fmt: skip
     try:
@@ -236,3 +235,99 @@ def test_the_parent_app_servers_socket_is_read_from_its_command_line():
         proc.kill()
         proc.wait(10)
     assert parent_listen_socket(999_999_999) is None
+
+
+def serving(*servers: tuple[FakeAppServer, Path]) -> Any:
+    """Serve each fake app-server on its socket in a background loop (for the blocking listing client)."""
+    import contextlib
+    import threading
+
+    @contextlib.contextmanager
+    def cm() -> Any:
+        loop = asyncio.new_event_loop()
+        ready, stop = threading.Event(), asyncio.Event()
+
+        async def serve() -> None:
+            async with contextlib.AsyncExitStack() as stack:
+                for server, path in servers:
+                    await stack.enter_async_context(unix_serve(server.handler, str(path)))
+                ready.set()
+                await stop.wait()
+
+        thread = threading.Thread(target=loop.run_until_complete, args=(serve(),), daemon=True)
+        thread.start()
+        try:
+            assert ready.wait(10)
+            yield
+        finally:
+            loop.call_soon_threadsafe(stop.set)
+            thread.join(10)
+
+    return cm()
+
+
+def test_a_thread_on_an_endpoint_another_agents_descriptor_records_is_bound_there(tmp_path: Path):
+    """Neither the control socket nor the shim's parent has the thread; the endpoint another Codex agent is bound
+    to (handed in by the host from its descriptor) does."""
+    env = {"CODEX_HOME": str(tmp_path)}
+    control_socket(env).parent.mkdir(parents=True)
+    elsewhere = tmp_path / "elsewhere.sock"
+    default, other = FakeAppServer(["01a2-someone-else"]), FakeAppServer([THREAD])
+
+    async def main() -> None:
+        async with unix_serve(default.handler, str(control_socket(env))), unix_serve(other.handler, str(elsewhere)):
+            alone = CodexAdapter(SessionIdentity("codex", THREAD), env)
+            assert not (await alone.bind(INFO)).inbound_reachable  # without the recorded endpoint: not found
+            await alone.close()
+            adapter = CodexAdapter(SessionIdentity("codex", THREAD), env)
+            info = AgentInfo(INFO.agent_id, INFO.name, THREAD, INFO.uds_path, INFO.cwd, (str(elsewhere),))
+            try:
+                assert (await adapter.bind(info)).endpoint == str(elsewhere)
+                assert (await adapter.inject(request())).state is State.ACCEPTED
+            finally:
+                await adapter.close()
+        assert [m for m, _ in other.calls if m == "turn/start"] == ["turn/start"]
+        assert "turn/start" not in [m for m, _ in default.calls]
+
+    asyncio.run(main())
+
+
+def test_only_unix_sockets_this_user_owns_are_asked_and_each_once(tmp_path: Path):
+    env = {"CODEX_HOME": str(tmp_path)}
+    control = control_socket(env)
+    control.parent.mkdir(parents=True)
+    regular = tmp_path / "not-a-socket"
+    regular.write_text("x")
+    (tmp_path / "link.sock").symlink_to(control)
+    server = FakeAppServer([THREAD])
+
+    async def main() -> None:
+        async with unix_serve(server.handler, str(control)):
+            asked = endpoints(env, [str(regular), "relative.sock", str(tmp_path / "missing.sock"),
+                                    str(tmp_path / "link.sock"), str(control)], parent=False)  # fmt: skip
+            assert asked == [str(control)]  # the link is the same socket; the rest are not sockets
+
+    asyncio.run(main())
+
+
+def test_listing_asks_recorded_endpoints_and_a_thread_on_two_is_ambiguous(tmp_path: Path):
+    from crosstalk.harness.codex import KIND
+
+    env = {"CODEX_HOME": str(tmp_path)}
+    control = control_socket(env)
+    control.parent.mkdir(parents=True)
+    elsewhere = tmp_path / "elsewhere.sock"
+    default = FakeAppServer(["01a2-both", "01a2-here"])
+    other = FakeAppServer(["01a2-both", "01a2-there"])
+    with serving((default, control), (other, elsewhere)):
+        rows = {r.session_ref: r for r in KIND.discover(env, [str(elsewhere)])}
+        assert set(rows) == {"01a2-both", "01a2-here", "01a2-there"}
+        assert rows["01a2-there"].endpoint == str(elsewhere) and rows["01a2-there"].reachable
+        assert rows["01a2-here"].endpoint == str(control)
+        both = rows["01a2-both"]
+        assert not both.reachable and (both.reason or "").startswith("ambiguous_endpoint")
+        sent = KIND.deliver_native(rows["01a2-there"], "hi", from_name="a", sender_pid=None, environ=env)
+        refused = KIND.deliver_native(both, "hi", from_name="a", sender_pid=None, environ=env)
+    assert sent.state is State.ACCEPTED and [m for m, _ in other.calls].count("turn/start") == 1
+    assert refused.state is State.UNREACHABLE and "ambiguous_endpoint" in (refused.reason or "")
+    assert "turn/start" not in [m for m, _ in default.calls]

@@ -8,7 +8,7 @@ no evidence). Sessions follow `/rename`: the record's `name` is the agent's pref
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from crosstalk.core.states import State
@@ -54,7 +54,7 @@ class ClaudeKind:
             return None
         return SessionIdentity(NAME, record["sessionId"], text_field(record, "name"), harness_pid=call.parent_pid)
 
-    def discover(self, environ: Mapping[str, str]) -> list[SessionRow]:
+    def discover(self, environ: Mapping[str, str], known_endpoints: Sequence[str] = ()) -> list[SessionRow]:
         rows = []
         for pid, record in live_records(environ):
             if record.get("entrypoint") == peers.ENTRYPOINT:

@@ -1,10 +1,9 @@
 """The Codex adapter: a Codex thread's agent delivers into the thread through the app-server that has it loaded.
 
-bind: every endpoint the thread may be on is asked `thread/loaded/list`: the control socket under CODEX_HOME
-(`app-server-control/app-server-control.sock`, where the interactive `codex` and `codex app-server --listen unix://`
-serve) and the socket the shim's own parent, an app-server, listens on (`--listen unix://PATH`, read from its
-command line). Exactly one has the thread → bound to it; several → `ambiguous_endpoint`, never the first; none
-(`codex exec`, a TUI without a control socket) → sending works, inbound is unreachable with that reason.
+bind: every endpoint the thread may be on (endpoints.py: the control socket under CODEX_HOME, the shim's own
+app-server's socket, the endpoints other Codex agents' descriptors record) is asked `thread/loaded/list`. Exactly
+one has the thread → bound to it; several → `ambiguous_endpoint`, never the first; none (`codex exec`, a TUI
+without a control socket) → sending works, inbound is unreachable with that reason.
 
 inject, by delivery (HARNESSES.md): auto → `turn/start` (a running turn takes it as a steer; an idle thread starts
 a turn); steer → `turn/steer` with the running turn's id (`turn/start` when the thread is idle, or when the turn
@@ -17,15 +16,12 @@ queued; a connection that broke or a request unanswered after it was sent → un
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Any
 
 from crosstalk.core.kinds import Delivery
 from crosstalk.core.sender import SenderClass
 from crosstalk.core.states import State
-from crosstalk.fs.reading import read_capped
 from crosstalk.harness.base import (
     AgentInfo,
     BindResult,
@@ -38,38 +34,9 @@ from crosstalk.harness.base import (
     render_envelope,
 )
 from crosstalk.harness.codex.appserver import AppServer, AppServerError, AppServerGone, loaded_threads
-from crosstalk.harness.codex.install import codex_home
+from crosstalk.harness.codex.endpoints import endpoints
 
 NAME = "codex"
-
-
-def control_socket(environ: Mapping[str, str]) -> Path:
-    return codex_home(environ) / "app-server-control" / "app-server-control.sock"
-
-
-def parent_listen_socket(pid: int | None = None) -> str | None:
-    """The unix socket the app-server that started this process listens on (`--listen unix://PATH`), if it is one
-    and names a path (plain `unix://` is the control socket)."""
-    raw = read_capped(f"/proc/{os.getppid() if pid is None else pid}/cmdline", 64 * 1024)
-    args = raw.decode(errors="replace").split("\0") if raw else []
-    if "app-server" not in args:
-        return None
-    for i, arg in enumerate(args):
-        value = args[i + 1] if arg == "--listen" and i + 1 < len(args) else None
-        if arg.startswith("--listen="):
-            value = arg.split("=", 1)[1]
-        if value and value.startswith("unix://") and len(value) > len("unix://"):
-            return value[len("unix://") :]
-    return None
-
-
-def endpoints(environ: Mapping[str, str]) -> list[str]:
-    """Where the calling thread may be loaded: the control socket, then the shim's own app-server's socket."""
-    found = [str(control_socket(environ))]
-    parent = parent_listen_socket()
-    if parent and os.path.realpath(parent) not in map(os.path.realpath, found):
-        found.append(parent)
-    return found
 
 
 class CodexAdapter:
@@ -87,7 +54,7 @@ class CodexAdapter:
     async def bind(self, agent: AgentInfo) -> BindResult:
         holding: list[tuple[str, AppServer]] = []
         problems: list[str] = []
-        for path in endpoints(self._environ):
+        for path in endpoints(self._environ, agent.known_endpoints):
             try:
                 server = await AppServer.connect(path)
             except (AppServerGone, AppServerError) as exc:

@@ -7,8 +7,9 @@ supersedes. Codex threads have no name of their own to follow.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
+from crosstalk.core.states import State
 from crosstalk.harness.base import CallEvidence, ConfigChange, InjectResult, SessionIdentity, SessionRow
 from crosstalk.harness.codex import install as setup
 from crosstalk.harness.codex.adapter import CodexAdapter
@@ -38,11 +39,12 @@ class CodexKind:
         ref = call.meta.get("threadId")
         return SessionIdentity(NAME, ref) if isinstance(ref, str) and ref else None
 
-    def discover(self, environ: Mapping[str, str]) -> list[SessionRow]:
-        """The threads the app-server on the control socket has loaded (with or without crosstalk)."""
+    def discover(self, environ: Mapping[str, str], known_endpoints: Sequence[str] = ()) -> list[SessionRow]:
+        """The threads the app-servers have loaded (with or without crosstalk): the control socket's and those
+        crosstalk's Codex agents are bound to."""
         from crosstalk.harness.codex.threads import loaded
 
-        return loaded(environ)
+        return loaded(environ, known_endpoints)
 
     def deliver_native(
         self,
@@ -53,11 +55,14 @@ class CodexKind:
         sender_pid: int | None,
         environ: Mapping[str, str],
     ) -> InjectResult:
-        """An inform into a loaded thread crosstalk does not serve: a turn/start carrying the envelope."""
+        """An inform into a loaded thread crosstalk does not serve: a turn/start carrying the envelope, on the
+        app-server the listing found it on."""
         from crosstalk.core import envelope
         from crosstalk.harness.codex.threads import deliver
 
-        return deliver(environ, row.session_ref, envelope.render(text, {"from-name": from_name}))
+        if not row.reachable or not row.endpoint:
+            return InjectResult(State.UNREACHABLE, row.reason or "the thread is on no app-server")
+        return deliver(row.endpoint, row.session_ref, envelope.render(text, {"from-name": from_name}))
 
     def superseded(self, old: SessionIdentity, new: SessionIdentity, environ: Mapping[str, str]) -> bool:
         return False

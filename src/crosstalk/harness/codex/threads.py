@@ -1,6 +1,6 @@
-"""The Codex threads an app-server has loaded, for listings and for messages into threads crosstalk does not serve:
-a blocking client of the control socket (WebSocket over the unix socket), every step under a timeout. Callers in an
-event loop run it in a thread (the shim's list_agents does)."""
+"""The Codex threads the app-servers crosstalk can ask have loaded (endpoints.py), for listings and for messages into
+threads crosstalk does not serve: a blocking client of an app-server socket (WebSocket over the unix socket), every
+step under a timeout. Callers in an event loop run it in a thread (the shim's list_agents does)."""
 
 from __future__ import annotations
 
@@ -8,13 +8,15 @@ import contextlib
 import itertools
 import json
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 from crosstalk.core.states import State
 from crosstalk.harness.base import InjectResult, SessionRow, derived_name
-from crosstalk.harness.codex.adapter import NAME, control_socket
+from crosstalk.harness.codex.adapter import NAME
 from crosstalk.harness.codex.appserver import CLIENT, MAX_FRAME
+from crosstalk.harness.codex.endpoints import endpoints, own_socket
 
 TIMEOUT_S = 3.0
 MAX_THREADS = 200
@@ -49,19 +51,33 @@ class Blocking:
         self._stack.close()
 
 
-def _connect(environ: Mapping[str, str]) -> Blocking | None:
-    path = control_socket(environ)
-    if not path.exists():
+def _connect(path: str) -> Blocking | None:
+    if not own_socket(path):
         return None
     try:
-        return Blocking(str(path))
+        return Blocking(path)
     except Exception:  # no app-server behind the socket, or not one: no evidence
         return None
 
 
-def loaded(environ: Mapping[str, str]) -> list[SessionRow]:
-    """A row per thread the control socket's app-server has loaded; an unreadable one is left out."""
-    client = _connect(environ)
+def loaded(environ: Mapping[str, str], known_endpoints: Sequence[str] = ()) -> list[SessionRow]:
+    """A row per thread the app-servers have loaded (an unreadable one is left out). A thread loaded on several
+    app-servers is listed once, unreachable: a message would have to pick one (`ambiguous_endpoint`)."""
+    rows: dict[str, SessionRow] = {}
+    for path in endpoints(environ, known_endpoints, parent=False):
+        for row in _loaded_at(path):
+            first = rows.get(row.session_ref)
+            if first is None:
+                rows[row.session_ref] = row
+            elif first.endpoint != row.endpoint:
+                where = f"{first.endpoint}, {row.endpoint}"
+                reason = f"ambiguous_endpoint: the thread is loaded on several Codex app-servers ({where})"
+                rows[row.session_ref] = replace(first, reachable=False, reason=reason)
+    return list(rows.values())
+
+
+def _loaded_at(path: str) -> list[SessionRow]:
+    client = _connect(path)
     if client is None:
         return []
     rows: list[SessionRow] = []
@@ -70,7 +86,7 @@ def loaded(environ: Mapping[str, str]) -> list[SessionRow]:
         for tid in [t for t in ids if isinstance(t, str)][:MAX_THREADS]:
             with contextlib.suppress(Exception):
                 thread = (client.request("thread/read", {"threadId": tid}) or {}).get("thread") or {}
-                rows.append(_row(tid, thread, str(control_socket(environ))))
+                rows.append(_row(tid, thread, path))
     except Exception:
         pass
     finally:
@@ -96,11 +112,12 @@ def _row(tid: str, thread: Mapping[str, Any], endpoint: str) -> SessionRow:
     )
 
 
-def deliver(environ: Mapping[str, str], thread_id: str, text: str) -> InjectResult:
-    """An inform into a thread crosstalk does not serve: `turn/start` (a running turn takes it as a steer)."""
-    client = _connect(environ)
+def deliver(endpoint: str, thread_id: str, text: str) -> InjectResult:
+    """An inform into a thread crosstalk does not serve, on the app-server `endpoint` that has it loaded:
+    `turn/start` (a running turn takes it as a steer)."""
+    client = _connect(endpoint)
     if client is None:
-        return InjectResult(State.UNREACHABLE, "no Codex app-server on the control socket")
+        return InjectResult(State.UNREACHABLE, f"no Codex app-server at {endpoint}")
     try:
         params = {"threadId": thread_id, "input": [{"type": "text", "text": text, "text_elements": []}]}
         try:

@@ -7,7 +7,7 @@ adapter: the scriptable FakeHarness; in a shim, its inbox is `$CROSSTALK_FAKE_IN
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 from crosstalk.harness.base import CallEvidence, SessionIdentity, SessionRow
 from crosstalk.harness.fake.adapter import FakeHarness
@@ -28,7 +28,7 @@ class FakeKind:
         name = call.meta.get(NAME_KEY)
         return SessionIdentity(NAME, ref, name if isinstance(name, str) and name else None)
 
-    def discover(self, environ: Mapping[str, str]) -> list[SessionRow]:
+    def discover(self, environ: Mapping[str, str], known_endpoints: Sequence[str] = ()) -> list[SessionRow]:
         return []  # a fake session exists only as its agent
 
     def superseded(self, old: SessionIdentity, new: SessionIdentity, environ: Mapping[str, str]) -> bool:

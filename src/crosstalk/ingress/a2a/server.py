@@ -38,6 +38,7 @@ START_TIMEOUT_S = 10.0
 GRACEFUL_SHUTDOWN_S = 2  # in-flight requests (a default-wait send) get this long, then are cancelled
 CLOSE_TIMEOUT_S = GRACEFUL_SHUTDOWN_S + 3.0
 
+
 class A2AServerError(CrosstalkError):
     """The A2A server could not start."""
 

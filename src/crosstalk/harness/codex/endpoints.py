@@ -1,0 +1,68 @@
+"""Where a Codex thread may be loaded: the app-server sockets crosstalk asks.
+
+1. The control socket under CODEX_HOME (`app-server-control/app-server-control.sock`), where the interactive `codex`
+   and `codex app-server --listen unix://` serve. Always asked: when it is missing, that is the reason given.
+2. The socket the shim's own parent, an app-server, listens on (`--listen unix://PATH`, read from its command line).
+3. The endpoints other live Codex agents are bound to, as their descriptors record them (the host passes them in).
+
+2 and 3 are asked only when they are a unix socket owned by this user (a descriptor is ours, but the file it names
+may have been replaced since). Duplicates (the same socket by another path) are asked once.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+
+from crosstalk.fs.reading import read_capped
+from crosstalk.harness.codex.install import codex_home
+
+MAX_CMDLINE = 64 * 1024
+
+
+def control_socket(environ: Mapping[str, str]) -> Path:
+    return codex_home(environ) / "app-server-control" / "app-server-control.sock"
+
+
+def parent_listen_socket(pid: int | None = None) -> str | None:
+    """The unix socket the app-server that started this process listens on (`--listen unix://PATH`), if it is one
+    and names a path (plain `unix://` is the control socket)."""
+    raw = read_capped(f"/proc/{os.getppid() if pid is None else pid}/cmdline", MAX_CMDLINE)
+    args = raw.decode(errors="replace").split("\0") if raw else []
+    if "app-server" not in args:
+        return None
+    for i, arg in enumerate(args):
+        value = args[i + 1] if arg == "--listen" and i + 1 < len(args) else None
+        if arg.startswith("--listen="):
+            value = arg.split("=", 1)[1]
+        if value and value.startswith("unix://") and len(value) > len("unix://"):
+            return value[len("unix://") :]
+    return None
+
+
+def own_socket(path: str) -> bool:
+    """An absolute path to a unix socket this user owns (following the link, as connecting does)."""
+    if not os.path.isabs(path):
+        return False
+    try:
+        st = os.stat(path)
+    except OSError:
+        return False
+    return stat.S_ISSOCK(st.st_mode) and st.st_uid == os.geteuid()
+
+
+def endpoints(environ: Mapping[str, str], known: Iterable[str] = (), *, parent: bool = True) -> list[str]:
+    """The sockets to ask, in order: the control socket, the shim's parent's (`parent`), then `known`."""
+    found = [str(control_socket(environ))]
+    seen = {os.path.realpath(found[0])}
+    extra = [parent_listen_socket()] if parent else []
+    for path in [*extra, *known]:
+        if not path or not own_socket(path):
+            continue
+        real = os.path.realpath(path)
+        if real not in seen:
+            seen.add(real)
+            found.append(path)
+    return found
