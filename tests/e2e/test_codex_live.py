@@ -265,3 +265,29 @@ def test_a_thread_on_a_non_default_app_server_receives_and_nothing_reaches_the_d
         assert sent["state"] == "accepted" and sent["native"] is True, sent
         other.wait_seen(f"native there {token}")
         assert not [r for r in default.requests()[n:] if token in r.raw]
+
+
+def test_an_entry_without_the_shells_state_root_is_reported_never_a_silent_second_root(root: Path):
+    """Codex gives its MCP children only a few variables: an entry written from a shell without CROSSTALK_HOME,
+    used by a Codex started with it, would put the thread in another state root. The thread is told, in its
+    registration note and in every listing; installing from the right shell fixes it."""
+    import subprocess
+
+    from live_claude import CROSSTALK
+
+    with LiveCodex.start(root / "cx", crosstalk_home=root / "xt") as cx:
+        without = {k: v for k, v in cx.env.items() if k != "CROSSTALK_HOME"}
+        subprocess.run([str(CROSSTALK), "install", "codex"], env=without, check=True, capture_output=True, timeout=60)
+        cx.restart()  # the app-server (still started with CROSSTALK_HOME) reads the changed entry
+        thread = cx.start_thread()
+        cx.say(thread, "CALL mcp__crosstalk.list_agents {}")
+        listed = cx.wait_tool_result("list_agents")
+        assert listed["warning"].startswith("state_root_mismatch:") and str(root / "xt") in listed["warning"]
+        assert "state_root_mismatch" in listed["note"], listed
+        subprocess.run([str(CROSSTALK), "install", "codex"], env=cx.env, check=True, capture_output=True, timeout=60)
+        cx.restart()
+        thread = cx.start_thread()
+        n = len(cx.requests())
+        cx.say(thread, "CALL mcp__crosstalk.list_agents {}")
+        fixed = cx.wait_tool_result("list_agents", after=n)
+        assert "warning" not in fixed and "state_root_mismatch" not in fixed["note"], fixed

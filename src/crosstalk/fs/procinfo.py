@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import os
 
+from crosstalk.fs.reading import read_capped
+
 _STARTTIME_INDEX = 22 - 3  # field 22 of /proc/<pid>/stat; the split after ')' starts at field 3 (state)
 _GONE_STATES = (b"Z", b"X")  # zombie / dead: the process has exited even though its pid still resolves
 
@@ -53,3 +55,19 @@ def is_same_process(pid: int, started_at: str | None) -> bool:
     if fields is None or fields[0] in _GONE_STATES:
         return False
     return fields[_STARTTIME_INDEX].decode("ascii") == started_at
+
+
+MAX_ENVIRON = 1024 * 1024
+
+
+def process_environ(pid: int) -> dict[str, str] | None:
+    """The environment process `pid` was started with; None when it cannot be read (gone, another user's)."""
+    raw = read_capped(f"/proc/{pid}/environ", MAX_ENVIRON)
+    if not raw:
+        return None
+    env: dict[str, str] = {}
+    for item in raw.split(b"\0"):
+        key, sep, value = item.partition(b"=")
+        if sep and key:
+            env[key.decode(errors="replace")] = value.decode(errors="replace")
+    return env

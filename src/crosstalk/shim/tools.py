@@ -11,6 +11,7 @@ Superseded sessions (Claude `/clear`) are retired by the pool, on their kind's p
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
@@ -56,7 +57,10 @@ class ShimRouter:
         adapters: AdapterFactory | None = None,
         environ: Mapping[str, str] | None = None,
         cwd: str | None = None,
+        root_warning: str | None = None,
     ) -> None:
+        """`root_warning`: the state-root mismatch between this shim and its harness (shim/environment.py), told
+        with the first call of every session and with every listing."""
         if harness not in kinds.choices():
             raise ValueError(f"unknown harness {harness!r} (expected one of: {', '.join(kinds.choices())})")
         self.harness = harness
@@ -64,6 +68,7 @@ class ShimRouter:
         self.environ = dict(os.environ if environ is None else environ)
         self._adapters = adapters
         self._cwd = cwd
+        self.root_warning = root_warning
         self._pool: AgentPool | None = None
         self._sender: Sender | None = None
         self._inform_replies: InformReplies | None = None
@@ -137,7 +142,7 @@ class ShimRouter:
         handler = getattr(self, f"_tool_{name}")
         out = await handler(host, args)
         if created:
-            _first_call_notes(host, out)
+            _first_call_notes(host, out, self.root_warning)
         return _result(out)
 
     # ------------------------------------------------------------------ binding
@@ -174,11 +179,13 @@ class ShimRouter:
             else:
                 me = bound[0].agent_id
                 if bound[1]:
-                    _first_call_notes(bound[0], out)
+                    _first_call_notes(bound[0], out, self.root_warning)
         # In a thread: discovery may ask an app-server (Codex) over a socket, which must not stall the event loop.
         out["agents"] = await asyncio.to_thread(agent_rows, self.paths, self.environ, me)
         if ident is None:
             out["hint"] = "this call carried no session identity: you can list agents but not send"
+        if self.root_warning:
+            out["warning"] = self.root_warning
         return out
 
     async def _send(self, host: AgentHost, to: str, text: str, **fields: Any) -> dict[str, Any]:
@@ -295,8 +302,10 @@ class ShimRouter:
         return await claim_or_release("release", self.paths, self.sender, host, args["name"])
 
 
-def _first_call_notes(host: AgentHost, out: dict[str, Any]) -> None:
+def _first_call_notes(host: AgentHost, out: dict[str, Any], root_warning: str | None) -> None:
     notes = [f"you are registered as {host.name!r}"]
+    if root_warning:
+        notes.append(root_warning)
     if host.name_notice:
         notes.append(host.name_notice)
     if not host.inbound.inbound_reachable:
@@ -316,5 +325,12 @@ _ERROR_REASONS = frozenset({"no_such_agent", "ambiguous_name"})
 
 
 def build_router(harness: str) -> ShimRouter:
-    """The router `crosstalk mcp` serves: state under CROSSTALK_HOME (else the XDG default)."""
-    return ShimRouter(harness, StatePaths.from_env())
+    """The router `crosstalk mcp` serves: state under CROSSTALK_HOME (else the XDG default), checked against the
+    environment the harness that started it was started with."""
+    from crosstalk.shim.environment import process_environ, state_root_mismatch
+
+    paths = StatePaths.from_env()
+    warning = state_root_mismatch(paths, process_environ(os.getppid()))
+    if warning:
+        logging.getLogger(__name__).warning("%s", warning)
+    return ShimRouter(harness, paths, root_warning=warning)

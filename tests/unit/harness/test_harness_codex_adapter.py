@@ -26,11 +26,20 @@ from crosstalk.harness.base import (
 )
 from crosstalk.harness.codex.adapter import CodexAdapter
 from crosstalk.harness.codex.endpoints import control_socket, endpoints, parent_listen_socket
+from crosstalk.harness.codex.endpoints import parent_control_socket as real_parent_control_socket
 
 pytestmark = pytest.mark.unit
 THREAD = "01a2-thread"
 ALICE = Sender(SenderClass.VERIFIED, "a11ce0a11ce0a11c", "alice", "a2a")
 INFO = AgentInfo("0123456789abcdef", "codex-x", THREAD, "/x.sock", "/w")
+
+
+@pytest.fixture(autouse=True)
+def _no_parent_app_server(monkeypatch: pytest.MonkeyPatch) -> None:
+    """pytest is not an app-server: a Codex running on this machine under the test's HOME is never asked."""
+    from crosstalk.harness.codex import endpoints as codex_endpoints
+
+    monkeypatch.setattr(codex_endpoints, "parent_control_socket", lambda: None)
 
 
 class FakeAppServer:
@@ -331,3 +340,46 @@ def test_listing_asks_recorded_endpoints_and_a_thread_on_two_is_ambiguous(tmp_pa
     assert sent.state is State.ACCEPTED and [m for m, _ in other.calls].count("turn/start") == 1
     assert refused.state is State.UNREACHABLE and "ambiguous_endpoint" in (refused.reason or "")
     assert "turn/start" not in [m for m, _ in default.calls]
+
+
+def test_an_entry_without_the_users_codex_home_still_finds_the_parents_control_socket(tmp_path: Path, monkeypatch):
+    """The shim's CODEX_HOME (the default: the entry did not carry the user's) has no app-server; the one under the
+    CODEX_HOME its parent was started with has the thread, and the thread is bound there."""
+    import subprocess
+    import sys
+    import tempfile
+    import time
+
+    from crosstalk.harness.codex import endpoints as codex_endpoints
+
+    short = Path(tempfile.mkdtemp(prefix="xcx", dir="/tmp"))  # a socket path must stay under 108 bytes
+    user = {"CODEX_HOME": str(short)}
+    proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"], env={**user, "PATH": "/bin"})
+    try:
+        deadline = time.monotonic() + 10
+        while (found := real_parent_control_socket(proc.pid)) is None:
+            assert time.monotonic() < deadline
+            time.sleep(0.005)
+    finally:
+        proc.kill()
+        proc.wait(10)
+    assert found == str(control_socket(user))
+    monkeypatch.setattr(codex_endpoints, "parent_control_socket", lambda: found)
+    control_socket(user).parent.mkdir(parents=True)
+    server = FakeAppServer([THREAD])
+    shim_env = {"HOME": str(tmp_path / "home")}  # no CODEX_HOME: ~/.codex, where nothing listens
+
+    async def main() -> None:
+        async with unix_serve(server.handler, found):
+            adapter = CodexAdapter(SessionIdentity("codex", THREAD), shim_env)
+            try:
+                assert (await adapter.bind(INFO)).endpoint == found
+            finally:
+                await adapter.close()
+
+    try:
+        asyncio.run(main())
+    finally:
+        import shutil
+
+        shutil.rmtree(short, ignore_errors=True)

@@ -2,7 +2,9 @@
 
 1. The control socket under CODEX_HOME (`app-server-control/app-server-control.sock`), where the interactive `codex`
    and `codex app-server --listen unix://` serve. Always asked: when it is missing, that is the reason given.
-2. The socket the shim's own parent, an app-server, listens on (`--listen unix://PATH`, read from its command line).
+2. The socket the shim's own parent, an app-server, listens on (`--listen unix://PATH`, read from its command line),
+   and the control socket under the CODEX_HOME the parent was started with: Codex hands its MCP children only a few
+   variables, so an entry without the user's CODEX_HOME still finds the user's app-server.
 3. The endpoints other live Codex agents are bound to, as their descriptors record them (the host passes them in).
 
 2 and 3 are asked only when they are a unix socket owned by this user (a descriptor is ours, but the file it names
@@ -16,6 +18,7 @@ import stat
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
+from crosstalk.fs.procinfo import process_environ
 from crosstalk.fs.reading import read_capped
 from crosstalk.harness.codex.install import codex_home
 
@@ -42,6 +45,14 @@ def parent_listen_socket(pid: int | None = None) -> str | None:
     return None
 
 
+def parent_control_socket(pid: int | None = None) -> str | None:
+    """The control socket under the CODEX_HOME (or HOME) the parent process was started with."""
+    env = process_environ(os.getppid() if pid is None else pid)
+    if env is None or not (env.get("CODEX_HOME") or env.get("HOME")):
+        return None
+    return str(control_socket(env))
+
+
 def own_socket(path: str) -> bool:
     """An absolute path to a unix socket this user owns (following the link, as connecting does)."""
     if not os.path.isabs(path):
@@ -57,7 +68,7 @@ def endpoints(environ: Mapping[str, str], known: Iterable[str] = (), *, parent: 
     """The sockets to ask, in order: the control socket, the shim's parent's (`parent`), then `known`."""
     found = [str(control_socket(environ))]
     seen = {os.path.realpath(found[0])}
-    extra = [parent_listen_socket()] if parent else []
+    extra = [parent_listen_socket(), parent_control_socket()] if parent else []
     for path in [*extra, *known]:
         if not path or not own_socket(path):
             continue
