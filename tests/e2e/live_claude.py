@@ -183,16 +183,23 @@ class LiveClaude(Session):
         set up for it; with `install` false, a session without crosstalk: it loads no MCP server at all
         (`--strict-mcp-config`), though the config dir it shares may list crosstalk for the other sessions."""
         env, cwd, mock = prepare(root, crosstalk_home, config_dir, install)
-        argv = [
-            str(bin_dir() / "claude"), "-p", "--input-format", "stream-json", "--output-format", "stream-json",
-            "--verbose", "--dangerously-skip-permissions", "--model", CLAUDE_MODEL,
-            *([] if install else ["--strict-mcp-config"]),
-        ]  # fmt: skip
-        with open(root / "claude.out", "wb") as out, open(root / "claude.err", "wb") as err:
-            proc = subprocess.Popen(
-                argv, env=env, cwd=cwd, stdin=subprocess.PIPE, stdout=out, stderr=err, start_new_session=True
-            )
-        return cls(root, env, mock, cwd, proc)
+        extra = [] if install else ["--strict-mcp-config"]
+        return cls(root, env, mock, cwd, _spawn(root, env, cwd, extra, "wb"))
+
+    def restart(self) -> None:
+        """End the session's process and start `claude --resume <its session id>` in its place (same mock)."""
+        session_id = (self.record() or {}).get("sessionId")
+        assert session_id, self.tail()
+        with contextlib.suppress(OSError):
+            if self.proc.stdin is not None:
+                self.proc.stdin.close()
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self.proc.wait(STOP_S)
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        self.proc.wait(5)
+        self.proc = _spawn(self.root, self.env, self.cwd, ["--resume", session_id], "ab")
+        self.pid = self.proc.pid
 
     def say(self, text: str) -> None:
         """One user turn on stdin (stream-json)."""
@@ -221,6 +228,17 @@ class LiveClaude(Session):
         err = (self.root / "claude.err").read_text(errors="replace")[-1500:]
         out = (self.root / "claude.out").read_text(errors="replace")[-1500:]
         return f"--- stderr\n{err}\n--- stdout\n{out}"
+
+
+def _spawn(root: Path, env: dict[str, str], cwd: Path, extra: list[str], mode: str) -> subprocess.Popen[bytes]:
+    argv = [
+        str(bin_dir() / "claude"), "-p", "--input-format", "stream-json", "--output-format", "stream-json",
+        "--verbose", "--dangerously-skip-permissions", "--model", CLAUDE_MODEL, *extra,
+    ]  # fmt: skip
+    with open(root / "claude.out", mode) as out, open(root / "claude.err", mode) as err:
+        return subprocess.Popen(
+            argv, env=env, cwd=cwd, stdin=subprocess.PIPE, stdout=out, stderr=err, start_new_session=True
+        )
 
 
 class TuiClaude(Session):

@@ -137,6 +137,13 @@ class LiveCodex:
     def requests(self) -> list[RecordedRequest]:
         return self.mock.model_requests()
 
+    def agents(self) -> list[Any]:
+        """The live crosstalk agents of this app-server's threads (their descriptors)."""
+        from crosstalk.registry.discovery import list_descriptors
+        from crosstalk.registry.paths import StatePaths
+
+        return [d for d in list_descriptors(StatePaths(Path(self.env["CROSSTALK_HOME"]))) if d.harness == "codex"]
+
     def wait_seen(self, needle: str, after: int = 0, timeout: float = WAIT_S) -> RecordedRequest:
         deadline = time.monotonic() + timeout
         while True:

@@ -291,3 +291,34 @@ def test_an_entry_without_the_shells_state_root_is_reported_never_a_silent_secon
         cx.say(thread, "CALL mcp__crosstalk.list_agents {}")
         fixed = cx.wait_tool_result("list_agents", after=n)
         assert "warning" not in fixed and "state_root_mismatch" not in fixed["note"], fixed
+
+
+def test_after_both_harnesses_restart_both_agents_re_register_under_their_names_and_deliver(root: Path):
+    """Claude is ended and resumed (`claude --resume`), the Codex app-server is stopped and started again and its
+    thread resumed: each session's agent comes back under the same name and agent_id, and messages flow both ways."""
+    with sessions(root, "alpha") as live, LiveCodex.start(root / "cx", crosstalk_home=root / "xt") as cx:
+        a = live["alpha"]
+        thread = cx.start_thread()
+        codex_name = register(cx, thread)
+        a.say("CALL mcp__crosstalk__list_agents {}")
+        claude_before = a.agent()
+        codex_before = next(d for d in cx.agents() if d.session_ref == thread)
+        a.restart()
+        cx.restart()
+        cx.request("thread/resume", {"threadId": thread})
+        assert register(cx, thread) == codex_name
+        n = len(a.requests())
+        a.say("CALL mcp__crosstalk__list_agents {}")
+        [me] = [r for r in a.wait_tool_result("list_agents", after=n)["agents"] if r.get("self")]
+        claude_after = a.agent()
+        assert (claude_after.agent_id, claude_after.name) == (claude_before.agent_id, claude_before.name) == (
+            me["agent_id"], me["name"])  # fmt: skip
+        codex_after = next(d for d in cx.agents() if d.session_ref == thread)
+        assert (codex_after.agent_id, codex_after.name) == (codex_before.agent_id, codex_before.name)
+        token = secrets.token_hex(6)
+        a.say(f"CALL mcp__crosstalk__send_message {json.dumps({'to': codex_name, 'text': f'to codex {token}'})}")
+        cx.wait_seen(f"to codex {token}")
+        cx.say(
+            thread, f"CALL mcp__crosstalk.send_message {json.dumps({'to': me['name'], 'text': f'to claude {token}'})}"
+        )
+        a.wait_seen(f"to claude {token}")

@@ -92,8 +92,9 @@ class AgentPool:
         self._agents[ident.key] = fut
         self._idents[ident.key] = ident
         try:
-            await self._retire_superseded(ident)  # first: the new session may take the retired one's name
-            host = await self._start(ident)
+            # First: the new session takes the retired one's name (when it has none of its own).
+            inherited = await self._retire_superseded(ident)
+            host = await self._start(ident, inherited)
         except BaseException as exc:
             self._agents.pop(ident.key, None)  # a later call may try again
             self._idents.pop(ident.key, None)
@@ -113,9 +114,11 @@ class AgentPool:
         self.created += 1
         return host, True
 
-    async def _retire_superseded(self, new: SessionIdentity) -> None:
+    async def _retire_superseded(self, new: SessionIdentity) -> str | None:
         """Close every agent of this pool that `new` supersedes, with its kind's proof that the old session is over
-        (Claude: same process, another session, and the process's record names the new one). No proof: nothing."""
+        (Claude: same process, another session, and the process's record names the new one). No proof: nothing.
+        The name of the first agent retired, for the new session to take."""
+        inherited = None
         for key, fut in list(self._agents.items()):
             old = self._idents.get(key)
             if old is None or old.key == new.key or old.harness != new.harness:
@@ -129,18 +132,20 @@ class AgentPool:
             self._idents.pop(key, None)
             host = _started(fut)
             if host is not None:
+                inherited = inherited or host.name
                 log.info("retiring the agent of %s session %s: superseded by %s", *key, new.session_ref)
                 try:
                     await host.close()
                 except Exception:
                     log.exception("retiring the agent of superseded session %s failed", old.session_ref)
             self.retired.append(key)
+        return inherited
 
-    async def _start(self, ident: SessionIdentity) -> AgentHost:
+    async def _start(self, ident: SessionIdentity, inherited: str | None = None) -> AgentHost:
         config = AgentConfig(
             harness=self.adapters(ident),
             session_ref=ident.session_ref,
-            preferred_name=ident.preferred_name,
+            preferred_name=ident.preferred_name or inherited,
             cwd=self.cwd,
             harness_pid=ident.harness_pid,
             a2a=True,

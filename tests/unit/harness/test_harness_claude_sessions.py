@@ -100,3 +100,21 @@ def test_a_session_without_a_name_is_given_one_that_addresses_it(tmp_path: Path)
     [row] = KIND.discover(env(tmp_path))
     assert row.name == "claude-0000beef"
     assert [r.session_ref for _, r in kinds.native_sessions("claude-0000beef", env(tmp_path))] == [row.session_ref]
+
+
+@pytest.mark.parametrize(
+    ("fields", "preferred"),
+    [
+        ({"name": "alpha-19", "nameSource": "derived"}, None),  # made up per process: crosstalk names the agent
+        ({"name": "reviewer", "nameSource": "user"}, "reviewer"),
+        ({"name": "fix-login", "nameSource": "auto"}, "fix-login"),
+        ({"name": "reviewer"}, "reviewer"),
+        ({}, None),
+    ],
+)
+def test_a_derived_session_name_is_not_the_agents_preferred_name(tmp_path: Path, fields, preferred):
+    from crosstalk.harness.base import CallEvidence
+
+    write(tmp_path, f"{ME}.json", record(**fields))
+    ident = KIND.identify(CallEvidence({}, ME, env(tmp_path)))
+    assert ident is not None and ident.preferred_name == preferred

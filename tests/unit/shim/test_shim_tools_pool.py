@@ -23,8 +23,9 @@ pytestmark = pytest.mark.unit
 
 
 class FakeHost:
-    def __init__(self, ident: SessionIdentity) -> None:
+    def __init__(self, ident: SessionIdentity, name: str | None = None) -> None:
         self.ident = ident
+        self.name = name or f"agent-{ident.session_ref}"
         self.closed = False
 
     async def close(self) -> None:
@@ -35,14 +36,16 @@ class CountingPool(AgentPool):
     def __init__(self, fail_first: bool = False, environ: dict[str, str] | None = None) -> None:
         super().__init__(StatePaths(Path("/nonexistent")), environ or {})
         self.starts: list[tuple[str, str]] = []
+        self.names: dict[tuple[str, str], str | None] = {}  # the preferred name each agent was started with
         self.fail_first = fail_first
 
-    async def _start(self, ident: SessionIdentity) -> FakeHost:  # type: ignore[override]
+    async def _start(self, ident: SessionIdentity, inherited: str | None = None) -> FakeHost:  # type: ignore[override]
         self.starts.append(ident.key)
+        self.names[ident.key] = ident.preferred_name or inherited
         await asyncio.sleep(0.01)
         if self.fail_first and len(self.starts) == 1:
             raise RuntimeError("boom")
-        return FakeHost(ident)
+        return FakeHost(ident, ident.preferred_name or inherited)
 
 
 def test_concurrent_first_calls_share_one_creation_and_keys_never_mix():
@@ -125,6 +128,7 @@ def test_supersession_needs_a_claude_process_and_its_records_proof(tmp_path: Pat
         write_record(tmp_path, pid, "s3")  # the process's record now names s3: s1 and s2 are over
         await pool.get(SessionIdentity("claude", "s3", harness_pid=pid))
         assert sorted(pool.retired) == [("claude", "s1"), ("claude", "s2")]
+        assert pool.names[("claude", "s3")] == "agent-s1"  # no name of its own: it takes the retired agent's
         assert h1.closed and h2.closed and not ho.closed
         assert pool.existing(c1) is None and pool.existing(other) is ho
         await pool.close()

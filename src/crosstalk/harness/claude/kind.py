@@ -3,13 +3,15 @@
 identify: Claude sends no session id in a tools/call; the shim's parent is the Claude process, whose registry record
 names the current session. superseded: `/clear` keeps the process (and its shim) but starts a new session id; the
 old session is over when its process's record parses and names another session (a missing or unreadable record is
-no evidence). Sessions follow `/rename`: the record's `name` is the agent's preferred name on every call.
+no evidence). Sessions follow `/rename`: the record's `name` is the agent's preferred name on every call,
+unless Claude only derived it (own_name).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 from crosstalk.core.states import State
 from crosstalk.harness.base import (
@@ -27,6 +29,13 @@ from crosstalk.harness.claude.adapter import ClaudeAdapter
 from crosstalk.harness.claude.sessions import config_dir, live_records, read_record, text_field
 
 NAME = "claude"
+
+
+def own_name(record: Mapping[str, Any]) -> str | None:
+    """The session's name when it is its own (given by the user, or Claude's title for it): a `derived` name is
+    made up by each Claude process anew (`alpha-19`, then `alpha-bf` after `--resume`), so the agent is named by
+    crosstalk instead and keeps that name across restarts."""
+    return None if record.get("nameSource") == "derived" else text_field(record, "name")
 
 
 class ClaudeKind:
@@ -52,7 +61,7 @@ class ClaudeKind:
         record = read_record(call.environ, call.parent_pid)
         if record is None:
             return None
-        return SessionIdentity(NAME, record["sessionId"], text_field(record, "name"), harness_pid=call.parent_pid)
+        return SessionIdentity(NAME, record["sessionId"], own_name(record), harness_pid=call.parent_pid)
 
     def discover(self, environ: Mapping[str, str], known_endpoints: Sequence[str] = ()) -> list[SessionRow]:
         rows = []
