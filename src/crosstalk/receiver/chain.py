@@ -79,11 +79,12 @@ class Receiver:
 
     # ------------------------------------------------------------------ the chain
     async def receive(
-        self, inbound: Inbound, *, records: Sequence[dict[str, Any]] = (), defer: bool = False
+        self, inbound: Inbound, *, records: Sequence[dict[str, Any]] = (), defer: bool = False, claim: bool = False
     ) -> Outcome:
         """Run the chain for one message. `records` are journaled with it, in the same durable write (its task
-        record). `defer`: journal it without claiming it for dispatch and answer `submitted`; the caller dispatches
-        it later with `dispatch` (the task service's ordered, cancelable queue)."""
+        record). `defer`: journal it and answer `submitted`; the caller dispatches it later with `dispatch` (the
+        task service's ordered, cancelable queue). `claim` (with defer): its dispatch claim is in that same write
+        (the queue is idle, so nothing could cancel it before the worker would claim it): one durable write less."""
         self.stats.received += 1
         msg = inbound.message
         if self._is_own_native(inbound):
@@ -109,7 +110,7 @@ class Receiver:
         try:
             if inbound.default_wait:
                 self.begin_default_wait()
-            outcome = await self._run(inbound, records, defer)
+            outcome = await self._run(inbound, records, defer, claim)
         except BaseException:
             if key is not None:
                 fut = self._inflight.pop(key)
@@ -123,11 +124,13 @@ class Receiver:
             self._inflight.pop(key).set_result(outcome)
         return outcome if outcome.state is State.SUBMITTED else self._settle(inbound, outcome)
 
-    async def dispatch(self, inbound: Inbound) -> Outcome:
-        """The deferred half of the chain: claim a message `receive(defer=True)` journaled, inject it, journal the
-        outcome."""
-        claim = R.dispatch(inbound.message.message_id, self.identity.binding)
-        failed = await self._record_or_unreachable(inbound.message, [claim], "before dispatch")
+    async def dispatch(self, inbound: Inbound, *, claimed: bool = False) -> Outcome:
+        """The deferred half of the chain: claim a message `receive(defer=True)` journaled (unless it was journaled
+        with its claim: `claimed`), inject it, journal the outcome."""
+        failed = None
+        if not claimed:
+            claim = R.dispatch(inbound.message.message_id, self.identity.binding)
+            failed = await self._record_or_unreachable(inbound.message, [claim], "before dispatch")
         return self._settle(inbound, failed if failed is not None else await self._inject_and_record(inbound))
 
     async def withdraw(self, inbound: Inbound, reason: str, *, reconciled: bool = False) -> Outcome:
@@ -211,7 +214,7 @@ class Receiver:
             default_waits=max(0, self._default_waits - 1),
         )
 
-    async def _run(self, inbound: Inbound, records: Sequence[dict[str, Any]], defer: bool) -> Outcome:
+    async def _run(self, inbound: Inbound, records: Sequence[dict[str, Any]], defer: bool, claim: bool) -> Outcome:
         msg = inbound.message
         reason, _bucket = self.check(inbound)
         if reason is not None:
@@ -220,7 +223,9 @@ class Receiver:
             # Liveness only: answered after the same checks, never journaled, never injected.
             return Outcome(msg.message_id, State.ACCEPTED, "pong", {"ping": True})
         if defer:
-            failed = await self._record_or_unreachable(msg, [self._received_record(inbound), *records], "on accept")
+            claims = [R.dispatch(msg.message_id, self.identity.binding)] if claim else []
+            batch = [self._received_record(inbound), *claims, *records]
+            failed = await self._record_or_unreachable(msg, batch, "on accept")
             return failed if failed is not None else Outcome(msg.message_id, State.SUBMITTED)
         # Inline delivery: the message and its dispatch claim become durable together, before any harness write.
         claim = R.dispatch(msg.message_id, self.identity.binding)

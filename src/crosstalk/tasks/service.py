@@ -3,7 +3,8 @@
 A new message from a verified sender becomes a task: checked (hop, policy, admission), journaled as submitted with
 its task record, then dispatched in order by one worker. Until the worker claims it, its creator may cancel it;
 from the claim on it is not cancelable, and the claim happens in the same event-loop step as the dequeue, so a
-cancel in the dequeue-to-write window either wins with zero harness writes or loses with exactly one.
+cancel in the dequeue-to-write window either wins with zero harness writes or loses with exactly one. When its creator
+waits for the outcome and nothing is queued or dispatching, the claim is journaled with the task itself.
 
 An ask's task stays working after delivery until the receiving session replies (completed, the reply as the final
 message) or its deadline passes (failed). The receiving side may also mark any task as awaiting its answer
@@ -58,9 +59,11 @@ class TaskService(TaskApi):
         self.max_wait_s = max_wait_s
         self.table = TaskTable(self._text_of)
         self.ledger = TaskLedger(receiver, self.table)
-        self._queue: asyncio.Queue[tuple[str, Inbound]] = asyncio.Queue()
+        self._queue: asyncio.Queue[tuple[str, Inbound, bool]] = asyncio.Queue()  # (task, message, claimed)
         self._settled: dict[str, asyncio.Event] = {}  # message id → set once its dispatch outcome is known
         self._worker: asyncio.Task[None] | None = None
+        self._running = False  # the worker is dispatching
+        self._claiming = False  # a new task is being journaled with its claim
 
     # ------------------------------------------------------------------ lifecycle
     def load(self, records: list[dict[str, Any]]) -> None:
@@ -203,14 +206,27 @@ class TaskService(TaskApi):
         )
         rec = task_record(view, msg.message_id, sender, entry_ref="user", meta=meta_of(msg))
         inbound = Inbound(msg, sender, "a2a", new_task=True, default_wait=waiting)
-        outcome = await self.receiver.receive(inbound, records=[rec], defer=True)
-        if outcome.state is not State.SUBMITTED:
-            return await self._not_submitted(outcome, view, msg, sender)
-        # Applied in the same event-loop step as the chain's answer: a duplicate woken by it finds the task.
-        task = self.table.apply(rec)
-        if deadline_at is not None:
-            self.ledger.arm_deadline(task, msg.deadline_seconds)
-        self._enqueue(tid, inbound)
+        # A creator waiting for the outcome, and nothing queued or dispatching: the worker would claim this task in
+        # its next step, so the claim is journaled with it (one durable write before the harness, not two). One
+        # answered at once (return_immediately) stays submitted, cancelable, until the worker claims it.
+        idle = self._worker is not None and not (self._running or self._claiming or self._queue.qsize())
+        claim = waiting and idle
+        self._claiming = self._claiming or claim
+        try:
+            outcome = await self.receiver.receive(inbound, records=[rec], defer=True, claim=claim)
+            if outcome.state is not State.SUBMITTED:
+                return await self._not_submitted(outcome, view, msg, sender)
+            # Applied in the same event-loop step as the chain's answer: a duplicate woken by it finds the task.
+            task = self.table.apply(rec)
+            if claim:
+                task.claimed = True
+                task.view = replace(task.view, state=TaskState.WORKING, updated_at=time.time())
+            if deadline_at is not None:
+                self.ledger.arm_deadline(task, msg.deadline_seconds)
+            self._enqueue(tid, inbound, claimed=claim)
+        finally:
+            if claim:
+                self._claiming = False
         return tid
 
     async def _not_submitted(self, outcome: Outcome, view: TaskView, msg: Message, sender: Sender) -> str:
@@ -296,32 +312,36 @@ class TaskService(TaskApi):
             return
         self._enqueue(task.view.task_id, inbound)
 
-    def _enqueue(self, task_id: str, inbound: Inbound) -> None:
-        """Queue a message for the dispatch worker; its settled event is set once the dispatch outcome is known."""
+    def _enqueue(self, task_id: str, inbound: Inbound, *, claimed: bool = False) -> None:
+        """Queue a message for the dispatch worker; its settled event is set once the dispatch outcome is known.
+        `claimed`: its dispatch claim was journaled with it (the worker writes none)."""
         self._settled[inbound.message.message_id] = asyncio.Event()
-        self._queue.put_nowait((task_id, inbound))
+        self._queue.put_nowait((task_id, inbound, claimed))
 
     # ------------------------------------------------------------------ internals: dispatching
     async def _work(self) -> None:
         while True:
-            tid, inbound = await self._queue.get()
+            tid, inbound, claimed = await self._queue.get()
             task = self.table.get(tid)
             mid = inbound.message.message_id
             first = bool(task and task.messages and task.messages[0] == mid)
-            if task is None or (first and (task.claimed or task.view.state is not TaskState.SUBMITTED)):
+            stale = first and not claimed and (task.claimed or task.view.state is not TaskState.SUBMITTED)
+            if task is None or stale:
                 self._settle_event(mid)
                 continue  # canceled (or settled) while queued: nothing is written to the session
-            if first:
+            if first and not claimed:
                 # Same event-loop step as the dequeue: a cancel from now on is refused. Working from here; the
                 # journal's dispatch record says the same, so a restart reads it back as working (unknown).
                 task.claimed = True
                 task.view = replace(task.view, state=TaskState.WORKING, updated_at=time.time())
+            self._running = True
             try:
-                outcome = await self.receiver.dispatch(inbound)
+                outcome = await self.receiver.dispatch(inbound, claimed=claimed)
                 await self._after_dispatch(task, inbound, outcome, first)
             except Exception:
                 log.exception("dispatch of task %s failed", tid)
             finally:
+                self._running = False
                 self._settle_event(mid)
 
     async def _after_dispatch(self, task: TaskEntry, inbound: Inbound, outcome: Outcome, first: bool) -> None:

@@ -270,3 +270,82 @@ def test_a_finished_task_never_reopens_when_a_stale_change_lands_after_it(root: 
         assert after.state is TaskState.COMPLETED and after.completion == "replied"
 
     run_with_service(root, body)
+
+
+def test_a_waiting_send_to_an_idle_service_is_journaled_with_its_claim_in_one_write(root: Path) -> None:
+    """Nothing queued or dispatching: the task's accept carries its dispatch claim (one durable write before the
+    harness, not two). Behind a running dispatch, a waiting send takes the queue's own claim."""
+
+    async def body(rig: Rig, svc: TaskService) -> None:
+        before = rig.journal.batches
+        view = await svc.send(CAROL, msg("straight through"), task_id=None, return_immediately=False)
+        assert view.state is TaskState.COMPLETED and view.delivery == "accepted"
+        # 1. received + dispatch claim + task (submitted), 2. the outcome, 3. the task's state (completed)
+        assert rig.journal.batches - before == 3
+        assert [r["type"] for r in rig.records()] == [R.RECEIVED, R.DISPATCH, R.TASK, R.OUTCOME, R.TASK]
+
+    run_with_service(root, body)
+
+
+def test_a_claimed_accept_that_never_reached_the_harness_is_unknown_after_a_restart_never_resent(root: Path) -> None:
+    rig = _rig(root, script=["block"])
+    ids: dict[str, str] = {}
+
+    async def before_crash() -> None:
+        svc = await _service(rig)
+        sending = asyncio.ensure_future(svc.send(CAROL, msg("claimed with its accept"), task_id=None,
+                                                 return_immediately=False))  # fmt: skip
+        await wait_for(rig.fake.blocked)
+        [tid] = list(svc.table.tasks)
+        ids["task"] = tid
+        with pytest.raises(TaskError) as err:
+            await svc.cancel(CAROL.agent_id, tid)  # claimed from its accept on
+        assert err.value.code == TaskError.NOT_CANCELABLE
+        assert svc._worker is not None
+        svc._worker.cancel()
+        sending.cancel()
+
+    run(before_crash())
+    records = rig.records()
+    rig.close()
+    kinds = [r["type"] for r in records]
+    assert R.DISPATCH in kinds and R.OUTCOME not in kinds
+    rig2 = _rig(root)
+
+    async def after_restart() -> None:
+        state = JournalState.replay(records)
+        receiver = Receiver(rig2.identity, rig2.journal, state, rig2.fake, rig2.view)
+        receiver.reconcile()
+        svc = TaskService(receiver)
+        svc.load(records)
+        await svc.start()
+        try:
+            view = await svc.get(CAROL.agent_id, ids["task"])
+            assert (view.state, view.delivery) == (TaskState.WORKING, "unknown")
+            await asyncio.sleep(0.05)
+            assert rig2.fake.writes == []  # never resent
+        finally:
+            await svc.close()
+
+    try:
+        run(after_restart())
+    finally:
+        rig2.close()
+
+
+def test_a_waiting_send_behind_a_running_dispatch_is_claimed_by_the_queue(root: Path) -> None:
+    async def body(rig: Rig, svc: TaskService) -> None:
+        first = asyncio.ensure_future(svc.send(CAROL, msg("first"), task_id=None, return_immediately=False))
+        await wait_for(rig.fake.blocked)
+        second = asyncio.ensure_future(svc.send(CAROL, msg("second"), task_id=None, return_immediately=False))
+        await wait_for(lambda: len(svc.table.tasks) == 2)
+        [tid] = [t for t in svc.table.tasks if svc.table.tasks[t].view.history[0].text == "second"]
+        assert svc.table.tasks[tid].view.state is TaskState.SUBMITTED  # queued, not claimed: still cancelable
+        mid = svc.table.tasks[tid].view.history[0].message_id
+        assert [r["type"] for r in rig.records_for(mid)] == [R.RECEIVED, R.TASK]
+        rig.fake.release()
+        views = await asyncio.gather(first, second)
+        assert [v.state for v in views] == [TaskState.COMPLETED, TaskState.COMPLETED]
+        assert [r["type"] for r in rig.records_for(mid)] == [R.RECEIVED, R.TASK, R.DISPATCH, R.OUTCOME, R.TASK]
+
+    run_with_service(root, body, script=["block"])
