@@ -177,12 +177,24 @@ class LiveClaude(Session):
 
     @classmethod
     def start(
-        cls, root: Path, *, crosstalk_home: Path, config_dir: Path | None = None, install: bool = True
+        cls,
+        root: Path,
+        *,
+        crosstalk_home: Path,
+        config_dir: Path | None = None,
+        install: bool = True,
+        mcp_servers: dict[str, dict[str, Any]] | None = None,
     ) -> LiveClaude:
         """A session in `root` (cwd `root/<basename>`, Claude config dir `config_dir`, default its own), crosstalk
         set up for it; with `install` false, a session without crosstalk: it loads no MCP server at all
-        (`--strict-mcp-config`), though the config dir it shares may list crosstalk for the other sessions."""
+        (`--strict-mcp-config`), though the config dir it shares may list crosstalk for the other sessions.
+        `mcp_servers`: more user-scope MCP servers for it (the benchmarks' bare baselines)."""
         env, cwd, mock = prepare(root, crosstalk_home, config_dir, install)
+        if mcp_servers:
+            path = Path(env["CLAUDE_CONFIG_DIR"]) / ".claude.json"
+            data = json.loads(path.read_text()) if path.exists() else {}
+            data.setdefault("mcpServers", {}).update(mcp_servers)
+            path.write_text(json.dumps(data, indent=2))
         extra = [] if install else ["--strict-mcp-config"]
         return cls(root, env, mock, cwd, _spawn(root, env, cwd, extra, "wb"))
 

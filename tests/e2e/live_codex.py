@@ -44,9 +44,9 @@ class LiveCodex:
         self._answers: dict[int, queue.Queue[dict[str, Any]]] = {}
 
     @classmethod
-    def start(cls, root: Path, *, crosstalk_home: Path, listen: Path | None = None) -> LiveCodex:
+    def start(cls, root: Path, *, crosstalk_home: Path, listen: Path | None = None, config: str = "") -> LiveCodex:
         """`listen`: serve on that socket (`--listen unix://PATH`, a non-default app-server) instead of the
-        control socket."""
+        control socket. `config`: more config.toml (the benchmarks' bare MCP server)."""
         home, cwd = root / "home", root / root.name
         codex_home = home / ".codex"
         for d in (codex_home, cwd, root / "tmp"):
@@ -56,7 +56,7 @@ class LiveCodex:
             f'model = "{MODEL}"\nmodel_provider = "mock"\napproval_policy = "never"\n'
             'sandbox_mode = "danger-full-access"\n\n[model_providers.mock]\nname = "Mock Responses"\n'
             f'base_url = "{mock.base_url}/v1"\nwire_api = "responses"\nenv_key = "MOCK_API_KEY"\n'
-            "request_max_retries = 0\nstream_max_retries = 0\n"
+            "request_max_retries = 0\nstream_max_retries = 0\n" + (f"\n{config}" if config else "")
         )
         env = {
             "PATH": os.pathsep.join([str(bin_dir()), os.environ.get("PATH", "/usr/bin:/bin")]),
