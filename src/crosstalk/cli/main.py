@@ -70,6 +70,7 @@ _HELP = {
     "mcp": "Serve the crosstalk tools to a Claude Code or Codex session (stdio MCP server).",
     "install": "Set crosstalk up for a harness: register `crosstalk mcp` with it, and its skill.",
     "uninstall": "Undo `crosstalk install` for a harness.",
+    "pi-agent": "The core the crosstalk pi extension starts for one pi session (not for use by hand).",
     # The git bus (protocol v7): each noun's parser lives in crosstalk.cli.<noun>_cmd (add_parser).
     "transport": "Create, join, list and remove git transports (the bus).",
     "channel": "Create, list, rename and delete channels in a transport.",
@@ -98,7 +99,7 @@ def build_parser(only: str | None = None) -> Parser:
 
     adders = {
         "send": _send, "list": _list, "who": _who, "tail": _tail, "agent": _agent, "demo": _demo, "mcp": _mcp,
-        "install": _install, "uninstall": _uninstall,
+        "install": _install, "uninstall": _uninstall, "pi-agent": _pi_agent,
     }  # fmt: skip
     for name, adder in adders.items():
         if only is None or only == name:
@@ -355,6 +356,18 @@ def _install(sub: Any, verb: str = "install") -> None:
 
 def _uninstall(sub: Any) -> None:
     _install(sub, "uninstall")
+
+
+def _pi_agent(sub: Any) -> None:
+    p = sub.add_parser(
+        "pi-agent",
+        help=_HELP["pi-agent"],
+        description="Host one pi session's agent for the crosstalk pi extension, speaking the pi link (one JSON "
+        "object per line) on stdin/stdout; see docs/pi-link.md. The extension starts it; logs go to stderr.",
+    )
+    p.add_argument("--session", required=True, help="The pi session id.")
+    p.add_argument("--cwd", required=True, help="The pi session's working directory.")
+    p.set_defaults(run="crosstalk.cli.pi_cmd:run_pi_agent")
 
 
 def main(argv: Sequence[str] | None = None) -> None:

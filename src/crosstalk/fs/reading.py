@@ -3,9 +3,11 @@ than a cap."""
 
 from __future__ import annotations
 
+import json
 import os
 import stat
 from pathlib import Path
+from typing import Any
 
 
 def read_capped(path: Path | str, limit: int) -> bytes | None:
@@ -32,3 +34,21 @@ def read_capped(path: Path | str, limit: int) -> bytes | None:
     finally:
         os.close(fd)
     return None if size > limit else b"".join(chunks)
+
+
+def read_json_object(path: Path | str, limit: int) -> dict[str, Any]:
+    """The JSON object in a config file someone else edits: {} when it is missing or empty; ValueError naming the
+    file and the fix when it cannot be read (a symlink, not a regular file, over `limit`), is not JSON or is not
+    an object."""
+    if not os.path.lexists(path):
+        return {}
+    raw = read_capped(path, limit)
+    if raw is None:
+        raise ValueError(f"{path}: cannot read it (not a regular file, a symlink, or over {limit} bytes)")
+    try:
+        data = json.loads(raw) if raw.strip() else {}
+    except ValueError as exc:
+        raise ValueError(f"{path}: not valid JSON ({exc}); fix it, then try again") from None
+    if not isinstance(data, dict):
+        raise ValueError(f"{path}: not a JSON object; fix it, then try again")
+    return data

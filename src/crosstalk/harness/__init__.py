@@ -34,6 +34,7 @@ KINDS: dict[str, Entry] = {
     "codex": Entry("crosstalk.harness.codex", auto=True),
     "claude": Entry("crosstalk.harness.claude", auto=True),
     "fake": Entry("crosstalk.harness.fake", standalone=True),
+    "pi": Entry("crosstalk.harness.pi"),
 }
 
 

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
 from crosstalk.core import envelope
+from crosstalk.core.errors import CrosstalkError
 from crosstalk.core.kinds import Delivery
 from crosstalk.core.message import Message
 from crosstalk.core.sender import Sender, SenderClass
@@ -123,6 +124,10 @@ class PeerPublisher(Protocol):
     def publish_peer(self, agent: AgentInfo, token: str, settings: Mapping[str, str]) -> Callable[[], None] | None: ...
 
 
+class InstallError(CrosstalkError):
+    """A harness's configuration could not be changed; nothing was written. Names the file and the fix."""
+
+
 @dataclass(frozen=True, slots=True)
 class ConfigChange:
     """One file an install or uninstall touched (or found as it should be)."""
@@ -173,6 +178,7 @@ class InjectRequest:
     delivery: Delivery
     reply_address: str | None = None  # where a native reply would go (Claude: our uds path)
     meta: bool = False  # kind meta: context that must never start a turn
+    bucket: str | None = None  # where the receiver's policy placed the sender (parent, children, peers, agents, …)
 
 
 @dataclass(frozen=True, slots=True)

@@ -28,7 +28,7 @@ from crosstalk.core.states import Outcome, State
 from crosstalk.harness.base import HarnessAdapter, InjectRequest, InjectResult
 from crosstalk.journal import Journal, JournalError, JournalState, MessageEntry
 from crosstalk.journal import records as R
-from crosstalk.policy import Limits, Load, ReceiverView, evaluate
+from crosstalk.policy import Limits, Load, ReceiverView, classify, evaluate
 from crosstalk.receiver.inbound import NOTICE_TRANSPORT, AgentIdentity, ChainStats, Inbound
 from crosstalk.receiver.inject import inject
 from crosstalk.receiver.notices import bounce_text
@@ -280,6 +280,7 @@ class Receiver:
             delivery=msg.delivery,
             reply_address=self.identity.reply_address,
             meta=msg.kind is Kind.META,
+            bucket=classify(inbound.sender, self.view()).value,
         )
         result: InjectResult = await inject(self.harness, request, self.inject_timeout_s)
         out_rec = R.outcome(msg.message_id, result.state, result.reason, self.identity.binding, result.evidence)

@@ -20,19 +20,14 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from crosstalk.core.errors import CrosstalkError
 from crosstalk.fs.atomic import atomic_write, replace_keeping_mode
-from crosstalk.fs.reading import read_capped
-from crosstalk.harness.base import ConfigChange
+from crosstalk.fs.reading import read_capped, read_json_object
+from crosstalk.harness.base import ConfigChange, InstallError
 
 SERVER = "crosstalk"
 SKILL = Path(__file__).with_name("SKILL.md")
 MAX_CONFIG_BYTES = 64 * 1024 * 1024
 SCOPES = ("user", "project")
-
-
-class InstallError(CrosstalkError):
-    """The harness configuration could not be changed; nothing was written."""
 
 
 def _home(environ: Mapping[str, str]) -> Path:
@@ -112,15 +107,7 @@ def _check_scope(scope: str) -> None:
 
 
 def _read_config(path: Path) -> dict[str, Any]:
-    if not path.exists():
-        return {}
-    raw = read_capped(path, MAX_CONFIG_BYTES)
-    if raw is None:
-        raise InstallError(f"{path}: cannot read it (not a regular file, a symlink, or over 64 MiB)")
     try:
-        data = json.loads(raw) if raw.strip() else {}
+        return read_json_object(path, MAX_CONFIG_BYTES)
     except ValueError as exc:
-        raise InstallError(f"{path}: not valid JSON ({exc}); fix it, then install again") from None
-    if not isinstance(data, dict):
-        raise InstallError(f"{path}: not a JSON object; fix it, then install again")
-    return data
+        raise InstallError(str(exc)) from None

@@ -16,18 +16,13 @@ from typing import Any
 import tomlkit
 from tomlkit.exceptions import TOMLKitError
 
-from crosstalk.core.errors import CrosstalkError
 from crosstalk.fs.atomic import replace_keeping_mode
 from crosstalk.fs.reading import read_capped
-from crosstalk.harness.base import ConfigChange
+from crosstalk.harness.base import ConfigChange, InstallError
 
 SERVER = "crosstalk"
 SCOPES = ("user",)
 MAX_CONFIG_BYTES = 16 * 1024 * 1024
-
-
-class InstallError(CrosstalkError):
-    """Codex's configuration could not be changed; nothing was written."""
 
 
 def codex_home(environ: Mapping[str, str]) -> Path:

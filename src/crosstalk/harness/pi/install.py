@@ -1,0 +1,116 @@
+"""`crosstalk install pi`: the crosstalk pi package in pi's settings, the way `pi install <path>` adds it, and the
+core's command in the extension's config file. Idempotent: an install that finds everything in place writes nothing.
+
+    scope user     $PI_CODING_AGENT_DIR/settings.json (else ~/.pi/agent/settings.json)  "packages": [<package dir>]
+    scope project  <cwd>/.pi/settings.json
+    both           $HOME/.config/pi-agent-extensions/crosstalk/config.json  "command": [<crosstalk>]
+
+The package is `integrations/pi` of a source checkout, or the copy a wheel carries next to this module. Other
+settings and other packages stay as they are; a settings file that is not a JSON object is an error naming it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from crosstalk.fs.atomic import replace_keeping_mode
+from crosstalk.fs.reading import read_json_object
+from crosstalk.harness.base import ConfigChange, InstallError
+
+SCOPES = ("user", "project")
+MAX_SETTINGS_BYTES = 16 * 1024 * 1024
+KEY = "packages"
+
+
+def package_dir() -> Path:
+    """The crosstalk pi package (its package.json and extensions/)."""
+    here = Path(__file__).resolve()
+    for candidate in (here.with_name("package"), here.parents[4] / "integrations" / "pi"):
+        if (candidate / "package.json").is_file():
+            return candidate
+    raise InstallError("the crosstalk pi package is missing from this installation (integrations/pi)")
+
+
+def _home(environ: Mapping[str, str]) -> Path:
+    home = environ.get("HOME")
+    return Path(home) if home else Path.home()
+
+
+def settings_file(scope: str, environ: Mapping[str, str], cwd: Path) -> Path:
+    if scope not in SCOPES:
+        raise InstallError(f"unknown scope {scope!r} (expected one of: {', '.join(SCOPES)})")
+    if scope == "project":
+        return cwd / ".pi" / "settings.json"
+    agent_dir = environ.get("PI_CODING_AGENT_DIR")
+    return (Path(agent_dir).expanduser() if agent_dir else _home(environ) / ".pi" / "agent") / "settings.json"
+
+
+def config_file(environ: Mapping[str, str]) -> Path:
+    return _home(environ) / ".config" / "pi-agent-extensions" / "crosstalk" / "config.json"
+
+
+def install(scope: str, command: Sequence[str], environ: Mapping[str, str], cwd: Path) -> list[ConfigChange]:
+    settings_path = settings_file(scope, environ, cwd)
+    package = str(package_dir())
+    settings = _read(settings_path)
+    packages = settings.setdefault(KEY, [])
+    if not isinstance(packages, list):
+        raise InstallError(f"{settings_path}: {KEY!r} is not a list; fix or remove it, then install again")
+    changes = [ConfigChange(str(settings_path), "unchanged")]
+    if not any(_same(entry, package, settings_path) for entry in packages):
+        changes[0] = ConfigChange(str(settings_path), "updated" if settings_path.exists() else "created")
+        packages.append(package)
+        _write(settings_path, settings)
+    changes.append(_set_command(config_file(environ), list(command)))
+    return changes
+
+
+def uninstall(scope: str, environ: Mapping[str, str], cwd: Path) -> list[ConfigChange]:
+    """Remove the package from pi's settings (the extension's config file, with the user's tool flags, stays)."""
+    settings_path = settings_file(scope, environ, cwd)
+    if not settings_path.exists():
+        return [ConfigChange(str(settings_path), "absent")]
+    settings = _read(settings_path)
+    packages = settings.get(KEY)
+    package = str(package_dir())
+    if not isinstance(packages, list) or not any(_same(e, package, settings_path) for e in packages):
+        return [ConfigChange(str(settings_path), "absent")]
+    settings[KEY] = [e for e in packages if not _same(e, package, settings_path)]
+    _write(settings_path, settings)
+    return [ConfigChange(str(settings_path), "removed")]
+
+
+def _same(entry: Any, package: str, settings_path: Path) -> bool:
+    """A settings entry naming our package: a local path, absolute or relative to the settings file."""
+    if not isinstance(entry, str) or ":" in entry.split("/")[0]:
+        return False  # npm:…, git:…, https://…: not a local path
+    path = Path(entry).expanduser()
+    if not path.is_absolute():
+        path = settings_path.parent / path
+    return os.path.realpath(path) == os.path.realpath(package)
+
+
+def _set_command(path: Path, command: list[str]) -> ConfigChange:
+    config = _read(path)
+    if config.get("command") == command:
+        return ConfigChange(str(path), "unchanged")
+    action = "updated" if path.exists() else "created"
+    config["command"] = command
+    _write(path, config)
+    return ConfigChange(str(path), action)
+
+
+def _read(path: Path) -> dict[str, Any]:
+    try:
+        return read_json_object(path, MAX_SETTINGS_BYTES)
+    except ValueError as exc:
+        raise InstallError(str(exc)) from None
+
+
+def _write(path: Path, data: dict[str, Any]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    replace_keeping_mode(path, (json.dumps(data, indent=2, ensure_ascii=False) + "\n").encode())

@@ -1,0 +1,179 @@
+"""`crosstalk pi-agent`, the core the pi extension starts, driven over its real pipes by this test playing the
+extension (docs/pi-link.md): registration from seed 004's environment, delivery with tags and outcomes, the ACL as
+pi users know it, and the slash-command ops. The real pi with the real extension is tests/e2e/test_pi_live.py."""
+
+from __future__ import annotations
+
+import json
+import os
+import queue
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytestmark = pytest.mark.integration
+CROSSTALK = [sys.executable, "-m", "crosstalk"]
+WAIT_S = 20.0
+
+
+class Extension:
+    """Plays the pi extension: starts the core, reads its lines, answers delivers with `answer`."""
+
+    def __init__(self, home: Path, session: str, answer: str = "immediate", **env: str) -> None:
+        self.env = {"PATH": os.environ["PATH"], "HOME": str(home), "CROSSTALK_HOME": str(home / "xt"), **env}
+        with open(home / f"{session}.err", "wb") as err:  # the child keeps its own descriptor
+            self.proc = subprocess.Popen([*CROSSTALK, "pi-agent", "--session", session, "--cwd", str(home)],
+                                         env=self.env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                         stderr=err)  # fmt: skip
+        self.answer = answer
+        self.lines: queue.Queue[dict[str, Any]] = queue.Queue()
+        self.delivered: list[dict[str, Any]] = []
+        self.seen: list[dict[str, Any]] = []  # every line the core wrote, in order
+        self.ids = iter(range(1, 10_000))
+        threading.Thread(target=self._read, daemon=True).start()
+        self.ready = self.wait("ready")
+
+    def _read(self) -> None:
+        assert self.proc.stdout is not None
+        for raw in self.proc.stdout:
+            msg = json.loads(raw)
+            if msg.get("t") == "deliver":
+                self.delivered.append(msg)
+                self.write({"t": "delivered", "ref": msg["ref"], "delivered": self.answer})
+            self.seen.append(msg)
+            self.lines.put(msg)
+
+    def write(self, msg: dict[str, Any]) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.write((json.dumps(msg) + "\n").encode())
+        self.proc.stdin.flush()
+
+    def wait(self, t: str, **match: Any) -> dict[str, Any]:
+        deadline = time.monotonic() + WAIT_S
+        while True:
+            msg = self.lines.get(timeout=max(0.01, deadline - time.monotonic()))
+            if msg.get("t") == t and all(msg.get(k) == v for k, v in match.items()):
+                return msg
+
+    def call(self, op: str, **args: Any) -> dict[str, Any]:
+        rid = next(self.ids)
+        self.write({"t": "call", "id": rid, "op": op, "args": args})
+        return self.wait("result", id=rid)["result"]
+
+    def close(self) -> None:
+        if self.proc.stdin is not None:
+            self.proc.stdin.close()
+        try:
+            self.proc.wait(10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait(5)
+
+
+@pytest.fixture
+def home(tmp_path: Path):
+    import shutil
+    import tempfile
+
+    root = Path(tempfile.mkdtemp(prefix="xpi", dir="/tmp"))  # unix socket paths stay short
+    yield root
+    shutil.rmtree(root, ignore_errors=True)
+
+
+@pytest.fixture
+def started(home: Path):
+    exts: list[Extension] = []
+
+    def start(session: str, **kw: Any) -> Extension:
+        ext = Extension(home, session, **kw)
+        exts.append(ext)
+        return ext
+
+    yield start
+    for ext in reversed(exts):
+        ext.close()
+
+
+def until(predicate: Any) -> Any:
+    deadline = time.monotonic() + WAIT_S
+    while not (value := predicate()):
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.01)
+    return value
+
+
+def cli_send(home: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {"PATH": os.environ["PATH"], "HOME": str(home), "CROSSTALK_HOME": str(home / "xt"), "USER": "tester"}
+    return subprocess.run([*CROSSTALK, "send", *args], env=env, capture_output=True, text=True, timeout=60)
+
+
+def test_a_handle_is_taken_once_and_collisions_are_suffixed(started):
+    first = started("s-1", PI_CROSSTALK_HANDLE="reviewer")
+    second = started("s-2", PI_CROSSTALK_HANDLE="reviewer")
+    assert (first.ready["name"], second.ready["name"]) == ("reviewer", "reviewer-2")
+    assert first.ready["role"] == "primary"
+
+
+def test_an_external_send_to_a_worker_is_denied_until_allow_external(started, home: Path):
+    orch = started("s-orch", PI_CROSSTALK_HANDLE="orch", PI_CROSSTALK_ROLE="orchestrator")
+    worker = started("s-w", PI_CROSSTALK_HANDLE="orch-w", PI_CROSSTALK_ROLE="worker", PI_CROSSTALK_PARENT="orch")
+    assert worker.ready["role"] == "worker" and worker.ready["accept_from"] == ["parent"]
+    denied = cli_send(home, "orch-w", "build broke", "--from", "@ci:build")
+    assert denied.returncode == 3 and "acl:external" in denied.stdout + denied.stderr, denied
+    assert worker.delivered == []
+    assert worker.call("allow", entry="external")["current"]["accept_from"] == ["external", "parent"]
+    ok = cli_send(home, "orch-w", "build broke", "--from", "@ci:build", "--mode", "followUp")
+    assert ok.returncode == 0, ok
+    [msg] = worker.delivered
+    assert msg["text"] == "[from @ci:build · followUp] build broke" and msg["as"] == "followUp"
+    # the parent (resolved from its handle) reaches the worker as parent, steered
+    sent = orch.call("send", to="orch-w", text="stop and rebase", mode="steer")
+    assert sent["ok"] and sent["state"] == "accepted" and sent["delivered"] == "immediate", sent
+    assert worker.delivered[-1]["text"] == "[from parent:orch · steer] stop and rebase"
+    assert worker.call("status")["parent"] == "orch"
+    assert "orch-w" in orch.call("status")["children"]
+
+
+def test_outcomes_map_from_the_extensions_answer_and_meta_is_noted(started, home: Path):
+    queued = started("s-q", PI_CROSSTALK_HANDLE="busy", answer="queued")
+    out = cli_send(home, "busy", "later please", "--json")
+    assert out.returncode == 0 and json.loads(out.stdout)["state"] == "queued", out
+    meta = cli_send(home, "busy", "fyi: main is green", "--kind", "meta", "--json")
+    assert meta.returncode == 0, meta
+    assert queued.delivered[-1]["as"] == "meta" and queued.delivered[-1]["text"].startswith("[crosstalk meta from ")
+
+
+def test_an_ask_is_tagged_with_its_id_and_answered_with_reply(started):
+    asker = started("s-a", PI_CROSSTALK_HANDLE="asker")
+    answerer = started("s-b", PI_CROSSTALK_HANDLE="answerer")
+    sent = asker.call("send", to="answerer", text="which branch?", kind="ask")
+    assert sent["ok"] and sent["state"] in ("submitted", "accepted", "queued"), sent
+    until(lambda: answerer.delivered)
+    text = answerer.delivered[-1]["text"]
+    assert text.startswith("[ask from agents:asker · id ") and text.endswith("] which branch?")
+    mid = text.split(" · id ", 1)[1].split("]", 1)[0]
+    replied = answerer.call("reply", message_id=mid, text="main")
+    assert replied["ok"] and replied["state"] == "replied", replied
+    until(lambda: asker.delivered)
+    back = asker.delivered[-1]["text"]
+    assert back.startswith(f"[reply from agents:answerer · to {sent['message_id']}] ") and "main" in back, back
+
+
+def test_a_closed_link_ends_the_core_and_unregisters(started, home: Path):
+    ext = started("s-x", PI_CROSSTALK_HANDLE="gone")
+    ext.close()
+    assert ext.proc.returncode == 0
+    out = cli_send(home, "gone", "anyone?")
+    assert out.returncode == 4, out
+
+
+def test_a_bad_role_warns_and_falls_through(started):
+    ext = started("s-r", PI_CROSSTALK_HANDLE="r", PI_CROSSTALK_ROLE="Worker")
+    [notice] = [m for m in ext.seen if m["t"] == "notice"]  # told before it is ready
+    assert notice["level"] == "warning" and "PI_CROSSTALK_ROLE" in notice["text"]
+    assert ext.ready["role"] == "primary"
