@@ -135,9 +135,10 @@ def _send(sub: Any) -> None:
     p.add_argument("text", metavar="TEXT", nargs="?")
     p.add_argument(
         "--kind",
-        choices=["inform", "meta", "ping", "ask", "command"],
+        choices=["inform", "user", "meta", "ping", "ask", "command"],
         default="inform",
-        help="inform (default): a message for the model; meta: context that never starts a turn; "
+        help="inform (default; `user` is the same, as pi-crosstalk calls it): a message for the model; meta: "
+        "context that never starts a turn; "
         "ping: liveness only, never injected; ask (--a2a): a question whose task completes with the "
         "reply; command (--a2a): work for a worker, from its parent only.",
     )
