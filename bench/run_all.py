@@ -35,6 +35,7 @@ BENCHMARKS = (
     "bus_tick",
     "claude_delivery",
     "codex_delivery",
+    "pi_delivery",
 )
 TIMEOUT_S = {"quick": 180.0, "full": 900.0}
 BENCH_STOP_TIMEOUT_S = 30.0

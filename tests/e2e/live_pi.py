@@ -22,6 +22,31 @@ WAIT_S = 60.0
 MODEL = "mock-model"
 
 
+def prepare(root: Path, crosstalk_home: Path, crosstalk_env: dict[str, str]) -> tuple[dict[str, str], MockChat, Path]:
+    """The session's dirs, environment (nothing of the caller's but PATH), mock and models.json; crosstalk
+    installed for it the README's way and enabled (PI_CROSSTALK=1)."""
+    home, cwd = root / "home", root / root.name
+    agent_dir = home / ".pi" / "agent"
+    for d in (agent_dir, cwd, root / "tmp"):
+        d.mkdir(parents=True, exist_ok=True)
+    mock = MockChat().start()
+    provider = {
+        "baseUrl": f"{mock.base_url}/v1", "api": "openai-completions", "apiKey": "dummy",
+        "compat": {"supportsDeveloperRole": False, "supportsReasoningEffort": False},
+        "models": [{"id": MODEL, "name": "Mock", "reasoning": False, "input": ["text"],
+                    "contextWindow": 200000, "maxTokens": 1024}],
+    }  # fmt: skip
+    (agent_dir / "models.json").write_text(json.dumps({"providers": {"mock": provider}}))
+    env = {
+        "PATH": os.pathsep.join([str(bin_dir()), os.environ.get("PATH", "/usr/bin:/bin")]),
+        "HOME": str(home), "TMPDIR": str(root / "tmp"), "LANG": "C.UTF-8", "TERM": "dumb",
+        "PI_CODING_AGENT_DIR": str(agent_dir), "PI_OFFLINE": "1", "PI_TELEMETRY": "0",
+        "CROSSTALK_HOME": str(crosstalk_home), "PI_CROSSTALK": "1", **crosstalk_env,
+    }  # fmt: skip
+    subprocess.run([str(CROSSTALK), "install", "pi"], env=env, check=True, capture_output=True, timeout=60)
+    return env, mock, cwd
+
+
 class LivePi:
     def __init__(self, root: Path, env: dict[str, str], mock: MockChat, proc: subprocess.Popen[bytes]) -> None:
         self.root, self.env, self.mock, self.proc = root, env, mock, proc
@@ -31,29 +56,12 @@ class LivePi:
         threading.Thread(target=self._read, daemon=True).start()
 
     @classmethod
-    def start(cls, root: Path, *, crosstalk_home: Path, **crosstalk_env: str) -> LivePi:
-        home, cwd = root / "home", root / root.name
-        agent_dir = home / ".pi" / "agent"
-        for d in (agent_dir, cwd, root / "tmp"):
-            d.mkdir(parents=True, exist_ok=True)
-        mock = MockChat().start()
-        provider = {
-            "baseUrl": f"{mock.base_url}/v1", "api": "openai-completions", "apiKey": "dummy",
-            "compat": {"supportsDeveloperRole": False, "supportsReasoningEffort": False},
-            "models": [{"id": MODEL, "name": "Mock", "reasoning": False, "input": ["text"],
-                        "contextWindow": 200000, "maxTokens": 1024}],
-        }  # fmt: skip
-        (agent_dir / "models.json").write_text(json.dumps({"providers": {"mock": provider}}))
-        env = {
-            "PATH": os.pathsep.join([str(bin_dir()), os.environ.get("PATH", "/usr/bin:/bin")]),
-            "HOME": str(home), "TMPDIR": str(root / "tmp"), "LANG": "C.UTF-8", "TERM": "dumb",
-            "PI_CODING_AGENT_DIR": str(agent_dir), "PI_OFFLINE": "1", "PI_TELEMETRY": "0",
-            "CROSSTALK_HOME": str(crosstalk_home), "PI_CROSSTALK": "1", **crosstalk_env,
-        }  # fmt: skip
-        subprocess.run([str(CROSSTALK), "install", "pi"], env=env, check=True, capture_output=True, timeout=60)
+    def start(cls, root: Path, *, crosstalk_home: Path, args: tuple[str, ...] = (), **crosstalk_env: str) -> LivePi:
+        """`args`: more pi arguments (the benchmark's bare extension); `crosstalk_env`: PI_CROSSTALK_* and the like."""
+        env, mock, cwd = prepare(root, crosstalk_home, crosstalk_env)
         with open(root / "pi.err", "wb") as err:
             proc = subprocess.Popen(
-                [str(bin_dir() / "pi"), "--mode", "rpc", "--provider", "mock", "--model", MODEL],
+                [str(bin_dir() / "pi"), "--mode", "rpc", "--provider", "mock", "--model", MODEL, *args],
                 env=env, cwd=cwd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err, start_new_session=True,
             )  # fmt: skip
         pi = cls(root, env, mock, proc)
