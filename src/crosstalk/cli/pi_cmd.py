@@ -19,6 +19,7 @@ from crosstalk.policy import BUCKET_NAMES, Role
 
 RESOLVE_EVERY_S = 0.5  # how often a parent given by handle is looked for until it is live
 MAX_SUFFIX = 99
+MAX_SETTINGS = 64 * 1024
 DELIVERED = {"accepted": "immediate", "queued": "queued"}
 
 
@@ -63,30 +64,75 @@ class PiCore:
         return 0
 
     async def _register(self) -> None:
+        """The environment first (seed 004: applied once at session start), then what this session had set
+        before (its saved settings, when pi resumes it), then the defaults."""
         from crosstalk.core.errors import CrosstalkError
         from crosstalk.policy import parse_role
 
-        handle = (self.environ.get("PI_CROSSTALK_HANDLE") or "").strip() or None
-        role_value = (self.environ.get("PI_CROSSTALK_ROLE") or "").strip()
+        saved = self._load()
+        handle = (self.environ.get("PI_CROSSTALK_HANDLE") or "").strip() or saved.get("handle")
+        raw_role = self.environ.get("PI_CROSSTALK_ROLE", "")
         role = None
-        if role_value:
-            raw = self.environ.get("PI_CROSSTALK_ROLE", "")
+        if raw_role.strip():
             try:
-                role = parse_role(raw)
+                role = parse_role(raw_role)
             except CrosstalkError:
-                self._notice("warning", f"PI_CROSSTALK_ROLE={raw!r} is not orchestrator, worker or peer: ignored")
-        self.handle = self._free_handle(handle) if handle else None
+                self._notice("warning", f"PI_CROSSTALK_ROLE={raw_role!r} is not orchestrator, worker or peer: ignored")
+        from_env = role is not None
+        if role is None and saved.get("role") in {r.value for r in Role}:
+            role = Role(saved["role"])
+        self.handle = self._free_handle(handle) if isinstance(handle, str) and handle else None
         result = await self.router.call("list_agents", {}, self._ctx())
         self.host = next((h for h in self.router.pool.hosts() if h.config.session_ref == self.session), None)
         if self.host is None:
             raise SystemExit(f"crosstalk pi-agent: the session could not be registered: {dict(result.data)}")
         if role is not None and role is not Role.PRIMARY:
             self._set_role(role)
-        parent = (self.environ.get("PI_CROSSTALK_PARENT") or "").strip()
+        if not from_env:  # a role from the environment resets acceptFrom to its defaults
+            accept = saved.get("accept_from")
+            if isinstance(accept, list) and all(isinstance(a, str) for a in accept):
+                self.host.config.accept_from = tuple(accept)
+        peers = saved.get("peers")
+        if isinstance(peers, list) and all(isinstance(p, str) for p in peers):
+            self.host.config.peers = tuple(peers)
+        parent = (self.environ.get("PI_CROSSTALK_PARENT") or "").strip() or saved.get("parent") or ""
         if parent and self.host.config.role is Role.WORKER:
-            self._set_parent(parent)
-        elif parent:
+            self._set_parent(str(parent))
+        elif parent and self.environ.get("PI_CROSSTALK_PARENT", "").strip():
             self._notice("warning", "PI_CROSSTALK_PARENT is only meaningful for a worker: ignored")
+        self._save()
+
+    def _settings_path(self) -> Any:
+        from crosstalk.core.ids import agent_id_for
+        from crosstalk.registry.paths import StatePaths
+
+        return StatePaths.from_env(self.environ).root / "pi" / f"{agent_id_for('pi', self.session)}.json"
+
+    def _load(self) -> dict[str, Any]:
+        from crosstalk.fs.reading import read_json_object
+
+        try:
+            return read_json_object(self._settings_path(), MAX_SETTINGS)
+        except ValueError as exc:
+            self._notice("warning", f"saved crosstalk settings ignored: {exc}")
+            return {}
+
+    def _save(self) -> None:
+        import json
+
+        from crosstalk.fs.atomic import atomic_write
+        from crosstalk.registry.paths import ensure_private_dir
+
+        config = self.host.config
+        data = {"handle": self.handle, "role": config.role.value, "parent": self.parent_handle,
+                "accept_from": list(config.accept_from) if config.accept_from is not None else None,
+                "peers": list(config.peers)}  # fmt: skip
+        path = self._settings_path()
+        try:
+            ensure_private_dir(path.parent)
+            atomic_write(path, (json.dumps(data) + "\n").encode())
+        except OSError as exc:
+            self._notice("warning", f"could not save this session's crosstalk settings: {exc}")
 
     def _ctx(self) -> Any:
         from crosstalk.shim.router import CallContext
@@ -272,5 +318,6 @@ class PiCore:
         }
 
     def _changed(self) -> None:
+        self._save()
         if self.link is not None:
             self.link.send({"t": "state", **self._state()})

@@ -177,3 +177,19 @@ def test_a_bad_role_warns_and_falls_through(started):
     [notice] = [m for m in ext.seen if m["t"] == "notice"]  # told before it is ready
     assert notice["level"] == "warning" and "PI_CROSSTALK_ROLE" in notice["text"]
     assert ext.ready["role"] == "primary"
+
+
+def test_a_resumed_session_keeps_what_it_set_and_the_environment_still_wins(started, home: Path):
+    first = started("s-keep", PI_CROSSTALK_HANDLE="keeper", PI_CROSSTALK_ROLE="worker")
+    assert first.call("allow", entry="@ci:build")["ok"]
+    assert first.call("peer_add", handle="orch-b")["ok"]
+    first.close()
+    again = started("s-keep")  # pi resumed the session: no PI_CROSSTALK_* this time
+    assert (again.ready["name"], again.ready["role"]) == ("keeper", "worker")
+    assert again.ready["accept_from"] == ["@ci:build", "parent"]
+    assert again.call("status")["peers"] == ["orch-b"]
+    saved = home / "xt" / "pi"
+    assert [oct(p.stat().st_mode & 0o777) for p in saved.iterdir()] == ["0o600"]
+    again.close()
+    reset = started("s-keep", PI_CROSSTALK_ROLE="orchestrator")  # a role from the environment resets acceptFrom
+    assert reset.ready["role"] == "orchestrator" and reset.ready["accept_from"] == ["children", "external", "peers"]
