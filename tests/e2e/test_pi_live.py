@@ -211,3 +211,19 @@ def test_the_pi_tui_in_tmux_shows_the_handle_and_the_unread_count(root: Path):
     finally:
         pane.close()
         mock.stop()
+
+
+def test_meta_during_a_run_adds_no_model_request_and_the_next_turn_sees_it(root: Path):
+    with LivePi.start(root / "p", crosstalk_home=root / "xt", PI_CROSSTALK_HANDLE="busy-meta") as pi:
+        token = secrets.token_hex(4)
+        n = len(pi.requests())
+        pi.say("SLEEP 2\na slow turn")
+        pi.wait_event(lambda e: e.get("type") == "agent_start")
+        time.sleep(0.4)
+        sent = cli(root, "send", "busy-meta", f"context {token}", "--kind", "meta", "--json")
+        assert sent.returncode == 0 and json.loads(sent.stdout)["state"] == "queued", sent
+        pi.idle()
+        assert len(pi.requests()) == n + 1  # the slow answer only: the meta made no request of its own
+        pi.say("and now?")
+        seen = pi.wait_seen("and now?", after=n + 1)
+        assert f"context {token}" in seen.raw
