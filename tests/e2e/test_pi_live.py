@@ -227,3 +227,27 @@ def test_meta_during_a_run_adds_no_model_request_and_the_next_turn_sees_it(root:
         pi.say("and now?")
         seen = pi.wait_seen("and now?", after=n + 1)
         assert f"context {token}" in seen.raw
+
+
+def test_a_new_session_rebinds_and_the_model_tools_send_when_the_config_enables_them(root: Path):
+    """`/new` (RPC new_session) gives a new session id: the old agent is gone, the new one is registered and
+    receives. With `enableLlmTool` in the extension's config, the model's talk_to_peer sends."""
+    with (
+        LivePi.start(root / "a", crosstalk_home=root / "xt", PI_CROSSTALK_HANDLE="rebind") as pi,
+        LivePi.start(root / "b", crosstalk_home=root / "xt", PI_CROSSTALK_HANDLE="listener") as other,
+    ):
+        old = pi.agent()
+        config = Path(pi.env["HOME"]) / ".config" / "pi-agent-extensions" / "crosstalk" / "config.json"
+        config.write_text(json.dumps({**json.loads(config.read_text()), "enableLlmTool": True}))
+        assert pi.command({"type": "new_session"})["success"]
+        new = pi.agent()
+        assert new.session_ref != old.session_ref and new.agent_id != old.agent_id
+        token = secrets.token_hex(4)
+        assert cli(root, "send", new.name, f"after new {token}").returncode == 0
+        pi.wait_seen(f"after new {token}")
+        pi.idle()
+        assert pi.command({"type": "get_state"})["data"]["sessionId"] == new.session_ref
+        call = json.dumps({"peer": "listener", "text": f"by tool {token}", "mode": "followUp"})
+        pi.say(f"CALL talk_to_peer {call}")
+        seen = other.wait_seen(f"by tool {token}")
+        assert f"[from agents:{new.name} · followUp] by tool {token}" in seen.raw

@@ -193,3 +193,21 @@ def test_a_resumed_session_keeps_what_it_set_and_the_environment_still_wins(star
     again.close()
     reset = started("s-keep", PI_CROSSTALK_ROLE="orchestrator")  # a role from the environment resets acceptFrom
     assert reset.ready["role"] == "orchestrator" and reset.ready["accept_from"] == ["children", "external", "peers"]
+
+
+def test_pi_crosstalk_keeps_the_exit_codes_scripts_were_written_for(started, home: Path):
+    started("s-pc", PI_CROSSTALK_HANDLE="scripted", PI_CROSSTALK_ROLE="worker")
+    env = {"PATH": os.environ["PATH"], "HOME": str(home), "CROSSTALK_HOME": str(home / "xt"), "USER": "tester"}
+
+    def pc(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+        cmd = [sys.executable, "-c", "from crosstalk.cli.pi_crosstalk import main; main()", *args]
+        return subprocess.run(cmd, env=env, input=stdin, capture_output=True, text=True, timeout=60)
+
+    listed = pc("list", "--json")
+    assert listed.returncode == 0 and [r["name"] for r in json.loads(listed.stdout) if r["harness"] == "pi"] == [
+        "scripted"]  # fmt: skip
+    assert pc("who", "scripted").returncode == 0
+    denied = pc("send", "scripted", "--from", "@ci:build", "--kind", "user", stdin="build broke\n")
+    assert denied.returncode == 3 and "acl:external" in denied.stdout + denied.stderr, denied
+    assert pc("send", "nobody", "hi").returncode == 1  # no such session: a wire error here
+    assert pc("send").returncode == 2 and pc("frobnicate").returncode == 2
