@@ -121,7 +121,7 @@ def test_a_worker_refuses_the_ci_hook_until_allow_external(root: Path):
         assert not any(f"denied-{token}" in r.raw for r in w.requests())
 
 
-def test_meta_is_noted_in_the_transcript_and_never_starts_a_turn(root: Path):
+def test_meta_is_noted_in_the_transcript_and_never_starts_a_turn_and_a_ping_is_never_shown(root: Path):
     with LivePi.start(root / "p", crosstalk_home=root / "xt", PI_CROSSTALK_HANDLE="quiet") as pi:
         token = secrets.token_hex(4)
         n = len(pi.requests())
@@ -129,9 +129,14 @@ def test_meta_is_noted_in_the_transcript_and_never_starts_a_turn(root: Path):
         assert sent.returncode == 0 and json.loads(sent.stdout)["state"] == "queued", sent
         time.sleep(1.5)
         assert len(pi.requests()) == n  # no turn
+        ping = cli(root, "send", "quiet", "are you there", "--kind", "ping", "--json")
+        assert ping.returncode == 0 and json.loads(ping.stdout)["state"] == "accepted", ping
+        time.sleep(1.0)
+        assert len(pi.requests()) == n  # still no turn
         pi.say("what is new?")
         seen = pi.wait_seen("what is new?", after=n)
         assert f"fyi {token}" in seen.raw and "[crosstalk meta from " in seen.raw
+        assert "are you there" not in seen.raw  # a ping is never shown
 
 
 def test_pi_and_claude_code_talk_both_ways_and_pi_answers_an_ask_with_reply(root: Path):
@@ -179,6 +184,17 @@ def test_pi_and_codex_talk_both_ways(root: Path, require: Callable[[str], Path])
         pi.idle()
         pi.say(f"/crosstalk send {codex_name} from pi {token}")
         cx.wait_seen(f"from pi {token}")
+        # Codex asks; pi's model answers with the reply tool; the answer reaches the thread, naming the ask
+        answer = json.dumps({"message_id": "$MESSAGE_ID", "text": f"ship it {token}"})
+        ask = json.dumps({"to": "pi-two", "text": f"ready?\nCALL reply {answer}", "deadline_seconds": 120})
+        n = len(cx.requests())
+        cx.say(thread, f"CALL mcp__crosstalk.ask {ask}")
+        ask_id = cx.wait_tool_result("ask", after=n)["message_id"]
+        assert f"· id {ask_id}] ready?" in pi.wait_seen(ask_id).raw
+        deadline = time.monotonic() + 60  # the reply's envelope names the ask (the ask's own prompt does not)
+        while not [r for r in cx.requests()[n:] if "in-reply-to" in r.raw and ask_id in r.raw and token in r.raw]:
+            assert time.monotonic() < deadline, cx.tail()
+            time.sleep(0.05)
 
 
 def test_the_pi_tui_in_tmux_shows_the_handle_and_the_unread_count(root: Path):
