@@ -254,7 +254,8 @@ def test_a_new_session_rebinds_and_the_model_tools_send_when_the_config_enables_
     ):
         old = pi.agent()
         config = Path(pi.env["HOME"]) / ".config" / "pi-agent-extensions" / "crosstalk" / "config.json"
-        config.write_text(json.dumps({**json.loads(config.read_text()), "enableLlmTool": True}))
+        flags = {"enableLlmTool": True, "enableCrosstalkSetTool": True, "enableCrosstalkInspectTool": True}
+        config.write_text(json.dumps({**json.loads(config.read_text()), **flags}))
         assert pi.command({"type": "new_session"})["success"]
         new = pi.agent()
         assert new.session_ref != old.session_ref and new.agent_id != old.agent_id
@@ -267,3 +268,14 @@ def test_a_new_session_rebinds_and_the_model_tools_send_when_the_config_enables_
         pi.say(f"CALL talk_to_peer {call}")
         seen = other.wait_seen(f"by tool {token}")
         assert f"[from agents:{new.name} · followUp] by tool {token}" in seen.raw
+        pi.idle()
+        n = len(pi.requests())
+        pi.say('CALL crosstalk_inspect {"handle": "listener"}')
+        looked = pi.wait_seen('\\"match\\"', after=n)  # the tool's JSON, as the model reads it
+        assert '\\"handle\\":\\"listener\\"' in looked.raw.replace(" ", ""), looked.raw[-600:]
+        pi.idle()
+        pi.say('CALL crosstalk_set {"role": "peer"}')
+        deadline = time.monotonic() + 30
+        while pi.agent().role != "peer":
+            assert time.monotonic() < deadline, pi.tail()
+            time.sleep(0.05)
