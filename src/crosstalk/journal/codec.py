@@ -7,6 +7,8 @@ import os
 from dataclasses import dataclass, field
 from typing import Any
 
+from crosstalk.journal import shape
+
 MAX_RECORD_BYTES = 512 * 1024  # the persisted-record cap equals the reader's limit, so every record stays readable
 
 
@@ -44,8 +46,8 @@ def read_journal(path: str | os.PathLike[str]) -> ReadResult:
         except (ValueError, RecursionError):  # RecursionError: outside damage nesting too deep
             result.bad_lines += 1
             continue
-        if isinstance(record, dict) and isinstance(record.get("type"), str):
+        if isinstance(record, dict) and shape.problem(record) is None:
             result.records.append(record)
-        else:
+        else:  # not a record, or one whose fields replay cannot read (journal/shape.py)
             result.bad_lines += 1
     return result

@@ -64,6 +64,8 @@ class Receiver:
         self.stats = ChainStats()
         self._inflight: dict[tuple[str, str], asyncio.Future[Outcome]] = {}
         self._default_waits = 0
+        self._admitting = 0  # admitted by the checks, journal write not yet done
+        self._admitting_asks = 0
         self._listeners: list[Listener] = []
 
     def begin_default_wait(self) -> None:
@@ -206,11 +208,13 @@ class Receiver:
     # ------------------------------------------------------------------ internals
     def _load(self) -> Load:
         # The current message's own wait is already counted in _default_waits; the limit is about the others.
+        # Admitted messages whose journal write is still under way count too: concurrent arrivals are checked
+        # against each other, not only against what is already journaled.
         return Load(
-            pending_tasks=self.state.pending_count(),
+            pending_tasks=self.state.pending_count() + self._admitting,
             # An accepted ask not yet delivered opens its obligation on delivery: it counts now (a stalled
             # session must not let asks pile up past the limit).
-            open_asks=self.state.open_asks() + self.state.pending_asks(),
+            open_asks=self.state.open_asks() + self.state.pending_asks() + self._admitting_asks,
             default_waits=max(0, self._default_waits - 1),
         )
 
@@ -225,13 +229,26 @@ class Receiver:
         if defer:
             claims = [R.dispatch(msg.message_id, self.identity.binding)] if claim else []
             batch = [self._received_record(inbound), *claims, *records]
-            failed = await self._record_or_unreachable(msg, batch, "on accept")
+            failed = await self._admit(msg, batch, "on accept")
             return failed if failed is not None else Outcome(msg.message_id, State.SUBMITTED)
         # Inline delivery: the message and its dispatch claim become durable together, before any harness write.
         claim = R.dispatch(msg.message_id, self.identity.binding)
         batch = [self._received_record(inbound), claim, *records]
-        failed = await self._record_or_unreachable(msg, batch, "before dispatch")
+        failed = await self._admit(msg, batch, "before dispatch")
         return failed if failed is not None else await self._inject_and_record(inbound)
+
+    async def _admit(self, msg: Message, records: list[dict[str, Any]], when: str) -> Outcome | None:
+        """Journal an admitted message. It is counted against the limits from its check (the same event-loop step)
+        until the journal holds it, so concurrent arrivals are checked against each other, not only against what
+        is already journaled."""
+        ask = msg.kind is Kind.ASK
+        self._admitting += 1
+        self._admitting_asks += ask
+        try:
+            return await self._record_or_unreachable(msg, records, when)
+        finally:
+            self._admitting -= 1
+            self._admitting_asks -= ask
 
     def _is_own_native(self, inbound: Inbound) -> bool:
         """A native frame from this agent's own session (Claude answering an envelope natively, to our address)."""

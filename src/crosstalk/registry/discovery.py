@@ -67,12 +67,13 @@ def recorded_endpoints(descs: Iterable[Descriptor]) -> dict[str, list[str]]:
 
 
 def resolve(paths: StatePaths, name_or_agent_id: str) -> Descriptor:
-    """The live agent with this agent_id, else the one live agent with this name."""
+    """The live agent with this agent_id, else the one live agent with this name. A 16-hex target is an agent_id
+    only: no name has that shape, so a down agent's id never reaches another agent."""
     if is_agent_id(name_or_agent_id):
         desc = read_descriptor(paths.descriptor(name_or_agent_id))
         if desc is not None and desc.agent_id == name_or_agent_id and is_live(paths, desc):
             return desc
-        # 16 hex is also a valid name: fall through to the name lookup.
+        raise NoSuchAgent(name_or_agent_id, desc.pid if desc is not None else None)
     named = [d for d in _read_all(paths) if d.name == name_or_agent_id or d.agent_id == name_or_agent_id]
     matches = [d for d in named if d.name == name_or_agent_id and is_live(paths, d)]
     if len(matches) == 1:

@@ -17,8 +17,10 @@ _MAX_HARNESS_CHARS = 24
 
 
 def is_valid_name(name: object) -> bool:
+    """A name is also a file name; it never has an agent_id's shape (16 lowercase hex), or `crosstalk send <id>`
+    could reach an agent that took another's id as its name while the owner is down."""
     # fullmatch, not match: '$' also matches before a trailing newline, and "alice\n" is not a name.
-    return isinstance(name, str) and NAME_RE.fullmatch(name) is not None
+    return isinstance(name, str) and NAME_RE.fullmatch(name) is not None and not is_agent_id(name)
 
 
 def validate_name(name: object) -> str:
@@ -31,6 +33,8 @@ def validate_name(name: object) -> str:
         raise InvalidName(name, "is empty")
     if len(name) > MAX_NAME_CHARS:
         raise InvalidName(name, f"is {len(name)} characters, over the {MAX_NAME_CHARS}-character limit")
+    if is_agent_id(name):
+        raise InvalidName(name, "has the shape of an agent_id (16 lowercase hex); names must not")
     if not name[0].isascii() or not name[0].isalnum():
         raise InvalidName(name, "must start with a letter or digit")
     bad = next(c for c in name if not (c.isascii() and (c.isalnum() or c in "._-")))

@@ -94,9 +94,12 @@ def test_resolve(paths: StatePaths, held: list[FileLock]) -> None:
     assert never.value.stopped_pid is None
 
 
-def test_resolve_a_hex_name(paths: StatePaths, held: list[FileLock]) -> None:
-    named_like_an_id = put(paths, held, 1, "deadbeefdeadbeef")
-    assert resolve(paths, "deadbeefdeadbeef") == named_like_an_id
+def test_an_agent_id_never_reaches_an_agent_named_like_it(paths: StatePaths, held: list[FileLock]) -> None:
+    """An impostor's descriptor names it with another agent's id while that agent is down: a send to the id finds
+    no agent rather than the impostor (names of agent_id shape are refused at registration, too)."""
+    put(paths, held, 1, "deadbeefdeadbeef")
+    with pytest.raises(NoSuchAgent):
+        resolve(paths, "deadbeefdeadbeef")
 
 
 def test_resolve_ambiguous(paths: StatePaths, held: list[FileLock]) -> None:

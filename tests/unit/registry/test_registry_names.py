@@ -115,3 +115,16 @@ def test_agent_ids_sharing_a_long_prefix_walk_to_distinct_names(paths: StatePath
     finally:
         for lock in held:
             lock.release()
+
+
+def test_a_name_never_has_an_agent_ids_shape() -> None:
+    from crosstalk.registry.errors import InvalidName
+    from crosstalk.registry.names import candidate_names, is_valid_name, validate_name
+
+    assert (
+        not is_valid_name("deadbeefdeadbeef") and is_valid_name("deadbeefdeadbee") and is_valid_name("Deadbeefdeadbeef")
+    )
+    with pytest.raises(InvalidName, match="shape of an agent_id"):
+        validate_name("deadbeefdeadbeef")
+    names = candidate_names("0123456789abcdef", "fake", "/w/p", "fedcba9876543210")
+    assert "0123456789abcdef" not in names and names[0] == "fake-p-fedcba98"

@@ -349,3 +349,33 @@ def test_a_waiting_send_behind_a_running_dispatch_is_claimed_by_the_queue(root: 
         assert [r["type"] for r in rig.records_for(mid)] == [R.RECEIVED, R.TASK, R.DISPATCH, R.OUTCOME, R.TASK]
 
     run_with_service(root, body, script=["block"])
+
+
+@pytest.mark.parametrize(("kind", "limit_field", "reason"), [
+    (Kind.INFORM, "max_pending_tasks", "admission:pending_tasks"),
+    (Kind.ASK, "max_open_asks", "admission:open_asks"),
+])  # fmt: skip
+def test_concurrent_arrivals_never_pass_an_admission_limit_together(
+    root: Path, kind: Kind, limit_field: str, reason: str
+) -> None:
+    """30 sends at once to a stalled session: each is checked against the others still being journaled, so no
+    more than the limit are accepted; the rest are refused with the limit's reason and nothing accepted is lost."""
+    from crosstalk.policy import Limits
+
+    async def body(rig: Rig, svc: TaskService) -> None:
+        async def one(i: int) -> Any:
+            try:
+                return await svc.send(CAROL, msg(f"m{i}", kind=kind), task_id=None, return_immediately=True)
+            except TaskError as exc:
+                return exc
+
+        results = await asyncio.gather(*(one(i) for i in range(30)))
+        accepted = [r for r in results if not isinstance(r, TaskError)]
+        refused = [r for r in results if isinstance(r, TaskError)]
+        assert len(accepted) == 4, [getattr(r, "message", r) for r in results]
+        assert all(reason in r.message for r in refused) and len(refused) == 26
+        assert len({v.task_id for v in accepted}) == 4 and all(
+            t in svc.table.tasks for t in (v.task_id for v in accepted)
+        )
+
+    run_with_service(root, body, script=["block"], default="block", limits=Limits(**{limit_field: 4}))

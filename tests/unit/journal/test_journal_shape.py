@@ -1,0 +1,41 @@
+"""Valid JSON with wrong types is outside damage: skipped and counted by the reader, never a crash in replay."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from crosstalk.journal import JournalState
+from crosstalk.journal.codec import read_journal
+from crosstalk.journal.shape import problem
+
+pytestmark = pytest.mark.unit
+MID = "01a2b3c4-0000-7000-8000-000000000001"
+GOOD = {"type": "received", "ts": 1.0, "message": {"message_id": MID, "parts": [{"text": "hi"}]}, "sender": {}}
+BAD = [
+    {"type": "received", "ts": None, "message": {"message_id": MID}},
+    {"type": "received", "ts": 1.0, "message": "not an object"},
+    {"type": "outcome", "ts": 2.0, "message_id": MID, "state": "accepted", "evidence": "oops"},
+    {"type": "task", "ts": 3.0, "task_id": "t1", "state": "exploded"},
+    {"type": "task", "ts": 3.0, "task_id": 7, "state": "working"},
+    {"type": "task", "ts": 3.0, "task_id": "t1", "deadline_at": "soon"},
+    {"type": "claim", "ts": 4.0, "action": ["claimed"], "role": "worker"},
+    {"type": "dispatch", "ts": "yesterday", "message_id": MID},
+]
+
+
+@pytest.mark.parametrize("rec", BAD)
+def test_each_wrong_type_is_named(rec: dict) -> None:
+    assert problem(rec) is not None
+    assert problem(GOOD) is None
+
+
+def test_a_journal_with_wrong_types_replays_what_is_sound(tmp_path: Path) -> None:
+    path = tmp_path / "j.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in [GOOD, *BAD]))
+    read = read_journal(path)
+    assert read.records == [GOOD] and read.bad_lines == len(BAD)
+    state = JournalState.replay(read.records)
+    assert MID in state.messages and state.pending_count() == 1
