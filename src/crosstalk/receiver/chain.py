@@ -37,6 +37,7 @@ from crosstalk.receiver.reconcile import settle_crashed
 log = logging.getLogger(__name__)
 
 INJECT_TIMEOUT_S = 30.0
+STALLED_PROBE_S = 2.0  # the injection timeout while the session is stalled (the last one timed out)
 Listener = Callable[[Inbound, Outcome], None]
 
 
@@ -64,6 +65,7 @@ class Receiver:
         self.stats = ChainStats()
         self._inflight: dict[tuple[str, str], asyncio.Future[Outcome]] = {}
         self._default_waits = 0
+        self._stalled = False  # the last injection timed out (see _inject_and_record)
         self._admitting = 0  # admitted by the checks, journal write not yet done
         self._admitting_asks = 0
         self._listeners: list[Listener] = []
@@ -299,7 +301,16 @@ class Receiver:
             meta=msg.kind is Kind.META,
             bucket=classify(inbound.sender, self.view()).value,
         )
-        result: InjectResult = await inject(self.harness, request, self.inject_timeout_s)
+        # A session that let an injection time out is stalled: the next ones get a short probe, not the full wait,
+        # so a queue behind a stuck harness drains in seconds, each still tried once; a delivery clears it.
+        timeout = min(self.inject_timeout_s, STALLED_PROBE_S) if self._stalled else self.inject_timeout_s
+        result: InjectResult = await inject(self.harness, request, timeout)
+        if result.reason == "inject_timeout":
+            if self._stalled:
+                result = replace(result, reason="session_stalled")
+            self._stalled = True
+        elif result.state in (State.ACCEPTED, State.QUEUED):
+            self._stalled = False
         out_rec = R.outcome(msg.message_id, result.state, result.reason, self.identity.binding, result.evidence)
         try:
             await self.journal.append_async(out_rec)

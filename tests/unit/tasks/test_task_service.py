@@ -379,3 +379,27 @@ def test_concurrent_arrivals_never_pass_an_admission_limit_together(
         )
 
     run_with_service(root, body, script=["block"], default="block", limits=Limits(**{limit_field: 4}))
+
+
+def test_a_stuck_injection_does_not_hold_every_queued_task_for_the_full_timeout(root: Path, monkeypatch) -> None:
+    """The first injection into a stuck session waits the full timeout; the ones queued behind it get a short
+    probe each (`session_stalled`, unknown: maybe delivered, never resent), and a delivery clears the stall."""
+    from crosstalk.receiver import chain
+
+    monkeypatch.setattr(chain, "STALLED_PROBE_S", 0.05)
+
+    async def body(rig: Rig, svc: TaskService) -> None:
+        views = [await svc.send(CAROL, msg(f"m{i}"), task_id=None, return_immediately=True) for i in range(4)]
+        await wait_for(lambda: all(svc.table.tasks[v.task_id].view.delivery for v in views[:3]))
+        await wait_for(lambda: svc.table.tasks[views[3].task_id].view.terminal)
+        got = [(svc.table.tasks[v.task_id].view.delivery, svc.table.tasks[v.task_id].view.reason) for v in views]
+        assert got[:3] == [
+            ("unknown", "inject_timeout"),
+            ("unknown", "session_stalled"),
+            ("unknown", "session_stalled"),
+        ]
+        assert got[3] == ("accepted", None)  # the session took it: not stalled any more
+        late = await svc.send(CAROL, msg("after"), task_id=None, return_immediately=False)
+        assert late.delivery == "accepted"
+
+    run_with_service(root, body, script=["hang", "hang", "hang", "accept"], inject_timeout_s=0.5)
