@@ -7,6 +7,8 @@ Two connection shapes reach an agent's socket:
       "crosstalk" field (Claude's own SendMessage), accepted only from a verified peer and answered with bare EOF,
       because Claude's sender treats any reply bytes as an error.
 An auth line may precede a native frame too (Claude authenticates when it has our key); the answer is still EOF.
+Claude's frame is told apart by its own top-level fields (msgV, msg_id): an auth line followed by a plain user line
+without them is seed 000 §5's shape (a) as a plain script writes it, a crosstalk client answered with its state.
 """
 
 from __future__ import annotations
@@ -42,6 +44,7 @@ class UserLine:
     crosstalk: dict[str, Any] | None  # present → a crosstalk frame; absent → a native frame
     native_from: str | None = None  # Claude's top-level "from" (display only)
     native_msg_id: str | None = None  # Claude's "msg_id" (display only)
+    claude_frame: bool = False  # Claude's own SendMessage wrote it (msgV/msg_id present): it must get bare EOF
 
     @property
     def is_native(self) -> bool:
@@ -52,9 +55,15 @@ def parse_line(raw: bytes) -> AuthLine | UserLine:
     if len(raw) > MAX_LINE_BYTES:
         raise FrameError(f"frame line is {len(raw)} bytes, over the {MAX_LINE_BYTES}-byte limit")
     try:
-        obj = json.loads(raw)
-    except (ValueError, UnicodeDecodeError, RecursionError) as exc:  # RecursionError: nesting too deep
+        # Strict UTF-8 first: json.loads(bytes) decodes with surrogatepass, letting encoded surrogates through.
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise FrameError(f"frame line is not JSON: not valid UTF-8 ({exc})") from None
+    try:
+        obj = json.loads(text)
+    except (ValueError, RecursionError) as exc:  # RecursionError: nesting too deep
         raise FrameError(f"frame line is not JSON: {exc}") from None
+    _check_unicode(obj)
     if not isinstance(obj, dict):
         raise FrameError("frame line must be a JSON object")
     ftype = obj.get("type")
@@ -77,8 +86,40 @@ def parse_line(raw: bytes) -> AuthLine | UserLine:
             raise FrameError("'crosstalk' must be an object")
         nfrom = obj.get("from")
         nid = obj.get("msg_id")
-        return UserLine(content, meta, nfrom if isinstance(nfrom, str) else None, nid if isinstance(nid, str) else None)
+        return UserLine(
+            content,
+            meta,
+            nfrom if isinstance(nfrom, str) else None,
+            nid if isinstance(nid, str) else None,
+            claude_frame="msgV" in obj or "msg_id" in obj,
+        )
     raise FrameError(f"unknown frame type {ftype!r} (expected 'auth' or 'user')")
+
+
+def _check_unicode(obj: object) -> None:
+    """Refuse a lone surrogate anywhere in the line (JSON lets "\\ud800" through; UTF-8 cannot hold it, so the
+    journal and the harness could not either). Iterative: json.loads already bounded the depth, but not our stack."""
+    stack = [obj]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            strings: list[str] = [item]
+        elif isinstance(item, dict):
+            strings = list(item)
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+            continue
+        else:
+            continue
+        for value in strings:
+            try:
+                value.encode("utf-8")
+            except UnicodeEncodeError as exc:
+                bad = value[exc.start]
+                raise FrameError(
+                    f"frame line holds a lone surrogate (\\u{ord(bad):04x}) in a string: not valid Unicode"
+                ) from None
 
 
 def message_from_crosstalk(line: UserLine, to: str) -> Message:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import errno
 import hmac
 import logging
 import os
@@ -41,6 +42,10 @@ from crosstalk.registry.descriptor import Descriptor
 log = logging.getLogger(__name__)
 
 LINE_TIMEOUT_S = 10.0
+MAX_CONNECTIONS = 256  # connections served at once; past it one is answered busy and closed (read at each accept)
+ACCEPT_BACKOFF_S = 0.1  # out of descriptors: wait this long before accepting again
+LOG_INTERVAL_S = 30.0  # a repeated failure is logged at most once per interval
+_RETRY_AT_ONCE_ERRNOS = frozenset({errno.ECONNABORTED, errno.EAGAIN, errno.EINTR, errno.EPROTO})
 _PEERCRED = struct.Struct("3i")
 PeerResolver = Callable[[int], Descriptor | None]
 
@@ -92,21 +97,36 @@ class UdsIngress:
         self._token = token
         self._receiver = receiver
         self._peers = _PeerCache(resolve_peer)
-        self._server: asyncio.AbstractServer | None = None
+        self._listener: socket.socket | None = None
+        self._accepting: asyncio.Task[None] | None = None
         self._handlers: set[asyncio.Task[None]] = set()
+        self._warned: dict[str, float] = {}
 
     async def start(self) -> None:
         self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
         with contextlib.suppress(FileNotFoundError):
             self.path.unlink()  # a socket left by a crashed instance; we hold the agent lock, so it is ours
-        self._server = await asyncio.start_unix_server(
-            self._on_connect, path=str(self.path), limit=MAX_LINE_BYTES + 2, backlog=512
-        )
-        os.chmod(self.path, 0o600)
+        listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            listener.bind(str(self.path))
+            os.chmod(self.path, 0o600)  # before listen(): no connection can arrive while it is still wider
+            listener.listen(512)
+            listener.setblocking(False)
+        except BaseException:
+            listener.close()
+            raise
+        self._listener = listener
+        self._accepting = asyncio.create_task(self._accept_loop(listener), name=f"uds-accept:{self.path.name}")
 
     async def close(self) -> None:
-        if self._server is not None:
-            self._server.close()
+        accepting, listener = self._accepting, self._listener
+        self._accepting = self._listener = None
+        if accepting is not None:
+            accepting.cancel()
+            with contextlib.suppress(BaseException):
+                await asyncio.wait_for(accepting, 5)
+        if listener is not None:
+            listener.close()
             # Cancel handlers before waiting: a stuck peer must not hold up shutdown.
             handlers = [t for t in self._handlers if t is not asyncio.current_task()]
             for task in handlers:
@@ -114,28 +134,70 @@ class UdsIngress:
             if handlers:
                 # Wait for them to unwind, so the journal is not closed under a handler still writing to it.
                 await asyncio.wait(handlers, timeout=5)
-            with contextlib.suppress(Exception):
-                await asyncio.wait_for(self._server.wait_closed(), 5)
-            self._server = None
         with contextlib.suppress(FileNotFoundError):
             self.path.unlink()
 
-    async def _on_connect(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        task = asyncio.current_task()
-        if task is not None:
+    async def _accept_loop(self, listener: socket.socket) -> None:
+        """Accept forever. A failed accept (EMFILE: out of descriptors) backs off and logs once per interval: asyncio's
+        own server logs a traceback for every failed accept. Past MAX_CONNECTIONS a connection is answered busy and
+        closed at once, so idle peers cannot hold every descriptor while real senders wait."""
+        loop = asyncio.get_running_loop()
+        while True:
+            try:
+                conn, _addr = await _accept(loop, listener)
+            except OSError as exc:
+                if listener.fileno() < 0:
+                    return  # closed under us
+                if exc.errno in _RETRY_AT_ONCE_ERRNOS:
+                    continue  # that one peer gave up; the next may be waiting
+                self._warn("accept", "uds accept on %s failed (%s); backing off", self.path, exc.strerror or exc)
+                await asyncio.sleep(ACCEPT_BACKOFF_S)
+                continue
+            if len(self._handlers) >= MAX_CONNECTIONS:
+                self._warn("busy", "uds ingress %s has %d connections open; refusing more", self.path, MAX_CONNECTIONS)
+                _refuse(conn, f"busy: {MAX_CONNECTIONS} connections already open to this agent; try again")
+                continue
+            task = asyncio.create_task(self._handle(conn))
             self._handlers.add(task)
+            task.add_done_callback(self._handlers.discard)
+
+    def _warn(self, key: str, fmt: str, *args: object) -> None:
+        """A warning at most once per LOG_INTERVAL_S for each key: a flood must not become a log flood."""
+        now = time.monotonic()
+        if now - self._warned.get(key, -LOG_INTERVAL_S) >= LOG_INTERVAL_S:
+            self._warned[key] = now
+            log.warning(fmt, *args)
+
+    async def _handle(self, conn: socket.socket) -> None:
         try:
-            answer = await self._serve(reader, writer)
+            reader, writer = await asyncio.open_unix_connection(sock=conn, limit=MAX_LINE_BYTES + 2)
+        except OSError as exc:
+            conn.close()
+            self._warn("connect", "uds connection on %s could not start: %s", self.path, exc)
+            return
+        await self._on_connect(reader, writer)
+
+    async def _on_connect(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            try:
+                answer = await self._serve(reader, writer)
+            except (TimeoutError, ConnectionError, asyncio.CancelledError):
+                raise
+            except Exception as exc:
+                # Not a frame problem: the outcome may be anything, so say unknown, and keep the log to one
+                # traceback per interval (a resource shortage fails every connection the same way).
+                if self._warned.get("internal", -LOG_INTERVAL_S) + LOG_INTERVAL_S <= time.monotonic():
+                    self._warned["internal"] = time.monotonic()
+                    log.exception("uds connection failed")
+                answer = encode_answer(Outcome("", State.UNKNOWN, f"internal: {type(exc).__name__}: {exc}"))
             if answer:
                 writer.write(answer)
                 await asyncio.wait_for(writer.drain(), LINE_TIMEOUT_S)
         except (TimeoutError, ConnectionError, asyncio.CancelledError):
             pass
         except Exception:
-            log.exception("uds connection failed")
+            log.debug("uds connection failed while answering", exc_info=True)
         finally:
-            if task is not None:
-                self._handlers.discard(task)
             writer.close()
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(writer.wait_closed(), 1)
@@ -160,13 +222,16 @@ class UdsIngress:
             else:
                 user = first
             peer = self._peers.get(pid)
-            if user.is_native:
+            if user.is_native and (user.claude_frame or not authed):
                 if not (authed or peer):
                     return None  # a native frame from an unregistered process: closed with no state
                 await self._receive_native(user, peer)
                 return None  # Claude's sender reads any bytes as failure: EOF is the answer
             if not (authed or peer):
                 return encode_error_answer("auth: send an auth line with the agent's key first")
+            if user.is_native:
+                # The key, then a plain user line (seed 000 §5 shape (a) as a script writes it): a crosstalk client.
+                return encode_answer(await self._receive_plain(user, peer))
             return encode_answer(await self._receive_crosstalk(user, peer))
         except FrameError as exc:
             return encode_error_answer(f"frame: {exc}")
@@ -180,6 +245,25 @@ class UdsIngress:
             return Outcome(mid if isinstance(mid, str) else "", State.REJECTED, f"invalid: {exc}")
         sender = _verified(peer) if peer else Sender.unverified(claimed if isinstance(claimed, str) else None)
         return await self._receiver.receive(Inbound(msg, sender, "uds"))
+
+    async def _receive_plain(self, user: UserLine, peer: Descriptor | None) -> Outcome:
+        """A keyed user line without crosstalk metadata. The key proves only that the sender runs as this user, so
+        unless its pid matches a registered agent it is an unverified inform (seed 000 §5), named @uds:<user> the
+        way `crosstalk send` names itself @cli:<user>. The content is the body; an envelope in it asking to be
+        another kind is refused, as on every uds frame."""
+        kind = None
+        if envelope.looks_like_envelope(user.content):
+            with contextlib.suppress(EnvelopeError):
+                kind = envelope.parse(user.content).kind
+        tag = None if peer else f"@uds:{_user_name()}"
+        sender = _verified(peer) if peer else Sender.unverified(tag)
+        msg = Message(
+            message_id=new_message_id(), to=self._receiver.identity.name, parts=(TextPart(user.content),), from_=tag
+        )
+        inbound = Inbound(msg, sender, "uds")
+        if kind not in (None, "", "inform"):
+            return self._receiver.reject(inbound, "kind:not_on_uds")
+        return await self._receiver.receive(inbound)
 
     async def _receive_native(self, user: UserLine, peer: Descriptor | None) -> Outcome:
         text, claimed_name, kind = user.content, None, None
@@ -199,6 +283,31 @@ class UdsIngress:
             return self._receiver.reject(inbound, "kind:native_inform_only")
         # Our own session answering natively (ADR 0009) is bounced back by the chain, never forwarded.
         return await self._receiver.receive(inbound)
+
+
+def _user_name() -> str:
+    """This user's login name (the peer runs as this user: the uid was checked), for a plain sender's tag."""
+    name = os.environ.get("USER") or os.environ.get("LOGNAME")
+    if not name:
+        import pwd
+
+        try:
+            name = pwd.getpwuid(os.getuid()).pw_name
+        except KeyError:
+            name = str(os.getuid())
+    return name
+
+
+async def _accept(loop: asyncio.AbstractEventLoop, listener: socket.socket) -> tuple[socket.socket, object]:
+    return await loop.sock_accept(listener)
+
+
+def _refuse(conn: socket.socket, reason: str) -> None:
+    """Answer one error line without waiting (a fresh socket's buffer takes it) and close."""
+    with contextlib.suppress(OSError):
+        conn.setblocking(False)
+        conn.send(encode_error_answer(reason))
+    conn.close()
 
 
 def _verified(desc: Descriptor) -> Sender:

@@ -2,7 +2,9 @@
 
 The card path is public; anything else needs `Authorization: Bearer <token>` that `authenticate` maps to a verified
 Sender (else 401), and a body within `body_limit` (else a JSON-RPC InvalidRequest error, id null, read with the cap
-before anything decodes it).
+before anything decodes it) that arrives whole within `body_timeout` seconds (else 408 and the connection closed:
+neither uvicorn nor h11 bounds a body read, so a false Content-Length would hold the connection forever) and is
+UTF-8 (else a JSON-RPC parse error, as JSON that is not UTF-8 is not JSON: RFC 8259 §8.1).
 """
 
 from __future__ import annotations
@@ -27,6 +29,8 @@ log = logging.getLogger(__name__)
 CARD_PATH = AGENT_CARD_WELL_KNOWN_PATH
 DRAIN_LIMIT = 8 * 1024 * 1024  # read (and drop) at most this much of a refused body so the client sees our answer
 UNAUTHENTICATED_CODE = -32000  # JSON-RPC implementation-defined server error; A2A names no code for auth
+PARSE_ERROR_CODE = -32700
+BODY_TIMEOUT_S = 10.0  # the whole request body must arrive within this; loopback delivers 256 KiB in milliseconds
 
 ASGIApp = Callable[
     [dict[str, Any], Callable[[], Awaitable[dict[str, Any]]], Callable[..., Awaitable[None]]], Awaitable[None]
@@ -45,11 +49,13 @@ class EdgeGate:
         authenticate: Callable[[str], Sender | Awaitable[Sender | None] | None],
         body_limit: int,
         closing: Callable[[], bool] = lambda: False,
+        body_timeout: float | None = None,
     ) -> None:
         self.app = app
         self.authenticate = authenticate
         self.body_limit = body_limit
         self.closing = closing
+        self.body_timeout = body_timeout  # None: BODY_TIMEOUT_S, read per request
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         if scope["type"] != "http" or scope.get("path") == CARD_PATH:
@@ -57,8 +63,14 @@ class EdgeGate:
             return
         headers = {k.lower(): v for k, v in scope.get("headers", [])}
         sender = await self._sender(headers.get(b"authorization", b""))
+        timeout = BODY_TIMEOUT_S if self.body_timeout is None else self.body_timeout
         if sender is None:
-            await _drain(receive, self.body_limit)
+            try:
+                async with asyncio.timeout(timeout):
+                    await _drain(receive, self.body_limit)
+            except TimeoutError:
+                await _send_body_timeout(send, timeout)
+                return
             await _send_json(send, 401, _unauthenticated_body(), [(b"www-authenticate", b'Bearer realm="crosstalk"')])
             return
         scope = dict(scope)
@@ -69,12 +81,24 @@ class EdgeGate:
             if version:
                 scope["headers"] = [*scope.get("headers", []), (version_header, version.encode("latin-1"))]
         try:
-            body = await _read_capped(receive, self.body_limit)
+            async with asyncio.timeout(timeout):
+                body = await _read_capped(receive, self.body_limit)
         except _ClientGone:
+            return
+        except TimeoutError:
+            await _send_body_timeout(send, timeout)
             return
         except _BodyTooLarge:
             err = InvalidRequestError(message=f"request body is over the {self.body_limit}-byte limit")
             await _send_json(send, 200, build_error_response(None, err))
+            return
+        try:
+            body.decode("utf-8")  # the SDK's json.loads would raise UnicodeDecodeError, answered -32603
+        except UnicodeDecodeError as exc:
+            message = f"Parse error: the request body is not valid UTF-8 ({exc})"
+            await _send_json(
+                send, 200, {"jsonrpc": "2.0", "id": None, "error": {"code": PARSE_ERROR_CODE, "message": message}}
+            )
             return
         started = False
 
@@ -172,6 +196,12 @@ def _query_version(query_string: bytes) -> str | None:
     except Exception:
         return None
     return values[0] if values else None
+
+
+async def _send_body_timeout(send: Any, timeout: float) -> None:
+    """408 with a JSON-RPC error, and `connection: close` so uvicorn drops the connection the body never finished."""
+    err = InvalidRequestError(message=f"the request body did not arrive in full within {timeout:g} s")
+    await _send_json(send, 408, build_error_response(None, err), [(b"connection", b"close")])
 
 
 def _unauthenticated_body() -> dict[str, Any]:
