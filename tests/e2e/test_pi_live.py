@@ -223,7 +223,10 @@ def test_the_pi_tui_in_tmux_shows_the_handle_and_the_unread_count(root: Path):
         assert cli(root, "send", "tui-pi", f"hello tui {token}").returncode == 0
         shows(f"hello tui {token}")
         shows("⇄ tui-pi [1]")
-        assert any(f"hello tui {token}" in r.raw for r in mock.model_requests())
+        deadline = time.monotonic() + 60  # the TUI shows the turn before its model request reaches the mock
+        while not any(f"hello tui {token}" in r.raw for r in mock.model_requests()):
+            assert time.monotonic() < deadline, pane.screen()
+            time.sleep(0.05)
     finally:
         pane.close()
         mock.stop()
