@@ -14,6 +14,7 @@ import yaml
 
 from crosstalk.bus import layout
 from crosstalk.bus.errors import ChannelError
+from crosstalk.bus.safefs import TEXT_LIMIT, UnsafeFile, load_yaml, read_transport_text
 from crosstalk.bus.store import PublishResult, publish
 from crosstalk.bus.transports import Transport
 
@@ -67,7 +68,7 @@ def parse_channel(text: str, uuid: str) -> Channel | None:
         return None
     try:
         end = next(i for i in range(1, len(lines)) if lines[i].strip() == "---")
-        meta = yaml.safe_load("\n".join(lines[1:end]))
+        meta = load_yaml("\n".join(lines[1:end]), layout.CHANNEL_FILE)  # aliases refused
     except Exception:  # StopIteration or any YAML/constructor error: not a usable CHANNEL.md
         return None
     if not isinstance(meta, dict) or not isinstance(meta.get("name"), str | int | float):
@@ -85,11 +86,12 @@ def list_channels(root: Path) -> list[Channel]:
     except FileNotFoundError:
         return out
     for entry in entries:
-        if not entry.is_dir() or not UUID_RE.match(entry.name):
+        if not entry.is_dir(follow_symlinks=False) or not UUID_RE.match(entry.name):
             continue
         try:
-            text = (Path(entry.path) / layout.CHANNEL_FILE).read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError):
+            rel = f"{layout.CHANNELS_DIR}/{entry.name}/{layout.CHANNEL_FILE}"
+            text = read_transport_text(root, rel, TEXT_LIMIT)
+        except (OSError, UnicodeDecodeError, UnsafeFile):
             continue
         channel = parse_channel(text, entry.name)
         if channel is not None:

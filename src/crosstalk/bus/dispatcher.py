@@ -27,6 +27,7 @@ from crosstalk.bus.models import CONFIG_PATH, ModelSpec, Skipped, claim, load_re
 from crosstalk.bus.prompt import PromptItem, build_prompt, load_persona
 from crosstalk.bus.replies import batch_replies, failed_replies
 from crosstalk.bus.runner import RunResult, run_headless
+from crosstalk.bus.safefs import TEXT_LIMIT, UnsafeFile, read_transport_text
 from crosstalk.bus.scan import Batch, LiveDelivery, Rejection, is_answered, replies_since, scan
 from crosstalk.bus.state import read_cursor, write_cursor, write_json_atomic
 from crosstalk.bus.store import publish
@@ -153,6 +154,8 @@ class Dispatcher:
         report.skipped_answered, report.batches = result.skipped_answered, len(result.batches)
         for bad in result.parse_errors:
             self._error("parse_error", path=bad.path, error=bad.error)
+        for path in result.ignored:
+            self.log("ignored", "warn", path=path, reason="not inside a channel directory (data/channels/<uuid>/)")
         if result.live:
             self._bridge(result.live, report)
         if result.rejections and not self._reject(result.rejections, report):
@@ -319,10 +322,7 @@ class Dispatcher:
             env = spawn_env(spec, self.environ, self.root, dispatch_env)
         except ModelError as exc:
             return "", exc.message
-        try:
-            protocol = (self.root / layout.PROTOCOL_FILE).read_text(encoding="utf-8", errors="replace")
-        except OSError:
-            protocol = ""
+        protocol = self._protocol_text()
         items = [PromptItem(m.msg.sender, m.rel, m.msg.body) for m in batch.messages]
         prompt = build_prompt(protocol, persona, items)
         limit = spec.timeout if self.model_timeout is None else self.model_timeout
@@ -348,6 +348,17 @@ class Dispatcher:
         if run.ok:
             return run.stdout, None
         return run.stdout, run.error or "the model failed"
+
+    def _protocol_text(self) -> str:
+        """PROTOCOL.md as the prompt's head; "" when it is missing, and "" with a logged error naming it when it is
+        a symlink, not a regular file or over the cap (its content never reaches a model then)."""
+        try:
+            return read_transport_text(self.root, layout.PROTOCOL_FILE, TEXT_LIMIT, errors="replace")
+        except FileNotFoundError:
+            return ""
+        except (OSError, UnsafeFile) as exc:
+            self._error("unsafe_file", path=layout.PROTOCOL_FILE, error=getattr(exc, "message", None) or str(exc))
+            return ""
 
     def _reply(self, batch: Batch, body: str, report: TickReport, *, failed: str | None) -> bool:
         """One reply per distinct asker, re: that asker's messages; all in one commit."""

@@ -135,7 +135,17 @@ class GitRepo:
     def fetch(self) -> None:
         # --no-recurse-submodules: by default fetch reads the whole index to look for submodules, which made an
         # idle tick grow with the number of messages (bench/bus_tick.py); a transport never has submodules.
-        self.run("fetch", "-q", "--no-recurse-submodules", "origin")
+        # --no-write-fetch-head: FETCH_HEAD is shared by every fetch in the work tree. A person's `git pull` reads
+        # it right after its own fetch; a dispatcher fetch in between used to clobber it ("no such ref was
+        # fetched"). The bus only ever uses the remote-tracking refs.
+        self.run("fetch", "-q", "--no-recurse-submodules", "--no-write-fetch-head", "origin")
+
+    def remote_branch(self) -> str | None:
+        """The sha of refs/remotes/origin/<branch> as of the last fetch; None when the remote has no such branch
+        (yet): nothing to pull."""
+        ref = f"refs/remotes/origin/{self.branch()}"
+        proc = self._raw(["rev-parse", "-q", "--verify", f"{ref}^{{commit}}"])
+        return proc.stdout.strip() or None if proc.returncode == 0 else None
 
     def ahead_behind(self) -> tuple[int, int]:
         """(commits only here, commits only upstream); (0, 0) without an upstream."""
@@ -148,14 +158,40 @@ class GitRepo:
     def is_ancestor(self, older: str, newer: str) -> bool:
         return self._raw(["merge-base", "--is-ancestor", older, newer]).returncode == 0
 
+    def list_paths(self, *args: str) -> list[str]:
+        """The NUL-separated paths a `git ARGS -z` prints, decoded as the file system does: a name with non-ASCII
+        characters or a newline comes back exactly as committed (never C-quoted)."""
+        argv = ["git", "-C", str(self.root), *args]
+        try:
+            proc = subprocess.run(argv, capture_output=True, timeout=self.timeout, env=_git_env())
+        except subprocess.TimeoutExpired:
+            raise GitError(f"git {' '.join(args[:2])} timed out after {self.timeout:g} s in {self.root}") from None
+        except OSError as exc:
+            raise GitError(f"cannot run git: {exc}") from None
+        if proc.returncode != 0:
+            why = error_line(os.fsdecode(proc.stderr), "", proc.returncode)
+            raise GitError(f"git {' '.join(args[:2])} failed in {self.root}: {why}")
+        return [os.fsdecode(raw) for raw in proc.stdout.split(b"\0") if raw]
+
     def added_message_files(self, old: str | None, new: str) -> list[str]:
         """Transport-relative paths of files added under data/channels between two commits (tree to tree only,
-        so the cost follows the change, not the number of files in the work tree)."""
+        so the cost follows the change, not the number of files in the work tree). NUL-separated: every name
+        comes back exactly as committed."""
         if old is None:
-            out = self.run("ls-tree", "-r", "--name-only", new, "--", CHANNELS_PATHSPEC)
-        else:
-            out = self.run("diff", "--name-only", "--no-renames", "--diff-filter=A", old, new, "--", CHANNELS_PATHSPEC)
-        return [line for line in out.splitlines() if line]
+            return self.list_paths("ls-tree", "-r", "-z", "--name-only", new, "--", CHANNELS_PATHSPEC)
+        return self.list_paths(
+            "diff", "-z", "--name-only", "--no-renames", "--diff-filter=A", old, new, "--", CHANNELS_PATHSPEC
+        )
+
+    def tree_entry(self, commit: str, path: str) -> tuple[str, int] | None:
+        """(mode, size) of `path` in `commit` ("100644", 12), or None when it is not there."""
+        out = self.run("ls-tree", "-z", "-l", commit, "--", path, check=False)
+        for record in out.split("\0"):
+            meta, _, name = record.partition("\t")
+            fields = meta.split()
+            if name == path and len(fields) == 4:
+                return fields[0], int(fields[3]) if fields[3].isdigit() else 0
+        return None
 
     # ------------------------------------------------------------------------------------------------ changes
 
@@ -172,13 +208,17 @@ class GitRepo:
         return self.head()
 
     def _rebase_onto_upstream(self) -> None:
-        args = ["-c", "rebase.autoStash=true", "pull", "--rebase", "--no-edit", "-q", "--no-recurse-submodules"]
-        args += ["origin", self.branch()]
-        proc = self._raw(args)
+        """Fetch (without FETCH_HEAD) and rebase local commits onto origin/<branch>; a remote without the branch
+        is nothing to rebase onto. Not `git pull`: its FETCH_HEAD can be clobbered by any concurrent fetch."""
+        self.fetch()
+        upstream = self.remote_branch()
+        if upstream is None or self.is_ancestor(upstream, "HEAD"):
+            return
+        proc = self._raw(["-c", "rebase.autoStash=true", "rebase", "-q", upstream])
         if proc.returncode != 0:
             self._raw(["rebase", "--abort"])
             why = error_line(proc.stderr, proc.stdout, proc.returncode)
-            raise GitError(f"git pull --rebase failed in {self.root}: {why}")
+            raise GitError(f"git rebase onto the upstream failed in {self.root}: {why}")
 
     def push_with_retry(self, attempts: int = 8) -> bool:
         """Push HEAD to origin; on a lost race, pull --rebase and try again with jittered backoff.

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from crosstalk.bus.errors import NotATransport, VersionMismatch
+from crosstalk.bus.errors import BusError, NotATransport, VersionMismatch
+from crosstalk.bus.safefs import SMALL_LIMIT, read_transport_text
 
 PROTOCOL_VERSION = 7
 
@@ -40,12 +41,11 @@ def find_root(start: Path) -> Path | None:
 
 def read_version(root: Path) -> int | None:
     """The integer in root/CROSSTALK-VERSION; None if the file is missing. A garbled file raises NotATransport."""
-    path = Path(root) / VERSION_FILE
     try:
-        text = path.read_text(encoding="utf-8").strip()
+        text = read_transport_text(root, VERSION_FILE, SMALL_LIMIT).strip()
     except FileNotFoundError:
         return None
-    except (OSError, UnicodeDecodeError) as exc:
+    except (OSError, UnicodeDecodeError, BusError) as exc:
         raise NotATransport(f"{root} has an unreadable {VERSION_FILE}: {exc}") from None
     if not text.isdigit():
         raise NotATransport(f"{root} has a garbled {VERSION_FILE} ({text[:20]!r}; expected a single integer)")

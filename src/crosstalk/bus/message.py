@@ -12,6 +12,7 @@ import yaml
 
 from crosstalk.bus.errors import MessageFormatError
 from crosstalk.bus.layout import is_safe_relpath
+from crosstalk.bus.safefs import load_yaml
 
 # The C loader is ~10x faster and the dispatcher parses every new message; both are "safe" (no object tags).
 _Loader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
@@ -118,7 +119,7 @@ def parse_message(text: str, *, where: str = "message") -> BusMessage:
     """Parse a message file; any protocol violation raises MessageFormatError naming the field and where."""
     head, body = _split(text, where)
     try:
-        meta = yaml.load(head, Loader=_Loader)
+        meta = load_yaml(head, "front matter")  # aliases refused: a few bytes must not expand into gigabytes
     except Exception as exc:  # YAMLError, or ValueError from an impossible date such as 2026-13-45
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise MessageFormatError(f"{where}: front matter is not valid YAML ({first})") from None

@@ -23,12 +23,19 @@ import stat
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
-from typing import Any
 
 import yaml
 
-from crosstalk.bus.dotenv import ENV_KEY_RE, read_dotenv
+from crosstalk.bus.dotenv import ENV_KEY_RE, parse_dotenv
 from crosstalk.bus.errors import AmbiguousModel, ModelError, UnknownModel
+from crosstalk.bus.safefs import (
+    SMALL_LIMIT,
+    TEXT_LIMIT,
+    UnsafeFile,
+    load_yaml,
+    read_transport_bytes,
+    read_transport_text,
+)
 
 CONFIG_PATH = "data/crosstalk.yaml"
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
@@ -38,7 +45,6 @@ DEFAULT_TIMEOUT_S = 600.0
 MAX_TIMEOUT_S = 86400.0
 
 # The C loader parses a large registry several times faster; the pure-Python one behaves the same.
-_Loader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,12 +84,14 @@ class Registry:
 
 
 def load_registry(root: Path) -> Registry:
-    """Read `<root>/data/crosstalk.yaml`. ModelError only when the file as a whole is unusable."""
-    path = Path(root) / CONFIG_PATH
+    """Read `<root>/data/crosstalk.yaml` (a regular file reached without symlinks, at most TEXT_LIMIT bytes, no
+    YAML aliases). ModelError only when the file as a whole is unusable."""
     try:
-        text = path.read_text(encoding="utf-8")
+        text = read_transport_text(root, CONFIG_PATH, TEXT_LIMIT)
     except FileNotFoundError:
         raise ModelError(f"{CONFIG_PATH} is missing in {root}") from None
+    except UnsafeFile as exc:
+        raise ModelError(exc.message) from None
     except (OSError, UnicodeDecodeError) as exc:
         raise ModelError(f"cannot read {CONFIG_PATH}: {getattr(exc, 'strerror', None) or exc}") from None
     return parse_registry(text, root=Path(root))
@@ -92,13 +100,15 @@ def load_registry(root: Path) -> Registry:
 def parse_registry(text: str, *, root: Path | None = None) -> Registry:
     """Parse registry YAML. With `root`, a missing env_file is noted on `warnings` (it only fails at spawn)."""
     try:
-        doc = yaml.load(text, Loader=_Loader)  # a safe loader: CSafeLoader or SafeLoader
+        doc = load_yaml(text, CONFIG_PATH)  # a safe loader; aliases refused (no billion laughs)
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         where = f" at line {mark.line + 1}" if mark is not None else ""
         problem = " ".join(str(exc.problem or exc.context or "invalid YAML").split())
         raise ModelError(f"{CONFIG_PATH}: YAML syntax error{where}: {problem}") from None
     except yaml.YAMLError as exc:
+        raise ModelError(f"{CONFIG_PATH}: YAML error: {' '.join(str(exc).split())}") from None
+    except (ValueError, TypeError) as exc:  # a scalar that cannot be built, such as the date 2026-13-45
         raise ModelError(f"{CONFIG_PATH}: YAML error: {' '.join(str(exc).split())}") from None
     registry = Registry()
     if doc is None:
@@ -282,10 +292,7 @@ def spawn_env(
     """The model's environment, last wins: base (process env) → env_file → env (${VAR} from base) → dispatch_env."""
     env = dict(base_env)
     if spec.env_file is not None:
-        path = Path(transport_root) / spec.env_file
-        if not path.is_file():
-            raise ModelError(f"env_file {spec.env_file.as_posix()} of provider {spec.provider} is missing")
-        env.update(read_dotenv(path, display=spec.env_file.as_posix()))
+        env.update(_read_env_file(spec, Path(transport_root)))
     for key, ref in spec.env.items():
         match = ENV_REF_RE.fullmatch(ref)
         if match is None:  # load_registry refuses these; a hand-built spec must not leak a raw value either
@@ -297,3 +304,24 @@ def spawn_env(
     if dispatch_env:
         env.update(dispatch_env)
     return env
+
+
+def _read_env_file(spec: ModelSpec, root: Path) -> dict[str, str]:
+    """The provider's env_file, read only when it is a regular file inside the transport reached without symlinks
+    (a committed symlink to ~/.ssh/id_rsa must not flow into a model's environment) and at most SMALL_LIMIT."""
+    assert spec.env_file is not None
+    rel = spec.env_file.as_posix()
+    try:
+        data = read_transport_bytes(root, rel, SMALL_LIMIT)
+    except FileNotFoundError:
+        raise ModelError(f"env_file {rel} of provider {spec.provider} is missing") from None
+    except UnsafeFile as exc:
+        raise ModelError(f"env_file of provider {spec.provider}: {exc.message}") from None
+    except OSError as exc:
+        raise ModelError(f"cannot read {rel}: {exc.strerror or exc}") from None
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data[: exc.start].count(b"\n") + 1
+        raise ModelError(f"{rel} line {line}: not valid UTF-8") from None
+    return parse_dotenv(text.removeprefix("\ufeff"), where=rel)

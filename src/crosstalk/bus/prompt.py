@@ -8,6 +8,7 @@ from pathlib import Path
 from crosstalk.bus.errors import ModelError
 from crosstalk.bus.layout import ACTORS_DIR
 from crosstalk.bus.models import NAME_RE
+from crosstalk.bus.safefs import TEXT_LIMIT, UnsafeFile, read_transport_text
 
 
 @dataclass(frozen=True, slots=True)
@@ -30,15 +31,18 @@ def build_prompt(protocol_text: str, persona: str | None, items: list[PromptItem
 
 
 def load_persona(root: Path, name: str) -> str:
-    """The text of local/actors/<name>.md in the transport at `root`."""
+    """The text of local/actors/<name>.md in the transport at `root`: a regular file reached without symlinks and
+    at most TEXT_LIMIT bytes, else ModelError naming it."""
     if not NAME_RE.fullmatch(name):
         raise ModelError(
             f"persona name {name!r} is not valid (1-64 of A-Z a-z 0-9 . _ -, starting with a letter/digit)"
         )
     rel = f"{ACTORS_DIR}/{name}.md"
     try:
-        return (Path(root) / rel).read_text(encoding="utf-8", errors="replace")
+        return read_transport_text(root, rel, TEXT_LIMIT, errors="replace")
     except FileNotFoundError:
         raise ModelError(f"persona '{name}' not found: {rel}") from None
+    except UnsafeFile as exc:
+        raise ModelError(f"persona '{name}': {exc.message}") from None
     except OSError as exc:
         raise ModelError(f"cannot read persona '{name}' ({rel}): {exc.strerror or exc}") from None

@@ -12,14 +12,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from crosstalk.bus import layout
 from crosstalk.bus.addressing import actor_of, same_actor, split_address, wakes
-from crosstalk.bus.errors import AmbiguousModel, GitError, MessageFormatError, ModelError
+from crosstalk.bus.channels import UUID_RE
+from crosstalk.bus.errors import AmbiguousModel, BusError, MessageFormatError, ModelError
 from crosstalk.bus.gitops import GitRepo
+from crosstalk.bus.layout import is_safe_relpath
 from crosstalk.bus.message import BusMessage, parse_message
 from crosstalk.bus.models import ModelSpec, resolve
+from crosstalk.bus.safefs import MESSAGE_LIMIT, UnsafeFile, is_regular_in, load_yaml, read_transport_text
 
 CHANNELS_DIR = layout.CHANNELS_DIR
 
@@ -102,6 +103,7 @@ class ScanResult:
     rejections: list[Rejection] = field(default_factory=list)
     live: list[LiveDelivery] = field(default_factory=list)
     skipped_answered: int = 0
+    ignored: list[str] = field(default_factory=list)  # .md files outside any channel directory: never dispatched
 
 
 def split_channel_path(path: str) -> tuple[str, str] | None:
@@ -116,24 +118,55 @@ def split_channel_path(path: str) -> tuple[str, str] | None:
 
 
 class FileReader:
-    """Reads message files as of `head`: from the work tree (the lock is held, so HEAD == head), else git."""
+    """Reads transport files as of `head`: from the work tree (the lock is held, so HEAD == head), else git.
+
+    Guaranteed: a symlink anywhere on the path, a file that is not regular, or one over MESSAGE_LIMIT is refused
+    (crosstalk.bus.safefs), in the work tree and in git alike."""
 
     def __init__(self, repo: GitRepo, root: Path, head: str) -> None:
         self._repo = repo
         self._root = root
         self._head = head
+        self._channels: dict[str, bool] = {}
 
-    def read(self, path: str) -> str | None:
+    def read_checked(self, path: str) -> str:
+        """The text of `path`; BusError saying why it cannot be read (naming the path)."""
         try:
-            return (self._root / path).read_text(encoding="utf-8")
+            return read_transport_text(self._root, path, MESSAGE_LIMIT)
         except FileNotFoundError:
             pass
-        except (OSError, UnicodeDecodeError):
-            return None
+        except UnicodeDecodeError:
+            raise BusError(f"{path}: not valid UTF-8") from None
+        except OSError as exc:
+            raise BusError(f"{path}: cannot read it ({exc.strerror or exc})") from None
+        return self._from_git(path)
+
+    def _from_git(self, path: str) -> str:
+        entry = self._repo.tree_entry(self._head, path)
+        if entry is None:
+            raise BusError(f"{path}: not in the work tree nor in {self._head[:12]}")
+        mode, size = entry
+        if mode != "100644" and mode != "100755":
+            raise UnsafeFile(f"{path}: committed as mode {mode}, not a regular file (refused)")
+        if size > MESSAGE_LIMIT:
+            raise UnsafeFile(f"{path}: {size} bytes is over the {MESSAGE_LIMIT}-byte limit (refused)")
+        return self._repo.run("show", f"{self._head}:{path}")
+
+    def read(self, path: str) -> str | None:
+        """read_checked, None instead of an error."""
         try:
-            return self._repo.run("show", f"{self._head}:{path}")
-        except GitError:
+            return self.read_checked(path)
+        except BusError:
             return None
+
+    def is_channel(self, channel: str) -> bool:
+        """Whether data/channels/<channel> is a channel: a uuid directory with a regular CHANNEL.md."""
+        if channel not in self._channels:
+            rel = f"{CHANNELS_DIR}/{channel}/{layout.CHANNEL_FILE}"
+            self._channels[channel] = bool(UUID_RE.match(channel)) and (
+                is_regular_in(self._root, rel) or self._repo.tree_entry(self._head, rel) is not None
+            )
+        return self._channels[channel]
 
 
 class SenderIndex:
@@ -166,8 +199,8 @@ def _lenient_fields(text: str) -> dict[str, Any]:
         return {}
     parts = text.split("\n---", 1)
     try:
-        data = yaml.safe_load(parts[0][3:]) if len(parts) == 2 else None
-    except yaml.YAMLError:
+        data = load_yaml(parts[0][3:], "front matter", strings_only=True) if len(parts) == 2 else None
+    except Exception:  # any YAML or scalar error: nothing can be read leniently
         return {}
     if not isinstance(data, dict):
         return {}
@@ -183,8 +216,13 @@ def _lenient_fields(text: str) -> dict[str, Any]:
     return out
 
 
-def parse_range(reader: FileReader, paths: Iterable[str]) -> tuple[list[ScannedMessage], list[ParseFailure]]:
-    """Parse every message file among `paths` (others are ignored), in file-name (chronological) order."""
+def parse_range(
+    reader: FileReader, paths: Iterable[str], ignored: list[str] | None = None
+) -> tuple[list[ScannedMessage], list[ParseFailure]]:
+    """Parse every message file among `paths`, in file-name (chronological) order. Guaranteed never to raise for
+    one file: a file that cannot be read or parsed is a ParseFailure naming it. A `.md` file under a date
+    directory of something that is not a channel (no uuid directory with CHANNEL.md) is not a message: its path
+    goes to `ignored`. Other paths (CHANNEL.md, PLAN.json, ...) are skipped."""
     messages: list[ScannedMessage] = []
     failures: list[ParseFailure] = []
     for path in sorted(paths):
@@ -192,15 +230,25 @@ def parse_range(reader: FileReader, paths: Iterable[str]) -> tuple[list[ScannedM
         if where is None:
             continue
         channel, rel = where
-        text = reader.read(path)
-        if text is None:
-            failures.append(ParseFailure(channel, rel, "the file could not be read"))
+        if not reader.is_channel(channel):
+            if ignored is not None:
+                ignored.append(path)
+            continue
+        if not is_safe_relpath(rel):
+            failures.append(ParseFailure(channel, rel, f"the file name {rel!r} has a control character"))
+            continue
+        try:
+            text = reader.read_checked(path)
+        except BusError as exc:
+            failures.append(ParseFailure(channel, rel, exc.message))
             continue
         try:
             messages.append(ScannedMessage(channel, rel, parse_message(text, where=path)))
         except MessageFormatError as exc:
             raw = _lenient_fields(text)
             failures.append(ParseFailure(channel, rel, exc.message, raw.get("from"), raw.get("to"), raw.get("re", ())))
+        except Exception as exc:  # a parser bug must not wedge the tick: this file is reported, the rest run
+            failures.append(ParseFailure(channel, rel, f"{path}: cannot parse it ({type(exc).__name__}: {exc})"))
     return messages, failures
 
 
@@ -246,8 +294,9 @@ def scan(
     maps a name to the live agent on this machine, or None), and the messages to answer with a failure."""
     reader = FileReader(repo, root, new)
     added = repo.added_message_files(old, new) if paths is None else list(paths)
-    messages, failures = parse_range(reader, added)
-    result = ScanResult(added=len(added), messages=messages, parse_errors=failures)
+    ignored: list[str] = []
+    messages, failures = parse_range(reader, added, ignored)
+    result = ScanResult(added=len(added), messages=messages, parse_errors=failures, ignored=ignored)
     result.answered = answered_index(messages)
     senders = SenderIndex(reader)
     for item in messages:

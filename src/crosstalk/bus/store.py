@@ -8,10 +8,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from crosstalk.bus import layout
-from crosstalk.bus.errors import BusError, MessageFormatError
+from crosstalk.bus.errors import BusError
 from crosstalk.bus.gitops import transport_lock
 from crosstalk.bus.layout import is_safe_relpath
 from crosstalk.bus.message import MESSAGE_NAME_RE, BusMessage, parse_message
+from crosstalk.bus.safefs import MESSAGE_LIMIT, read_transport_text
 from crosstalk.bus.state import wake
 from crosstalk.bus.transports import Transport
 from crosstalk.fs.atomic import atomic_write
@@ -133,7 +134,7 @@ def _messages_from(channel_dir: Path, start: str) -> Iterable[str]:
 
     def sorted_dirs(path: Path) -> list[str]:
         try:
-            return sorted(e.name for e in os.scandir(path) if e.is_dir())
+            return sorted(e.name for e in os.scandir(path) if e.is_dir(follow_symlinks=False))
         except FileNotFoundError:
             return []
 
@@ -147,16 +148,18 @@ def _messages_from(channel_dir: Path, start: str) -> Iterable[str]:
                 if (year, month, day) < tuple(parts[:3]):
                     continue
                 folder = channel_dir / year / month / day
-                for name in sorted(e.name for e in os.scandir(folder) if e.is_file() and e.name.endswith(".md")):
+                files = (e.name for e in os.scandir(folder) if e.is_file(follow_symlinks=False))
+                for name in sorted(n for n in files if n.endswith(".md")):
                     rel = f"{year}/{month}/{day}/{name}"
                     if rel >= start:
                         yield rel
 
 
-def _read(path: Path, where: str) -> BusMessage | None:
+def _read(root: Path, rel: str) -> BusMessage | None:
+    """The message at transport-relative `rel`: never through a symlink, never over MESSAGE_LIMIT."""
     try:
-        return parse_message(path.read_text(encoding="utf-8"), where=where)
-    except (OSError, UnicodeDecodeError, MessageFormatError):
+        return parse_message(read_transport_text(root, rel, MESSAGE_LIMIT), where=rel)
+    except (OSError, UnicodeDecodeError, BusError):
         return None  # an unreadable neighbour is not a reply; the dispatcher logs parse errors
 
 
@@ -175,7 +178,7 @@ def replies_status(transport: Transport, rel_paths: Sequence[str]) -> list[Reply
         channel_dir = layout.channel_dir(transport.root, uuid)
         for name in _messages_from(channel_dir, min(inners)):
             rel = f"{layout.CHANNELS_DIR}/{uuid}/{name}"
-            msg = _read(channel_dir / name, rel)
+            msg = _read(transport.root, rel)
             if msg is None:
                 continue
             for target in wanted.intersection(msg.re):
