@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 from dataclasses import dataclass, field
 from typing import Any
 
 from crosstalk.journal import shape
+from crosstalk.journal.errors import JournalError
 
 MAX_RECORD_BYTES = 512 * 1024  # the persisted-record cap equals the reader's limit, so every record stays readable
 
@@ -31,10 +33,20 @@ def read_journal(path: str | os.PathLike[str]) -> ReadResult:
     """Read every complete record. A trailing line without its newline is a torn append and is dropped."""
     result = ReadResult()
     try:
-        with open(path, "rb") as f:
-            data = f.read()
+        # Never through a symlink, never blocking on a FIFO: the journal is a regular file or it is damage.
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NOFOLLOW | os.O_NONBLOCK)
     except FileNotFoundError:
         return result
+    except OSError as exc:
+        why = exc.strerror or exc
+        raise JournalError(f"journal {path} cannot be opened ({why}): move it away, then start again") from None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise JournalError(f"journal {path} is not a regular file: move it away, then start again")
+        with os.fdopen(fd, "rb", closefd=False) as f:
+            data = f.read()
+    finally:
+        os.close(fd)
     end = data.rfind(b"\n") + 1
     result.good_size = end
     result.torn_tail_bytes = len(data) - end

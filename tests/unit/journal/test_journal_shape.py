@@ -39,3 +39,21 @@ def test_a_journal_with_wrong_types_replays_what_is_sound(tmp_path: Path) -> Non
     assert read.records == [GOOD] and read.bad_lines == len(BAD)
     state = JournalState.replay(read.records)
     assert MID in state.messages and state.pending_count() == 1
+
+
+@pytest.mark.parametrize("shape", ["directory", "symlink", "fifo"])
+def test_a_journal_that_is_not_a_regular_file_is_a_clear_error(tmp_path: Path, shape: str) -> None:
+    import os
+
+    from crosstalk.journal import JournalError
+
+    path = tmp_path / "j.jsonl"
+    if shape == "directory":
+        path.mkdir()
+    elif shape == "symlink":
+        (tmp_path / "elsewhere").write_text(json.dumps(GOOD) + "\n")
+        path.symlink_to(tmp_path / "elsewhere")
+    else:
+        os.mkfifo(path)
+    with pytest.raises(JournalError, match=r"j\.jsonl .*move it away"):
+        read_journal(path)
