@@ -28,30 +28,45 @@ pytestmark = [pytest.mark.integration, pytest.mark.slow, pytest.mark.timeout(720
 ITERATIONS = int(os.environ.get("CROSSTALK_CRASH_ITERATIONS", "10"))
 
 
+LIVES_PER_AGENT = 25  # a fresh agent every so many lives: each life's checks read its whole journal and inbox
+
+
 def test_kill_9_at_random_points_loses_nothing_acknowledged_and_injects_nothing_twice(xt) -> None:  # noqa: F811
     rng = random.Random(int(os.environ.get("CROSSTALK_CRASH_SEED", "14")))
-    acked_total, lives, in_flight_total = 0, 0, 0
+    totals = {"kills": 0, "acknowledged": 0, "caught_mid_dispatch": 0}
+    for start in range(0, ITERATIONS, LIVES_PER_AGENT):
+        name = f"crashy{start // LIVES_PER_AGENT}"
+        one_agent(xt, rng, name, min(LIVES_PER_AGENT, ITERATIONS - start), totals)
+        print(
+            f"crash suite: {totals['kills']} kills, {totals['acknowledged']} acknowledged, 0 lost, 0 injected "
+            f"twice, {totals['caught_mid_dispatch']} caught mid-dispatch (reconciled unknown)",
+            flush=True,
+        )
+    assert totals["kills"] == ITERATIONS
+
+
+def one_agent(xt, rng: random.Random, name: str, lives: int, totals: dict[str, int]) -> None:  # noqa: F811
+    """`lives` lives of one agent, each killed at a random moment and checked; then one more that must deliver."""
     all_acked: set[str] = set()
     agent_id = None
-    for _ in range(ITERATIONS):
+    for _ in range(lives):
         hang = rng.random() < 0.3
         script = ("--script", ",".join(["accept"] * rng.randint(0, 5) + ["hang"])) if hang else ()
-        agent = xt.start_agent("crashy", *script)
+        agent = xt.start_agent(name, *script)
         assert agent_id in (None, agent.agent_id)
         agent_id = agent.agent_id
-        lives += 1
-        stream = Stream(xt.paths, "crashy").start()
+        stream = Stream(xt.paths, name).start()
         try:
             time.sleep(rng.uniform(0.02, 0.4))  # a random point in the stream
             xt.kill9(agent)
             assert agent.proc.returncode == -signal.SIGKILL
         finally:
             stream.join()
+        totals["kills"] += 1
         all_acked |= set(stream.acked)
-        acked_total += len(stream.acked)
-        records = read_journal(xt.paths.journal_file(agent_id)).records
-        types = by_type(records)
-        in_flight_total += len(set(types.get("dispatch", {})) - set(types.get("outcome", {})))
+        totals["acknowledged"] += len(stream.acked)
+        types = by_type(read_journal(xt.paths.journal_file(agent_id)).records)
+        totals["caught_mid_dispatch"] += len(set(types.get("dispatch", {})) - set(types.get("outcome", {})))
         for mid in stream.acked:  # every acknowledgement was durable before it was given
             outs = [o["state"] for o in types.get("outcome", {}).get(mid, [])]
             assert len(types["received"].get(mid, [])) == 1 and outs[:1] == ["accepted"], (mid, outs)
@@ -59,11 +74,9 @@ def test_kill_9_at_random_points_loses_nothing_acknowledged_and_injects_nothing_
         twice = [m for m, c in Counter(inbox).items() if c > 1]
         assert not twice, twice  # nothing injected twice across every life so far
         assert all_acked <= set(inbox)
-    final = xt.start_agent("crashy")  # the last life reconciles and still delivers
+    final = xt.start_agent(name)  # the last life reconciles and still delivers
     try:
         assert final.agent_id == agent_id
         assert not [m for m, c in Counter(final.inbox_ids()).items() if c > 1]
     finally:
         xt.kill9(final)
-    print(f"crash suite: {ITERATIONS} kills, {lives} lives, {acked_total} acknowledged, 0 lost, 0 injected twice, "
-          f"{in_flight_total} caught mid-dispatch (reconciled unknown)")  # fmt: skip
