@@ -49,8 +49,10 @@ def read_line(proc: subprocess.Popen[bytes], timeout: float, buf: bytearray | No
         left = deadline - time.monotonic()
         if left <= 0:
             return None
-        ready, _, _ = select.select([proc.stdout], [], [], min(left, 0.1))
-        if not ready:
+        # poll, not select: a long run (the kill -9 suite's 1,000 lives) may hold descriptors past 1024
+        poller = select.poll()
+        poller.register(proc.stdout.fileno(), select.POLLIN | select.POLLHUP)
+        if not poller.poll(int(min(left, 0.1) * 1000)):
             continue
         chunk = os.read(proc.stdout.fileno(), 65536)
         if not chunk:
@@ -157,6 +159,8 @@ class Procs:
         with contextlib.suppress(ProcessLookupError):
             os.kill(agent.pid, signal.SIGKILL)
         agent.proc.wait(STOP_TIMEOUT_S)
+        if agent.proc.stdout is not None:
+            agent.proc.stdout.close()  # its pipe: a long run of lives must not pile up descriptors
 
     # ------------------------------------------------------------------ the CLI
     def cli(
