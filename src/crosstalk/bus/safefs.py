@@ -19,6 +19,7 @@ from typing import Any
 import yaml
 
 from crosstalk.bus.errors import BusError
+from crosstalk.fs.reading import read_fd_capped
 
 _Loader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 _BaseLoader: Any = getattr(yaml, "CBaseLoader", yaml.BaseLoader)
@@ -82,19 +83,12 @@ def read_transport_bytes(root: os.PathLike[str] | str, rel: str, limit: int) -> 
     try:
         if info.st_size > limit:
             raise UnsafeFile(f"{rel}: {info.st_size} bytes is over the {limit}-byte limit (refused)")
-        chunks: list[bytes] = []
-        size = 0
-        while size <= limit:
-            chunk = os.read(file_fd, limit + 1 - size)
-            if not chunk:
-                break
-            chunks.append(chunk)
-            size += len(chunk)
+        data = read_fd_capped(file_fd, limit)
     finally:
         os.close(file_fd)
-    if size > limit:
+    if data is None:
         raise UnsafeFile(f"{rel}: over the {limit}-byte limit (refused)")
-    return b"".join(chunks)
+    return data
 
 
 def read_transport_text(root: os.PathLike[str] | str, rel: str, limit: int, *, errors: str = "strict") -> str:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import sys
 
 from crosstalk.cli.common import (
@@ -26,15 +25,9 @@ _MODE_TO_DELIVERY = {"auto": "auto", "steer": "steer", "followUp": "next_turn"}
 
 
 def _default_from() -> str:
-    user = os.environ.get("USER") or os.environ.get("LOGNAME")
-    if not user:
-        import pwd  # only when the environment does not say
+    from crosstalk.fs.procinfo import login_name
 
-        try:
-            user = pwd.getpwuid(os.getuid()).pw_name
-        except KeyError:
-            user = "unknown"
-    return f"@cli:{user}"
+    return f"@cli:{login_name() or 'unknown'}"
 
 
 def run(args: Any) -> int:

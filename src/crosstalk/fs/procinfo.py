@@ -71,3 +71,16 @@ def process_environ(pid: int) -> dict[str, str] | None:
         if sep and key:
             env[key.decode(errors="replace")] = value.decode(errors="replace")
     return env
+
+
+def login_name() -> str | None:
+    """This user's login name: $USER or $LOGNAME, else the password database; None when nothing names it."""
+    name = os.environ.get("USER") or os.environ.get("LOGNAME")
+    if name:
+        return name
+    import pwd  # only when the environment does not say
+
+    try:
+        return pwd.getpwuid(os.getuid()).pw_name
+    except KeyError:
+        return None

@@ -21,18 +21,24 @@ def read_capped(path: Path | str, limit: int) -> bytes | None:
     try:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
             return None
-        chunks: list[bytes] = []
-        size = 0
-        while size <= limit:
-            chunk = os.read(fd, limit + 1 - size)
-            if not chunk:
-                break
-            chunks.append(chunk)
-            size += len(chunk)
+        return read_fd_capped(fd, limit)
     except OSError:
         return None
     finally:
         os.close(fd)
+
+
+def read_fd_capped(fd: int, limit: int) -> bytes | None:
+    """Everything left to read from `fd`, or None when it is more than `limit` bytes (never reading past limit + 1).
+    The caller owns (and closes) the descriptor; OSError propagates."""
+    chunks: list[bytes] = []
+    size = 0
+    while size <= limit:
+        chunk = os.read(fd, limit + 1 - size)
+        if not chunk:
+            break
+        chunks.append(chunk)
+        size += len(chunk)
     return None if size > limit else b"".join(chunks)
 
 

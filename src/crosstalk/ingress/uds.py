@@ -25,7 +25,7 @@ from crosstalk.core.ids import new_message_id
 from crosstalk.core.message import Message, TextPart
 from crosstalk.core.sender import Sender, SenderClass
 from crosstalk.core.states import Outcome, State
-from crosstalk.fs.procinfo import proc_start_time
+from crosstalk.fs.procinfo import login_name, proc_start_time
 from crosstalk.ingress.frames import (
     MAX_LINE_BYTES,
     AuthLine,
@@ -287,15 +287,7 @@ class UdsIngress:
 
 def _user_name() -> str:
     """This user's login name (the peer runs as this user: the uid was checked), for a plain sender's tag."""
-    name = os.environ.get("USER") or os.environ.get("LOGNAME")
-    if not name:
-        import pwd
-
-        try:
-            name = pwd.getpwuid(os.getuid()).pw_name
-        except KeyError:
-            name = str(os.getuid())
-    return name
+    return login_name() or str(os.getuid())
 
 
 async def _accept(loop: asyncio.AbstractEventLoop, listener: socket.socket) -> tuple[socket.socket, object]:
