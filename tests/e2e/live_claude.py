@@ -126,16 +126,12 @@ class Session:
 
     def wait_seen(self, needle: str, timeout: float = WAIT_S, after: int = 0) -> RecordedRequest:
         """The first model request (from index `after` on) that carried `needle`."""
-        deadline = time.monotonic() + timeout
-        while True:
-            for req in self.requests()[after:]:
-                if needle in req.raw:
-                    return req
-            if time.monotonic() > deadline:
-                raise AssertionError(f"{self.root.name}'s model never saw {needle!r}\n{self.tail()}")
-            if not self.alive():
-                raise AssertionError(f"{self.root.name}'s claude exited\n{self.tail()}")
-            time.sleep(0.02)
+
+        def what() -> str:
+            gone = "'s claude exited" if not self.alive() else f"'s model never saw {needle!r}"
+            return f"{self.root.name}{gone}\n{self.tail()}"
+
+        return self.mock.wait_seen(needle, after=after, timeout=timeout, what=what, alive=self.alive)
 
     def wait_tool_result(self, tool: str, timeout: float = WAIT_S, after: int = 0) -> dict[str, Any]:
         """The JSON result of the newest call of crosstalk tool `tool`, as the model read it (in a request from
@@ -147,7 +143,10 @@ class Session:
                 if found is not None:
                     return found
             time.sleep(0.02)
-        raise AssertionError(f"{self.root.name}: no result of {tool} reached the model\n{self.tail()}")
+        # What did reach it, if anything: Claude's own answer for the call (an MCP error) is not crosstalk's JSON.
+        seen = [t[:300] for r in self.requests()[after:] for t in tool_result_texts(r, f"mcp__crosstalk__{tool}")]
+        raise AssertionError(f"{self.root.name}: no result of {tool} reached the model (results seen: {seen[-3:]})\n"
+                             f"{self.tail()}")  # fmt: skip
 
     # ------------------------------------------------------------------ what it is
     def record(self) -> dict[str, Any] | None:
@@ -303,8 +302,8 @@ class TuiClaude(Session):
         return f"--- screen\n{self.screen()}"
 
 
-def tool_result(req: RecordedRequest, tool: str) -> dict[str, Any] | None:
-    """The parsed result of the last `tool` call whose result this request carries, or None."""
+def tool_result_texts(req: RecordedRequest, tool: str) -> list[str]:
+    """The text of every `tool` call's result this request carries, oldest first."""
     messages = req.body.get("messages") or []
     ids = {
         b.get("id")
@@ -313,18 +312,25 @@ def tool_result(req: RecordedRequest, tool: str) -> dict[str, Any] | None:
         for b in m["content"]
         if isinstance(b, dict) and b.get("type") == "tool_use" and b.get("name") == tool
     }
-    found = None
+    texts = []
     for m in messages:
         for b in m.get("content") if isinstance(m.get("content"), list) else []:
             if isinstance(b, dict) and b.get("type") == "tool_result" and b.get("tool_use_id") in ids:
                 content = b.get("content")
-                text = (
+                texts.append(
                     content
                     if isinstance(content, str)
                     else "".join(x.get("text", "") for x in content or [] if isinstance(x, dict))
                 )
-                with contextlib.suppress(ValueError):  # Claude may append <system-reminder> blocks after it
-                    found = json.JSONDecoder().raw_decode(text.lstrip())[0]
+    return texts
+
+
+def tool_result(req: RecordedRequest, tool: str) -> dict[str, Any] | None:
+    """The parsed result of the last `tool` call whose result this request carries, or None."""
+    found = None
+    for text in tool_result_texts(req, tool):
+        with contextlib.suppress(ValueError):  # Claude may append <system-reminder> blocks after it
+            found = json.JSONDecoder().raw_decode(text.lstrip())[0]
     return found
 
 

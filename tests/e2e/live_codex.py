@@ -145,13 +145,8 @@ class LiveCodex:
         return [d for d in list_descriptors(StatePaths(Path(self.env["CROSSTALK_HOME"]))) if d.harness == "codex"]
 
     def wait_seen(self, needle: str, after: int = 0, timeout: float = WAIT_S) -> RecordedRequest:
-        deadline = time.monotonic() + timeout
-        while True:
-            for req in self.requests()[after:]:
-                if needle in req.raw:
-                    return req
-            assert time.monotonic() < deadline, f"codex's model never saw {needle!r}\n{self.tail()}"
-            time.sleep(0.02)
+        return self.mock.wait_seen(needle, after=after, timeout=timeout,
+                                   what=lambda: f"codex's model never saw {needle!r}\n{self.tail()}")  # fmt: skip
 
     def wait_tool_result(self, tool: str, after: int = 0, timeout: float = WAIT_S) -> dict[str, Any]:
         """The parsed output of the newest call of crosstalk tool `tool` that a model request carried."""

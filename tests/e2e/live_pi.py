@@ -146,13 +146,8 @@ class LivePi:
         return [text_parts(m.get("content")) for m in req.body.get("messages") or [] if m.get("role") == "user"]
 
     def wait_seen(self, needle: str, after: int = 0, timeout: float = WAIT_S) -> RecordedRequest:
-        deadline = time.monotonic() + timeout
-        while True:
-            for req in self.requests()[after:]:
-                if needle in req.raw:
-                    return req
-            assert time.monotonic() < deadline, f"pi's model never saw {needle!r}\n{self.tail()}"
-            time.sleep(0.02)
+        return self.mock.wait_seen(needle, after=after, timeout=timeout,
+                                   what=lambda: f"pi's model never saw {needle!r}\n{self.tail()}")  # fmt: skip
 
     def tail(self) -> str:
         err = (self.root / "pi.err").read_text(errors="replace")[-2000:] if (self.root / "pi.err").exists() else ""

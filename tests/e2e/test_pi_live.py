@@ -58,10 +58,8 @@ def test_three_back_to_back_messages_into_an_idle_session_all_reach_the_model_in
         needles = [f"m{i}-{token}" for i in range(3)]
         states = back_to_back(root, "idle-w", needles)
         assert states[0] == "accepted" and set(states) <= {"accepted", "queued"}, states
-        deadline = time.monotonic() + 60
-        while not all(any(n in r.raw for r in pi.requests()) for n in needles):
-            assert time.monotonic() < deadline, pi.tail()
-            time.sleep(0.05)
+        for needle in needles:
+            pi.wait_seen(needle)
         pi.idle()
         assert positions(pi, *needles) == sorted(positions(pi, *needles))
         texts = [t for t in pi.user_texts(pi.requests()[-1]) if token in t]
@@ -159,11 +157,8 @@ def test_pi_and_claude_code_talk_both_ways_and_pi_answers_an_ask_with_reply(root
         a.say(f"CALL mcp__crosstalk__ask {ask}")
         ask_id = a.wait_tool_result("ask", after=n)["message_id"]
         assert f"[ask from agents:{claude_name} · id {ask_id}] which branch?" in pi.wait_seen(ask_id).raw
-        deadline = time.monotonic() + 60  # the reply's envelope names the ask; the ask's own prompt does not
-        while not [r for r in a.requests()[n:] if f'in-reply-to=\\"{ask_id}\\"' in r.raw]:
-            assert time.monotonic() < deadline, a.tail()
-            time.sleep(0.05)
-        [seen] = [r for r in a.requests()[n:] if f'in-reply-to=\\"{ask_id}\\"' in r.raw][:1]
+        # the reply's envelope names the ask; the ask's own prompt does not
+        seen = a.mock.wait_seen(f'in-reply-to=\\"{ask_id}\\"', after=n, what=a.tail)
         assert f"use main {token}" in seen.raw
 
 
@@ -191,10 +186,9 @@ def test_pi_and_codex_talk_both_ways(root: Path, require: Callable[[str], Path])
         cx.say(thread, f"CALL mcp__crosstalk.ask {ask}")
         ask_id = cx.wait_tool_result("ask", after=n)["message_id"]
         assert f"· id {ask_id}] ready?" in pi.wait_seen(ask_id).raw
-        deadline = time.monotonic() + 60  # the reply's envelope names the ask (the ask's own prompt does not)
-        while not [r for r in cx.requests()[n:] if "in-reply-to" in r.raw and ask_id in r.raw and token in r.raw]:
-            assert time.monotonic() < deadline, cx.tail()
-            time.sleep(0.05)
+        # the reply's envelope names the ask (the ask's own prompt does not)
+        cx.mock.wait_request(lambda r: "in-reply-to" in r.raw and ask_id in r.raw and token in r.raw, after=n,
+                             what=cx.tail)  # fmt: skip
 
 
 def test_the_pi_tui_in_tmux_shows_the_handle_and_the_unread_count(root: Path):
@@ -223,10 +217,7 @@ def test_the_pi_tui_in_tmux_shows_the_handle_and_the_unread_count(root: Path):
         assert cli(root, "send", "tui-pi", f"hello tui {token}").returncode == 0
         shows(f"hello tui {token}")
         shows("⇄ tui-pi [1]")
-        deadline = time.monotonic() + 60  # the TUI shows the turn before its model request reaches the mock
-        while not any(f"hello tui {token}" in r.raw for r in mock.model_requests()):
-            assert time.monotonic() < deadline, pane.screen()
-            time.sleep(0.05)
+        mock.wait_seen(f"hello tui {token}", what=pane.screen)  # the TUI shows the turn before the request comes
     finally:
         pane.close()
         mock.stop()

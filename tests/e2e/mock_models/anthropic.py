@@ -19,13 +19,10 @@ import time
 import uuid
 from typing import Any, ClassVar
 
-from .base import Handler, MockModelServer, RecordedRequest, route, text_parts
+from .base import Handler, MockModelServer, RecordedRequest, obey_script, route, text_parts
 
-CALL_RE = re.compile(r"^CALL (\S+) (\{.*\})\s*$", re.MULTILINE)
-SLEEP_RE = re.compile(r"^SLEEP (\d+(?:\.\d+)?)\s*$", re.MULTILINE)
 ENVELOPE_ID_RE = re.compile(r'<cross-session-message [^>]*message-id="([^"]+)"')
 ENVELOPE_FROM_RE = re.compile(r'<cross-session-message [^>]*from="([^"]+)"')
-MAX_SLEEP_S = 30.0
 
 
 def last_user_blocks_text(body: dict[str, Any]) -> str:
@@ -69,18 +66,10 @@ class MockAnthropic(MockModelServer):
 
     def scripted_call(self, body: dict[str, Any]) -> tuple[str, dict[str, Any]] | None:
         """The tool call the newest user-role message asks for (`CALL <tool> <json>`), or None."""
-        text = last_user_blocks_text(body)
-        sleep = SLEEP_RE.search(text)
-        if sleep:
-            time.sleep(min(float(sleep.group(1)), MAX_SLEEP_S))
-        found = CALL_RE.findall(text)
-        if not found:
+        call = obey_script(last_user_blocks_text(body), {"$MESSAGE_ID": ENVELOPE_ID_RE, "$FROM": ENVELOPE_FROM_RE})
+        if call is None:
             return None
-        name, raw = found[-1]
-        for placeholder, pattern in (("$MESSAGE_ID", ENVELOPE_ID_RE), ("$FROM", ENVELOPE_FROM_RE)):
-            found_values = pattern.findall(text)
-            if found_values:
-                raw = raw.replace(placeholder, found_values[-1])
+        name, raw = call
         try:
             args = json.loads(raw)
         except ValueError:

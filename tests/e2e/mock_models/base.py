@@ -4,14 +4,19 @@ request and answers with a scripted reply. Subclasses speak one provider's wire 
 from __future__ import annotations
 
 import json
+import re
 import socket
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, ClassVar
 
 REPLY_PREFIX = "MOCK-REPLY: "
+CALL_RE = re.compile(r"^CALL (\S+) (\{.*\})\s*$", re.MULTILINE)
+SLEEP_RE = re.compile(r"^SLEEP (\d+(?:\.\d+)?)\s*$", re.MULTILINE)
+MAX_SLEEP_S = 30.0
 
 
 @dataclass(frozen=True)
@@ -31,6 +36,24 @@ def digest_reply(text: str) -> str:
     stripped = text.strip()
     first = stripped.splitlines()[0][:80] if stripped else ""
     return f"{REPLY_PREFIX}{first} [{len(text)} chars]"
+
+
+def obey_script(text: str, placeholders: dict[str, re.Pattern[str]]) -> tuple[str, str] | None:
+    """What every mock does with the text its model reads: a `SLEEP <seconds>` line delays the answer (a slow
+    turn); the last `CALL <tool> <json>` line is the tool call to make, as (tool, raw JSON) with each placeholder
+    replaced by the newest match of its pattern in the text. None: answer with text."""
+    sleep = SLEEP_RE.search(text)
+    if sleep:
+        time.sleep(min(float(sleep.group(1)), MAX_SLEEP_S))
+    found = CALL_RE.findall(text)
+    if not found:
+        return None
+    tool, raw = found[-1]
+    for placeholder, pattern in placeholders.items():
+        values = pattern.findall(text)
+        if values:
+            raw = raw.replace(placeholder, values[-1])
+    return tool, raw
 
 
 def route(path: str) -> str:
@@ -197,6 +220,30 @@ class MockModelServer:
     def model_requests(self) -> list[RecordedRequest]:
         """The requests that asked the model for an answer (the POSTs to this API's generation path)."""
         return [r for r in self.requests if r.method == "POST" and self.is_generation_path(r.path)]
+
+    def wait_request(
+        self,
+        predicate: Callable[[RecordedRequest], object],
+        *,
+        after: int = 0,
+        timeout: float = 60.0,
+        what: Callable[[], str] = lambda: "no such model request",
+        alive: Callable[[], bool] | None = None,
+    ) -> RecordedRequest:
+        """The first model request (from index `after` on) the predicate holds for; AssertionError with `what()`
+        after `timeout` s, or as soon as `alive()` says the harness is gone."""
+        deadline = time.monotonic() + timeout
+        while True:
+            found = next((r for r in self.model_requests()[after:] if predicate(r)), None)
+            if found is not None:
+                return found
+            if time.monotonic() > deadline or (alive is not None and not alive()):
+                raise AssertionError(what())
+            time.sleep(0.02)
+
+    def wait_seen(self, needle: str, **kw: Any) -> RecordedRequest:
+        """The first model request carrying `needle` in its raw body (wait_request's keywords)."""
+        return self.wait_request(lambda r: needle in r.raw, **kw)
 
     @property
     def replies(self) -> list[str]:

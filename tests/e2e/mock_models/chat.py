@@ -15,12 +15,9 @@ import time
 import uuid
 from typing import Any, ClassVar
 
-from .base import Handler, MockModelServer, RecordedRequest, text_parts
+from .base import Handler, MockModelServer, RecordedRequest, obey_script, text_parts
 
-CALL_RE = re.compile(r"^CALL (\S+) (\{.*\})\s*$", re.MULTILINE)
-SLEEP_RE = re.compile(r"^SLEEP (\d+(?:\.\d+)?)\s*$", re.MULTILINE)
 ASK_ID_RE = re.compile(r"\[ask from [^\]]* · id ([0-9a-f-]{36})\]")
-MAX_SLEEP_S = 30.0
 
 
 class MockChat(MockModelServer):
@@ -48,13 +45,10 @@ class MockChat(MockModelServer):
         return ""
 
     def scripted_call(self, text: str) -> tuple[str, dict[str, Any]] | None:
-        found = CALL_RE.findall(text)
-        if not found:
+        call = obey_script(text, {"$MESSAGE_ID": ASK_ID_RE})
+        if call is None:
             return None
-        name, raw = found[-1]
-        ids = ASK_ID_RE.findall(text)
-        if ids:
-            raw = raw.replace("$MESSAGE_ID", ids[-1])
+        name, raw = call
         try:
             args = json.loads(raw)
         except ValueError:
@@ -64,11 +58,7 @@ class MockChat(MockModelServer):
     def handle_post(self, h: Handler, req: RecordedRequest) -> None:
         if not self.is_generation_path(req.path):
             return h.send_json(404, {"error": {"message": f"mock: no route {req.path}"}})
-        text_in = self.newest_input_text(req.body)
-        sleep = SLEEP_RE.search(text_in)
-        if sleep:
-            time.sleep(min(float(sleep.group(1)), MAX_SLEEP_S))
-        call = self.scripted_call(text_in)
+        call = self.scripted_call(self.newest_input_text(req.body))
         base = {
             "id": "chatcmpl-" + uuid.uuid4().hex[:12],
             "created": int(time.time()),

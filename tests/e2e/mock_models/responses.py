@@ -17,10 +17,8 @@ import time
 import uuid
 from typing import Any, ClassVar
 
-from .base import Handler, MockModelServer, RecordedRequest, text_parts
+from .base import Handler, MockModelServer, RecordedRequest, obey_script, text_parts
 
-CALL_RE = re.compile(r"^CALL (\S+) (\{.*\})\s*$", re.MULTILINE)
-SLEEP_RE = re.compile(r"^SLEEP (\d+(?:\.\d+)?)\s*$", re.MULTILINE)
 ENVELOPE_ID_RE = re.compile(r'<cross-session-message [^>]*message-id="([^"]+)"')
 
 
@@ -47,17 +45,10 @@ class MockResponses(MockModelServer):
         last = items[-1] if items else {}
         if not isinstance(last, dict) or last.get("type", "message") != "message":
             return None  # a tool's output: answer with text
-        text = text_parts(last.get("content"))
-        sleep = SLEEP_RE.search(text)
-        if sleep:
-            time.sleep(min(float(sleep.group(1)), 30.0))
-        found = CALL_RE.findall(text)
-        if not found:
+        call = obey_script(text_parts(last.get("content")), {"$MESSAGE_ID": ENVELOPE_ID_RE})
+        if call is None:
             return None
-        target, args = found[-1]
-        ids = ENVELOPE_ID_RE.findall(text)
-        if ids:
-            args = args.replace("$MESSAGE_ID", ids[-1])
+        target, args = call
         namespace, _, tool = target.rpartition(".")
         return (namespace or None), tool, args
 
