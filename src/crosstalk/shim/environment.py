@@ -9,10 +9,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 
-from crosstalk.fs.procinfo import process_environ
 from crosstalk.registry.paths import StatePaths
-
-__all__ = ["process_environ", "state_root_mismatch"]
 
 
 def state_root_mismatch(paths: StatePaths, harness_environ: Mapping[str, str] | None) -> str | None:

@@ -327,7 +327,8 @@ _ERROR_REASONS = frozenset({"no_such_agent", "ambiguous_name"})
 def build_router(harness: str) -> ShimRouter:
     """The router `crosstalk mcp` serves: state under CROSSTALK_HOME (else the XDG default), checked against the
     environment the harness that started it was started with."""
-    from crosstalk.shim.environment import process_environ, state_root_mismatch
+    from crosstalk.fs.procinfo import process_environ
+    from crosstalk.shim.environment import state_root_mismatch
 
     paths = StatePaths.from_env()
     warning = state_root_mismatch(paths, process_environ(os.getppid()))

@@ -226,23 +226,10 @@ def test_a_thread_loaded_on_two_app_servers_is_ambiguous_never_the_first(tmp_pat
     asyncio.run(main())
 
 
-def test_the_parent_app_servers_socket_is_read_from_its_command_line():
-    import subprocess
-    import sys
-
-    proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)", "app-server", "--listen",
-                             "unix:///run/x.sock"])  # fmt: skip
-    try:
-        import time
-
-        deadline = time.monotonic() + 10
-        while b"app-server" not in Path(f"/proc/{proc.pid}/cmdline").read_bytes():
-            assert time.monotonic() < deadline
-            time.sleep(0.005)
-        assert parent_listen_socket(proc.pid) == "/run/x.sock"
-    finally:
-        proc.kill()
-        proc.wait(10)
+def test_the_parent_app_servers_socket_is_read_from_its_command_line(sleeper):
+    pid = sleeper("app-server", "--listen", "unix:///run/x.sock",
+                  ready=lambda p: b"app-server" in Path(f"/proc/{p}/cmdline").read_bytes())  # fmt: skip
+    assert parent_listen_socket(pid) == "/run/x.sock"
     assert parent_listen_socket(999_999_999) is None
 
 
@@ -342,27 +329,18 @@ def test_listing_asks_recorded_endpoints_and_a_thread_on_two_is_ambiguous(tmp_pa
     assert "turn/start" not in [m for m, _ in default.calls]
 
 
-def test_an_entry_without_the_users_codex_home_still_finds_the_parents_control_socket(tmp_path: Path, monkeypatch):
+def test_an_entry_without_the_users_codex_home_still_finds_the_parents_control_socket(
+    tmp_path: Path, monkeypatch, sleeper
+):
     """The shim's CODEX_HOME (the default: the entry did not carry the user's) has no app-server; the one under the
     CODEX_HOME its parent was started with has the thread, and the thread is bound there."""
-    import subprocess
-    import sys
     import tempfile
-    import time
 
     from crosstalk.harness.codex import endpoints as codex_endpoints
 
     short = Path(tempfile.mkdtemp(prefix="xcx", dir="/tmp"))  # a socket path must stay under 108 bytes
     user = {"CODEX_HOME": str(short)}
-    proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"], env={**user, "PATH": "/bin"})
-    try:
-        deadline = time.monotonic() + 10
-        while (found := real_parent_control_socket(proc.pid)) is None:
-            assert time.monotonic() < deadline
-            time.sleep(0.005)
-    finally:
-        proc.kill()
-        proc.wait(10)
+    found = real_parent_control_socket(sleeper(env={**user, "PATH": "/bin"}, ready=real_parent_control_socket))
     assert found == str(control_socket(user))
     monkeypatch.setattr(codex_endpoints, "parent_control_socket", lambda: found)
     control_socket(user).parent.mkdir(parents=True)

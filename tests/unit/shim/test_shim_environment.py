@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
-import time
 from pathlib import Path
 
 import pytest
 
+from crosstalk.fs.procinfo import process_environ
 from crosstalk.registry.paths import StatePaths
-from crosstalk.shim.environment import process_environ, state_root_mismatch
+from crosstalk.shim.environment import state_root_mismatch
 
 pytestmark = pytest.mark.unit
 
@@ -32,16 +30,9 @@ def test_another_root_in_the_harness_environment_is_named_with_the_fix(tmp_path:
     assert state_root_mismatch(StatePaths(tmp_path / "xt"), {"HOME": str(tmp_path / "home")}) is not None
 
 
-def test_a_process_environment_is_read_as_it_was_started():
+def test_a_process_environment_is_read_as_it_was_started(sleeper):
     env = {"PATH": "/usr/bin:/bin", "CROSSTALK_HOME": "/somewhere/xt", "ODD": "a=b"}
-    proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"], env=env)
-    try:
-        deadline = time.monotonic() + 10
-        while (got := process_environ(proc.pid)) is None or "CROSSTALK_HOME" not in got:
-            assert time.monotonic() < deadline
-            time.sleep(0.005)
-        assert got["CROSSTALK_HOME"] == "/somewhere/xt" and got["ODD"] == "a=b"
-    finally:
-        proc.kill()
-        proc.wait(10)
+    pid = sleeper(env=env, ready=lambda p: "CROSSTALK_HOME" in (process_environ(p) or {}))
+    got = process_environ(pid)
+    assert got is not None and got["CROSSTALK_HOME"] == "/somewhere/xt" and got["ODD"] == "a=b"
     assert process_environ(999_999_999) is None

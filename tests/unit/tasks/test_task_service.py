@@ -35,6 +35,16 @@ def _rig(root: Path, **kw: Any) -> Rig:
     return Rig(root, **kw)
 
 
+async def restarted(rig: Rig, records: list[dict[str, Any]]) -> TaskService:
+    """A task service started as an agent restarts: the journal replayed and reconciled, then the tasks loaded."""
+    receiver = Receiver(rig.identity, rig.journal, JournalState.replay(records), rig.fake, rig.view)
+    receiver.reconcile()
+    svc = TaskService(receiver)
+    svc.load(records)
+    await svc.start()
+    return svc
+
+
 def test_default_wait_returns_completed_delivered_after_one_write(root: Path) -> None:
     async def body(rig: Rig, svc: TaskService) -> None:
         m = msg("hello over a2a")
@@ -212,12 +222,7 @@ def test_restart_resumes_unclaimed_tasks_once_and_never_resends_claimed_ones(roo
     rig2 = _rig(root)
 
     async def after_restart() -> None:
-        state = JournalState.replay(records)
-        receiver = Receiver(rig2.identity, rig2.journal, state, rig2.fake, rig2.view)
-        receiver.reconcile()
-        svc = TaskService(receiver)
-        svc.load(records)
-        await svc.start()
+        svc = await restarted(rig2, records)
         try:
             await wait_for(lambda: svc.table.tasks[ids["second"]].view.terminal)
             first = await svc.get(CAROL.agent_id, ids["first"])
@@ -313,12 +318,7 @@ def test_a_claimed_accept_that_never_reached_the_harness_is_unknown_after_a_rest
     rig2 = _rig(root)
 
     async def after_restart() -> None:
-        state = JournalState.replay(records)
-        receiver = Receiver(rig2.identity, rig2.journal, state, rig2.fake, rig2.view)
-        receiver.reconcile()
-        svc = TaskService(receiver)
-        svc.load(records)
-        await svc.start()
+        svc = await restarted(rig2, records)
         try:
             view = await svc.get(CAROL.agent_id, ids["task"])
             assert (view.state, view.delivery) == (TaskState.WORKING, "unknown")
