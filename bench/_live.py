@@ -54,6 +54,6 @@ def against(name: str, ours: list[float], theirs: list[float], baseline: str, ta
 def report(bench: str, figures: list[dict[str, Any]], extra: dict[str, Any]) -> None:
     """One line per figure beside its baseline, then the RESULT line run_all.py collects."""
     for f in figures:
-        print(f"{f['name']}: {f['value']:.1f} ms vs {f['baseline']:.1f} ms ({f['baseline_name']}): "
+        print(f"{f['name']}: {f['value']:.1f} {f['unit']} vs {f['baseline']:.1f} {f['unit']} ({f['baseline_name']}): "
               f"{f['ratio']:.2f}x {verdict(f.get('passed'))}", flush=True)  # fmt: skip
     emit_result(bench, figures, extra)

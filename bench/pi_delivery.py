@@ -35,8 +35,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "e2e"))  
 from live_claude import CROSSTALK, LiveClaude
 from live_pi import LivePi
 
-from _common import emit_result, exit_on_sigterm, figure, ms, stats, versus
-from _live import against, arrival, settle, wait_for
+from _common import exit_on_sigterm, figure, ms, stats, versus
+from _live import against, arrival, report, settle, wait_for
 
 TARGET = 1.5
 BARE_EXT = Path(__file__).resolve().parent / "pi" / "bare_inbox.ts"
@@ -171,16 +171,13 @@ def main() -> None:
             *against("socket_to_pi", results["socket"], results["bare"], "bare sendUserMessage", TARGET),
             *against("pi_to_claude", results["pi_to_claude"], results["raw_to_claude"], "raw Claude line", TARGET),
         ]
-        for f in figures:
-            print(f"{f['name']}: {f['value']:.1f} ms vs {f['baseline']:.1f} ms ({f['baseline_name']}): "
-                  f"{f['ratio']:.2f}x", flush=True)  # fmt: skip
         figures.append(figure(
             "back_to_back_lost_or_reordered", b2b["lost"] + b2b["reordered"], "messages", baseline=b2b["messages"],
             baseline_name="messages sent", ratio=(b2b["lost"] + b2b["reordered"]) / b2b["messages"], target="0",
             passed=b2b["lost"] == 0 and b2b["reordered"] == 0,
             summary=f"{b2b['lost']} lost, {b2b['reordered']} reordered of {b2b['messages']} in {b2b['reps']} reps",
         ))  # fmt: skip
-        emit_result("pi_delivery", figures, {"rounds": rounds, "back_to_back": b2b})
+        report("pi_delivery", figures, {"rounds": rounds, "back_to_back": b2b})
     finally:
         for s in (a, pi):
             if s is not None:

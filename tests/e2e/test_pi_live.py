@@ -97,7 +97,8 @@ def test_orchestrator_steers_a_worker_mid_turn_and_follows_up_after_it(root: Pat
         assert f"[from parent:orch · followUp] follow-{token}" in seen_follow.raw
         # the steer joined the running work; the follow-up came after it, in a request of its own or later
         assert worker.requests().index(seen_steer) <= worker.requests().index(seen_follow)
-        assert any("steer" in m or "queued" in m or "immediate" in m for m in orch.notices()), orch.notices()
+        sent = [m for m in orch.notices() if m.startswith("sent · ")]  # what each /crosstalk send told the user
+        assert len(sent) == 2 and all(" · id " in m for m in sent), orch.notices()
 
 
 def test_a_worker_refuses_the_ci_hook_until_allow_external(root: Path):
