@@ -1,5 +1,6 @@
-"""The A2A edge against malformed and slow requests: a body that is not UTF-8 is a parse error, and a body that
-never arrives in full (a false Content-Length) is answered and its connection closed within a bounded time."""
+"""The A2A edge against malformed and slow requests: a body that is not UTF-8 is a parse error; a body that never
+arrives in full (a false Content-Length) and request headers that never finish (or never start) are answered and
+their connection closed within a bounded time."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ import pytest
 from xt_a2a_agents import V1, WAIT_S, agents, error_of, run
 
 from crosstalk.ingress.a2a import gate as gate_mod
+from crosstalk.ingress.a2a import protocol as protocol_mod
 
 pytestmark = pytest.mark.integration
 
@@ -71,6 +73,57 @@ def test_a_false_content_length_is_answered_and_closed_within_the_body_timeout(m
             assert 0.4 <= took < 5.0
             assert bob.writes() == []
             # The server still serves everyone else.
+            async with httpx.AsyncClient(timeout=WAIT_S) as http:
+                card = await http.get(bob.url.rstrip("/") + "/.well-known/agent-card.json")
+                assert card.status_code == 200
+
+    run(main)
+
+
+async def _trickle(url: str, chunks: list[bytes]) -> tuple[bytes, float]:
+    """Open a connection, send `chunks` (a request's start, never its end), and read until the server closes it."""
+    parts = urlsplit(url)
+    reader, writer = await asyncio.wait_for(asyncio.open_connection(parts.hostname, parts.port), WAIT_S)
+    try:
+        t0 = time.monotonic()
+        for chunk in chunks:
+            writer.write(chunk)
+            await writer.drain()
+        data = await asyncio.wait_for(reader.read(), WAIT_S)  # until EOF: the server must close it
+        return data, time.monotonic() - t0
+    finally:
+        writer.close()
+        with contextlib.suppress(Exception):
+            await asyncio.wait_for(writer.wait_closed(), 2)
+
+
+@pytest.mark.parametrize(
+    ("chunks", "answered"),
+    [
+        ([], False),  # connects and says nothing
+        ([b"POST / HTTP/1.1\r\nHost: x\r\n"], True),  # headers begun, never ended
+        ([b"GET /.well-known/agent-card.json HTTP/1.1\r\nHost: x\r\n\r\n", b"POST / HTT"], True),  # 2nd request
+    ],
+    ids=["silent", "partial-headers", "after-a-response"],
+)
+def test_request_headers_that_never_finish_are_closed_within_the_header_timeout(monkeypatch, chunks, answered):
+    """A sender that never finishes its request headers holds no connection past HEADER_TIMEOUT_S: a partial
+    request is answered 408, a silent connection is closed, and everyone else is still served."""
+    monkeypatch.setattr(protocol_mod, "HEADER_TIMEOUT_S", 0.5)
+
+    async def main(root):
+        async with agents(root, "alice", "bob") as ag:
+            bob = ag["bob"]
+            data, took = await _trickle(bob.url, chunks)
+            assert 0.4 <= took < 5.0, took
+            tail = data.rsplit(b"HTTP/1.1 ", 1)[-1] if data else b""
+            if answered:
+                assert tail.startswith(b"408") and b"request headers did not arrive in time" in tail, data[-300:]
+            else:
+                assert data == b""
+            if len(chunks) > 1:
+                assert data.startswith(b"HTTP/1.1 200"), data[:200]  # the first request was served whole
+            assert bob.writes() == []
             async with httpx.AsyncClient(timeout=WAIT_S) as http:
                 card = await http.get(bob.url.rstrip("/") + "/.well-known/agent-card.json")
                 assert card.status_code == 200

@@ -1,8 +1,9 @@
 """The per-agent A2A 1.0 JSON-RPC server: Agent Card + SendMessage/GetTask/ListTasks/CancelTask over a TaskApi.
 
-Requests pass the edge gate (ingress/a2a/gate.py: bearer identity, body cap) before the SDK sees them. No CORS
-header is ever sent. uvicorn runs as a task in the caller's event loop, on a socket bound here, without
-touching the process's signal handlers or logging configuration.
+Requests pass the edge gate (ingress/a2a/gate.py: bearer identity, body cap and deadline) before the SDK sees
+them; their headers have a deadline too (ingress/a2a/protocol.py). No CORS header is ever sent. uvicorn runs as a
+task in the caller's event loop, on a socket bound here, without touching the process's signal handlers or logging
+configuration.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from crosstalk.core.sender import Sender
 from crosstalk.core.tasks import TaskApi
 from crosstalk.ingress.a2a.gate import EdgeGate
 from crosstalk.ingress.a2a.handler import A2ARequestHandler, OpHandler, SenderContextBuilder
+from crosstalk.ingress.a2a.protocol import HeaderDeadlineProtocol
 
 log = logging.getLogger(__name__)
 
@@ -102,6 +104,7 @@ class A2AServer:
             lifespan="off",
             access_log=False,
             ws="none",
+            http=HeaderDeadlineProtocol,  # h11 with a deadline on request headers (protocol.py)
             proxy_headers=False,
             timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_S,
         )
