@@ -279,6 +279,9 @@ def test_a_restarted_shim_resumes_its_journal_and_a_reply_to_a_pre_restart_ask_r
     finds the same agent (same agent_id, the journal replayed), and B's reply to the pre-restart ask reaches A."""
     import os
     import signal
+    import time
+
+    from crosstalk.fs.procinfo import pid_alive
 
     with sessions(root, "alpha", "beta") as live:
         a, b = live["alpha"], live["beta"]
@@ -289,6 +292,13 @@ def test_a_restarted_shim_resumes_its_journal_and_a_reply_to_a_pre_restart_ask_r
         b.wait_seen(f"before the restart {token}")
         old = b.agent()
         os.kill(old.pid, signal.SIGKILL)  # the shim dies; its Claude session lives on
+        # kill() only queues the signal: on a loaded machine the shim can still be running (its pipe to Claude
+        # open) when the next call is made, and Claude writes that call to a process about to die, which fails the
+        # call instead of starting a new shim. A crash is in the past when the next call comes: wait for it.
+        deadline = time.monotonic() + 30
+        while pid_alive(old.pid):  # a zombie counts as gone: its descriptors are closed before it becomes one
+            assert time.monotonic() < deadline, f"shim {old.pid} still running 30 s after SIGKILL"
+            time.sleep(0.01)
         m = _call(b, "reply", {"message_id": ask_id, "text": f"after the restart {token}"})
         replied = b.wait_tool_result("reply", after=m)
         new = b.agent()
