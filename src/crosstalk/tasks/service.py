@@ -1,10 +1,11 @@
 """The task service: A2A-style tasks over the one receiver chain, kept in the agent's journal.
 
 A new message from a verified sender becomes a task: checked (hop, policy, admission), journaled as submitted with
-its task record, then dispatched in order by one worker. Until the worker claims it, its creator may cancel it;
-from the claim on it is not cancelable, and the claim happens in the same event-loop step as the dequeue, so a
-cancel in the dequeue-to-write window either wins with zero harness writes or loses with exactly one. When its creator
-waits for the outcome and nothing is queued or dispatching, the claim is journaled with the task itself.
+its task record, then dispatched in order by one worker (tasks/worker.py). Until the worker claims it, its creator
+may cancel it; from the claim on it is not cancelable, and the claim happens in the same event-loop step as the
+dequeue, so a cancel in the dequeue-to-write window either wins with zero harness writes or loses with exactly one.
+When its creator waits for the outcome and nothing is queued or dispatching, the claim is journaled with the task
+itself.
 
 An ask's task stays working after delivery until the receiving session replies (completed, the reply as the final
 message) or its deadline passes (failed). The receiving side may also mark any task as awaiting its answer
@@ -17,7 +18,6 @@ unknown, deadlines re-armed.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import time
 from dataclasses import replace
@@ -43,6 +43,7 @@ from crosstalk.policy import Load
 from crosstalk.receiver import Inbound, Receiver
 from crosstalk.tasks.ledger import TaskLedger, is_ask
 from crosstalk.tasks.table import TaskEntry, TaskTable, meta_of, obligation_record, page_of, task_record
+from crosstalk.tasks.worker import DispatchWorker
 
 log = logging.getLogger(__name__)
 
@@ -59,10 +60,7 @@ class TaskService(TaskApi):
         self.max_wait_s = max_wait_s
         self.table = TaskTable(self._text_of)
         self.ledger = TaskLedger(receiver, self.table)
-        self._queue: asyncio.Queue[tuple[str, Inbound, bool]] = asyncio.Queue()  # (task, message, claimed)
-        self._settled: dict[str, asyncio.Event] = {}  # message id → set once its dispatch outcome is known
-        self._worker: asyncio.Task[None] | None = None
-        self._running = False  # the worker is dispatching
+        self.worker = DispatchWorker(receiver, self.table, self.ledger)
         self._claiming = False  # a new task is being journaled with its claim
 
     # ------------------------------------------------------------------ lifecycle
@@ -74,7 +72,7 @@ class TaskService(TaskApi):
 
     async def start(self) -> None:
         """Start the dispatch worker, re-arm deadlines and resume the tasks a restart interrupted."""
-        self._worker = asyncio.create_task(self._work(), name="task-dispatch")
+        self.worker.start()
         now = time.time()
         for task in self.table.tasks.values():
             if task.view.terminal:
@@ -93,11 +91,7 @@ class TaskService(TaskApi):
                 )
 
     async def close(self) -> None:
-        if self._worker is not None:
-            self._worker.cancel()
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await self._worker
-            self._worker = None
+        await self.worker.close()
         for task in self.table.tasks.values():
             if task.deadline is not None:
                 task.deadline.cancel()
@@ -209,7 +203,7 @@ class TaskService(TaskApi):
         # A creator waiting for the outcome, and nothing queued or dispatching: the worker would claim this task in
         # its next step, so the claim is journaled with it (one durable write before the harness, not two). One
         # answered at once (return_immediately) stays submitted, cancelable, until the worker claims it.
-        idle = self._worker is not None and not (self._running or self._claiming or self._queue.qsize())
+        idle = self.worker.idle and not self._claiming
         claim = waiting and idle
         self._claiming = self._claiming or claim
         try:
@@ -223,7 +217,7 @@ class TaskService(TaskApi):
                 task.view = replace(task.view, state=TaskState.WORKING, updated_at=time.time())
             if deadline_at is not None:
                 self.ledger.arm_deadline(task, msg.deadline_seconds)
-            self._enqueue(tid, inbound, claimed=claim)
+            self.worker.enqueue(tid, inbound, claimed=claim)
         finally:
             if claim:
                 self._claiming = False
@@ -292,7 +286,7 @@ class TaskService(TaskApi):
         if resumes:
             task.input_turn, task.awaiting = msg.message_id, False
         self.table.apply(rec)
-        self._enqueue(task_id, inbound)
+        self.worker.enqueue(task_id, inbound)
         return task_id
 
     async def _resume(self, task: TaskEntry, entry: Any) -> None:
@@ -310,68 +304,7 @@ class TaskService(TaskApi):
             await self.receiver.withdraw(inbound, reason, reconciled=True)
             await self.ledger.record(task, state=TaskState.FAILED, reason=reason, delivery=State.REJECTED.value)
             return
-        self._enqueue(task.view.task_id, inbound)
-
-    def _enqueue(self, task_id: str, inbound: Inbound, *, claimed: bool = False) -> None:
-        """Queue a message for the dispatch worker; its settled event is set once the dispatch outcome is known.
-        `claimed`: its dispatch claim was journaled with it (the worker writes none)."""
-        self._settled[inbound.message.message_id] = asyncio.Event()
-        self._queue.put_nowait((task_id, inbound, claimed))
-
-    # ------------------------------------------------------------------ internals: dispatching
-    async def _work(self) -> None:
-        while True:
-            tid, inbound, claimed = await self._queue.get()
-            task = self.table.get(tid)
-            mid = inbound.message.message_id
-            first = bool(task and task.messages and task.messages[0] == mid)
-            stale = first and not claimed and (task.claimed or task.view.state is not TaskState.SUBMITTED)
-            if task is None or stale:
-                self._settle_event(mid)
-                continue  # canceled (or settled) while queued: nothing is written to the session
-            if first and not claimed:
-                # Same event-loop step as the dequeue: a cancel from now on is refused. Working from here; the
-                # journal's dispatch record says the same, so a restart reads it back as working (unknown).
-                task.claimed = True
-                task.view = replace(task.view, state=TaskState.WORKING, updated_at=time.time())
-            self._running = True
-            try:
-                outcome = await self.receiver.dispatch(inbound, claimed=claimed)
-                await self._after_dispatch(task, inbound, outcome, first)
-            except Exception:
-                log.exception("dispatch of task %s failed", tid)
-            finally:
-                self._running = False
-                self._settle_event(mid)
-
-    async def _after_dispatch(self, task: TaskEntry, inbound: Inbound, outcome: Outcome, first: bool) -> None:
-        delivered = outcome.state in (State.ACCEPTED, State.QUEUED)
-        if task.view.terminal or task.view.state is TaskState.INPUT_REQUIRED:
-            # The session answered (or asked for input) before the harness call returned: that already settled it.
-            task.changed.set()
-            return
-        if not first and inbound.message.message_id != task.input_turn:
-            task.changed.set()
-            return
-        if delivered and is_ask(task):
-            opened = [obligation_record(inbound.message.message_id, task.view.task_id, "open", None)] if first else []
-            await self.ledger.record(
-                task, state=TaskState.WORKING, delivery=outcome.state.value, reason=None, extra=opened
-            )
-        elif delivered and task.awaiting:
-            await self.ledger.record(task, state=TaskState.WORKING, delivery=outcome.state.value, reason=None)
-        elif delivered:
-            await self.ledger.record(task, state=TaskState.COMPLETED, delivery=outcome.state.value, reason=None)
-        elif outcome.state is State.UNKNOWN:
-            # Maybe delivered, maybe not: never completed, never failed, never resent.
-            await self.ledger.record(task, state=TaskState.WORKING, delivery=outcome.state.value, reason=outcome.reason)
-        else:
-            await self.ledger.record(task, state=TaskState.FAILED, delivery=outcome.state.value, reason=outcome.reason)
-
-    def _settle_event(self, message_id: str) -> None:
-        event = self._settled.pop(message_id, None)
-        if event is not None:
-            event.set()
+        self.worker.enqueue(task.view.task_id, inbound)
 
     # ------------------------------------------------------------------ internals: waiting and answering
     async def _answer(self, tid: str, message_id: str, return_immediately: bool) -> TaskView:
@@ -386,7 +319,7 @@ class TaskService(TaskApi):
             if remaining <= 0:
                 break
             event = task.changed
-            settled = self._settled.get(message_id)
+            settled = self.worker.pending(message_id)
             waiters = [asyncio.ensure_future(event.wait())]
             if settled is not None:
                 waiters.append(asyncio.ensure_future(settled.wait()))
@@ -403,8 +336,8 @@ class TaskService(TaskApi):
             return True  # terminal or interrupted: the creator has something to act on
         first = message_id == (task.messages[0] if task.messages else None)
         if not first and message_id != task.input_turn:
-            return message_id not in self._settled  # a continuation: once its dispatch is settled
-        if not first and message_id in self._settled:
+            return self.worker.pending(message_id) is None  # a continuation: once its dispatch is settled
+        if not first and self.worker.pending(message_id) is not None:
             return False  # the input the receiver asked for: settled by its own dispatch, like a first message
         if is_ask(task) or task.awaiting:
             return view.delivery == State.UNKNOWN.value  # waits for its reply (or deadline)

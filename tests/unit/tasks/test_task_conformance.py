@@ -193,7 +193,7 @@ def test_input_required_resumes_on_the_next_message_and_replays(root: Path) -> N
             follow = msg("main")
             resumed = await svc.send(CAROL, follow, task_id=asked.task_id, return_immediately=True)
             assert resumed.state is TaskState.WORKING
-            await wait_for(lambda: follow.message_id not in svc._settled)
+            await wait_for(lambda: svc.worker.pending(follow.message_id) is None)
             assert svc.table.tasks[asked.task_id].view.state is TaskState.WORKING  # an ask still waits for its reply
             final = await svc.reply(follow.message_id, "green")
             assert final.state is TaskState.COMPLETED and final.history[-1].text == "green"

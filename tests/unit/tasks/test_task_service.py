@@ -212,8 +212,7 @@ def test_restart_resumes_unclaimed_tasks_once_and_never_resends_claimed_ones(roo
         second = await svc.send(CAROL, msg("queued at the crash"), task_id=None, return_immediately=True)
         ids.update(first=first.task_id, second=second.task_id)
         # "Crash": stop the worker without letting the blocked dispatch finish.
-        assert svc._worker is not None
-        svc._worker.cancel()
+        svc.worker.crash()
 
     run(before_crash())
     records = rig.records()
@@ -306,8 +305,7 @@ def test_a_claimed_accept_that_never_reached_the_harness_is_unknown_after_a_rest
         with pytest.raises(TaskError) as err:
             await svc.cancel(CAROL.agent_id, tid)  # claimed from its accept on
         assert err.value.code == TaskError.NOT_CANCELABLE
-        assert svc._worker is not None
-        svc._worker.cancel()
+        svc.worker.crash()
         sending.cancel()
 
     run(before_crash())

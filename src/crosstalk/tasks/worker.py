@@ -1,0 +1,120 @@
+"""The task service's one dispatch worker: journaled task messages, dispatched in order.
+
+A message the chain journaled as submitted (`receive(defer=True)`) is queued here. The worker claims a task's first
+message in the same event-loop step as its dequeue (so a cancel either wins before it, with zero harness writes, or
+is refused after it), runs the chain's deferred half (`Receiver.dispatch`: claim, inject, outcome), then moves the
+task on from the outcome: an ask stays working until its reply, an inform completes, a failure fails it, and an
+unknown delivery stays working (maybe delivered, never resent). Each queued message has a settled event, set once its
+dispatch outcome is known, that a waiting sender watches.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from dataclasses import replace
+
+from crosstalk.core.states import Outcome, State
+from crosstalk.core.tasks import TaskState
+from crosstalk.receiver import Inbound, Receiver
+from crosstalk.tasks.ledger import TaskLedger, is_ask
+from crosstalk.tasks.table import TaskEntry, TaskTable, obligation_record
+
+log = logging.getLogger(__name__)
+
+
+class DispatchWorker:
+    def __init__(self, receiver: Receiver, table: TaskTable, ledger: TaskLedger) -> None:
+        self.receiver = receiver
+        self.table = table
+        self.ledger = ledger
+        self._queue: asyncio.Queue[tuple[str, Inbound, bool]] = asyncio.Queue()  # (task, message, claimed)
+        self._settled: dict[str, asyncio.Event] = {}  # message id → set once its dispatch outcome is known
+        self._task: asyncio.Task[None] | None = None
+        self._running = False  # dispatching a message now
+
+    def start(self) -> None:
+        self._task = asyncio.create_task(self._work(), name="task-dispatch")
+
+    async def close(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await self._task
+            self._task = None
+
+    def crash(self) -> None:
+        """Stop at once, whatever is dispatching (tests: a crash without the outcome written)."""
+        if self._task is not None:
+            self._task.cancel()
+
+    @property
+    def idle(self) -> bool:
+        """Started, and nothing queued or dispatching: a message queued now is dispatched next."""
+        return self._task is not None and not (self._running or self._queue.qsize())
+
+    def enqueue(self, task_id: str, inbound: Inbound, *, claimed: bool = False) -> None:
+        """Queue a message; its settled event is set once the dispatch outcome is known. `claimed`: its dispatch
+        claim was journaled with it (the worker writes none)."""
+        self._settled[inbound.message.message_id] = asyncio.Event()
+        self._queue.put_nowait((task_id, inbound, claimed))
+
+    def pending(self, message_id: str) -> asyncio.Event | None:
+        """The settled event of a message still queued or dispatching; None once its outcome is known."""
+        return self._settled.get(message_id)
+
+    async def _work(self) -> None:
+        while True:
+            tid, inbound, claimed = await self._queue.get()
+            task = self.table.get(tid)
+            mid = inbound.message.message_id
+            first = bool(task and task.messages and task.messages[0] == mid)
+            stale = first and not claimed and (task.claimed or task.view.state is not TaskState.SUBMITTED)
+            if task is None or stale:
+                self._settle(mid)
+                continue  # canceled (or settled) while queued: nothing is written to the session
+            if first and not claimed:
+                # Same event-loop step as the dequeue: a cancel from now on is refused. Working from here; the
+                # journal's dispatch record says the same, so a restart reads it back as working (unknown).
+                task.claimed = True
+                task.view = replace(task.view, state=TaskState.WORKING, updated_at=time.time())
+            self._running = True
+            try:
+                outcome = await self.receiver.dispatch(inbound, claimed=claimed)
+                await self._after_dispatch(task, inbound, outcome, first)
+            except Exception:
+                log.exception("dispatch of task %s failed", tid)
+            finally:
+                self._running = False
+                self._settle(mid)
+
+    async def _after_dispatch(self, task: TaskEntry, inbound: Inbound, outcome: Outcome, first: bool) -> None:
+        delivered = outcome.state in (State.ACCEPTED, State.QUEUED)
+        if task.view.terminal or task.view.state is TaskState.INPUT_REQUIRED:
+            # The session answered (or asked for input) before the harness call returned: that already settled it.
+            task.changed.set()
+            return
+        if not first and inbound.message.message_id != task.input_turn:
+            task.changed.set()
+            return
+        if delivered and is_ask(task):
+            opened = [obligation_record(inbound.message.message_id, task.view.task_id, "open", None)] if first else []
+            await self.ledger.record(
+                task, state=TaskState.WORKING, delivery=outcome.state.value, reason=None, extra=opened
+            )
+        elif delivered and task.awaiting:
+            await self.ledger.record(task, state=TaskState.WORKING, delivery=outcome.state.value, reason=None)
+        elif delivered:
+            await self.ledger.record(task, state=TaskState.COMPLETED, delivery=outcome.state.value, reason=None)
+        elif outcome.state is State.UNKNOWN:
+            # Maybe delivered, maybe not: never completed, never failed, never resent.
+            await self.ledger.record(task, state=TaskState.WORKING, delivery=outcome.state.value, reason=outcome.reason)
+        else:
+            await self.ledger.record(task, state=TaskState.FAILED, delivery=outcome.state.value, reason=outcome.reason)
+
+    def _settle(self, message_id: str) -> None:
+        event = self._settled.pop(message_id, None)
+        if event is not None:
+            event.set()
