@@ -1,5 +1,6 @@
 """The dispatcher: one tick (sync, scan the commits since the cursor, run the pending batches, commit the replies,
-move the cursor). The loop around it (lock, wake socket, interval) is crosstalk.bus.daemon.
+move the cursor). The loop around it (lock, wake socket, interval) is crosstalk.bus.daemon; one model run over one
+batch is crosstalk.bus.invoke.
 
 Delivery is at-least-once: the cursor only moves after every batch of the tick has its reply committed, and the
 scan skips messages whose reply is already in the range, so only a crash between a model run and its commit can
@@ -22,21 +23,15 @@ from crosstalk.bus import daemon, layout
 from crosstalk.bus.errors import BusError, GitError, ModelError
 from crosstalk.bus.eventlog import EventLog
 from crosstalk.bus.gitops import transport_lock
+from crosstalk.bus.invoke import Interrupted, invoke_batch
 from crosstalk.bus.message import utc_timestamp
-from crosstalk.bus.models import CONFIG_PATH, ModelSpec, Skipped, claim, load_registry, spawn_env
-from crosstalk.bus.prompt import PromptItem, build_prompt, load_persona
+from crosstalk.bus.models import CONFIG_PATH, ModelSpec, Skipped, claim, load_registry
 from crosstalk.bus.replies import batch_replies, failed_replies
-from crosstalk.bus.runner import RunResult, run_headless
-from crosstalk.bus.safefs import TEXT_LIMIT, UnsafeFile, read_transport_text
 from crosstalk.bus.scan import Batch, LiveDelivery, Rejection, is_answered, replies_since, scan
 from crosstalk.bus.state import read_cursor, write_cursor, write_json_atomic
 from crosstalk.bus.store import publish
 from crosstalk.bus.transports import Transport
 from crosstalk.registry.paths import StatePaths
-
-
-class _Interrupted(Exception):
-    """A model run was ended because the dispatcher is stopping: its batch stays pending."""
 
 
 @dataclass(slots=True)
@@ -263,7 +258,7 @@ class Dispatcher:
             if batch.bare and not self._drop_taken(batch, head, report):
                 return True
             result, error = self._invoke(batch)
-        except _Interrupted:
+        except Interrupted:
             return False  # no reply: the batch runs again after a restart (the cursor stays put)
         except BusError as exc:
             self._error("dispatch_error", channel=batch.channel, model=batch.model.key, error=exc.message)
@@ -304,61 +299,16 @@ class Dispatcher:
         return bool(keep)
 
     def _invoke(self, batch: Batch) -> tuple[str, str | None]:
-        """(stdout, error or None) of one model run over the batch; setup problems are failures too. Raises
-        _Interrupted when stop() ended the run."""
-        spec = batch.model
-        rels = [m.rel for m in batch.messages]
-        try:
-            persona = load_persona(self.root, batch.as_) if batch.as_ else None
-            dispatch_env = {
-                "CROSSTALK_TRANSPORT": str(self.root),
-                "CROSSTALK_CHANNEL": batch.channel,
-                "CROSSTALK_RE": ",".join(rels),
-                "CROSSTALK_FROM": f"{spec.key}@{self.alias}",
-                "CROSSTALK_ALIAS": self.alias,
-            }
-            if batch.as_:
-                dispatch_env["CROSSTALK_AS"] = batch.as_
-            env = spawn_env(spec, self.environ, self.root, dispatch_env)
-        except ModelError as exc:
-            return "", exc.message
-        protocol = self._protocol_text()
-        items = [PromptItem(m.msg.sender, m.rel, m.msg.body) for m in batch.messages]
-        prompt = build_prompt(protocol, persona, items)
-        limit = spec.timeout if self.model_timeout is None else self.model_timeout
-        run: RunResult = run_headless(spec.argv, prompt, env=env, cwd=self.root, timeout=limit, cancel=self._stop)
-        if run.interrupted:
-            self.log(
-                "dispatch_interrupted",
-                "warn",
-                channel=batch.channel,
-                model=spec.key,
-                n=len(batch.messages),
-                duration=f"{run.duration_s:.3f}",
-            )
-            raise _Interrupted
-        self.log(
-            "dispatch",
-            channel=batch.channel,
-            model=spec.key,
-            n=len(batch.messages),
-            duration=f"{run.duration_s:.3f}",
-            exit=run.exit_code,
+        return invoke_batch(
+            batch,
+            root=self.root,
+            alias=self.alias,
+            environ=self.environ,
+            model_timeout=self.model_timeout,
+            cancel=self._stop,
+            log=self.log,
+            error=self._error,
         )
-        if run.ok:
-            return run.stdout, None
-        return run.stdout, run.error or "the model failed"
-
-    def _protocol_text(self) -> str:
-        """PROTOCOL.md as the prompt's head; "" when it is missing, and "" with a logged error naming it when it is
-        a symlink, not a regular file or over the cap (its content never reaches a model then)."""
-        try:
-            return read_transport_text(self.root, layout.PROTOCOL_FILE, TEXT_LIMIT, errors="replace")
-        except FileNotFoundError:
-            return ""
-        except (OSError, UnsafeFile) as exc:
-            self._error("unsafe_file", path=layout.PROTOCOL_FILE, error=getattr(exc, "message", None) or str(exc))
-            return ""
 
     def _reply(self, batch: Batch, body: str, report: TickReport, *, failed: str | None) -> bool:
         """One reply per distinct asker, re: that asker's messages; all in one commit."""

@@ -1,0 +1,78 @@
+"""One model run over one batch: its environment, its prompt (PROTOCOL.md, the persona, the messages) and the
+headless run itself. The dispatcher decides what a result means (a reply, silence, a failure)."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Mapping
+from pathlib import Path
+
+from crosstalk.bus import layout
+from crosstalk.bus.errors import ModelError
+from crosstalk.bus.models import spawn_env
+from crosstalk.bus.prompt import PromptItem, build_prompt, load_persona
+from crosstalk.bus.runner import RunResult, run_headless
+from crosstalk.bus.safefs import TEXT_LIMIT, UnsafeFile, read_transport_text
+from crosstalk.bus.scan import Batch
+
+Log = Callable[..., None]  # EventLog-like: log(event, level?, **fields)
+
+
+class Interrupted(Exception):
+    """A model run was ended because the dispatcher is stopping: its batch stays pending."""
+
+
+def invoke_batch(
+    batch: Batch,
+    *,
+    root: Path,
+    alias: str,
+    environ: Mapping[str, str],
+    model_timeout: float | None,
+    cancel: threading.Event,
+    log: Log,
+    error: Log,
+) -> tuple[str, str | None]:
+    """(stdout, error or None) of one model run over the batch; setup problems are failures too. Raises Interrupted
+    when `cancel` ended the run."""
+    spec = batch.model
+    rels = [m.rel for m in batch.messages]
+    try:
+        persona = load_persona(root, batch.as_) if batch.as_ else None
+        dispatch_env = {
+            "CROSSTALK_TRANSPORT": str(root),
+            "CROSSTALK_CHANNEL": batch.channel,
+            "CROSSTALK_RE": ",".join(rels),
+            "CROSSTALK_FROM": f"{spec.key}@{alias}",
+            "CROSSTALK_ALIAS": alias,
+        }
+        if batch.as_:
+            dispatch_env["CROSSTALK_AS"] = batch.as_
+        env = spawn_env(spec, environ, root, dispatch_env)
+    except ModelError as exc:
+        return "", exc.message
+    items = [PromptItem(m.msg.sender, m.rel, m.msg.body) for m in batch.messages]
+    prompt = build_prompt(protocol_text(root, error), persona, items)
+    limit = spec.timeout if model_timeout is None else model_timeout
+    run: RunResult = run_headless(spec.argv, prompt, env=env, cwd=root, timeout=limit, cancel=cancel)
+    n, duration = len(batch.messages), f"{run.duration_s:.3f}"
+    fields: dict[str, object] = {"channel": batch.channel, "model": spec.key, "n": n, "duration": duration}
+    if run.interrupted:
+        log("dispatch_interrupted", "warn", **fields)
+        raise Interrupted
+    log("dispatch", **fields, exit=run.exit_code)
+    if run.ok:
+        return run.stdout, None
+    return run.stdout, run.error or "the model failed"
+
+
+def protocol_text(root: Path, error: Log) -> str:
+    """PROTOCOL.md as the prompt's head; "" when it is missing, and "" with a logged error naming it when it is a
+    symlink, not a regular file or over the cap (its content never reaches a model then)."""
+    try:
+        return read_transport_text(root, layout.PROTOCOL_FILE, TEXT_LIMIT, errors="replace")
+    except FileNotFoundError:
+        return ""
+    except (OSError, UnsafeFile) as exc:
+        error("unsafe_file", path=layout.PROTOCOL_FILE, error=getattr(exc, "message", None) or str(exc))
+        return ""
