@@ -26,10 +26,10 @@ import asyncio
 import json
 import logging
 import os
-import sys
 
 from crosstalk import __version__
 from crosstalk.shim.router import CallContext, ToolResult
+from crosstalk.shim.stdio import stdin_reader, stdout_writer
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -82,9 +82,9 @@ async def serve_stdio(
     loop = asyncio.get_running_loop()
     owns_stdio = stdin is None and stdout is None
     if stdout is None:
-        stdout = await _stdout_writer(loop)
+        stdout = await stdout_writer(loop)
     if stdin is None:
-        stdin = await _stdin_reader(loop)
+        stdin = await stdin_reader(loop, LINE_LIMIT)
     if instructions is None:
         instructions = getattr(router, "instructions", None) or INSTRUCTIONS
     stop = asyncio.Event()
@@ -426,62 +426,3 @@ def _err(code: int, message: str, data: Any = None) -> dict[str, Any]:
 
 def _error(rid: Any, code: int, message: str, data: Any = None) -> dict[str, Any]:
     return {"jsonrpc": "2.0", "id": rid, "error": _err(code, message, data)}
-
-
-# ---------------------------------------------------------------------- the process's own stdio
-class _BlockingWriter:
-    """stdout that is not a pipe (a file, a tty): plain blocking writes."""
-
-    def __init__(self, pipe: Any) -> None:
-        self.pipe = pipe  # keeps the fd open
-
-    def write(self, data: bytes) -> None:
-        view = memoryview(data)
-        fd = self.pipe.fileno()
-        while view:
-            view = view[os.write(fd, view) :]
-
-    async def drain(self) -> None:
-        return None
-
-
-async def _stdout_writer(loop: asyncio.AbstractEventLoop) -> Any:
-    """Reserve fd 1 for the protocol: duplicate it, then point fd 1 (and sys.stdout) at stderr."""
-    sys.stdout.flush()
-    fd = os.dup(1)
-    os.dup2(2, 1)
-    sys.stdout = sys.stderr
-    pipe = os.fdopen(fd, "wb", buffering=0)
-    if not _is_pollable(fd):  # a file, a tty, /dev/null
-        return _BlockingWriter(pipe)
-    transport, protocol = await loop.connect_write_pipe(asyncio.streams.FlowControlMixin, pipe)
-    return asyncio.StreamWriter(transport, protocol, None, loop)
-
-
-def _is_pollable(fd: int) -> bool:
-    """A pipe or a socket: what asyncio's pipe transports handle everywhere (epoll refuses files and /dev/null)."""
-    import stat
-
-    mode = os.fstat(fd).st_mode
-    return stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode)
-
-
-async def _stdin_reader(loop: asyncio.AbstractEventLoop) -> asyncio.StreamReader:
-    reader = asyncio.StreamReader(limit=LINE_LIMIT)
-    pipe = os.fdopen(os.dup(0), "rb", buffering=0)
-    if _is_pollable(pipe.fileno()):
-        await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), pipe)
-    else:  # a file, a tty or /dev/null: read it on a thread
-        import threading
-
-        def pump() -> None:
-            try:
-                while chunk := pipe.read(65536):
-                    loop.call_soon_threadsafe(reader.feed_data, chunk)
-            except OSError:
-                pass
-            finally:
-                loop.call_soon_threadsafe(reader.feed_eof)
-
-        threading.Thread(target=pump, name="stdin", daemon=True).start()
-    return reader
