@@ -129,3 +129,31 @@ def test_request_headers_that_never_finish_are_closed_within_the_header_timeout(
                 assert card.status_code == 200
 
     run(main)
+
+
+def test_connections_past_the_cap_are_answered_busy_and_the_agent_serves_again_once_they_close(monkeypatch):
+    """Idle connections cannot take every descriptor: past MAX_CONNECTIONS a new one is answered 503 (busy) and
+    closed at once; once the idle ones go, requests are served again."""
+    monkeypatch.setattr(protocol_mod, "MAX_CONNECTIONS", 4)
+
+    async def main(root):
+        async with agents(root, "alice", "bob") as ag:
+            parts = urlsplit(ag["bob"].url)
+            idle = [
+                await asyncio.wait_for(asyncio.open_connection(parts.hostname, parts.port), WAIT_S) for _ in range(4)
+            ]
+            try:
+                data, took = await _trickle(ag["bob"].url, [])
+                assert data.startswith(b"HTTP/1.1 503") and b"busy" in data, data[:200]
+                assert took < 5.0
+            finally:
+                for _, writer in idle:
+                    writer.close()
+            card_url = ag["bob"].url.rstrip("/") + "/.well-known/agent-card.json"
+            async with httpx.AsyncClient(timeout=WAIT_S) as http:
+                deadline = time.monotonic() + WAIT_S
+                while (status := (await http.get(card_url)).status_code) != 200 and time.monotonic() < deadline:
+                    await asyncio.sleep(0.02)  # the server sees the closes on its next loop turns
+                assert status == 200
+
+    run(main)

@@ -1,16 +1,21 @@
-"""uvicorn's h11 protocol with a deadline on request headers.
+"""uvicorn's h11 protocol with a deadline on request headers and a cap on open connections.
 
 uvicorn times out an idle keep-alive connection (after a response), but not a connection whose request headers
 never finish: one that opens and sends nothing, or a byte at a time, holds a descriptor for ever. Here every
 request's headers must arrive whole within HEADER_TIMEOUT_S of the connection opening (or of the previous response
 completing); otherwise a connection that sent part of a request is answered 408 and closed, and one that sent
 nothing is closed. The body has its own deadline in the edge gate (gate.BODY_TIMEOUT_S).
+
+Past MAX_CONNECTIONS open connections, a new one is answered 503 (busy) and closed at once, so idle connections
+cannot take every descriptor the process has (its journal, its socket ingress) and each refusal is one line in
+the log at most once a minute, never a traceback per connection.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import time
 
 import h11
 from uvicorn.protocols.http.h11_impl import H11Protocol
@@ -18,6 +23,16 @@ from uvicorn.protocols.http.h11_impl import H11Protocol
 log = logging.getLogger(__name__)
 
 HEADER_TIMEOUT_S = 10.0  # read when a deadline is armed; loopback delivers a request's headers in microseconds
+MAX_CONNECTIONS = 512  # open at once, per agent; read at each connection (the socket ingress allows 256)
+BUSY_WARN_EVERY_S = 60.0
+_BUSY = (
+    b"HTTP/1.1 503 Service Unavailable\r\n"
+    b"content-type: text/plain; charset=utf-8\r\n"
+    b"connection: close\r\n"
+    b"retry-after: 1\r\n"
+    b"content-length: 55\r\n\r\n"
+    b"busy: too many connections open to this agent; retry.\r\n"
+)
 _REQUEST_TIMEOUT = (
     b"HTTP/1.1 408 Request Timeout\r\n"
     b"content-type: text/plain; charset=utf-8\r\n"
@@ -31,9 +46,18 @@ class HeaderDeadlineProtocol(H11Protocol):
     """H11Protocol whose request headers have a deadline (see the module docstring)."""
 
     _header_deadline: asyncio.TimerHandle | None = None
+    _busy_warned_at = float("-inf")  # class-wide: one warning per BUSY_WARN_EVERY_S across connections
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
+        if len(self.connections) > MAX_CONNECTIONS:  # this one is counted already
+            now = time.monotonic()
+            if now - HeaderDeadlineProtocol._busy_warned_at >= BUSY_WARN_EVERY_S:
+                HeaderDeadlineProtocol._busy_warned_at = now
+                log.warning("A2A: %d connections open; refusing more (busy) for now", MAX_CONNECTIONS)
+            transport.write(_BUSY)
+            transport.close()
+            return
         self._arm_header_deadline()
 
     def handle_events(self) -> None:
