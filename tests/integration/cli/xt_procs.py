@@ -91,9 +91,9 @@ class Agent:
 
 
 def inbox_lines(path: Path) -> list[dict[str, Any]]:
-    if not path.exists():
-        return []
-    return [json.loads(x) for x in path.read_text().splitlines() if x.strip()]
+    """The fake session's inbox, whole lines only: a reader may catch a long line the fake is still writing."""
+    raw = path.read_bytes() if path.exists() else b""
+    return [json.loads(line) for line in raw.split(b"\n")[:-1] if line.strip()]
 
 
 @dataclass
