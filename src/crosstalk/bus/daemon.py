@@ -44,12 +44,15 @@ class Loopable(Protocol):
     def log(self) -> EventLog: ...
     @property
     def stopping(self) -> bool: ...
+    def next_wait(self) -> float: ...
+    def note_activity(self) -> None: ...
     @property
     def wake_fd(self) -> int: ...
 
     def stop(self) -> None: ...
     def tick(self) -> object: ...
     def reload_registry(self, *, force: bool = False) -> bool: ...
+    def recover(self) -> None: ...
     def record_error(self, event: str, **fields: object) -> None: ...
     def write_heartbeat(self, *, running: bool = True) -> None: ...
 
@@ -119,6 +122,7 @@ def run_loop(dispatcher: Loopable, stop_event: threading.Event | None = None, *,
         if stop_event is not None:
             threading.Thread(target=_forward_stop, args=(dispatcher, stop_event), daemon=True).start()
         sock = bind_wake_socket(state)
+        dispatcher.recover()
         dispatcher.reload_registry(force=True)
         dispatcher.log(
             "boot",
@@ -140,8 +144,11 @@ def run_loop(dispatcher: Loopable, stop_event: threading.Event | None = None, *,
                     dispatcher.write_heartbeat()
             if once or dispatcher.stopping:
                 break
+            ready: list[object] = []
             with contextlib.suppress(InterruptedError):
-                select.select([sock, dispatcher.wake_fd], [], [], dispatcher.interval)
+                ready, _, _ = select.select([sock, dispatcher.wake_fd], [], [], dispatcher.next_wait())
+            if sock in ready:  # a local `message send`: a conversation is under way
+                dispatcher.note_activity()
         reason = "once" if once and not dispatcher.stopping else "stopped"
         return 0
     finally:

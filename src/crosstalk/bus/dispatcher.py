@@ -16,7 +16,6 @@ import threading
 import time
 from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from crosstalk.bus import daemon, layout
@@ -29,36 +28,21 @@ from crosstalk.bus.models import CONFIG_PATH, ModelSpec, Skipped, claim, load_re
 from crosstalk.bus.replies import batch_replies, failed_replies
 from crosstalk.bus.scan import Batch, LiveDelivery, Rejection, is_answered, replies_since, scan
 from crosstalk.bus.state import read_cursor, write_cursor, write_json_atomic
-from crosstalk.bus.store import publish
+from crosstalk.bus.store import move_orphans, publish
+from crosstalk.bus.tickreport import TickReport
 from crosstalk.bus.transports import Transport
 from crosstalk.registry.paths import StatePaths
 
-
-@dataclass(slots=True)
-class TickReport:
-    """What one tick did (the counts the `tick` log line carries)."""
-
-    head: str | None = None
-    idle: bool = True
-    added: int = 0
-    parse_errors: int = 0
-    batches: int = 0
-    dispatched: int = 0  # messages handed to models
-    replies: int = 0
-    silent: int = 0
-    failed: int = 0
-    rejected: int = 0  # messages answered with a failure without a model run (ambiguous model, broken file)
-    skipped_answered: int = 0
-    skipped_taken: int = 0  # bare-name messages another dispatcher answered first
-    bridged: int = 0  # messages delivered into live agents' sessions (to: NAME@ALIAS)
-    incomplete: int = 0  # batches not finished (stop requested or run interrupted, commit failed): the cursor stays put
-    halted: str | None = None
-    duration_s: float = 0.0
-    reply_paths: list[str] = field(default_factory=list)
+ACTIVE_INTERVAL_S = 0.5  # between ticks while a conversation is active
+ACTIVE_FOR_S = 120.0  # how long after the last traffic it counts as active
 
 
 class Dispatcher:
-    """One transport's dispatcher on this machine. `tick()` is safe to call directly (tests, `--once`)."""
+    """One transport's dispatcher on this machine. `tick()` is safe to call directly (tests, `--once`).
+
+    It ticks every `active_interval` seconds for `active_for` seconds after traffic (new commits, or a local
+    `message send` waking it), then every `interval`. A tick whose remote branch has not moved (one ref listing)
+    and that has nothing to push does no fetch."""
 
     def __init__(
         self,
@@ -66,6 +50,8 @@ class Dispatcher:
         *,
         jobs: int = 4,
         interval: float = 5.0,
+        active_interval: float = ACTIVE_INTERVAL_S,
+        active_for: float = ACTIVE_FOR_S,
         model_timeout: float | None = None,
         log: EventLog | None = None,
         environ: Mapping[str, str] | None = None,
@@ -75,6 +61,9 @@ class Dispatcher:
         self.alias = transport.alias
         self.jobs = max(1, jobs)
         self.interval = interval
+        self.active_interval = min(active_interval, interval)
+        self.active_for = active_for
+        self._active_until = float("-inf")  # monotonic
         self.model_timeout = model_timeout
         self.environ = dict(os.environ if environ is None else environ)
         self.repo = transport.git()
@@ -89,6 +78,10 @@ class Dispatcher:
         self.counts = {"ticks": 0, "errors": 0, "dispatched": 0, "silent": 0, "failed": 0}
         self._count_lock = threading.Lock()
         self._registry_sig: tuple[int, int, int] | None = None
+        # Replies a model gave whose commit failed (batch key -> files, summary): the next tick commits them
+        # instead of running the model again. Only the last tick's are kept (a batch that changed runs again).
+        self._unpublished: dict[tuple[str, ...], tuple[dict[str, str], str]] = {}
+        self._retained: dict[tuple[str, ...], tuple[dict[str, str], str]] = {}
         self._registry_loaded = False
         self._stop = threading.Event()
         self._wake_r, self._wake_w = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
@@ -117,6 +110,17 @@ class Dispatcher:
         )
         return True
 
+    def recover(self) -> None:
+        """At boot: move aside what a writer killed mid-publish left uncommitted under data/channels."""
+        try:
+            with transport_lock(self.root):
+                moved = move_orphans(self.transport)
+        except BusError as exc:
+            self._error("recover_failed", error=exc.message)
+            return
+        for rel in moved:
+            self.log("orphan_moved", "warn", path=rel, to=str(self.state.orphans))
+
     # ------------------------------------------------------------------------------------------------ the tick
 
     def tick(self) -> TickReport:
@@ -124,6 +128,7 @@ class Dispatcher:
         started = time.monotonic()
         report = TickReport()
         self._bump("ticks")
+        self._retained, self._unpublished = self._unpublished, {}
         cursor = read_cursor(self.state)
         with transport_lock(self.root):
             self._sync()
@@ -145,6 +150,7 @@ class Dispatcher:
                 # the answered index keeps already answered messages from running again.
                 result = scan(self.repo, self.root, None, head, **found)
         report.idle = False
+        self.note_activity()
         report.added, report.parse_errors = result.added, len(result.parse_errors)
         report.skipped_answered, report.batches = result.skipped_answered, len(result.batches)
         for bad in result.parse_errors:
@@ -166,10 +172,14 @@ class Dispatcher:
         return report
 
     def _sync(self) -> None:
-        """Pull what the remote has and push what only we have (a reply whose push failed in an earlier tick)."""
+        """Pull what the remote has and push what only we have (a reply whose push failed in an earlier tick).
+        When the remote's branch is where our last fetch left it and nothing waits to be pushed, nothing is
+        fetched: an idle tick costs one ref listing."""
         try:
             if not self.repo.has_remote():
                 return
+            if self.repo.ahead_behind() == (0, 0) and self.repo.remote_head() == self.repo.remote_branch():
+                return  # in step with the remote as our last fetch saw it, and the remote has not moved since
             self.repo.sync(remote_checked=True)
             if self.repo.ahead_behind()[0] > 0 and not self.repo.push_with_retry():
                 self._error("push_failed", error=self.repo.last_push_error or "the remote is unreachable")
@@ -193,32 +203,8 @@ class Dispatcher:
     def _finish(self, report: TickReport, started: float) -> None:
         report.duration_s = time.monotonic() - started
         self.last_tick_at = utc_timestamp()
-        # Only ticks that did something are logged: scanning our own reply commits is not news.
-        if (
-            report.batches
-            or report.rejected
-            or report.parse_errors
-            or report.incomplete
-            or report.skipped_taken
-            or report.bridged
-        ):
-            self.log(
-                "tick",
-                head=(report.head or "")[:12],
-                added=report.added,
-                batches=report.batches,
-                dispatched=report.dispatched,
-                replies=report.replies,
-                silent=report.silent,
-                failed=report.failed,
-                rejected=report.rejected,
-                parse_errors=report.parse_errors,
-                skipped_answered=report.skipped_answered,
-                skipped_taken=report.skipped_taken,
-                bridged=report.bridged,
-                incomplete=report.incomplete,
-                duration=f"{report.duration_s:.3f}",
-            )
+        if report.eventful:  # scanning our own reply commits is not news
+            self.log("tick", **report.log_fields())
         self.write_heartbeat()
 
     # ------------------------------------------------------------------------------------------------ live agents
@@ -257,6 +243,12 @@ class Dispatcher:
         try:
             if batch.bare and not self._drop_taken(batch, head, report):
                 return True
+            key = _batch_key(batch)
+            with self._count_lock:
+                retained = self._retained.pop(key, None)
+            if retained is not None:  # the model answered last tick; only the commit failed
+                self.log("reply_retried", channel=batch.channel, model=batch.model.key, n=len(batch.messages))
+                return self._commit(*retained, report, key=key)
             result, error = self._invoke(batch)
         except Interrupted:
             return False  # no reply: the batch runs again after a restart (the cursor stays put)
@@ -315,7 +307,7 @@ class Dispatcher:
         files = batch_replies(batch, self.alias, body, failed=failed)
         sender = f"{batch.model.key}@{self.alias}"
         summary = f"crosstalk: {'failed ' if failed else ''}reply from {sender} ({len(batch.messages)} message(s))"
-        return self._commit(files, summary, report)
+        return self._commit(files, summary, report, key=_batch_key(batch))
 
     def _reject(self, rejections: list[Rejection], report: TickReport) -> bool:
         """Failed replies for messages no model can take (an ambiguous bare name, an unreadable file)."""
@@ -327,11 +319,16 @@ class Dispatcher:
             self.counts["failed"] += len(rejections)
         return self._commit(files, f"crosstalk: {len(files)} failed reply(ies) from {self.alias}", report)
 
-    def _commit(self, files: dict[str, str], summary: str, report: TickReport) -> bool:
+    def _commit(
+        self, files: dict[str, str], summary: str, report: TickReport, *, key: tuple[str, ...] | None = None
+    ) -> bool:
         try:
             result = publish(self.transport, files, summary)
         except BusError as exc:
             self._error("commit_failed", error=exc.message)
+            if key is not None:
+                with self._count_lock:
+                    self._unpublished[key] = (files, summary)
             return False
         with self._count_lock:
             report.replies += len(files)
@@ -363,6 +360,8 @@ class Dispatcher:
             "started_at": self.started_at,
             "last_tick_at": self.last_tick_at,
             "interval": self.interval,
+            "active_interval": self.active_interval,
+            "polling": self.next_wait(),
             "jobs": self.jobs,
             "cursor": read_cursor(self.state),
             "claimed": [s.key for s in self.claimed],
@@ -376,6 +375,14 @@ class Dispatcher:
         write_json_atomic(self.state.heartbeat, self.heartbeat(running=running))
 
     # ------------------------------------------------------------------------------------------------ the loop
+
+    def note_activity(self) -> None:
+        """Traffic seen or sent: tick every active_interval for the next active_for seconds."""
+        self._active_until = time.monotonic() + self.active_for
+
+    def next_wait(self) -> float:
+        """Seconds until the next tick when nothing wakes the loop."""
+        return self.active_interval if time.monotonic() < self._active_until else self.interval
 
     def stop(self) -> None:
         """Ask the loop to end (safe from a signal handler): batches not started yet are left for the next run,
@@ -398,3 +405,8 @@ class Dispatcher:
         """Hold dispatcher.lock, write the pid file, bind wake.sock, then tick and wait until stopped (see
         crosstalk.bus.daemon.run_loop)."""
         return daemon.run_loop(self, stop_event, once=once)
+
+
+def _batch_key(batch: Batch) -> tuple[str, ...]:
+    """One batch's identity across ticks: its channel, model, persona and messages."""
+    return (batch.channel, batch.model.key, batch.as_ or "", *(m.rel for m in batch.messages))

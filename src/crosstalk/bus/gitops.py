@@ -13,6 +13,7 @@ from pathlib import Path
 
 from crosstalk.bus.errors import GitError
 from crosstalk.fs.locks import FileLock
+from crosstalk.fs.procinfo import own_pids, process_argv, process_cwd
 
 CHANNELS_PATHSPEC = "data/channels"
 LOCK_NAME = "crosstalk.lock"
@@ -140,6 +141,16 @@ class GitRepo:
         # fetched"). The bus only ever uses the remote-tracking refs.
         self.run("fetch", "-q", "--no-recurse-submodules", "--no-write-fetch-head", "origin")
 
+    def remote_head(self) -> str | None:
+        """The sha the remote's branch points at now, asked with one ref listing (`git ls-remote`: no objects
+        move); None when the remote has no such branch (yet). Raises GitError when the remote cannot be asked."""
+        ref = f"refs/heads/{self.branch()}"
+        for line in self.run("ls-remote", "origin", ref).splitlines():
+            sha, _, name = line.partition("\t")
+            if name == ref:
+                return sha
+        return None
+
     def remote_branch(self) -> str | None:
         """The sha of refs/remotes/origin/<branch> as of the last fetch; None when the remote has no such branch
         (yet): nothing to pull."""
@@ -202,10 +213,31 @@ class GitRepo:
         paths, removed = list(paths), list(removed)
         if not paths and not removed:
             raise GitError("nothing to commit: no paths given")
+        try:
+            return self._commit(paths, message, removed)
+        except GitError as exc:
+            # A git killed mid-write (kill -9 of a process group, a container stop) leaves index.lock behind, and
+            # every later commit fails on it for good. Removed only when no git of ours runs in this repository.
+            if "index.lock" not in exc.message or not self.clear_stale_index_lock():
+                raise
+        return self._commit(paths, message, removed)
+
+    def _commit(self, paths: list[str], message: str, removed: list[str]) -> str:
         if paths:
             self.run("add", "-A", "--", *paths)
         self.run("commit", "--no-verify", "-q", "-m", message, "--", *paths, *removed)
         return self.head()
+
+    def clear_stale_index_lock(self) -> bool:
+        """Remove .git/index.lock when no git process of this user works in this repository (its cwd inside it,
+        or `-C` naming it): the lock of a git that died. Whether it removed one. A person's running git (an open
+        commit editor) keeps its lock."""
+        lock = git_dir(self.root) / "index.lock"
+        if not lock.exists() or git_running_in(self.root):
+            return False
+        with contextlib.suppress(FileNotFoundError):
+            lock.unlink()
+        return True
 
     def _rebase_onto_upstream(self) -> None:
         """Fetch (without FETCH_HEAD) and rebase local commits onto origin/<branch>; a remote without the branch
@@ -270,6 +302,23 @@ class GitRepo:
                 why = error_line(proc.stderr, proc.stdout, proc.returncode)
                 raise GitError(f"git rebase onto the upstream failed in {self.root}: {why}")
         return self.head() != head
+
+
+def git_running_in(root: Path) -> bool:
+    """Whether a git process of this user works in the repository at `root`: its cwd inside it, or `-C` naming
+    it (as the bus's own git calls do)."""
+    top = os.path.realpath(root)
+    for pid in own_pids():
+        argv = process_argv(pid)
+        if not argv or os.path.basename(argv[0]) != "git":
+            continue
+        places = [process_cwd(pid) or ""]
+        places += [argv[i + 1] for i, a in enumerate(argv[:-1]) if a == "-C"]
+        for place in places:
+            real = os.path.realpath(os.path.join(process_cwd(pid) or "/", place)) if place else ""
+            if real and (real == top or real.startswith(top + os.sep)):
+                return True
+    return False
 
 
 def git_dir(root: Path) -> Path:

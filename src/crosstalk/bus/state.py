@@ -74,6 +74,11 @@ class TransportState:
     def wake_sock(self) -> Path:
         return self.dir / "wake.sock"
 
+    @property
+    def orphans(self) -> Path:
+        """Where files a crashed writer left uncommitted under data/channels are moved (bus/store.py)."""
+        return self.dir / "orphans"
+
     def ensure(self) -> TransportState:
         """Create the directory 0700 and fail early if the wake socket path cannot fit AF_UNIX."""
         try:

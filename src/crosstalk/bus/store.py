@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -9,9 +10,9 @@ from pathlib import Path
 
 from crosstalk.bus import layout
 from crosstalk.bus.errors import BusError
-from crosstalk.bus.gitops import transport_lock
+from crosstalk.bus.gitops import CHANNELS_PATHSPEC, GitRepo, git_dir, transport_lock
 from crosstalk.bus.layout import is_safe_relpath
-from crosstalk.bus.message import MESSAGE_NAME_RE, BusMessage, parse_message
+from crosstalk.bus.message import MESSAGE_NAME_RE, BusMessage, parse_message, utc_timestamp
 from crosstalk.bus.safefs import MESSAGE_LIMIT, read_transport_text
 from crosstalk.bus.state import wake
 from crosstalk.bus.transports import Transport
@@ -37,7 +38,9 @@ def publish(
     precheck: Callable[[], None] | None = None,
 ) -> PublishResult:
     """Under the transport lock: run precheck, write files (transport-relative -> text), `git rm -r` remove,
-    commit as one commit, push with retry when a remote exists; then wake this machine's dispatcher."""
+    commit as one commit, push with retry when a remote exists; then wake this machine's dispatcher.
+    A commit that fails takes back the files it wrote (a writer killed between its write and its commit leaves
+    them: move_orphans)."""
     for rel in (*files, *remove):
         if not is_safe_relpath(rel):
             raise BusError(f"refusing to write outside the transport: {rel!r}")
@@ -47,19 +50,67 @@ def publish(
     with transport_lock(transport.root):
         if precheck is not None:
             precheck()
-        for rel, text in files.items():
-            path = transport.root / rel
-            path.parent.mkdir(parents=True, exist_ok=True)
-            atomic_write(path, text.encode("utf-8"), mode=0o644)
-        if remove:
-            repo.run("rm", "-r", "-q", "--", *remove)
-        commit = repo.commit(list(files), summary, removed=remove)
+        written: list[Path] = []
+        try:
+            for rel, text in files.items():
+                path = transport.root / rel
+                path.parent.mkdir(parents=True, exist_ok=True)
+                atomic_write(path, text.encode("utf-8"), mode=0o644)
+                written.append(path)
+            if remove:
+                repo.run("rm", "-r", "-q", "--", *remove)
+            commit = repo.commit(list(files), summary, removed=remove)
+        except BaseException:
+            _unwrite(repo, transport.root, written)
+            raise
         if push and repo.has_remote():
             pushed = repo.push_with_retry()
             if not pushed:
                 push_error = repo.last_push_error or "the remote is unreachable"
     wake(transport.name)
     return PublishResult(commit, pushed, push_error)
+
+
+def move_orphans(transport: Transport) -> tuple[str, ...]:
+    """Move files under data/channels that are not committed (untracked, or staged as new) to
+    <state>/orphans/<utc time>/, keeping their paths; their transport-relative paths. Call under the transport
+    lock (the dispatcher does at boot). Only the runtime writes under data/channels, and only in publish, under
+    that lock: such a file was left by a writer killed between its write and its commit (a dispatcher killed
+    after its model answered), and must never be committed by a later `git add -A` nor read as a second reply.
+    Nothing is moved while a person's merge or rebase is under way."""
+    repo = transport.git()
+    gd = git_dir(transport.root)
+    if any((gd / name).exists() for name in ("MERGE_HEAD", "rebase-merge", "rebase-apply", "CHERRY_PICK_HEAD")):
+        return ()
+    out = repo.run("status", "--porcelain=v1", "-z", "--untracked-files=all", "--", CHANNELS_PATHSPEC, check=False)
+    found = [rec[3:] for rec in out.split("\0") if rec[:2] in ("??", "A ")]
+    if not found:
+        return ()
+    staged = [rel for rel in found if is_safe_relpath(rel)]
+    if staged:
+        repo.run("rm", "--cached", "-q", "--ignore-unmatch", "--", *staged, check=False)
+    dest = transport.state().ensure().orphans / utc_timestamp().replace(":", "")
+    moved = []
+    for rel in staged:
+        src = transport.root / rel
+        if src.is_symlink() or not src.is_file():
+            continue
+        target = dest / rel
+        target.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        os.replace(src, target)
+        moved.append(rel)
+    return tuple(moved)
+
+
+def _unwrite(repo: GitRepo, root: Path, written: list[Path]) -> None:
+    """Take back the new files of a publish whose commit failed (unstaged, then removed)."""
+    if not written:
+        return
+    rels = [str(p.relative_to(root)) for p in written]
+    repo.run("rm", "--cached", "-q", "--ignore-unmatch", "--", *rels, check=False)
+    for path in written:
+        with contextlib.suppress(FileNotFoundError):
+            path.unlink()
 
 
 def sync(transport: Transport) -> bool:

@@ -11,6 +11,8 @@ from crosstalk.cli.bus_common import add_transport_option, bus_errors, open_tran
 from crosstalk.cli.main import non_negative_int, positive_float
 from crosstalk.cli.settings_cmd import DEFAULT_INTERVAL_S, DEFAULT_JOBS  # what `settings show` reports
 
+ACTIVE_INTERVAL_S, ACTIVE_FOR_S = 0.5, 120.0  # crosstalk.bus.dispatcher's (not imported: --help stays light)
+
 
 def add_parser(sub: Any) -> None:
     p = sub.add_parser("daemon", help="The dispatcher itself (run by 'server start' or systemd).")
@@ -29,6 +31,14 @@ def add_parser(sub: Any) -> None:
         type=positive_float(0.05, 86400),
         default=DEFAULT_INTERVAL_S,
         help=f"Seconds between ticks when nothing wakes the dispatcher (default {DEFAULT_INTERVAL_S:g}).",
+    )
+    d.add_argument(
+        "--active-interval",
+        dest="active_interval",
+        type=positive_float(0.05, 86400),
+        default=ACTIVE_INTERVAL_S,
+        help=f"Seconds between ticks for {ACTIVE_FOR_S:g} s after traffic (default {ACTIVE_INTERVAL_S:g}; "
+        "never longer than --interval).",
     )
     d.add_argument(
         "--jobs", type=non_negative_int(1), default=DEFAULT_JOBS, help=f"Model runs at once (default {DEFAULT_JOBS})."
@@ -57,6 +67,7 @@ def run_dispatch(args: argparse.Namespace) -> int:
             transport,
             jobs=args.jobs,
             interval=args.interval,
+            active_interval=args.active_interval,
             model_timeout=args.model_timeout,
             log=EventLog(state.log, stream=stream, follow_fds=log_fds),
         )

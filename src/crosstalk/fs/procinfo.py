@@ -84,3 +84,38 @@ def login_name() -> str | None:
         return pwd.getpwuid(os.getuid()).pw_name
     except KeyError:
         return None
+
+
+def own_pids() -> list[int]:
+    """The pids of this user's processes (those whose /proc entry it owns)."""
+    uid = os.getuid()
+    pids = []
+    try:
+        entries = os.scandir("/proc")
+    except OSError:
+        return []
+    with entries:
+        for entry in entries:
+            if entry.name.isdigit():
+                try:
+                    if entry.stat(follow_symlinks=False).st_uid == uid:
+                        pids.append(int(entry.name))
+                except OSError:
+                    continue  # gone meanwhile
+    return pids
+
+
+def process_argv(pid: int) -> list[str] | None:
+    """The command line of process `pid`; None when it cannot be read (gone, another user's, a kernel thread)."""
+    raw = read_capped(f"/proc/{pid}/cmdline", MAX_ENVIRON)
+    if not raw:
+        return None
+    return [os.fsdecode(a) for a in raw.rstrip(b"\0").split(b"\0")]
+
+
+def process_cwd(pid: int) -> str | None:
+    """The working directory of process `pid`; None when it cannot be read."""
+    try:
+        return os.readlink(f"/proc/{pid}/cwd")
+    except OSError:
+        return None

@@ -1,0 +1,197 @@
+"""What a killed writer leaves behind, and a quiet remote: real git, real processes.
+
+- A git killed mid-commit leaves .git/index.lock: removed when no git works in the repository, kept while one does.
+- A publish whose commit fails takes back the files it wrote; files a killed writer left uncommitted under
+  data/channels are moved to the machine-local state at the dispatcher's boot, never committed nor read.
+- A reply whose commit failed is committed on the next tick without running the model again.
+- An idle tick lists the remote's ref and fetches nothing; a conversation makes the loop tick fast, quiet slows it.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+from bus_machines import GIT_TIMEOUT, TwoMachines
+from dispatch_helpers import (
+    channel_rel,
+    in_process_dispatcher,
+    machine_with_models,
+    replies_to,
+    runs,
+    send,
+    set_registry,
+    wait_for,
+    write_model,
+)
+
+from crosstalk.bus.errors import GitError
+from crosstalk.bus.gitops import GitRepo, git_running_in
+from crosstalk.bus.store import move_orphans, publish
+from crosstalk.bus.transports import resolve_transport
+
+pytestmark = pytest.mark.integration
+
+
+class LiveGit:
+    """A real git process that works in `root` and waits (cat-file --batch reads stdin until it closes)."""
+
+    def __init__(self, root: Path) -> None:
+        self.proc = subprocess.Popen(
+            ["git", "-C", str(root), "cat-file", "--batch"], stdin=subprocess.PIPE, stdout=subprocess.DEVNULL
+        )
+
+    def close(self) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.close()
+        try:
+            self.proc.wait(GIT_TIMEOUT)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait(GIT_TIMEOUT)
+
+
+def _transport(m, monkeypatch):
+    for key in ("CROSSTALK_HOME", "CROSSTALK_ALIAS", "HOME", "GIT_CONFIG_GLOBAL", "GIT_CONFIG_NOSYSTEM"):
+        monkeypatch.setenv(key, m.env[key])
+    import os
+
+    return resolve_transport(m.root, None, dict(os.environ))
+
+
+def test_a_dead_gits_index_lock_is_removed_and_a_live_gits_is_kept(make_machine, monkeypatch) -> None:
+    m, channel, _ = machine_with_models(make_machine, echo="")
+    transport = _transport(m, monkeypatch)
+    lock = m.root / ".git" / "index.lock"
+    lock.write_text("")  # what a git killed mid-commit leaves
+    rel = f"data/channels/{channel}/2026/12/02/010203004Z-0123456789abcdef.md"
+    body = "---\nfrom: a\nto: b\ntimestamp: 2026-12-02T01:02:03.004Z\n---\nhello\n"
+    live = LiveGit(m.root)
+    try:
+        wait_for(lambda: git_running_in(m.root), 10, "the live git seen")
+        with pytest.raises(GitError, match=r"index\.lock"):
+            publish(transport, {rel: body}, "test: while a git runs", push=False)
+        assert lock.exists(), "a running git's lock is never removed"
+        assert not (m.root / rel).exists(), "a failed commit takes back the files it wrote"
+        assert "??" not in m.git("status", "--porcelain") and "A " not in m.git("status", "--porcelain")
+    finally:
+        live.close()
+    assert not git_running_in(m.root)
+    publish(transport, {rel: body}, "test: after the git died", push=False)
+    assert not lock.exists() and (m.root / rel).exists()
+    assert m.git("log", "-1", "--format=%s").strip() == "test: after the git died"
+
+
+def test_files_a_killed_writer_left_uncommitted_are_moved_aside_at_boot(make_machine, monkeypatch) -> None:
+    m, channel, models = machine_with_models(make_machine, echo="")
+    [sent] = send(m, "local/echo", "an ordinary message")
+    day = m.root / "data" / "channels" / channel / "2026" / "12" / "02"
+    day.mkdir(parents=True, exist_ok=True)
+    untracked = day / "010203004Z-00000000000000aa.md"
+    staged = day / "010203005Z-00000000000000bb.md"
+    for path in (untracked, staged):
+        head = "---\nfrom: local/echo@m1\nto: alice\ntimestamp: 2026-12-02T01:02:03.004Z\n"
+        path.write_text(f"{head}re: {channel_rel(sent)}\n---\na reply never committed\n")
+    m.git("add", "--", str(staged))
+    dispatcher = in_process_dispatcher(m, monkeypatch)
+    dispatcher.recover()
+    assert not untracked.exists() and not staged.exists()
+    orphans = sorted(p.name for p in (m.state_dir / "orphans").rglob("*.md"))
+    assert orphans == sorted([staged.name, untracked.name])
+    assert m.git("status", "--porcelain", "--", "data/channels").strip() == ""
+    assert (m.root / sent).exists(), "committed messages are never moved"
+    events = (m.state_dir / "dispatcher.log").read_text()
+    assert events.count("orphan_moved") == 2
+    dispatcher.tick()
+    assert len(runs(models / "echo")) == 1  # the orphans were never read as replies: the message is answered
+
+
+def test_an_orphan_is_left_alone_while_a_persons_rebase_is_under_way(make_machine, monkeypatch) -> None:
+    m, channel, _ = machine_with_models(make_machine, echo="")
+    transport = _transport(m, monkeypatch)
+    stray = m.root / "data" / "channels" / channel / "draft.md"
+    stray.write_text("a person's file in the middle of their rebase\n")
+    (m.root / ".git" / "rebase-merge").mkdir()
+    assert move_orphans(transport) == () and stray.exists()
+
+
+def test_a_reply_whose_commit_failed_is_committed_next_tick_without_running_the_model_again(
+    make_machine, monkeypatch
+) -> None:
+    m, channel, models = machine_with_models(make_machine, echo="")
+    [path] = send(m, "local/echo", "answer me once")
+    dispatcher = in_process_dispatcher(m, monkeypatch)
+    (m.root / ".git" / "index.lock").write_text("")
+    live = LiveGit(m.root)  # a person's git holds the index: the commit fails, the lock is kept
+    try:
+        wait_for(lambda: git_running_in(m.root), 10, "the live git seen")
+        failed = dispatcher.tick()
+        assert failed.incomplete == 1 and failed.replies == 0
+        assert len(runs(models / "echo")) == 1
+    finally:
+        live.close()
+    retried = dispatcher.tick()
+    assert retried.replies == 1 and retried.incomplete == 0
+    assert len(runs(models / "echo")) == 1, "the model ran once"
+    assert len(replies_to(m.root, channel, path)) == 1
+    assert "reply_retried" in (m.state_dir / "dispatcher.log").read_text()
+
+
+def test_an_idle_tick_fetches_nothing_and_new_work_is_fetched(two_machines: TwoMachines, monkeypatch) -> None:
+    a, b = two_machines.a, two_machines.b
+    models = b.base / "models"
+    models.mkdir()
+    echo = write_model(models, "echo")
+    set_registry(b, {"local": {"echo": str(echo)}})
+    dispatcher = in_process_dispatcher(b, monkeypatch)
+    fetches: list[float] = []
+    real_fetch = GitRepo.fetch
+
+    def counted(self: GitRepo) -> None:
+        fetches.append(time.monotonic())
+        real_fetch(self)
+
+    monkeypatch.setattr(GitRepo, "fetch", counted)
+    while not dispatcher.tick().idle:  # its own registry commit, pushed
+        pass
+    fetches.clear()
+    for _ in range(3):
+        assert dispatcher.tick().idle
+    assert fetches == [], "an idle tick lists the remote's ref; it fetches nothing"
+
+    [path] = send(a, "local/echo@m2", "over the remote")
+    report = dispatcher.tick()
+    assert len(fetches) == 1 and report.dispatched == 1
+    assert len(replies_to(b.root, two_machines.channel, path)) == 1
+
+    # Someone ran `git fetch` by hand: the tracking ref moved, HEAD did not. The tick still takes the new work.
+    [later] = send(a, "local/echo@m2", "fetched by a person")
+    b.git("fetch", "-q", "origin")
+    assert dispatcher.tick().dispatched == 1
+    assert len(replies_to(b.root, two_machines.channel, later)) == 1
+
+
+def test_the_loop_ticks_fast_after_traffic_and_at_the_interval_when_quiet(make_machine, monkeypatch) -> None:
+    from crosstalk.bus.dispatcher import Dispatcher
+
+    m, _, _ = machine_with_models(make_machine, echo="")
+    base = in_process_dispatcher(m, monkeypatch)
+    dispatcher = Dispatcher(base.transport, interval=5.0, active_interval=0.5, active_for=0.3, log=base.log)
+    assert dispatcher.next_wait() == 5.0
+    send(m, "local/echo", "traffic")
+    assert not dispatcher.tick().idle
+    assert dispatcher.next_wait() == 0.5 and dispatcher.heartbeat()["polling"] == 0.5
+    wait_for(lambda: dispatcher.next_wait() == 5.0, 10, "quiet again after active_for")
+    assert Dispatcher(base.transport, interval=0.2, active_interval=0.5).active_interval == 0.2
+
+
+def test_the_cli_defaults_match_the_dispatchers() -> None:
+    from crosstalk.bus import dispatcher
+    from crosstalk.cli import daemon_cmd
+
+    assert (daemon_cmd.ACTIVE_INTERVAL_S, daemon_cmd.ACTIVE_FOR_S) == (
+        dispatcher.ACTIVE_INTERVAL_S,
+        dispatcher.ACTIVE_FOR_S,
+    )
