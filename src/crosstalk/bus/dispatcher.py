@@ -2,10 +2,11 @@
 move the cursor). The loop around it (lock, wake socket, interval) is crosstalk.bus.daemon; one model run over one
 batch is crosstalk.bus.invoke.
 
-Delivery is at-least-once: the cursor only moves after every batch of the tick has its reply committed, and the
-scan skips messages whose reply is already in the range, so only a crash between a model run and its commit can
-produce a duplicate reply. A stop interrupts running models; their batches get no reply and run again after a
-restart.
+Model runs are at-least-once, replies one per message: the cursor only moves after every batch of the tick has its
+reply committed, and the scan skips messages whose reply is already in the range. A crash between a model run and
+its commit runs the model again after the restart; what the killed run left uncommitted is moved aside at boot
+(store.move_orphans), so its reply never reaches the history. A stop interrupts running models; their batches get
+no reply and run again after a restart.
 """
 
 from __future__ import annotations
