@@ -41,23 +41,13 @@ def test_a_body_that_is_not_utf8_is_a_parse_error_and_injects_nothing(bad):
 
 async def _hold_open(url: str, token: str | None, declared: int, sent: bytes) -> tuple[bytes, float]:
     """Send headers claiming `declared` body bytes, send only `sent`, then wait: return what came back by EOF."""
-    parts = urlsplit(url)
-    reader, writer = await asyncio.wait_for(asyncio.open_connection(parts.hostname, parts.port), WAIT_S)
-    try:
-        auth = f"Authorization: Bearer {token}\r\n" if token else ""
-        head = (
-            f"POST / HTTP/1.1\r\nHost: {parts.netloc}\r\nContent-Type: application/json\r\nA2A-Version: 1.0\r\n"
-            f"{auth}Content-Length: {declared}\r\n\r\n"
-        )
-        t0 = time.monotonic()
-        writer.write(head.encode() + sent)
-        await writer.drain()
-        data = await asyncio.wait_for(reader.read(), WAIT_S)  # until EOF: the server must close it
-        return data, time.monotonic() - t0
-    finally:
-        writer.close()
-        with contextlib.suppress(Exception):
-            await asyncio.wait_for(writer.wait_closed(), 2)
+    netloc = urlsplit(url).netloc
+    auth = f"Authorization: Bearer {token}\r\n" if token else ""
+    head = (
+        f"POST / HTTP/1.1\r\nHost: {netloc}\r\nContent-Type: application/json\r\nA2A-Version: 1.0\r\n"
+        f"{auth}Content-Length: {declared}\r\n\r\n"
+    )
+    return await _trickle(url, [head.encode() + sent])
 
 
 @pytest.mark.parametrize("authed", [True, False])
