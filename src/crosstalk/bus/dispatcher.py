@@ -23,11 +23,13 @@ from crosstalk.bus import daemon, layout
 from crosstalk.bus.errors import BusError, GitError, ModelError
 from crosstalk.bus.eventlog import EventLog
 from crosstalk.bus.gitops import transport_lock
+from crosstalk.bus.held import HeldMessages
 from crosstalk.bus.invoke import Interrupted, invoke_batch
 from crosstalk.bus.message import utc_timestamp
 from crosstalk.bus.models import CONFIG_PATH, ModelSpec, Skipped, claim, load_registry
+from crosstalk.bus.relay import LiveRelay
 from crosstalk.bus.replies import batch_replies, failed_replies
-from crosstalk.bus.scan import Batch, LiveDelivery, Rejection, is_answered, replies_since, scan
+from crosstalk.bus.scan import Batch, Rejection, is_answered, replies_since, scan
 from crosstalk.bus.state import read_cursor, write_cursor, write_json_atomic
 from crosstalk.bus.store import move_orphans, publish
 from crosstalk.bus.tickreport import TickReport
@@ -71,6 +73,7 @@ class Dispatcher:
         self.state = transport.state(self.environ).ensure()
         self.paths = StatePaths.from_env(self.environ)  # live agents on this machine (the bridge)
         self.log = log or EventLog(self.state.log)
+        self.relay = LiveRelay(transport, self.paths, HeldMessages(self.state.held), self.log)
         self.claimed: list[ModelSpec] = []
         self.skipped: list[Skipped] = []
         self.halted: str | None = None
@@ -131,6 +134,7 @@ class Dispatcher:
         self._bump("ticks")
         self._retained, self._unpublished = self._unpublished, {}
         cursor = read_cursor(self.state)
+        self.relay.release(report, self._reject)  # every tick: a held message's agent may be back
         with transport_lock(self.root):
             self._sync()
             if not self._version_ok():
@@ -143,7 +147,12 @@ class Dispatcher:
             if head == cursor:
                 self._finish(report, started)
                 return report
-            found = {"claimed": self.claimed, "alias": self.alias, "live_agent": self._live_agent}
+            found = {
+                "claimed": self.claimed,
+                "alias": self.alias,
+                "live_agent": self.relay.live_agent,
+                "known_agent": self.relay.known_agent,
+            }
             try:
                 result = scan(self.repo, self.root, cursor, head, **found)
             except GitError:
@@ -158,8 +167,8 @@ class Dispatcher:
             self._error("parse_error", path=bad.path, error=bad.error)
         for path in result.ignored:
             self.log("ignored", "warn", path=path, reason="not inside a channel directory (data/channels/<uuid>/)")
-        if result.live:
-            self._bridge(result.live, report)
+        if result.live or result.down:
+            self.relay.route(result.live, result.down, report, self._reject)
         if result.rejections and not self._reject(result.rejections, report):
             report.incomplete += 1
         if result.batches:
@@ -207,33 +216,6 @@ class Dispatcher:
         if report.eventful:  # scanning our own reply commits is not news
             self.log("tick", **report.log_fields())
         self.write_heartbeat()
-
-    # ------------------------------------------------------------------------------------------------ live agents
-
-    def _live_agent(self, name: str) -> str | None:
-        from crosstalk.bus.bridge import live_agent_name
-
-        return live_agent_name(self.paths, name)
-
-    def _bridge(self, deliveries: list[LiveDelivery], report: TickReport) -> None:
-        """Deliver `to: NAME@ALIAS` messages into live sessions. The receiver dedupes on the message's derived id,
-        so a re-delivery after a crash reaches the session once. A new task the agent refuses, or that finds no
-        session, is answered with a failed reply so its sender learns why."""
-        from crosstalk.bus.bridge import deliver_live
-
-        failures: list[Rejection] = []
-        for d in deliveries:
-            item = d.item
-            out = deliver_live(self.paths, self.transport, item.channel, item.rel, item.msg, d.agent)
-            delivered = out.state in ("accepted", "queued")
-            fields = {"path": item.path, "agent": d.agent, "state": out.state, "reason": out.reason or "-"}
-            self.log("bridged" if delivered else "bridge_failed", "info" if delivered else "warn", **fields)
-            report.bridged += int(delivered)
-            if out.state in ("rejected", "unreachable") and not item.msg.re:
-                error = f"live agent {d.agent} on {self.alias}: {out.state} ({out.reason or 'no reason given'})"
-                failures.append(Rejection(item.channel, (item.rel,), item.msg.sender, item.msg.to, d.agent, error))
-        if failures and not self._reject(failures, report):
-            report.incomplete += 1
 
     # ------------------------------------------------------------------------------------------------ batches
 
@@ -368,6 +350,7 @@ class Dispatcher:
             "claimed": [s.key for s in self.claimed],
             "skipped": [{"what": s.what, "reason": s.reason} for s in self.skipped],
             "halted": self.halted,
+            "held": len(self.relay.held),
             "running": running,
             **self.counts,
         }

@@ -102,6 +102,7 @@ class ScanResult:
     batches: list[Batch] = field(default_factory=list)
     rejections: list[Rejection] = field(default_factory=list)
     live: list[LiveDelivery] = field(default_factory=list)
+    down: list[LiveDelivery] = field(default_factory=list)  # for live agents here that are not running: held
     skipped_answered: int = 0
     ignored: list[str] = field(default_factory=list)  # .md files outside any channel directory: never dispatched
 
@@ -288,10 +289,12 @@ def scan(
     alias: str,
     paths: Sequence[str] | None = None,
     live_agent: Callable[[str], str | None] | None = None,
+    known_agent: Callable[[str], bool] | None = None,
 ) -> ScanResult:
     """Everything the tick needs from the commits in (old, new]: parsed messages, parse errors, the answered
     index, the pending batches for our claimed models and alias, the deliveries to live agents (`live_agent`
-    maps a name to the live agent on this machine, or None), and the messages to answer with a failure."""
+    maps a name to the live agent on this machine, or None; `known_agent` says whether an agent of that name has
+    registered here, live or not), and the messages to answer with a failure."""
     reader = FileReader(repo, root, new)
     added = repo.added_message_files(old, new) if paths is None else list(paths)
     ignored: list[str] = []
@@ -321,7 +324,7 @@ def scan(
                 result.rejections.append(Rejection(item.channel, (item.rel,), msg.sender, msg.to, name, exc.message))
             continue
         if spec is None and msg.type != "workflow":
-            _route_unclaimed(item, alias, live_agent, result, sender_in(item.channel))
+            _route_unclaimed(item, alias, live_agent, known_agent, result, sender_in(item.channel))
             continue
         if spec is None or msg.type == "workflow" or not wakes(msg, spec.key, sender_in(item.channel)):
             continue
@@ -346,16 +349,23 @@ def _route_unclaimed(
     item: ScannedMessage,
     alias: str,
     live_agent: Callable[[str], str | None] | None,
+    known_agent: Callable[[str], bool] | None,
     result: ScanResult,
     sender_of: Callable[[str], str | None],
 ) -> None:
-    """`to: NAME@<our alias>` that no claimed model answers: a live agent called NAME gets it through the bridge;
-    a new task for a name nothing here answers gets a failed reply (a reply to such a name is only logged by the
-    caller's scan counts: failing a reply would wake its sender for nothing)."""
+    """`to: NAME@<our alias>` that no claimed model answers: a live agent called NAME gets it through the bridge.
+    When NAME is not running, a reply to what NAME sent, or a new task for a name an agent here has had, is held
+    for it (crosstalk.bus.held); a new task for a name nothing here has answered gets a failed reply."""
     actor, machine = split_address(item.msg.to)
     if machine != alias or live_agent is None or not wakes(item.msg, actor, sender_of):
         return
-    agent = live_agent(actor) if "/" not in actor else None
+    if "/" in actor or is_answered(result.answered, item.channel, item.rel, actor):
+        agent = None
+    else:
+        agent = live_agent(actor)
+        if agent is None and (item.msg.re or (known_agent is not None and known_agent(actor))):
+            result.down.append(LiveDelivery(item, actor))
+            return
     if agent is not None:
         result.live.append(LiveDelivery(item, agent))
     elif not item.msg.re and not is_answered(result.answered, item.channel, item.rel, actor):

@@ -75,6 +75,11 @@ class TransportState:
         return self.dir / "wake.sock"
 
     @property
+    def held(self) -> Path:
+        """Bus messages held for live agents here that are down (bus/held.py)."""
+        return self.dir / "held.json"
+
+    @property
     def orphans(self) -> Path:
         """Where files a crashed writer left uncommitted under data/channels are moved (bus/store.py)."""
         return self.dir / "orphans"
