@@ -127,9 +127,9 @@ class AgentHost:
         """Journal records durably, then apply them to the agent's state. Raises JournalError."""
         await self.receiver.record(records)
 
-    async def notify(self, text: str) -> Outcome:
+    async def notify(self, text: str, *, in_reply_to: str | None = None) -> Outcome:
         """Tell this agent's own session something, as crosstalk, through the receiver chain."""
-        return await self.receiver.notify(text)
+        return await self.receiver.notify(text, in_reply_to=in_reply_to)
 
     def add_listener(self, fn: Listener) -> None:
         """fn(inbound, outcome) once per message this agent receives, whatever the ingress."""

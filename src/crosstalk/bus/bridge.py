@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import os
 import uuid
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -169,9 +169,12 @@ def send_from_live(
     environ: Mapping[str, str] | None = None,
     cwd: Path | None = None,
     sender: str | None = None,
+    before_publish: Callable[[str], None] | None = None,
 ) -> dict[str, Any]:
     """A live agent's message to `model@machine` (or any bus address), as a new task on the bus. `sender`
-    replaces the `from:` (default `<agent>@<alias>`, which the reply comes back to): `crosstalk send` uses it."""
+    replaces the `from:` (default `<agent>@<alias>`, which the reply comes back to): `crosstalk send` uses it.
+    `before_publish(message_id)` runs once the message's id is known and before it is committed (the shim
+    journals an ask there); an exception from it aborts the send, nothing published."""
     from crosstalk.bus.message import BusMessage, new_message_name, render_message, utc_timestamp
     from crosstalk.bus.store import publish
 
@@ -183,6 +186,8 @@ def send_from_live(
         who = sender or f"{agent}@{transport.alias}"
         msg = BusMessage(sender=who, to=to, timestamp=utc_timestamp(), body=text)
         files = {f"{channel.rel_dir}/{name}": render_message(msg)}
+        if before_publish is not None:
+            before_publish(bus_message_id(transport.name, channel.uuid, name))
         published = publish(transport, files, f"crosstalk: {agent} to {to}")
     except BusError as exc:
         return {"state": "unreachable", "reason": "bus_error", "detail": exc.message, "to": to}

@@ -155,7 +155,7 @@ class ShimRouter:
         from crosstalk.shim.pool import PoolClosed
 
         try:
-            return await self.pool.get(ident)
+            host, created = await self.pool.get(ident)
         except PoolClosed:
             return {"state": "unbound", "reason": "shutting_down"}
         except CrosstalkError as exc:
@@ -165,6 +165,11 @@ class ShimRouter:
                 "detail": str(exc),
                 "hint": "your session could not be registered; list_agents still works",
             }
+        if created and host.state.sent:
+            from crosstalk.shim.bus_asks import rearm
+
+            rearm(host)  # the deadlines of bus asks made before this shim bound the agent
+        return host, created
 
     # ------------------------------------------------------------------ tools
     async def _list_agents(self, ident: SessionIdentity | None) -> dict[str, Any]:
@@ -197,11 +202,15 @@ class ShimRouter:
             if target.get("reason") != "no_such_agent":
                 return target
             # Imported here: the bus (PyYAML, git helpers) loads only for an address no live agent here has.
-            from crosstalk.bus.bridge import is_bus_address, send_from_live
+            from crosstalk.bus.bridge import is_bus_address
 
             if is_bus_address(to):
                 # model@machine or name@machine: no live agent here has that address, the git bus carries it.
-                return await asyncio.to_thread(send_from_live, self.paths, host.name, to, text)
+                from crosstalk.shim.bus_asks import send_over_bus
+
+                deadline = int(fields.get("deadline_seconds") or 0)
+                return await send_over_bus(host, self.paths, to, text, kind=fields.get("kind", "inform"),
+                                           deadline_seconds=deadline)  # fmt: skip
             return await self._send_native(host, to, text, target, fields.get("kind", "inform"))
         try:
             msg = new_message(target.name, text, from_=host.name, **fields)

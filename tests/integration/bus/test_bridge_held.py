@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 from pathlib import Path
 from typing import Any
 
@@ -135,3 +136,46 @@ def test_a_task_for_a_known_agent_that_is_down_waits_for_it_and_is_answered(mach
     [row] = wait_replied(b, [path], WAIT_S)
     assert row["state"] == "REPLIED", row
     assert sum("build status" in m.get("text", "") for m in inbox(a)) == 1
+
+
+def test_a_bus_ask_is_tracked_like_any_ask(machines) -> None:
+    """An ask to model@machine is journaled before it is sent: receive_message(state="replies") finds its answer;
+    its deadline passing unanswered is told to the session once, and the late answer still arrives."""
+    a, _b, gate = machines
+
+    async def body(router):
+        res = await router.call("ask", {"to": "t/echo@b", "text": "slow question", "deadline_seconds": 1}, ALICE)
+        asked = dict(res.data)
+        assert not res.is_error and asked["state"] == "queued" and asked["via"] == "bus", asked
+        mid = asked["message_id"]
+        [notice] = await until(lambda: [m for m in inbox(a) if m.get("in_reply_to") == mid], "the deadline notice")
+        assert "no answer within its 1 s deadline" in notice["text"] and notice["from"] == "crosstalk"
+        gate.write_text("")
+        await until(lambda: len([m for m in inbox(a) if m.get("in_reply_to") == mid]) == 2, "the late answer")
+        res = await router.call("receive_message", {"state": "replies"}, ALICE)
+        texts = [m["text"] for m in res.data["entries"] if m["in_reply_to"] == mid]
+        assert any("echo: slow question" in t for t in texts), res.data
+        return mid
+
+    mid = as_alice(a, body)
+    assert sum(m.get("in_reply_to") == mid and "deadline" in m["text"] for m in inbox(a)) == 1
+
+
+def test_a_bus_asks_deadline_survives_the_session_going_away(machines) -> None:
+    """The deadline is kept in the journal: an agent bound again after it passed is told at once."""
+    a, _b, _gate = machines
+
+    async def ask(router):
+        res = await router.call("ask", {"to": "t/echo@b", "text": "asked, then gone", "deadline_seconds": 1}, ALICE)
+        assert not res.is_error and res.data["state"] == "queued", res.data
+        return res.data["message_id"]
+
+    mid = as_alice(a, ask)  # down before the deadline passes
+    time.sleep(1.5)  # the deadline passes while no shim holds the agent (what is tested: nothing armed it)
+    assert not [m for m in inbox(a) if m.get("in_reply_to") == mid]
+
+    async def back(router):
+        return await until(lambda: [m for m in inbox(a) if m.get("in_reply_to") == mid], "the deadline notice")
+
+    [notice] = as_alice(a, back)
+    assert "no answer within its 1 s deadline" in notice["text"]
