@@ -206,7 +206,7 @@ def _messages_from(channel_dir: Path, start: str) -> Iterable[str]:
                         yield rel
 
 
-def _read(root: Path, rel: str) -> BusMessage | None:
+def read_message(root: Path, rel: str) -> BusMessage | None:
     """The message at transport-relative `rel`: never through a symlink, never over MESSAGE_LIMIT."""
     try:
         return parse_message(read_transport_text(root, rel, MESSAGE_LIMIT), where=rel)
@@ -229,7 +229,7 @@ def replies_status(transport: Transport, rel_paths: Sequence[str]) -> list[Reply
         channel_dir = layout.channel_dir(transport.root, uuid)
         for name in _messages_from(channel_dir, min(inners)):
             rel = f"{layout.CHANNELS_DIR}/{uuid}/{name}"
-            msg = _read(transport.root, rel)
+            msg = read_message(transport.root, rel)
             if msg is None:
                 continue
             for target in wanted.intersection(msg.re):

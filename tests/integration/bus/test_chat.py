@@ -1,0 +1,179 @@
+"""`crosstalk chat MODEL[@machine]` (issue 15 item 2), driven as a person would: through a pseudo-terminal, and
+from a pipe. Real git (a bare remote and two clones for the cross-machine case), real dispatcher processes, script
+models."""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+import pty
+import select
+import signal
+import subprocess
+import sys
+import termios
+import time
+from pathlib import Path
+
+import pytest
+from bus_machines import Machine
+from dispatch_helpers import (
+    Daemon,
+    channel_messages,
+    commit_files,
+    machine_with_models,
+    registry_yaml,
+    write_model,
+)
+
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
+
+WAIT_S = 60.0
+ECHO = 'print("echo: " + (sys.stdin.read() if from_stdin else args[-1]).strip().splitlines()[-1])'
+SLOW = 'time.sleep(30)\nprint("late")'
+
+
+def _controlling_terminal() -> None:
+    fcntl.ioctl(0, termios.TIOCSCTTY, 0)
+
+
+class Terminal:
+    """`crosstalk chat ...` on a pseudo-terminal: what it printed, and keys typed into it."""
+
+    def __init__(self, machine: Machine, *args: str) -> None:
+        self.master, slave = pty.openpty()
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "crosstalk", "chat", *args],
+            cwd=machine.root,
+            env={**machine.env, "TERM": "dumb"},
+            stdin=slave,
+            stdout=slave,
+            stderr=slave,
+            start_new_session=True,
+            preexec_fn=_controlling_terminal,  # so Ctrl-C typed into it is SIGINT, as in a real terminal
+        )
+        os.close(slave)
+        self.screen = b""
+
+    def expect(self, needle: str, timeout: float = WAIT_S) -> str:
+        deadline = time.monotonic() + timeout
+        while needle.encode() not in self.screen:
+            left = deadline - time.monotonic()
+            assert left > 0, f"never saw {needle!r}; the screen:\n{self.screen.decode(errors='replace')[-2000:]}"
+            ready, _, _ = select.select([self.master], [], [], min(left, 0.5))
+            if ready:
+                try:
+                    self.screen += os.read(self.master, 65536)
+                except OSError:  # the child closed the terminal
+                    assert needle.encode() in self.screen, self.screen.decode(errors="replace")[-2000:]
+        return self.screen.decode(errors="replace")
+
+    def type(self, keys: str) -> None:
+        os.write(self.master, keys.encode())
+
+    def mark(self) -> None:
+        self.screen = b""
+
+    def close(self) -> int | None:
+        try:
+            return self.proc.wait(10)
+        except subprocess.TimeoutExpired:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(self.proc.pid, signal.SIGKILL)
+            self.proc.wait(10)
+            return None
+        finally:
+            os.close(self.master)
+
+
+def test_a_conversation_through_a_terminal_keeps_its_history_in_one_channel(make_machine) -> None:
+    m, _channel, _models = machine_with_models(make_machine, echo=ECHO)
+    with Daemon(m, "--interval", "0.3") as daemon:
+        daemon.wait_ready()
+        term = Terminal(m, "local/echo")
+        try:
+            term.expect("you> ")
+            term.type("hello there\n")
+            term.expect("local/echo@m1> echo: hello there")
+            term.expect("you> ")
+            term.mark()
+            term.type("and again\n")
+            term.expect("local/echo@m1> echo: and again")
+            term.expect("you> ")
+            term.type("\x04")  # Ctrl-D
+        finally:
+            code = term.close()
+        assert code == 0
+        # The next chat with the same model shows the history first and goes on in the same channel.
+        term = Terminal(m, "local/echo")
+        try:
+            screen = term.expect("you> ")
+            assert screen.index("echo: hello there") < screen.index("echo: and again") < screen.index("you> ")
+            term.type("/quit\n")
+        finally:
+            assert term.close() == 0
+    res = m.cli("channel", "list", "--json")
+    assert "chat-local-echo" in res.stdout, res.stdout
+    msgs = _chat_messages(m)
+    said = [(rel, msg) for rel, msg in msgs if msg.to == "local/echo"]
+    answers = [rel for rel, msg in msgs if msg.sender == "local/echo@m1"]
+    assert [msg.body.strip() for _, msg in said] == ["hello there", "and again"]
+    assert said[0][1].re == () and said[1][1].re == (answers[0],), "each turn is re: the model's last answer"
+
+
+def test_ctrl_c_while_waiting_stops_the_wait_not_the_chat(make_machine) -> None:
+    m, _channel, _models = machine_with_models(make_machine, slow=SLOW)
+    with Daemon(m, "--interval", "0.3") as daemon:
+        daemon.wait_ready()
+        term = Terminal(m, "local/slow")
+        try:
+            term.expect("you> ")
+            term.type("take your time\n")
+            term.expect("waiting for local/slow")
+            term.type("\x03")  # Ctrl-C
+            term.expect("(stopped waiting; the answer will land in channel chat-local-slow")
+            term.expect("you> ")
+            term.type("/quit\n")
+        finally:
+            assert term.close() == 0
+
+
+def test_chat_reads_turns_from_a_pipe_and_talks_to_a_model_on_another_machine(bare_remote, make_machine) -> None:
+    a, b = make_machine("a"), make_machine("b")
+    res = a.cli("transport", "init", "bus", "--dir", str(a.base / "bus"), "--remote", str(bare_remote), "--alias", "a")
+    assert res.returncode == 0, res.stderr
+    a.root = Path(res.stdout.strip())
+    res = b.cli("transport", "clone", str(bare_remote), "--dir", str(b.base / "bus"))
+    assert res.returncode == 0, res.stderr
+    b.root = Path(res.stdout.strip())
+    model = write_model(b.base, "echo", ECHO)
+    commit_files(b, {"data/crosstalk.yaml": registry_yaml({"t": {"echo": str(model)}})}, "test: registry")
+    with Daemon(b, "--interval", "0.3") as daemon:  # only b dispatches: the chat on a pulls the answers itself
+        daemon.wait_ready()
+        res = a.cli("chat", "t/echo@b", "--timeout", "60", input="first question\n\nsecond question\n", timeout=150)
+    assert res.returncode == 0, res.stderr
+    assert res.stdout.splitlines() == ["t/echo@b> echo: first question", "t/echo@b> echo: second question"], res.stdout
+    assert "you>" not in res.stdout and "waiting" not in res.stderr
+
+
+def test_no_answer_within_the_timeout_is_said_and_the_chat_goes_on(make_machine) -> None:
+    m, _channel, _models = machine_with_models(make_machine, echo=ECHO)
+    # No dispatcher runs: nothing answers.
+    res = m.cli("chat", "local/echo", "--timeout", "1", input="anyone?\n", timeout=60)
+    assert res.returncode == 0, res.stderr
+    assert "(no answer within 1 s; the answer will land in channel chat-local-echo" in res.stdout
+
+
+@pytest.mark.parametrize(("args", "error"), [(["not an address"], "address"), (["x", "--timeout", "0"], "timeout")])
+def test_bad_arguments_are_named(make_machine, args: list[str], error: str) -> None:
+    m, _channel, _models = machine_with_models(make_machine, echo=ECHO)
+    res = m.cli("chat", *args, input="")
+    assert res.returncode == 2 and error in res.stderr.lower(), res.stderr
+
+
+def _chat_messages(m: Machine) -> list[tuple[str, object]]:
+    from crosstalk.bus.channels import find_channel
+
+    channel = find_channel(m.root, "chat-local-echo")
+    return sorted(channel_messages(m.root, channel.uuid).items())
