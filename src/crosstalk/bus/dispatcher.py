@@ -34,6 +34,7 @@ from crosstalk.bus.state import read_cursor, write_cursor, write_json_atomic
 from crosstalk.bus.store import move_orphans, publish
 from crosstalk.bus.tickreport import TickReport
 from crosstalk.bus.transports import Transport
+from crosstalk.bus.workflow.engine import WorkflowEngine
 from crosstalk.registry.paths import StatePaths
 
 ACTIVE_INTERVAL_S = 0.5  # between ticks while a conversation is active
@@ -88,6 +89,11 @@ class Dispatcher:
         self._retained: dict[tuple[str, ...], tuple[dict[str, str], str]] = {}
         self._registry_loaded = False
         self._stop = threading.Event()
+        self.workflows = WorkflowEngine(
+            transport, self.state.dir / "workflows.json", claimed=lambda: self.claimed, environ=self.environ,
+            log=self.log, error=self._error, cancel=self._stop, model_timeout=model_timeout,
+        )  # fmt: skip
+        self._ticked = False
         self._wake_r, self._wake_w = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
 
     # ------------------------------------------------------------------------------------------------ registry
@@ -135,6 +141,9 @@ class Dispatcher:
         self._retained, self._unpublished = self._unpublished, {}
         cursor = read_cursor(self.state)
         self.relay.release(report, self._reject)  # every tick: a held message's agent may be back
+        if not self._ticked:  # a restart: resume the workflows the last life left open
+            self._ticked = True
+            self.workflows.advance_all()
         with transport_lock(self.root):
             self._sync()
             if not self._version_ok():
@@ -161,6 +170,7 @@ class Dispatcher:
                 result = scan(self.repo, self.root, None, head, **found)
         report.idle = False
         self.note_activity()
+        self.workflows.learn(result.messages)
         report.added, report.parse_errors = result.added, len(result.parse_errors)
         report.skipped_answered, report.batches = result.skipped_answered, len(result.batches)
         for bad in result.parse_errors:
@@ -176,6 +186,7 @@ class Dispatcher:
                 for done in list(pool.map(lambda b: self._run_batch(b, head, report), result.batches)):
                     if not done:
                         report.incomplete += 1
+        self.workflows.advance_all()  # the steps the new commits allow (each one commit; resumable)
         if report.incomplete == 0:
             write_cursor(self.state, head)
         self._finish(report, started)

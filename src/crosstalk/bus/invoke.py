@@ -4,12 +4,12 @@ headless run itself. The dispatcher decides what a result means (a reply, silenc
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from crosstalk.bus import layout
 from crosstalk.bus.errors import ModelError
-from crosstalk.bus.models import spawn_env
+from crosstalk.bus.models import ModelSpec, spawn_env
 from crosstalk.bus.prompt import PromptItem, build_prompt, load_persona
 from crosstalk.bus.runner import RunResult, run_headless
 from crosstalk.bus.safefs import TEXT_LIMIT, UnsafeFile, read_transport_text
@@ -35,28 +35,52 @@ def invoke_batch(
 ) -> tuple[str, str | None]:
     """(stdout, error or None) of one model run over the batch; setup problems are failures too. Raises Interrupted
     when `cancel` ended the run."""
-    spec = batch.model
-    rels = [m.rel for m in batch.messages]
     try:
         persona = load_persona(root, batch.as_) if batch.as_ else None
-        dispatch_env = {
-            "CROSSTALK_TRANSPORT": str(root),
-            "CROSSTALK_CHANNEL": batch.channel,
-            "CROSSTALK_RE": ",".join(rels),
-            "CROSSTALK_FROM": f"{spec.key}@{alias}",
-            "CROSSTALK_ALIAS": alias,
-        }
-        if batch.as_:
-            dispatch_env["CROSSTALK_AS"] = batch.as_
-        env = spawn_env(spec, environ, root, dispatch_env)
     except ModelError as exc:
         return "", exc.message
     items = [PromptItem(m.msg.sender, m.rel, m.msg.body) for m in batch.messages]
     prompt = build_prompt(protocol_text(root, error), persona, items)
-    limit = spec.timeout if model_timeout is None else model_timeout
+    return run_model(
+        batch.model, prompt, root=root, alias=alias, channel=batch.channel, environ=environ, timeout=model_timeout,
+        cancel=cancel, log=log, error=error, rels=[m.rel for m in batch.messages], as_=batch.as_,
+    )  # fmt: skip
+
+
+def run_model(
+    spec: ModelSpec,
+    prompt: str,
+    *,
+    root: Path,
+    alias: str,
+    channel: str,
+    environ: Mapping[str, str],
+    timeout: float | None,
+    cancel: threading.Event,
+    log: Log,
+    error: Log,
+    rels: Sequence[str] = (),
+    as_: str | None = None,
+) -> tuple[str, str | None]:
+    """(stdout, error or None) of one headless run of `spec` on `prompt`, with the dispatch metadata in its
+    environment (`rels`: the messages it answers). Raises Interrupted when `cancel` ended the run."""
+    dispatch_env = {
+        "CROSSTALK_TRANSPORT": str(root),
+        "CROSSTALK_CHANNEL": channel,
+        "CROSSTALK_RE": ",".join(rels),
+        "CROSSTALK_FROM": f"{spec.key}@{alias}",
+        "CROSSTALK_ALIAS": alias,
+    }
+    if as_:
+        dispatch_env["CROSSTALK_AS"] = as_
+    try:
+        env = spawn_env(spec, environ, root, dispatch_env)
+    except ModelError as exc:
+        return "", exc.message
+    limit = spec.timeout if timeout is None else timeout
     run: RunResult = run_headless(spec.argv, prompt, env=env, cwd=root, timeout=limit, cancel=cancel)
-    n, duration = len(batch.messages), f"{run.duration_s:.3f}"
-    fields: dict[str, object] = {"channel": batch.channel, "model": spec.key, "n": n, "duration": duration}
+    duration = f"{run.duration_s:.3f}"
+    fields: dict[str, object] = {"channel": channel, "model": spec.key, "n": max(1, len(rels)), "duration": duration}
     if run.interrupted:
         log("dispatch_interrupted", "warn", **fields)
         raise Interrupted

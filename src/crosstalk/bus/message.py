@@ -23,7 +23,8 @@ VALID_TYPES = (None, "workflow")
 # "YYYY/MM/DD/HHMMSSmmmZ-<hex>.md", channel-relative; the hex suffix is at least 8 CSPRNG digits.
 MESSAGE_NAME_RE = re.compile(r"^\d{4}/\d{2}/\d{2}/\d{9}Z-[0-9a-f]{8,}\.md$")
 _FANOUT_RE = re.compile(r"^([1-9][0-9]*)/([1-9][0-9]*)$")
-_STRING_FIELDS = ("as", "wake_as", "child_channel", "type", "error", "fanout")
+_STRING_FIELDS = ("as", "wake_as", "child_channel", "type", "error", "fanout", "dispatch_host", "workflow_step")
+WORKFLOW_STEPS = ("fanout", "synthesize", "result")  # crosstalk's own field on a workflow's messages
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,6 +40,8 @@ class BusMessage:
     failed: bool = False
     error: str | None = None
     fanout: str | None = None  # crosstalk extension "K/N": a fanout copy is dispatched alone, never batched
+    dispatch_host: str | None = None  # a workflow marker's owning dispatcher (its alias)
+    workflow_step: str | None = None  # crosstalk extension on a workflow's own messages: WORKFLOW_STEPS
     body: str = ""
 
 
@@ -154,6 +157,9 @@ def parse_message(text: str, *, where: str = "message") -> BusMessage:
         failed=failed,
         error=extra["error"],
         fanout=fanout,
+        dispatch_host=extra["dispatch_host"],
+        # Unknown values are ignored, as unknown fields are: only the runtime's own steps mean anything.
+        workflow_step=extra["workflow_step"] if extra["workflow_step"] in WORKFLOW_STEPS else None,
         body=body,
     )
 
@@ -169,6 +175,8 @@ def render_message(msg: BusMessage) -> str:
         ("child_channel", msg.child_channel),
         ("type", msg.type),
         ("fanout", msg.fanout),
+        ("dispatch_host", msg.dispatch_host),
+        ("workflow_step", msg.workflow_step),
     )
     meta.update((key, value) for key, value in optional if value is not None)
     if msg.failed:

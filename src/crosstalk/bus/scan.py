@@ -357,6 +357,8 @@ def _route_unclaimed(
     When NAME is not running, a reply to what NAME sent, or a new task for a name an agent here has had, is held
     for it (crosstalk.bus.held); a new task for a name nothing here has answered gets a failed reply."""
     actor, machine = split_address(item.msg.to)
+    if actor == "workflow":  # the reserved workflow engine (crosstalk.bus.workflow): its traffic is its own
+        return
     if machine != alias or live_agent is None or not wakes(item.msg, actor, sender_of):
         return
     if "/" in actor or is_answered(result.answered, item.channel, item.rel, actor):

@@ -76,6 +76,7 @@ _HELP = {
     "channel": "Create, list, rename and delete channels in a transport.",
     "message": "Send a message on the bus, and see which have replies.",
     "chat": "Talk with a bus model, turn by turn, from a terminal.",
+    "workflow": "Run a workflow (fan out to models, synthesize), and see its progress.",
     "server": "Start, stop and watch this machine's background dispatcher for a transport.",
     "daemon": "The dispatcher itself (run by 'server start' or systemd).",
     "status": "A transport at a glance: channels, dispatcher heartbeat, claimed models, errors.",
@@ -83,7 +84,9 @@ _HELP = {
     "settings": "Show the effective bus settings on this machine.",
     "version": "Print crosstalk's version and the bus protocol version.",
 }
-_BUS_NOUNS = ("transport", "channel", "message", "chat", "server", "daemon", "status", "logs", "settings", "version")
+_BUS_NOUNS = (
+    "transport", "channel", "message", "chat", "workflow", "server", "daemon", "status", "logs", "settings", "version",
+)  # fmt: skip
 
 
 def build_parser(only: str | None = None) -> Parser:

@@ -1,0 +1,149 @@
+"""Where a workflow stands, read from the transport alone (its marker, its child channel's PLAN.json, messages and
+COMPLETE): what the owning dispatcher advances from, and what `crosstalk workflow status` shows. Nothing here
+writes."""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from crosstalk.bus import layout
+from crosstalk.bus.message import MESSAGE_NAME_RE, BusMessage
+from crosstalk.bus.safefs import SMALL_LIMIT, TEXT_LIMIT, UnsafeFile, read_transport_text
+from crosstalk.bus.store import read_message
+from crosstalk.bus.workflow.plan import Plan, PlanError
+
+WORKFLOW_ADDRESS = "workflow"  # the reserved recipient of markers, and the sender name of a workflow's messages
+COMPLETE_FILE = "COMPLETE"
+
+
+def engine_name(alias: str) -> str:
+    return f"{WORKFLOW_ADDRESS}@{alias}"
+
+
+@dataclass(slots=True)
+class Child:
+    """One message of a workflow's child channel."""
+
+    rel: str  # channel-relative
+    msg: BusMessage
+
+
+@dataclass(slots=True)
+class Progress:
+    marker_rel: str  # transport-relative path of the marker
+    marker: BusMessage
+    plan: Plan | None = None
+    plan_error: str | None = None  # PLAN.json is there and unreadable
+    complete: bool = False
+    failed: bool = False  # COMPLETE says the workflow failed
+    subs: list[Child] = field(default_factory=list)  # the fanout copies, in order
+    sub_replies: dict[str, Child] = field(default_factory=dict)  # fanout copy rel -> its first reply
+    synthesis: Child | None = None
+    synthesis_reply: Child | None = None
+
+    @property
+    def child(self) -> str:
+        return self.marker.child_channel or ""
+
+    @property
+    def stage(self) -> str:
+        if self.complete:
+            return "failed" if self.failed else "complete"
+        if self.plan is None:
+            return "compiling"
+        if not self.subs or len(self.sub_replies) < len(self.subs):
+            return "fanout"
+        if self.synthesis_reply is None:
+            return "synthesizing"
+        return "routing"
+
+    def failures(self) -> list[str]:
+        """What failed so far (fanout copies or the synthesis answered `failed: true`)."""
+        out = [f"fanout {c.msg.fanout or c.rel}: {r.msg.error or 'failed'}" for c in self.subs
+               if (r := self.sub_replies.get(c.rel)) is not None and r.msg.failed]  # fmt: skip
+        if self.synthesis_reply is not None and self.synthesis_reply.msg.failed:
+            out.append(f"synthesis: {self.synthesis_reply.msg.error or 'failed'}")
+        return out
+
+
+def child_dir(root: Path, child: str) -> Path:
+    return layout.channel_dir(root, child)
+
+
+def read_progress(root: Path, marker_rel: str, marker: BusMessage, engine: str) -> Progress:
+    """The workflow's progress; `engine` is the owner's sender name (`workflow@<alias>`)."""
+    p = Progress(marker_rel, marker)
+    child = marker.child_channel
+    if not child or not layout.is_safe_relpath(child) or "/" in child:
+        p.plan_error = "the marker names no child channel"
+        return p
+    base = f"{layout.CHANNELS_DIR}/{child}"
+    done = _text(root, f"{base}/{COMPLETE_FILE}")
+    p.complete, p.failed = done is not None, (done or "").startswith("failed")
+    try:
+        p.plan = Plan.from_dict(json.loads(read_transport_text(root, f"{base}/{layout.PLAN_FILE}", TEXT_LIMIT)))
+    except FileNotFoundError:
+        pass
+    except (OSError, UnsafeFile, ValueError, PlanError) as exc:
+        p.plan_error = f"{layout.PLAN_FILE} is unreadable: {getattr(exc, 'message', None) or exc}"
+    children = [Child(rel, msg) for rel in _message_rels(root, child) if (msg := read_message(root, f"{base}/{rel}"))]
+    mine = [c for c in children if c.msg.sender == engine]
+    p.subs = [c for c in mine if c.msg.workflow_step == "fanout"]
+    p.synthesis = next((c for c in mine if c.msg.workflow_step == "synthesize"), None)
+    wanted = {c.rel for c in p.subs}
+    for c in children:
+        if c.msg.sender == engine:
+            continue
+        for target in c.msg.re:
+            if target in wanted and target not in p.sub_replies:
+                p.sub_replies[target] = c
+            if p.synthesis is not None and target == p.synthesis.rel and p.synthesis_reply is None:
+                p.synthesis_reply = c
+    return p
+
+
+def _text(root: Path, rel: str) -> str | None:
+    try:
+        return read_transport_text(root, rel, SMALL_LIMIT, errors="replace")
+    except (OSError, UnsafeFile):
+        return None
+
+
+def find_markers(root: Path) -> list[str]:
+    """Transport-relative paths of every workflow marker in the work tree, oldest first."""
+    out: list[str] = []
+    channels = Path(root) / layout.CHANNELS_DIR
+    try:
+        uuids = sorted(e.name for e in os.scandir(channels) if e.is_dir(follow_symlinks=False))
+    except OSError:
+        return []
+    for uuid in uuids:
+        for rel in _message_rels(root, uuid):
+            path = f"{layout.CHANNELS_DIR}/{uuid}/{rel}"
+            try:
+                with open(Path(root) / path, "rb") as f:
+                    head = f.read(4096)
+            except OSError:
+                continue
+            if b"type: workflow" in head:
+                msg = read_message(root, path)
+                if msg is not None and msg.type == "workflow":
+                    out.append(path)
+    return sorted(out, key=lambda p: p.split("/", 3)[3])
+
+
+def _message_rels(root: Path, channel: str) -> list[str]:
+    """Channel-relative paths of the message files in a channel's work tree, oldest first (never through a
+    symlinked directory)."""
+    base = child_dir(root, channel)
+    out: list[str] = []
+    for dirpath, dirnames, filenames in os.walk(base, followlinks=False):
+        dirnames[:] = sorted(d for d in dirnames if not os.path.islink(os.path.join(dirpath, d)))
+        for name in filenames:
+            rel = os.path.relpath(os.path.join(dirpath, name), base).replace(os.sep, "/")
+            if MESSAGE_NAME_RE.match(rel):
+                out.append(rel)
+    return sorted(out)

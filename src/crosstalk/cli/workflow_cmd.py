@@ -1,0 +1,144 @@
+"""`crosstalk workflow run|status`: hand a workflow document to the runtime, and see where each workflow stands.
+
+A workflow document is markdown whose front matter says `type: workflow`; its body is prose ("Fan out 3 drafts of
+the proposal using sonnet; have opus synthesize the strongest one."). `run` writes it as a marker in the channel,
+with a new child channel for its traffic and this machine as its owner (`dispatch_host`); this machine's
+dispatcher compiles, fans out, synthesizes and replies to the marker (crosstalk.bus.workflow.engine).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import secrets
+from pathlib import Path
+from typing import Any
+
+from crosstalk.cli.bus_common import add_transport_option, bus_errors, open_transport
+from crosstalk.cli.common import EXIT_USAGE, Fail, echo, print_json
+
+MAX_DOCUMENT_BYTES = 64 * 1024
+
+
+def add_parser(sub: Any) -> None:
+    p = sub.add_parser("workflow", help="Run a workflow (fan out to models, synthesize), and see its progress.")
+    verbs = p.add_subparsers(dest="workflow_command", metavar="COMMAND", parser_class=type(p))
+    run = verbs.add_parser(
+        "run",
+        help="Hand a workflow document (front matter `type: workflow`, prose body) to this machine's dispatcher.",
+    )
+    run.add_argument("file", metavar="FILE")
+    run.add_argument(
+        "--channel", metavar="HANDLE", help="Channel of the marker (default: $CROSSTALK_CHANNEL, else the only one)."
+    )
+    run.add_argument(
+        "--from", dest="from_", metavar="NAME", help="Who the result goes to (default: $CROSSTALK_FROM, else $USER)."
+    )
+    run.add_argument("--json", dest="as_json", action="store_true", help="Print JSON.")
+    add_transport_option(run)
+    run.set_defaults(run="crosstalk.cli.workflow_cmd:run_run")
+    st = verbs.add_parser("status", help="Each workflow's stage, replies in, and failures.")
+    st.add_argument("marker", metavar="MARKER", nargs="?", help="One marker's path (default: every workflow).")
+    st.add_argument("--pull", action="store_true", help="Fetch the remote's new messages first.")
+    st.add_argument("--json", dest="as_json", action="store_true", help="Print JSON.")
+    add_transport_option(st)
+    st.set_defaults(run="crosstalk.cli.workflow_cmd:run_status")
+
+
+def _document(path: str) -> str:
+    """The prose of a workflow document; Fail naming what is wrong with it."""
+    from crosstalk.bus.safefs import load_yaml
+
+    try:
+        with open(path, "rb") as f:
+            data = f.read(MAX_DOCUMENT_BYTES + 1)
+    except OSError as exc:
+        raise Fail(f"cannot read {path}: {exc.strerror}", EXIT_USAGE) from None
+    if len(data) > MAX_DOCUMENT_BYTES:
+        raise Fail(f"{path} is over the {MAX_DOCUMENT_BYTES // 1024} KiB limit of a workflow document", EXIT_USAGE)
+    try:
+        text = data.decode("utf-8").lstrip("\ufeff")
+    except UnicodeDecodeError:
+        raise Fail(f"{path} is not UTF-8 text", EXIT_USAGE) from None
+    lines = text.split("\n")
+    end = None
+    if lines[0].rstrip() == "---":
+        end = next((i for i in range(1, len(lines)) if lines[i].rstrip() == "---"), None)
+    if end is None:
+        why = "it must start with front matter saying `type: workflow`"
+        raise Fail(f"{path} is not a workflow document: {why}", EXIT_USAGE)
+    try:
+        meta = load_yaml("\n".join(lines[1:end]), "front matter")
+    except Exception as exc:
+        raise Fail(f"{path}: the front matter is not valid YAML ({str(exc).splitlines()[0]})", EXIT_USAGE) from None
+    if not isinstance(meta, dict) or meta.get("type") != "workflow":
+        raise Fail(f"{path} is not a workflow document: its front matter must say `type: workflow`", EXIT_USAGE)
+    prose = "\n".join(lines[end + 1 :]).strip()
+    if not prose:
+        raise Fail(f"{path}: the workflow has no prose after its front matter", EXIT_USAGE)
+    return prose
+
+
+def run_run(args: argparse.Namespace) -> int:
+    from crosstalk.bus.channels import create_channel
+    from crosstalk.bus.message import BusMessage, new_message_name, render_message, utc_timestamp
+    from crosstalk.bus.store import publish
+    from crosstalk.bus.workflow.progress import WORKFLOW_ADDRESS
+    from crosstalk.cli.message_cmd import _channel, _sender
+
+    prose = _document(args.file)
+    sender = _sender(args.from_)
+    transport = open_transport(args)
+    with bus_errors():
+        channel = _channel(transport, args.channel)
+        child, _ = create_channel(transport, f"wf-{secrets.token_hex(4)}", parent=channel.uuid)
+        marker = BusMessage(
+            sender=sender, to=WORKFLOW_ADDRESS, timestamp=utc_timestamp(), type="workflow", child_channel=child.uuid,
+            dispatch_host=transport.alias, wake_as=os.environ.get("CROSSTALK_AS") or None, body=prose,
+        )  # fmt: skip
+        rel = f"{channel.rel_dir}/{new_message_name()}"
+        summary = f"crosstalk: workflow from {sender} in {channel.name}"
+        result = publish(transport, {rel: render_message(marker)}, summary)
+    if args.as_json:
+        print_json({"marker": rel, "child_channel": child.uuid, "owner": transport.alias, "pushed": result.pushed})
+    else:
+        echo(rel)
+    return 0
+
+
+def run_status(args: argparse.Namespace) -> int:
+    from crosstalk.bus.store import normalize_message_path, read_message, sync
+    from crosstalk.bus.workflow.progress import engine_name, find_markers, read_progress
+
+    transport = open_transport(args)
+    with bus_errors():
+        if args.pull:
+            sync(transport)
+        if args.marker:
+            rels = [normalize_message_path(transport, args.marker, Path.cwd())]
+        else:
+            rels = find_markers(transport.root)
+        rows = []
+        for rel in rels:
+            marker = read_message(transport.root, rel)
+            if marker is None or marker.type != "workflow":
+                raise Fail(f"{rel} is not a workflow marker", EXIT_USAGE)
+            p = read_progress(transport.root, rel, marker, engine_name(marker.dispatch_host or ""))
+            rows.append({
+                "marker": rel, "owner": marker.dispatch_host, "stage": p.stage,
+                "fanout": {"sent": len(p.subs), "answered": len(p.sub_replies),
+                           "planned": p.plan.fanout.count if p.plan else None},
+                "failures": p.failures() + ([p.plan_error] if p.plan_error else []),
+            })  # fmt: skip
+    if args.as_json:
+        print_json(rows)
+        return 0
+    if not rows:
+        echo("no workflows in this transport")
+    for r in rows:
+        fan = r["fanout"]
+        replies = f"{fan['answered']}/{fan['planned'] or fan['sent'] or '?'} replies in"
+        echo(f"{r['marker']}  {r['stage']:<12} owner {r['owner']}  {replies}")
+        for failure in r["failures"]:
+            echo(f"    failed: {failure}")
+    return 0
