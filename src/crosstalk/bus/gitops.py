@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import random
 import subprocess
@@ -14,6 +15,8 @@ from pathlib import Path
 from crosstalk.bus.errors import GitError
 from crosstalk.fs.locks import FileLock
 from crosstalk.fs.procinfo import own_pids, process_argv, process_cwd
+
+log = logging.getLogger(__name__)
 
 CHANNELS_PATHSPEC = "data/channels"
 LOCK_NAME = "crosstalk.lock"
@@ -229,15 +232,7 @@ class GitRepo:
         return self.head()
 
     def clear_stale_index_lock(self) -> bool:
-        """Remove .git/index.lock when no git process of this user works in this repository (its cwd inside it,
-        or `-C` naming it): the lock of a git that died. Whether it removed one. A person's running git (an open
-        commit editor) keeps its lock."""
-        lock = git_dir(self.root) / "index.lock"
-        if not lock.exists() or git_running_in(self.root):
-            return False
-        with contextlib.suppress(FileNotFoundError):
-            lock.unlink()
-        return True
+        return clear_stale_index_lock(self.root)
 
     def _rebase_onto_upstream(self) -> None:
         """Fetch (without FETCH_HEAD) and rebase local commits onto origin/<branch>; a remote without the branch
@@ -304,6 +299,20 @@ class GitRepo:
         return self.head() != head
 
 
+def clear_stale_index_lock(root: Path) -> bool:
+    """Remove .git/index.lock when no git process of this user works in the repository (its cwd inside it, or
+    `-C` naming it): the lock of a git that died mid-write (kill -9 of a process group, a container stop), which
+    would fail every later commit, rebase and merge for good. Whether it removed one. A person's running git (an
+    open commit editor) keeps its lock. Costs one stat when there is no lock."""
+    lock = git_dir(root) / "index.lock"
+    if not lock.exists() or git_running_in(root):
+        return False
+    with contextlib.suppress(FileNotFoundError):
+        lock.unlink()
+    log.warning("removed %s: no git works in %s, so a git that died left it", lock, root)
+    return True
+
+
 def git_running_in(root: Path) -> bool:
     """Whether a git process of this user works in the repository at `root`: its cwd inside it, or `-C` naming
     it (as the bus's own git calls do)."""
@@ -354,6 +363,10 @@ def transport_lock(root: Path, timeout: float = 30.0) -> Iterator[None]:
     lock = FileLock(path)
     if not lock.try_acquire(grace=timeout):
         raise GitError(f"transport {root} is busy: another crosstalk process held its lock for {timeout:g} s")
+    # Every git mutation of the bus runs under this lock, so no git of ours runs in the repository now: a
+    # leftover index.lock is a dead git's (or a person's, whose git is then still running and keeps it).
+    with contextlib.suppress(OSError):
+        clear_stale_index_lock(root)
     depth[key] = 1
     try:
         yield

@@ -195,3 +195,22 @@ def test_the_cli_defaults_match_the_dispatchers() -> None:
         dispatcher.ACTIVE_INTERVAL_S,
         dispatcher.ACTIVE_FOR_S,
     )
+
+
+def test_a_dead_gits_index_lock_does_not_wedge_the_sync(two_machines: TwoMachines, monkeypatch) -> None:
+    """A git killed mid-commit left index.lock: the next tick's pull (merge or rebase) would fail on it for good;
+    taking the transport lock clears it (no git works in the repository), and the new work is taken."""
+    a, b = two_machines.a, two_machines.b
+    models = b.base / "models"
+    models.mkdir()
+    echo = write_model(models, "echo")
+    set_registry(b, {"local": {"echo": str(echo)}})
+    dispatcher = in_process_dispatcher(b, monkeypatch)
+    while not dispatcher.tick().idle:
+        pass
+    [path] = send(a, "local/echo@m2", "after a crash")
+    (b.root / ".git" / "index.lock").write_text("")
+    report = dispatcher.tick()
+    assert report.dispatched == 1, (b.state_dir / "dispatcher.log").read_text()[-2000:]
+    assert len(replies_to(b.root, two_machines.channel, path)) == 1
+    assert not (b.root / ".git" / "index.lock").exists()
