@@ -37,6 +37,17 @@ def add_parser(sub: Any) -> None:
     run.add_argument("--json", dest="as_json", action="store_true", help="Print JSON.")
     add_transport_option(run)
     run.set_defaults(run="crosstalk.cli.workflow_cmd:run_run")
+    comp = verbs.add_parser(
+        "compose",
+        help="Compile prose into a workflow plan here, show it for [y]es / [e]dit / [n]o, then submit it.",
+    )
+    comp.add_argument("prose", metavar="PROSE", help="What the workflow should do ('-': read it from stdin).")
+    comp.add_argument("--model", metavar="MODEL", help="The model that compiles (default: the first one claimed here).")
+    comp.add_argument("--channel", metavar="HANDLE", help="Channel of the marker (default: the only one).")
+    comp.add_argument("--from", dest="from_", metavar="NAME", help="Who the result goes to (default: $USER).")
+    comp.add_argument("--yes", action="store_true", help="Submit the compiled plan without asking.")
+    add_transport_option(comp)
+    comp.set_defaults(run="crosstalk.cli.workflow_compose:run_compose")
     st = verbs.add_parser("status", help="Each workflow's stage, replies in, and failures.")
     st.add_argument("marker", metavar="MARKER", nargs="?", help="One marker's path (default: every workflow).")
     st.add_argument("--pull", action="store_true", help="Fetch the remote's new messages first.")
@@ -80,30 +91,43 @@ def _document(path: str) -> str:
 
 
 def run_run(args: argparse.Namespace) -> int:
+
+    prose = _document(args.file)
+    transport = open_transport(args)
+    rel, child, pushed = submit(transport, prose, args.channel, args.from_)
+    if args.as_json:
+        print_json({"marker": rel, "child_channel": child, "owner": transport.alias, "pushed": pushed})
+    else:
+        echo(rel)
+    return 0
+
+
+def submit(transport: Any, prose: str, channel_handle: str | None, from_: str | None, plan: Any = None) -> tuple:
+    """Write the marker (with a new child channel, this machine its owner); with `plan` (compose), its PLAN.json in
+    the same commit, so the owner does not compile again. (marker path, child channel uuid, pushed)."""
+    import json
+
+    from crosstalk.bus import layout
     from crosstalk.bus.channels import create_channel
     from crosstalk.bus.message import BusMessage, new_message_name, render_message, utc_timestamp
     from crosstalk.bus.store import publish
     from crosstalk.bus.workflow.progress import WORKFLOW_ADDRESS
     from crosstalk.cli.message_cmd import _channel, _sender
 
-    prose = _document(args.file)
-    sender = _sender(args.from_)
-    transport = open_transport(args)
+    sender = _sender(from_)
     with bus_errors():
-        channel = _channel(transport, args.channel)
+        channel = _channel(transport, channel_handle)
         child, _ = create_channel(transport, f"wf-{secrets.token_hex(4)}", parent=channel.uuid)
         marker = BusMessage(
             sender=sender, to=WORKFLOW_ADDRESS, timestamp=utc_timestamp(), type="workflow", child_channel=child.uuid,
             dispatch_host=transport.alias, wake_as=os.environ.get("CROSSTALK_AS") or None, body=prose,
         )  # fmt: skip
         rel = f"{channel.rel_dir}/{new_message_name()}"
-        summary = f"crosstalk: workflow from {sender} in {channel.name}"
-        result = publish(transport, {rel: render_message(marker)}, summary)
-    if args.as_json:
-        print_json({"marker": rel, "child_channel": child.uuid, "owner": transport.alias, "pushed": result.pushed})
-    else:
-        echo(rel)
-    return 0
+        files = {rel: render_message(marker)}
+        if plan is not None:
+            files[f"{child.rel_dir}/{layout.PLAN_FILE}"] = json.dumps(plan.to_dict(), indent=1) + "\n"
+        result = publish(transport, files, f"crosstalk: workflow from {sender} in {channel.name}")
+    return rel, child.uuid, result.pushed
 
 
 def run_status(args: argparse.Namespace) -> int:

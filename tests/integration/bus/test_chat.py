@@ -39,14 +39,14 @@ def _controlling_terminal() -> None:
 
 
 class Terminal:
-    """`crosstalk chat ...` on a pseudo-terminal: what it printed, and keys typed into it."""
+    """`crosstalk ARGS...` on a pseudo-terminal: what it printed, and keys typed into it."""
 
-    def __init__(self, machine: Machine, *args: str) -> None:
+    def __init__(self, machine: Machine, *args: str, env: dict[str, str] | None = None) -> None:
         self.master, slave = pty.openpty()
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "crosstalk", "chat", *args],
+            [sys.executable, "-m", "crosstalk", *args],
             cwd=machine.root,
-            env={**machine.env, "TERM": "dumb"},
+            env={**machine.env, "TERM": "dumb", **(env or {})},
             stdin=slave,
             stdout=slave,
             stderr=slave,
@@ -91,7 +91,7 @@ def test_a_conversation_through_a_terminal_keeps_its_history_in_one_channel(make
     m, _channel, _models = machine_with_models(make_machine, echo=ECHO)
     with Daemon(m, "--interval", "0.3") as daemon:
         daemon.wait_ready()
-        term = Terminal(m, "local/echo")
+        term = Terminal(m, "chat", "local/echo")
         try:
             term.expect("you> ")
             term.type("hello there\n")
@@ -106,7 +106,7 @@ def test_a_conversation_through_a_terminal_keeps_its_history_in_one_channel(make
             code = term.close()
         assert code == 0
         # The next chat with the same model shows the history first and goes on in the same channel.
-        term = Terminal(m, "local/echo")
+        term = Terminal(m, "chat", "local/echo")
         try:
             screen = term.expect("you> ")
             assert screen.index("echo: hello there") < screen.index("echo: and again") < screen.index("you> ")
@@ -126,7 +126,7 @@ def test_ctrl_c_while_waiting_stops_the_wait_not_the_chat(make_machine) -> None:
     m, _channel, _models = machine_with_models(make_machine, slow=SLOW)
     with Daemon(m, "--interval", "0.3") as daemon:
         daemon.wait_ready()
-        term = Terminal(m, "local/slow")
+        term = Terminal(m, "chat", "local/slow")
         try:
             term.expect("you> ")
             term.type("take your time\n")

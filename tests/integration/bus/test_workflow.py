@@ -185,3 +185,43 @@ def test_a_kill_9_of_the_owner_at_each_stage_resumes_with_no_duplicate_work(bus,
     assert len(results) == 1 and not results[0].failed
     assert len(_runs(abin, "wf-compile")) == 1, "compiled once"
     assert len(_runs(abin, "wf-judge")) == 1, "synthesized once"
+
+
+def test_compose_shows_the_plan_lets_it_be_edited_and_submits_it_compiled(bus) -> None:
+    """Through a terminal: the plan is shown, [e]dit opens it in $EDITOR (a script here, making 2 copies of 3),
+    [y]es submits the marker with its PLAN.json, and the owner runs it without compiling again."""
+    from test_chat import Terminal
+
+    a, _b, abin, _bbin, _ = bus
+    editor = abin / "edit-plan"
+    editor.write_text(f"#!{sys.executable}\nimport sys\np = sys.argv[1]\nt = open(p).read()\n"
+                      "open(p, 'w').write(t.replace('count: 3', 'count: 2'))\n")  # fmt: skip
+    editor.chmod(0o755)
+    term = Terminal(a, "workflow", "compose", "Two drafts please, then judge them.", "--channel", "general",
+                    env={"EDITOR": str(editor)})  # fmt: skip
+    try:
+        term.expect("count: 3")
+        term.expect("[y]es / [e]dit / [n]o? ")
+        term.mark()
+        term.type("e\n")
+        term.expect("count: 2")
+        term.expect("[y]es / [e]dit / [n]o? ")
+        term.mark()
+        term.type("y\n")
+        marker = term.expect("data/channels/").split("data/channels/", 1)[1].split()[0]
+    finally:
+        assert term.close() == 0
+    marker = "data/channels/" + marker
+    [row] = wait_replied(a, [marker], WAIT_S)
+    assert row["state"] == "REPLIED", row
+    child = _child(a, marker)
+    assert sum(m.workflow_step == "fanout" for m in child["messages"].values()) == 2
+    assert len(_runs(abin, "wf-compile")) == 1, "compiled by compose only"
+
+
+def test_compose_answered_no_writes_nothing(bus) -> None:
+    a, _b, _abin, _bbin, _ = bus
+    head = a.git("rev-parse", "HEAD")
+    res = a.cli("workflow", "compose", "Anything.", "--channel", "general", input="n\n")
+    assert res.returncode == 1 and "nothing submitted" in res.stdout and '"fanout"' not in res.stdout
+    assert "fanout:" in res.stdout and a.git("rev-parse", "HEAD") == head
