@@ -184,7 +184,9 @@ def test_a_kill_9_of_the_owner_at_each_stage_resumes_with_no_duplicate_work(bus,
     results = [m for m in channel_messages(a.root, marker.split("/")[2]).values() if m.workflow_step == "result"]
     assert len(results) == 1 and not results[0].failed
     assert len(_runs(abin, "wf-compile")) == 1, "compiled once"
-    assert len(_runs(abin, "wf-judge")) == 1, "synthesized once"
+    # A model run the kill interrupted runs again (model runs are at-least-once; the kill after the synthesis was
+    # sent can land while the judge runs): what must not happen twice is a message, checked above.
+    assert 1 <= len(_runs(abin, "wf-judge")) <= 2
 
 
 def test_compose_shows_the_plan_lets_it_be_edited_and_submits_it_compiled(bus) -> None:
