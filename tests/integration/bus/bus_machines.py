@@ -134,15 +134,20 @@ def init_bare_remote(path: Path) -> Path:
     return path
 
 
-def join_two(a: Machine, b: Machine, remote: Path) -> TwoMachines:
-    """a runs `transport init bus --remote REMOTE` into a.base/bus; b clones the remote into b.base/bus; then a runs
-    `channel create general` and b pulls it (so b's dispatcher cursor starts at the commit before the channel)."""
-    res = a.cli("transport", "init", "bus", "--dir", str(a.base / "bus"), "--remote", str(remote))
+def init_and_clone(a: Machine, b: Machine, remote: Path, *init_args: str) -> None:
+    """a runs `transport init bus --remote REMOTE [INIT_ARGS]` into a.base/bus; b clones the remote into b.base/bus."""
+    res = a.cli("transport", "init", "bus", "--dir", str(a.base / "bus"), "--remote", str(remote), *init_args)
     assert res.returncode == 0, res.stderr
     a.root = Path(res.stdout.strip())
     res = b.cli("transport", "clone", str(remote), "--dir", str(b.base / "bus"))
     assert res.returncode == 0, res.stderr
     b.root = Path(res.stdout.strip())
+
+
+def join_two(a: Machine, b: Machine, remote: Path) -> TwoMachines:
+    """init_and_clone; then a runs `channel create general` and b pulls it (so b's dispatcher cursor starts at the
+    commit before the channel)."""
+    init_and_clone(a, b, remote)
     res = a.cli("channel", "create", "general")
     assert res.returncode == 0, res.stderr
     b.git("pull", "-q")

@@ -14,10 +14,10 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from pathlib import Path
 from typing import Any
 
 import pytest
+from bus_machines import init_and_clone
 from dispatch_helpers import (
     Daemon,
     channel_messages,
@@ -44,12 +44,7 @@ ECHO = 'import sys\nprint("echo: " + sys.argv[-1].strip().splitlines()[-1])'
 def bridged(bare_remote, make_machine):
     """Machines a and b on one transport, b claiming t/echo, both dispatching; yields (a, b, model path)."""
     a, b = make_machine("a"), make_machine("b")
-    res = a.cli("transport", "init", "bus", "--dir", str(a.base / "bus"), "--remote", str(bare_remote), "--alias", "a")
-    assert res.returncode == 0, res.stderr
-    a.root = Path(res.stdout.strip())
-    res = b.cli("transport", "clone", str(bare_remote), "--dir", str(b.base / "bus"))
-    assert res.returncode == 0, res.stderr
-    b.root = Path(res.stdout.strip())
+    init_and_clone(a, b, bare_remote, "--alias", "a")
     model = write_model(b.base, "echo", ECHO)
     commit_files(b, {"data/crosstalk.yaml": registry_yaml({"t": {"echo": str(model)}})}, "test: registry")
     daemons = [Daemon(a, "--interval", "0.3"), Daemon(b, "--interval", "0.3")]

@@ -8,10 +8,10 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from pathlib import Path
 from typing import Any
 
 import pytest
+from bus_machines import init_and_clone
 from dispatch_helpers import (
     Daemon,
     commit_files,
@@ -42,12 +42,7 @@ print("echo: " + sys.argv[-1].strip().splitlines()[-1])
 def machines(bare_remote, make_machine):
     """Machines a and b on one transport, b claiming the gated t/echo, both dispatching; yields (a, b, gate)."""
     a, b = make_machine("a"), make_machine("b")
-    res = a.cli("transport", "init", "bus", "--dir", str(a.base / "bus"), "--remote", str(bare_remote), "--alias", "a")
-    assert res.returncode == 0, res.stderr
-    a.root = Path(res.stdout.strip())
-    res = b.cli("transport", "clone", str(bare_remote), "--dir", str(b.base / "bus"))
-    assert res.returncode == 0, res.stderr
-    b.root = Path(res.stdout.strip())
+    init_and_clone(a, b, bare_remote, "--alias", "a")
     models = b.base / "models"
     models.mkdir()
     model = write_model(models, "echo", GATED)

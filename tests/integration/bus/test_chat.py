@@ -14,10 +14,9 @@ import subprocess
 import sys
 import termios
 import time
-from pathlib import Path
 
 import pytest
-from bus_machines import Machine
+from bus_machines import Machine, init_and_clone
 from dispatch_helpers import (
     Daemon,
     channel_messages,
@@ -141,12 +140,7 @@ def test_ctrl_c_while_waiting_stops_the_wait_not_the_chat(make_machine) -> None:
 
 def test_chat_reads_turns_from_a_pipe_and_talks_to_a_model_on_another_machine(bare_remote, make_machine) -> None:
     a, b = make_machine("a"), make_machine("b")
-    res = a.cli("transport", "init", "bus", "--dir", str(a.base / "bus"), "--remote", str(bare_remote), "--alias", "a")
-    assert res.returncode == 0, res.stderr
-    a.root = Path(res.stdout.strip())
-    res = b.cli("transport", "clone", str(bare_remote), "--dir", str(b.base / "bus"))
-    assert res.returncode == 0, res.stderr
-    b.root = Path(res.stdout.strip())
+    init_and_clone(a, b, bare_remote, "--alias", "a")
     model = write_model(b.base, "echo", ECHO)
     commit_files(b, {"data/crosstalk.yaml": registry_yaml({"t": {"echo": str(model)}})}, "test: registry")
     with Daemon(b, "--interval", "0.3") as daemon:  # only b dispatches: the chat on a pulls the answers itself

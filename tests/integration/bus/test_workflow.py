@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from bus_machines import Machine
+from bus_machines import Machine, init_and_clone
 from dispatch_helpers import Daemon, channel_messages, commit_files, log_text, wait_for, wait_replied
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
@@ -65,13 +65,9 @@ def bus(bare_remote, make_machine):
     a, b = make_machine("a"), make_machine("b")
     abin = _tools(a, ["wf-compile", "wf-draft", "wf-judge"])
     bbin = _tools(b, ["wf-draft"])
-    res = a.cli("transport", "init", "bus", "--dir", str(a.base / "bus"), "--remote", str(bare_remote), "--alias", "a")
-    assert res.returncode == 0, res.stderr
-    a.root = Path(res.stdout.strip())
+    init_and_clone(a, b, bare_remote, "--alias", "a")
     assert a.cli("channel", "create", "general").returncode == 0
-    res = b.cli("transport", "clone", str(bare_remote), "--dir", str(b.base / "bus"))
-    assert res.returncode == 0, res.stderr
-    b.root = Path(res.stdout.strip())
+    b.git("pull", "-q")
     commit_files(b, {"data/crosstalk.yaml": REGISTRY}, "test: registry")
     daemons = {"a": Daemon(a, "--interval", "0.3"), "b": Daemon(b, "--interval", "0.3")}
     try:
