@@ -95,19 +95,22 @@ def bus_pair() -> Iterator[BusPair]:
         shutil.rmtree(tmp, ignore_errors=True)
 
 
-def harness_provider(run: HarnessRun, provider: str, models: Mapping[str, Sequence[str]]) -> tuple[str, dict[str, str]]:
+def harness_provider(
+    run: HarnessRun, provider: str, models: Mapping[str, Sequence[str]], *, prefix: str = "XT_"
+) -> tuple[str, dict[str, str]]:
     """The registry text declaring `provider` with one model per entry of `models` (name -> argv replacements
     (old, new, old, new ...) applied to the harness's argv_prefix), and the environment the dispatcher needs.
 
     Every variable the harness needs (the mock's URL, its isolated HOME and config dirs) is declared under the
     provider's `env:` as a ${XT_...} reference — the registry refuses raw values — and the value rides in the
-    dispatcher's own environment. The mock's base URL is ${XT_MOCK_URL}."""
+    dispatcher's own environment. The mock's base URL is ${XT_MOCK_URL}. Several harnesses in one registry need
+    distinct `prefix`es (their HOMEs differ)."""
     refs: dict[str, str] = {}
     daemon_env: dict[str, str] = {}
     for key, value in sorted(run.env.items()):
         if key in _INHERITED:
             continue
-        var = "XT_MOCK_URL" if value == run.mock.base_url else f"XT_{key}"
+        var = f"{prefix}MOCK_URL" if value == run.mock.base_url else f"{prefix}{key}"
         refs[key] = "${" + var + "}"
         daemon_env[var] = value
     lines = ["providers:", f"  {provider}:", f"    timeout: {REPLY_TIMEOUT - 30:g}", "    env:"]
