@@ -83,10 +83,12 @@ def bus(bare_remote, make_machine):
             d.stop()
 
 
-def _workflow(a: Machine, prose: str = "Fan out 3 drafts using t/draft; have t/judge pick the best.") -> str:
+def _workflow(
+    a: Machine, prose: str = "Fan out 3 drafts using t/draft; have t/judge pick the best.", env: dict | None = None
+) -> str:
     doc = a.base / "wf.md"
     doc.write_text(f"---\ntype: workflow\n---\n\n{prose}\n")
-    res = a.cli("workflow", "run", str(doc), "--channel", "general")
+    res = a.cli("workflow", "run", str(doc), "--channel", "general", env=env)
     assert res.returncode == 0, res.stderr
     return res.stdout.strip()
 
@@ -223,3 +225,18 @@ def test_compose_answered_no_writes_nothing(bus) -> None:
     res = a.cli("workflow", "compose", "Anything.", "--channel", "general", input="n\n")
     assert res.returncode == 1 and "nothing submitted" in res.stdout and '"fanout"' not in res.stdout
     assert "fanout:" in res.stdout and a.git("rev-parse", "HEAD") == head
+
+
+def test_a_workflow_run_from_a_persona_answers_in_that_persona(bus) -> None:
+    """Run from a dispatched turn wearing a persona (CROSSTALK_AS), the marker carries wake_as and the result
+    wears it as `as:`, so the asker is woken in the same persona; an invalid persona name is refused."""
+    a, *_ = bus
+    marker = _workflow(a, env={"CROSSTALK_AS": "reviewer"})
+    assert channel_messages(a.root, marker.split("/")[2])["/".join(marker.split("/")[3:])].wake_as == "reviewer"
+    [row] = wait_replied(a, [marker], WAIT_S)
+    assert row["state"] == "REPLIED", row
+    [result] = [m for m in channel_messages(a.root, marker.split("/")[2]).values() if m.workflow_step == "result"]
+    assert result.as_ == "reviewer"
+    doc = a.base / "wf.md"
+    res = a.cli("workflow", "run", str(doc), "--channel", "general", env={"CROSSTALK_AS": "../etc"})
+    assert res.returncode == 2 and "invalid persona name" in res.stderr, res.stderr
