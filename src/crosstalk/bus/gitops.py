@@ -20,6 +20,7 @@ log = logging.getLogger(__name__)
 
 CHANNELS_PATHSPEC = "data/channels"
 LOCK_NAME = "crosstalk.lock"
+PUSH_BUDGET_S = 20.0  # a push keeps retrying lost races this long (under the 30 s others wait for the lock)
 _REJECTED_MARKERS = ("[rejected]", "non-fast-forward", "fetch first", "failed to update ref", "stale info")
 
 
@@ -247,15 +248,23 @@ class GitRepo:
             why = error_line(proc.stderr, proc.stdout, proc.returncode)
             raise GitError(f"git rebase onto the upstream failed in {self.root}: {why}")
 
-    def push_with_retry(self, attempts: int = 8) -> bool:
-        """Push HEAD to origin; on a lost race, pull --rebase and try again with jittered backoff.
+    def push_with_retry(self, attempts: int = 8, budget_s: float = PUSH_BUDGET_S) -> bool:
+        """Push HEAD to origin; on a lost race, rebase onto the remote and try again with jittered backoff, at
+        least `attempts` times and for as long as `budget_s` allows: a machine whose peers push back to back
+        loses several races in a row (its rebase is the extra step the winner never pays), so a count alone
+        gave up while the remote was fine.
 
         Returns False when the remote stays unreachable (the commits stay local, to be pushed later); raises
         GitError only when a rebase cannot be completed."""
         self.last_push_error = None
         branch = self.branch()
         unreachable = 0
-        for attempt in range(attempts):
+        deadline = time.monotonic() + budget_s
+        attempt = -1
+        while True:
+            attempt += 1
+            if attempt >= attempts and time.monotonic() >= deadline:
+                return False
             proc = self._raw(["push", "-q", "origin", f"HEAD:refs/heads/{branch}"])
             if proc.returncode == 0:
                 # Record the upstream so ahead_behind()/sync() work on a transport initialised without -u.
@@ -274,8 +283,7 @@ class GitRepo:
                 unreachable += 1
                 if unreachable >= 2:  # not a race: the remote is down or refuses us; a later tick pushes
                     return False
-            time.sleep(min(2.0, 0.05 * (2**attempt)) * random.uniform(0.5, 1.5))
-        return False
+            time.sleep(min(2.0, 0.05 * (2 ** min(attempt, 6))) * random.uniform(0.5, 1.5))
 
     def sync(self, *, remote_checked: bool = False) -> bool:
         """Fetch, then fast-forward or rebase onto the upstream when it moved; whether HEAD changed."""

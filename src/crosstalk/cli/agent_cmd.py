@@ -58,6 +58,7 @@ def run(args: Any) -> int:
         peers=peers,
         accept_from=accept_from or None,
         a2a=not args.no_a2a,
+        inject_timeout_s=args.inject_timeout,
     )
     return asyncio.run(_serve(paths, config, as_json, verbose))
 

@@ -289,6 +289,13 @@ def _agent(sub: Any) -> None:
         "under test does (opt-in; for running a2a-tck against this agent).",
     )
     p.add_argument(
+        "--inject-timeout",
+        dest="inject_timeout",
+        type=positive_float(0.1, 86400),
+        default=30.0,
+        help="Seconds an injection into the session may take before its outcome is unknown (default 30).",
+    )
+    p.add_argument(
         "--no-a2a",
         dest="no_a2a",
         action="store_true",

@@ -7,7 +7,8 @@ is admitted, every other message is refused with that limit's reason, and nothin
 is in bob's journal, and once bob is unstuck (kill -9, then a restart with a harness that delivers) every one is
 delivered exactly once, except those claimed by a hanging injection (the task queue's first; every socket
 message, which is claimed as it is admitted), which come back unknown, never resent.
-A hanging injection times out after 30 s (the agent's inject timeout): each flood is checked well before that.
+Bob's injections never time out during a test (`--inject-timeout 3600`), so how long a flood takes on a loaded
+machine changes nothing it checks.
 """
 
 from __future__ import annotations
@@ -40,13 +41,13 @@ from crosstalk.registry.credentials import read_key
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "cli"))
 from xt_procs import Agent, Procs, procs, wait_for
 
-pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(600)]
 
 LIMITS = Limits()
 TEXT_LIMIT = LIMITS.max_text_bytes
-WAIT_S = 20.0  # every wait here; well under the 30 s after which the first hanging injection times out
+WAIT_S = 90.0  # the bound of every wait here (bob's hanging injection outlasts them all)
 MODES = ["concurrent", "sequential"]
-STALL_S = 30.0  # AgentConfig.inject_timeout_s: the first hanging injection times out then, and the queue moves
+STALL_S = 3600.0  # bob's inject timeout: the hanging injection never ends during a test
 
 
 @pytest.fixture
@@ -183,7 +184,7 @@ def uds_shot(agent: Agent, key: str, size: int) -> tuple[Shot, list[str]]:
 def stalled(xt: Procs) -> tuple[Agent, str]:
     """alice (the A2A sender: her token names her) and bob, whose session hangs on every injection."""
     alice = xt.start_agent("alice", "--no-a2a")  # her token still names her at bob
-    bob = xt.start_agent("bob", "--default", "hang")
+    bob = xt.start_agent("bob", "--default", "hang", "--inject-timeout", f"{STALL_S:g}")
     return bob, read_key(xt.paths.token_path(alice.agent_id))
 
 
@@ -198,8 +199,6 @@ def unstick_and_check(xt: Procs, flood: Flood, admitted: set[str]) -> None:
 
     wait_for(lambda: bool(caught()), WAIT_S, "the hanging injection's claim journaled")
     xt.kill9(flood.agent)
-    took = time.monotonic() - flood.started  # every check so far came earlier
-    assert took < STALL_S, f"flood and checks took {took:.0f} s: the hanging injection timed out under them"
     flood.join()
     held = caught()  # the journal as the kill left it
     assert held <= admitted
