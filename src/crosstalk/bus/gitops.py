@@ -20,6 +20,7 @@ log = logging.getLogger(__name__)
 
 CHANNELS_PATHSPEC = "data/channels"
 LOCK_NAME = "crosstalk.lock"
+OWN_REBASE_MARKER = "crosstalk-rebase"  # in .git while a rebase of ours runs
 PUSH_BUDGET_S = 20.0  # a push keeps retrying lost races this long (under the 30 s others wait for the lock)
 _REJECTED_MARKERS = ("[rejected]", "non-fast-forward", "fetch first", "failed to update ref", "stale info")
 
@@ -242,11 +243,23 @@ class GitRepo:
         upstream = self.remote_branch()
         if upstream is None or self.is_ancestor(upstream, "HEAD"):
             return
-        proc = self._raw(["-c", "rebase.autoStash=true", "rebase", "-q", upstream])
-        if proc.returncode != 0:
-            self._raw(["rebase", "--abort"])
-            why = error_line(proc.stderr, proc.stdout, proc.returncode)
-            raise GitError(f"git rebase onto the upstream failed in {self.root}: {why}")
+        self._rebase(upstream)
+
+    def _rebase(self, upstream: str) -> None:
+        """Rebase local commits onto `upstream`; aborted on failure. A marker file says the rebase is ours while it
+        runs, so one a kill left half done is aborted at the next transport lock (recover_own_rebase), never a
+        person's."""
+        marker = git_dir(self.root) / OWN_REBASE_MARKER
+        marker.write_text(f"{os.getpid()}\n")
+        try:
+            proc = self._raw(["-c", "rebase.autoStash=true", "rebase", "-q", upstream])
+            if proc.returncode != 0:
+                self._raw(["rebase", "--abort"])
+                why = error_line(proc.stderr, proc.stdout, proc.returncode)
+                raise GitError(f"git rebase onto the upstream failed in {self.root}: {why}")
+        finally:
+            with contextlib.suppress(FileNotFoundError):
+                marker.unlink()
 
     def push_with_retry(self, attempts: int = 8, budget_s: float = PUSH_BUDGET_S) -> bool:
         """Push HEAD to origin; on a lost race, rebase onto the remote and try again with jittered backoff, at
@@ -299,12 +312,27 @@ class GitRepo:
         if self.is_ancestor(head, upstream):
             self.run("merge", "--ff-only", "-q", upstream)
         else:
-            proc = self._raw(["-c", "rebase.autoStash=true", "rebase", "-q", upstream])
-            if proc.returncode != 0:
-                self._raw(["rebase", "--abort"])
-                why = error_line(proc.stderr, proc.stdout, proc.returncode)
-                raise GitError(f"git rebase onto the upstream failed in {self.root}: {why}")
+            self._rebase(upstream)
         return self.head() != head
+
+
+def recover_own_rebase(root: Path) -> bool:
+    """Abort a rebase of ours that a kill left half done (HEAD detached mid-rebase: every later pull would see no
+    upstream and take nothing, silently); whether it did. Only with our marker, and only when no git works in the
+    repository: a person's paused rebase has no marker and is left alone."""
+    gd = git_dir(root)
+    marker = gd / OWN_REBASE_MARKER
+    if not marker.exists():
+        return False
+    if git_running_in(root):
+        return False
+    if (gd / "rebase-merge").exists() or (gd / "rebase-apply").exists():
+        clear_stale_index_lock(root)
+        run_git(["-C", str(root), "rebase", "--abort"], timeout=60)
+        log.warning("aborted a rebase a killed crosstalk process left half done in %s", root)
+    with contextlib.suppress(FileNotFoundError):
+        marker.unlink()
+    return True
 
 
 def clear_stale_index_lock(root: Path) -> bool:
@@ -373,8 +401,9 @@ def transport_lock(root: Path, timeout: float = 30.0) -> Iterator[None]:
         raise GitError(f"transport {root} is busy: another crosstalk process held its lock for {timeout:g} s")
     # Every git mutation of the bus runs under this lock, so no git of ours runs in the repository now: a
     # leftover index.lock is a dead git's (or a person's, whose git is then still running and keeps it).
-    with contextlib.suppress(OSError):
+    with contextlib.suppress(OSError, GitError):
         clear_stale_index_lock(root)
+        recover_own_rebase(root)
     depth[key] = 1
     try:
         yield

@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 from bus_machines import GIT_TIMEOUT, TwoMachines
 from dispatch_helpers import (
+    GIT_ID,
     channel_rel,
     in_process_dispatcher,
     machine_with_models,
@@ -214,3 +215,35 @@ def test_a_dead_gits_index_lock_does_not_wedge_the_sync(two_machines: TwoMachine
     assert report.dispatched == 1, (b.state_dir / "dispatcher.log").read_text()[-2000:]
     assert len(replies_to(b.root, two_machines.channel, path)) == 1
     assert not (b.root / ".git" / "index.lock").exists()
+
+
+@pytest.mark.parametrize("ours", [True, False])
+def test_a_rebase_a_kill_left_half_done_is_aborted_only_when_it_was_ours(
+    two_machines: TwoMachines, monkeypatch, ours: bool
+) -> None:
+    """A kill inside our `git rebase` leaves HEAD detached mid-rebase: every later pull sees no upstream and takes
+    nothing, silently. Taking the transport lock aborts a rebase our marker says was ours; a person's paused rebase
+    (no marker) is left as it is."""
+    a, b = two_machines.a, two_machines.b
+    models = b.base / "models"
+    models.mkdir()
+    echo = write_model(models, "echo")
+    set_registry(b, {"local": {"echo": str(echo)}})
+    dispatcher = in_process_dispatcher(b, monkeypatch)
+    while not dispatcher.tick().idle:
+        pass
+    (b.root / "notes.txt").write_text("a local commit, not pushed yet\n")
+    b.git("add", "notes.txt")
+    b.git(*GIT_ID, "commit", "-q", "-m", "local")
+    [path] = send(a, "local/echo@m2", "after a killed rebase")
+    b.git("fetch", "-q", "origin")
+    b.git(*GIT_ID, "-c", "sequence.editor=sed -i '1i break'", "rebase", "-q", "-i", "origin/main")  # stops half done
+    assert (b.root / ".git" / "rebase-merge").exists()
+    if ours:
+        (b.root / ".git" / "crosstalk-rebase").write_text("1\n")
+    report = dispatcher.tick()
+    if ours:
+        assert not (b.root / ".git" / "rebase-merge").exists()
+        assert report.dispatched == 1 and len(replies_to(b.root, two_machines.channel, path)) == 1
+    else:
+        assert (b.root / ".git" / "rebase-merge").exists(), "a person's rebase is never aborted"
