@@ -11,6 +11,7 @@ if TYPE_CHECKING:  # only annotations: the bridge imports addressing without the
     from crosstalk.bus.message import BusMessage
 
 MAX_ADDRESS_CHARS = 200
+WORKFLOW_ADDRESS = "workflow"  # reserved: the recipient of workflow markers, the sender of a workflow's own messages
 
 
 def split_address(addr: str) -> tuple[str, str | None]:

@@ -15,7 +15,7 @@ from crosstalk.bus.addressing import split_address
 from crosstalk.bus.channels import Channel, create_channel, find_channel
 from crosstalk.bus.errors import BusError, ChannelError
 from crosstalk.bus.message import BusMessage, new_message_name, render_message, utc_timestamp
-from crosstalk.bus.store import PENDING, publish, read_message, replies_status, sync
+from crosstalk.bus.store import PENDING, message_names, publish, read_message, replies_status, sync
 from crosstalk.bus.transports import Transport
 
 CHAT_PREFIX = "chat-"
@@ -62,10 +62,9 @@ def open_channel(transport: Transport, to: str, handle: str | None) -> Channel:
 
 def history(transport: Transport, channel: Channel, limit: int = 10) -> list[Line]:
     """The channel's last `limit` messages, oldest first."""
-    base = layout.channel_dir(transport.root, channel.uuid)
-    names = sorted(str(p.relative_to(base)) for p in base.glob("*/*/*/*.md"))
+    names = list(message_names(layout.channel_dir(transport.root, channel.uuid)))
     out = []
-    for inner in names[-limit:]:
+    for inner in names[-limit:] if limit else []:
         msg = read_message(transport.root, f"{channel.rel_dir}/{inner}")
         if msg is not None:
             out.append(Line(msg.sender, msg.body.rstrip(), msg.failed, msg.error))
@@ -76,9 +75,7 @@ def last_reply_from(transport: Transport, channel: Channel, to: str) -> str | No
     """The channel-relative path of the newest message the addressee sent in the channel (what the next turn is
     `re:`), or None."""
     actor = split_address(to)[0]
-    base = layout.channel_dir(transport.root, channel.uuid)
-    for path in sorted(base.glob("*/*/*/*.md"), reverse=True):
-        inner = str(path.relative_to(base))
+    for inner in reversed(list(message_names(layout.channel_dir(transport.root, channel.uuid)))):
         msg = read_message(transport.root, f"{channel.rel_dir}/{inner}")
         if msg is not None and split_address(msg.sender)[0] == actor:
             return inner

@@ -11,7 +11,7 @@ task gets a failed reply saying so, a reply is logged.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -73,8 +73,8 @@ class HeldMessages:
     def __len__(self) -> int:
         return len(self._held)
 
-    def __iter__(self):  # type: ignore[no-untyped-def]
-        return iter(list(self._held.values()))
+    def __iter__(self) -> Iterator[Held]:
+        return iter(list(self._held.values()))  # a copy: callers drop entries while they walk
 
     def hold(self, entries: list[Held]) -> list[Held]:
         """Add entries (one already held keeps its first `since`); those refused because the set is full."""

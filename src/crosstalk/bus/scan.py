@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from crosstalk.bus import layout
-from crosstalk.bus.addressing import actor_of, same_actor, split_address, wakes
+from crosstalk.bus.addressing import WORKFLOW_ADDRESS, actor_of, same_actor, split_address, wakes
 from crosstalk.bus.channels import UUID_RE
 from crosstalk.bus.errors import AmbiguousModel, BusError, MessageFormatError, ModelError
 from crosstalk.bus.gitops import GitRepo
@@ -357,7 +357,7 @@ def _route_unclaimed(
     When NAME is not running, a reply to what NAME sent, or a new task for a name an agent here has had, is held
     for it (crosstalk.bus.held); a new task for a name nothing here has answered gets a failed reply."""
     actor, machine = split_address(item.msg.to)
-    if actor == "workflow":  # the reserved workflow engine (crosstalk.bus.workflow): its traffic is its own
+    if actor == WORKFLOW_ADDRESS:  # the workflow engine's traffic is its own (crosstalk.bus.workflow)
         return
     if machine != alias or live_agent is None or not wakes(item.msg, actor, sender_of):
         return

@@ -86,12 +86,12 @@ def move_orphans(transport: Transport) -> tuple[str, ...]:
     found = [rec[3:] for rec in out.split("\0") if rec[:2] in ("??", "A ")]
     if not found:
         return ()
-    staged = [rel for rel in found if is_safe_relpath(rel)]
-    if staged:
-        repo.run("rm", "--cached", "-q", "--ignore-unmatch", "--", *staged, check=False)
+    safe = [rel for rel in found if is_safe_relpath(rel)]
+    if safe:
+        repo.run("rm", "--cached", "-q", "--ignore-unmatch", "--", *safe, check=False)
     dest = transport.state().ensure().orphans / utc_timestamp().replace(":", "")
     moved = []
-    for rel in staged:
+    for rel in safe:
         src = transport.root / rel
         if src.is_symlink() or not src.is_file():
             continue
@@ -179,8 +179,9 @@ def normalize_message_path(transport: Transport, given: str, cwd: Path | None = 
     raise BusError(f"no message {given} in transport {transport.name}")
 
 
-def _messages_from(channel_dir: Path, start: str) -> Iterable[str]:
-    """Channel-relative message names >= start in name (= time) order, pruning whole days/months/years before it."""
+def message_names(channel_dir: Path, start: str = "") -> Iterable[str]:
+    """Channel-relative message names >= start in name (= time) order, pruning whole days/months/years before it;
+    never through a symlinked directory or file."""
     parts = start.split("/")  # YYYY, MM, DD, file
 
     def sorted_dirs(path: Path) -> list[str]:
@@ -227,7 +228,7 @@ def replies_status(transport: Transport, rel_paths: Sequence[str]) -> list[Reply
     for uuid, inners in targets.items():
         wanted = set(inners)
         channel_dir = layout.channel_dir(transport.root, uuid)
-        for name in _messages_from(channel_dir, min(inners)):
+        for name in message_names(channel_dir, min(inners)):
             rel = f"{layout.CHANNELS_DIR}/{uuid}/{name}"
             msg = read_message(transport.root, rel)
             if msg is None:

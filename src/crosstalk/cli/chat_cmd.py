@@ -70,13 +70,13 @@ def run(args: argparse.Namespace) -> int:
     from crosstalk.bus import chat
     from crosstalk.bus.addressing import validate_address
     from crosstalk.bus.errors import BusError
-    from crosstalk.cli.message_cmd import _sender
+    from crosstalk.cli.message_cmd import sender_name
 
     try:
         validate_address(args.to)
     except BusError as exc:
         raise Fail(exc.message, EXIT_USAGE) from None
-    sender = _sender(args.from_)
+    sender = sender_name(args.from_)
     interactive = sys.stdin.isatty()
     transport = open_transport(args)
     with bus_errors():

@@ -84,7 +84,8 @@ def _read_body(arg: str) -> str:
     return text
 
 
-def _channel(transport: Any, handle: str | None) -> Any:
+def pick_channel(transport: Any, handle: str | None) -> Any:
+    """--channel, else $CROSSTALK_CHANNEL, else the only channel; ChannelError naming the choices."""
     from crosstalk.bus.channels import find_channel, list_channels
     from crosstalk.bus.errors import ChannelError
 
@@ -100,7 +101,8 @@ def _channel(transport: Any, handle: str | None) -> Any:
     raise ChannelError(f"{len(channels)} channels ({names}): pick one with --channel")
 
 
-def _sender(given: str | None) -> str:
+def sender_name(given: str | None) -> str:
+    """The `from:` of what this command writes: --from, else $CROSSTALK_FROM, else the user."""
     sender = given or os.environ.get("CROSSTALK_FROM") or os.environ.get("USER") or ""
     if not sender:
         try:
@@ -154,7 +156,7 @@ def run_send(args: argparse.Namespace) -> int:
         validate_address(args.to)
     except BusError as exc:
         raise Fail(exc.message, EXIT_USAGE) from None
-    sender = _sender(args.from_)
+    sender = sender_name(args.from_)
     body = _read_body(args.body)
     transport = open_transport(args)
     with bus_errors():
@@ -165,7 +167,7 @@ def run_send(args: argparse.Namespace) -> int:
                 f"no actor {args.as_!r}: expected a persona file {layout.ACTORS_DIR}/{args.as_}.md in the transport",
                 EXIT_USAGE,
             )
-        channel = _channel(transport, args.channel)
+        channel = pick_channel(transport, args.channel)
         re_paths = () if args.new else _re_from_env(transport.root / channel.rel_dir, channel.uuid, args.to)
         # From a dispatched turn that wore a persona: the replies to this message wake us in that persona again.
         wake_as = os.environ.get("CROSSTALK_AS") or None

@@ -108,19 +108,19 @@ def submit(transport: Any, prose: str, channel_handle: str | None, from_: str | 
     import json
 
     from crosstalk.bus import layout
+    from crosstalk.bus.addressing import WORKFLOW_ADDRESS
     from crosstalk.bus.channels import create_channel
     from crosstalk.bus.message import BusMessage, new_message_name, render_message, utc_timestamp
     from crosstalk.bus.models import NAME_RE as PERSONA_RE  # a persona is named like a model
     from crosstalk.bus.store import publish
-    from crosstalk.bus.workflow.progress import WORKFLOW_ADDRESS
-    from crosstalk.cli.message_cmd import _channel, _sender
+    from crosstalk.cli.message_cmd import pick_channel, sender_name
 
-    sender = _sender(from_)
+    sender = sender_name(from_)
     wake_as = os.environ.get("CROSSTALK_AS") or None  # run from a dispatched turn wearing a persona
     if wake_as is not None and not PERSONA_RE.match(wake_as):
         raise Fail(f"CROSSTALK_AS holds an invalid persona name {wake_as[:40]!r}", EXIT_USAGE)
     with bus_errors():
-        channel = _channel(transport, channel_handle)
+        channel = pick_channel(transport, channel_handle)
         child, _ = create_channel(transport, f"wf-{secrets.token_hex(4)}", parent=channel.uuid)
         marker = BusMessage(
             sender=sender, to=WORKFLOW_ADDRESS, timestamp=utc_timestamp(), type="workflow", child_channel=child.uuid,

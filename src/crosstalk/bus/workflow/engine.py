@@ -24,7 +24,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from crosstalk.bus import layout
-from crosstalk.bus.addressing import split_address
+from crosstalk.bus.addressing import WORKFLOW_ADDRESS, split_address
 from crosstalk.bus.errors import BusError, ModelError
 from crosstalk.bus.invoke import Interrupted, run_model
 from crosstalk.bus.message import BusMessage, new_message_name, render_message, utc_timestamp
@@ -34,7 +34,7 @@ from crosstalk.bus.state import read_json, write_json_atomic
 from crosstalk.bus.store import publish, read_message
 from crosstalk.bus.transports import Transport
 from crosstalk.bus.workflow.plan import Plan, PlanError, compile_prompt, parse_plan_output
-from crosstalk.bus.workflow.progress import COMPLETE_FILE, WORKFLOW_ADDRESS, Progress, engine_name, read_progress
+from crosstalk.bus.workflow.progress import COMPLETE_FILE, Progress, engine_name, read_progress
 
 Log = Callable[..., None]
 

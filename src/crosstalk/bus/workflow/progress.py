@@ -10,12 +10,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from crosstalk.bus import layout
-from crosstalk.bus.message import MESSAGE_NAME_RE, BusMessage
+from crosstalk.bus.addressing import WORKFLOW_ADDRESS
+from crosstalk.bus.message import BusMessage
 from crosstalk.bus.safefs import SMALL_LIMIT, TEXT_LIMIT, UnsafeFile, read_transport_text
-from crosstalk.bus.store import read_message
+from crosstalk.bus.store import message_names, read_message
 from crosstalk.bus.workflow.plan import Plan, PlanError
 
-WORKFLOW_ADDRESS = "workflow"  # the reserved recipient of markers, and the sender name of a workflow's messages
 COMPLETE_FILE = "COMPLETE"
 
 
@@ -89,7 +89,8 @@ def read_progress(root: Path, marker_rel: str, marker: BusMessage, engine: str) 
         pass
     except (OSError, UnsafeFile, ValueError, PlanError) as exc:
         p.plan_error = f"{layout.PLAN_FILE} is unreadable: {getattr(exc, 'message', None) or exc}"
-    children = [Child(rel, msg) for rel in _message_rels(root, child) if (msg := read_message(root, f"{base}/{rel}"))]
+    names = message_names(child_dir(root, child))
+    children = [Child(rel, msg) for rel in names if (msg := read_message(root, f"{base}/{rel}")) is not None]
     mine = [c for c in children if c.msg.sender == engine]
     p.subs = [c for c in mine if c.msg.workflow_step == "fanout"]
     p.synthesis = next((c for c in mine if c.msg.workflow_step == "synthesize"), None)
@@ -121,7 +122,7 @@ def find_markers(root: Path) -> list[str]:
     except OSError:
         return []
     for uuid in uuids:
-        for rel in _message_rels(root, uuid):
+        for rel in message_names(child_dir(root, uuid)):
             path = f"{layout.CHANNELS_DIR}/{uuid}/{rel}"
             try:
                 with open(Path(root) / path, "rb") as f:
@@ -133,17 +134,3 @@ def find_markers(root: Path) -> list[str]:
                 if msg is not None and msg.type == "workflow":
                     out.append(path)
     return sorted(out, key=lambda p: p.split("/", 3)[3])
-
-
-def _message_rels(root: Path, channel: str) -> list[str]:
-    """Channel-relative paths of the message files in a channel's work tree, oldest first (never through a
-    symlinked directory)."""
-    base = child_dir(root, channel)
-    out: list[str] = []
-    for dirpath, dirnames, filenames in os.walk(base, followlinks=False):
-        dirnames[:] = sorted(d for d in dirnames if not os.path.islink(os.path.join(dirpath, d)))
-        for name in filenames:
-            rel = os.path.relpath(os.path.join(dirpath, name), base).replace(os.sep, "/")
-            if MESSAGE_NAME_RE.match(rel):
-                out.append(rel)
-    return sorted(out)
