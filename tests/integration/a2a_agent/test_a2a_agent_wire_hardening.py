@@ -60,7 +60,7 @@ def test_a_false_content_length_is_answered_and_closed_within_the_body_timeout(m
             data, took = await _hold_open(bob.url, alice.token if authed else None, 1000, b'{"jsonrpc":')
             assert data.startswith(b"HTTP/1.1 408"), data[:200]
             assert b"did not arrive in full" in data
-            assert 0.4 <= took < 5.0
+            assert took >= 0.4  # answered by the deadline, not at once (the read's own WAIT_S bounds the rest)
             assert bob.writes() == []
             # The server still serves everyone else.
             async with httpx.AsyncClient(timeout=WAIT_S) as http:
@@ -105,7 +105,7 @@ def test_request_headers_that_never_finish_are_closed_within_the_header_timeout(
         async with agents(root, "alice", "bob") as ag:
             bob = ag["bob"]
             data, took = await _trickle(bob.url, chunks)
-            assert 0.4 <= took < 5.0, took
+            assert took >= 0.4, took  # closed by the deadline (the read's own WAIT_S bounds how late)
             tail = data.rsplit(b"HTTP/1.1 ", 1)[-1] if data else b""
             if answered:
                 assert tail.startswith(b"408") and b"request headers did not arrive in time" in tail, data[-300:]
@@ -125,6 +125,7 @@ def test_connections_past_the_cap_are_answered_busy_and_the_agent_serves_again_o
     """Idle connections cannot take every descriptor: past MAX_CONNECTIONS a new one is answered 503 (busy) and
     closed at once; once the idle ones go, requests are served again."""
     monkeypatch.setattr(protocol_mod, "MAX_CONNECTIONS", 4)
+    monkeypatch.setattr(protocol_mod, "HEADER_TIMEOUT_S", 3600.0)  # so only the cap can close a connection here
 
     async def main(root):
         async with agents(root, "alice", "bob") as ag:
@@ -133,9 +134,8 @@ def test_connections_past_the_cap_are_answered_busy_and_the_agent_serves_again_o
                 await asyncio.wait_for(asyncio.open_connection(parts.hostname, parts.port), WAIT_S) for _ in range(4)
             ]
             try:
-                data, took = await _trickle(ag["bob"].url, [])
+                data, _ = await _trickle(ag["bob"].url, [])
                 assert data.startswith(b"HTTP/1.1 503") and b"busy" in data, data[:200]
-                assert took < 5.0
             finally:
                 for _, writer in idle:
                     writer.close()

@@ -62,6 +62,17 @@ def _transport(m, monkeypatch):
     return resolve_transport(m.root, None, dict(os.environ))
 
 
+def _b_dispatching_echo(two_machines: TwoMachines, monkeypatch):  # type: ignore[no-untyped-def]
+    """(a, b, b's in-process dispatcher claiming local/echo), its own registry commit ticked through: idle."""
+    a, b = two_machines.a, two_machines.b
+    models = b.base / "models"
+    models.mkdir()
+    set_registry(b, {"local": {"echo": str(write_model(models, "echo"))}})
+    dispatcher = in_process_dispatcher(b, monkeypatch)
+    assert any(dispatcher.tick().idle for _ in range(10)), "never idle"
+    return a, b, dispatcher
+
+
 def test_a_dead_gits_index_lock_is_removed_and_a_live_gits_is_kept(make_machine, monkeypatch) -> None:
     m, channel, _ = machine_with_models(make_machine, echo="")
     transport = _transport(m, monkeypatch)
@@ -141,12 +152,7 @@ def test_a_reply_whose_commit_failed_is_committed_next_tick_without_running_the_
 
 
 def test_an_idle_tick_fetches_nothing_and_new_work_is_fetched(two_machines: TwoMachines, monkeypatch) -> None:
-    a, b = two_machines.a, two_machines.b
-    models = b.base / "models"
-    models.mkdir()
-    echo = write_model(models, "echo")
-    set_registry(b, {"local": {"echo": str(echo)}})
-    dispatcher = in_process_dispatcher(b, monkeypatch)
+    a, b, dispatcher = _b_dispatching_echo(two_machines, monkeypatch)
     fetches: list[float] = []
     real_fetch = GitRepo.fetch
 
@@ -155,9 +161,6 @@ def test_an_idle_tick_fetches_nothing_and_new_work_is_fetched(two_machines: TwoM
         real_fetch(self)
 
     monkeypatch.setattr(GitRepo, "fetch", counted)
-    while not dispatcher.tick().idle:  # its own registry commit, pushed
-        pass
-    fetches.clear()
     for _ in range(3):
         assert dispatcher.tick().idle
     assert fetches == [], "an idle tick lists the remote's ref; it fetches nothing"
@@ -201,14 +204,7 @@ def test_the_cli_defaults_match_the_dispatchers() -> None:
 def test_a_dead_gits_index_lock_does_not_wedge_the_sync(two_machines: TwoMachines, monkeypatch) -> None:
     """A git killed mid-commit left index.lock: the next tick's pull (merge or rebase) would fail on it for good;
     taking the transport lock clears it (no git works in the repository), and the new work is taken."""
-    a, b = two_machines.a, two_machines.b
-    models = b.base / "models"
-    models.mkdir()
-    echo = write_model(models, "echo")
-    set_registry(b, {"local": {"echo": str(echo)}})
-    dispatcher = in_process_dispatcher(b, monkeypatch)
-    while not dispatcher.tick().idle:
-        pass
+    a, b, dispatcher = _b_dispatching_echo(two_machines, monkeypatch)
     [path] = send(a, "local/echo@m2", "after a crash")
     (b.root / ".git" / "index.lock").write_text("")
     report = dispatcher.tick()
@@ -224,14 +220,7 @@ def test_a_rebase_a_kill_left_half_done_is_aborted_only_when_it_was_ours(
     """A kill inside our `git rebase` leaves HEAD detached mid-rebase: every later pull sees no upstream and takes
     nothing, silently. Taking the transport lock aborts a rebase our marker says was ours; a person's paused rebase
     (no marker) is left as it is."""
-    a, b = two_machines.a, two_machines.b
-    models = b.base / "models"
-    models.mkdir()
-    echo = write_model(models, "echo")
-    set_registry(b, {"local": {"echo": str(echo)}})
-    dispatcher = in_process_dispatcher(b, monkeypatch)
-    while not dispatcher.tick().idle:
-        pass
+    a, b, dispatcher = _b_dispatching_echo(two_machines, monkeypatch)
     (b.root / "notes.txt").write_text("a local commit, not pushed yet\n")
     b.git("add", "notes.txt")
     b.git(*GIT_ID, "commit", "-q", "-m", "local")
