@@ -41,7 +41,6 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
-import json
 import os
 import re
 import subprocess
@@ -69,6 +68,7 @@ from _common import (
     timed_run,
     versus,
 )
+from bus_fixture import read_json, remote_head, wait_for
 
 TARGET_S = 1.5
 NAME = "bus"
@@ -100,21 +100,6 @@ def run(cmd: list[str], env: dict[str, str], cwd: Path | None = None, timeout: f
     if out.returncode != 0:
         raise RuntimeError(f"{' '.join(cmd)} failed ({out.returncode}): {out.stderr.strip()[-500:]}")
     return out.stdout
-
-
-def read_json(path: Path) -> dict[str, Any]:
-    try:
-        return json.loads(path.read_text())
-    except (OSError, ValueError):
-        return {}
-
-
-def remote_head(bare: Path) -> str:
-    """The bare remote's main from its ref file (cheap enough to poll); git's answer if it was packed."""
-    try:
-        return (bare / "refs" / "heads" / "main").read_text().strip()
-    except FileNotFoundError:
-        return run(["git", "--git-dir", str(bare), "rev-parse", "refs/heads/main"], clean_env()).strip()
 
 
 def log_epoch(stamp: str) -> float:
@@ -197,14 +182,6 @@ class Machine:
             self._stderr = None
 
 
-def wait_for(cond, timeout: float, what: str) -> None:
-    deadline = time.monotonic() + timeout
-    while not cond():
-        if time.monotonic() > deadline:
-            raise RuntimeError(f"timed out after {timeout:.0f} s waiting for {what}")
-        time.sleep(0.02)
-
-
 class Bus:
     """The bare remote, machines a (sender), b (the model's machine) and c (the in-process idle ticks)."""
 
@@ -244,8 +221,9 @@ class Bus:
     def start(self) -> None:
         self.a.start_dispatcher()
         self.b.start_dispatcher()
-        wait_for(lambda: self.a.booted(self.bare, False), START_TIMEOUT_S, "a's dispatcher's first tick")
-        wait_for(lambda: self.b.booted(self.bare, True), START_TIMEOUT_S, "b's dispatcher to claim the model")
+        wait_for(lambda: self.a.booted(self.bare, False), START_TIMEOUT_S, "a's dispatcher's first tick", poll=0.02)
+        claimed = "b's dispatcher to claim the model"
+        wait_for(lambda: self.b.booted(self.bare, True), START_TIMEOUT_S, claimed, poll=0.02)
 
     def stop(self) -> None:
         for m in (self.a, self.b):
@@ -394,7 +372,8 @@ def quiet_period(bus: Bus, seconds: float, during=None) -> None:
     left = seconds - (time.monotonic() - t0)
     if left > 0:
         time.sleep(left)
-    wait_for(lambda: bus.a.quiet() and bus.b.quiet(), QUIET_CONFIRM_TIMEOUT_S, "both dispatchers to go quiet")
+    quiet = "both dispatchers to go quiet"
+    wait_for(lambda: bus.a.quiet() and bus.b.quiet(), QUIET_CONFIRM_TIMEOUT_S, quiet, poll=0.02)
 
 
 def main() -> int:

@@ -8,13 +8,17 @@ them has nothing to do — exactly the idle tick the benchmark measures.
 
 from __future__ import annotations
 
+import json
 import os
 import secrets
 import subprocess
 import sys
+import time
 import uuid
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 from crosstalk.bus.message import BusMessage, render_message
 
@@ -43,6 +47,32 @@ def git(root: Path, *args: str, stdin: bytes | None = None, timeout: float = GIT
     if out.returncode != 0:
         raise RuntimeError(f"git {' '.join(args)} failed: {out.stderr.decode(errors='replace').strip()}")
     return out.stdout.decode()
+
+
+def remote_head(bare: Path) -> str:
+    """The bare remote's main, read from its ref file (cheap enough to poll); git's answer if it was packed."""
+    try:
+        return (bare / "refs" / "heads" / "main").read_text().strip()
+    except FileNotFoundError:
+        return git(bare, "rev-parse", "refs/heads/main").strip()
+
+
+def read_json(path: Path) -> dict[str, Any]:
+    """The JSON object in a state file (heartbeat, cursor), or {} while it is missing or half written."""
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def wait_for(cond: Callable[[], object], timeout: float, what: str, poll: float = 0.005) -> None:
+    """Poll `cond` until it holds; RuntimeError after `timeout` seconds."""
+    deadline = time.monotonic() + timeout
+    while not cond():
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"timed out after {timeout:.0f} s waiting for {what}")
+        time.sleep(poll)
 
 
 def _channel_md(name: str) -> bytes:

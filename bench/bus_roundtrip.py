@@ -24,7 +24,6 @@ Every crosstalk process runs with a bytecode cache in the temp dir (as an instal
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import re
 import subprocess
@@ -51,7 +50,7 @@ from _common import (
     timed_run,
     versus,
 )
-from bus_fixture import cli, git
+from bus_fixture import cli, git, read_json, remote_head, wait_for
 from floor import FloorServer, measure
 
 TARGET_S = 1.5
@@ -66,29 +65,6 @@ LOG_DURATION = re.compile(r" (dispatch|tick) .*duration=([0-9.]+)")
 
 def registry_yaml(model_path: Path) -> str:
     return f"providers:\n  bench:\n    timeout: 30\n    models:\n      pong: {model_path}\n"
-
-
-def remote_head(bare: Path) -> str:
-    """The bare remote's main, read from its ref file (cheap enough to poll); falls back to git if packed."""
-    try:
-        return (bare / "refs" / "heads" / "main").read_text().strip()
-    except FileNotFoundError:
-        return git(bare, "rev-parse", "refs/heads/main").strip()
-
-
-def read_json(path: Path) -> dict[str, Any]:
-    try:
-        return json.loads(path.read_text())
-    except (OSError, ValueError):
-        return {}
-
-
-def wait_for(cond, timeout: float, what: str) -> None:
-    deadline = time.monotonic() + timeout
-    while not cond():
-        if time.monotonic() > deadline:
-            raise RuntimeError(f"timed out after {timeout:.0f} s waiting for {what}")
-        time.sleep(0.005)
 
 
 class Bus:
