@@ -46,7 +46,6 @@ import re
 import subprocess
 import sys
 import time
-from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
@@ -68,7 +67,7 @@ from _common import (
     timed_run,
     versus,
 )
-from bus_fixture import read_json, remote_head, wait_for
+from bus_fixture import GitTimer, read_json, remote_head, wait_for
 
 TARGET_S = 1.5
 NAME = "bus"
@@ -305,32 +304,20 @@ class IdleTicks:
         self.c = c
         transport = resolve_transport(c.root, str(c.root), environ=c.env)
         self.dispatcher = Dispatcher(transport, environ=c.env, log=EventLog(transport.state(c.env).ensure().log))
-        self.calls: dict[str, list[float]] = defaultdict(list)
         self.ticks: list[float] = []
         self.fetch: list[float] = []
         self.ls_remote: list[float] = []
         self.remote_per_tick: list[float] = []  # seconds of remote-talking git in each kept tick
-        self.active = False
-        repo = self.dispatcher.repo
-        inner = repo._raw
-
-        def raw(args: list[str], **kw: Any) -> Any:
-            t0 = time.perf_counter()
-            try:
-                return inner(args, **kw)
-            finally:
-                if self.active:
-                    self.calls[_subcommand(args)].append(time.perf_counter() - t0)
-
-        repo._raw = raw  # an instance attribute shadows the method for this repo only
+        self.timer = GitTimer(self.dispatcher.repo, key=_subcommand)
+        self.calls = self.timer.samples
 
     def tick(self, keep: bool) -> None:
-        self.active = keep
+        self.timer.active = keep
         before = self._remote_s()
         t0 = time.perf_counter()
         report = self.dispatcher.tick()
         wall = time.perf_counter() - t0
-        self.active = False
+        self.timer.active = False
         if keep and not report.idle:
             raise RuntimeError(f"c's tick was not idle: {report}")
         if keep:

@@ -15,6 +15,7 @@ import subprocess
 import sys
 import time
 import uuid
+from collections import defaultdict
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -47,6 +48,31 @@ def git(root: Path, *args: str, stdin: bytes | None = None, timeout: float = GIT
     if out.returncode != 0:
         raise RuntimeError(f"git {' '.join(args)} failed: {out.stderr.decode(errors='replace').strip()}")
     return out.stdout.decode()
+
+
+def command_and_word(args: list[str]) -> str:
+    """`rev-parse HEAD`-style key of _raw's args: the subcommand and its first plain word."""
+    words = [a for a in args[1:] if not a.startswith("-")]
+    return " ".join([args[0], *words[:1]])
+
+
+class GitTimer:
+    """Wraps one GitRepo's `_raw` to record the wall time of every git subprocess while `active`, by `key(args)`."""
+
+    def __init__(self, repo: Any, key: Callable[[list[str]], str] = command_and_word) -> None:
+        self.samples: dict[str, list[float]] = defaultdict(list)
+        self.active = False
+        inner = repo._raw
+
+        def raw(args: list[str], **kw: Any) -> Any:
+            t0 = time.perf_counter()
+            try:
+                return inner(args, **kw)
+            finally:
+                if self.active:
+                    self.samples[key(args)].append(time.perf_counter() - t0)
+
+        repo._raw = raw  # an instance attribute shadows the method for this repo only
 
 
 def remote_head(bare: Path) -> str:

@@ -23,9 +23,7 @@ import argparse
 import os
 import sys
 import time
-from collections import defaultdict
 from pathlib import Path
-from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # bench/ is not a package
 
@@ -41,7 +39,7 @@ from _common import (
     timed_run,
     versus,
 )
-from bus_fixture import build_transport
+from bus_fixture import GitTimer, build_transport
 
 TARGET_RATIO = 1.2
 
@@ -49,27 +47,6 @@ TARGET_RATIO = 1.2
 def timed_git(root: Path, *args: str) -> float:
     """Wall seconds of one `git -C root ARGS` subprocess (RuntimeError if it fails)."""
     return timed_run(["git", "-C", str(root), *args], timeout=120)
-
-
-class GitTimer:
-    """Wraps one GitRepo's `_raw` to record the wall time of every git subprocess by its subcommand."""
-
-    def __init__(self, repo: Any) -> None:
-        self.samples: dict[str, list[float]] = defaultdict(list)
-        self.active = False
-        inner = repo._raw
-
-        def raw(args: list[str], **kw: Any) -> Any:
-            t0 = time.perf_counter()
-            try:
-                return inner(args, **kw)
-            finally:
-                if self.active:
-                    words = [a for a in args[1:] if not a.startswith("-")]
-                    key = " ".join([args[0], *words[:1]])
-                    self.samples[key].append(time.perf_counter() - t0)
-
-        repo._raw = raw  # an instance attribute shadows the method for this repo only
 
 
 class Side:
