@@ -5,7 +5,6 @@ wait for the reply, pulling the remote while it waits. The terminal side is cros
 from __future__ import annotations
 
 import re
-import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -96,11 +95,13 @@ def wait_reply(
     rel: str,
     timeout: float,
     *,
-    cancel: threading.Event | None = None,
+    cancelled: Callable[[], bool] | None = None,
     tick: Callable[[float], None] | None = None,
 ) -> Turn:
-    """Wait up to `timeout` seconds for the first reply to `rel` (pulling the remote every PULL_EVERY_S); `tick`
-    is called with the seconds waited so far, for a progress indicator. BusError when git fails."""
+    """Wait up to `timeout` seconds for the first reply to `rel` (pulling the remote every PULL_EVERY_S), or until
+    `cancelled()` says stop; `tick` is called with the seconds waited so far, for a progress indicator. BusError
+    when git fails. `cancelled` is polled, never waited on: a SIGINT handler may set what it reads (a signal
+    handler that sets a threading.Event can deadlock on the Event's own lock, held by the waiting thread)."""
     started = time.monotonic()
     last_pull = started
     while True:
@@ -111,7 +112,7 @@ def wait_reply(
             msg = read_message(transport.root, first.path)
             body = msg.body.rstrip() if msg is not None else ""
             return Turn(rel, Line(first.sender, body, first.failed, first.error), first.path)
-        if waited >= timeout or (cancel is not None and cancel.is_set()):
+        if waited >= timeout or (cancelled is not None and cancelled()):
             return Turn(rel, None)
         if tick is not None:
             tick(waited)
@@ -121,7 +122,4 @@ def wait_reply(
             except BusError:
                 pass  # the remote is away for a moment: the local history is still read; the next pull retries
             last_pull = time.monotonic()
-        if cancel is not None:
-            cancel.wait(POLL_S)
-        else:
-            time.sleep(POLL_S)
+        time.sleep(POLL_S)

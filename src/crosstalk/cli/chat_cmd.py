@@ -13,7 +13,6 @@ from __future__ import annotations
 import argparse
 import signal
 import sys
-import threading
 from typing import Any
 
 from crosstalk.cli.bus_common import add_transport_option, bus_errors, open_transport
@@ -95,16 +94,17 @@ def run(args: argparse.Namespace) -> int:
         with bus_errors():
             rel = chat.say(transport, channel, args.to, sender, text.rstrip())
         spinner = Spinner(args.to, interactive and sys.stderr.isatty())
-        cancel = threading.Event()
-        previous = signal.signal(signal.SIGINT, lambda *_, c=cancel: c.set())  # Ctrl-C ends the wait, not the chat
+        interrupted: list[int] = []  # a plain list the SIGINT handler appends to: no lock a handler could deadlock on
+        previous = signal.signal(signal.SIGINT, lambda signum, _f, i=interrupted: i.append(signum))  # ends the wait
         try:
             with bus_errors():
-                turn = chat.wait_reply(transport, rel, args.timeout, cancel=cancel, tick=spinner)
+                stopped = lambda i=interrupted: bool(i)  # noqa: E731
+                turn = chat.wait_reply(transport, rel, args.timeout, cancelled=stopped, tick=spinner)
         finally:
             signal.signal(signal.SIGINT, previous)
             spinner.clear()
         if turn.reply is None:
-            why = "stopped waiting" if cancel.is_set() else f"no answer within {args.timeout:g} s"
+            why = "stopped waiting" if interrupted else f"no answer within {args.timeout:g} s"
             print(f"({why}; the answer will land in channel {channel.name}: {rel})", flush=True)
             continue
         print(_render(turn.reply), flush=True)
