@@ -23,7 +23,7 @@ import os
 import shutil
 import sys
 import tempfile
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -40,6 +40,7 @@ from dispatch_helpers import Daemon, commit_files, wait_replied
 if TYPE_CHECKING:  # conftest is the e2e fixture module; not imported at run time (several dirs have one)
     from conftest import HarnessRun
     from mock_models import MockModelServer
+    from mock_models.base import RecordedRequest
 
 __all__ = [
     "REPLY_TIMEOUT",
@@ -48,6 +49,7 @@ __all__ = [
     "bus_pair",
     "harness_provider",
     "protocol_line",
+    "refuse",
     "reject_model",
     "wait_replied",
 ]
@@ -134,18 +136,22 @@ def protocol_line(root: Path) -> str:
     return plain[0]
 
 
-def reject_model(mock: MockModelServer, model: str) -> None:
-    """Make the Anthropic mock answer 404 not_found_error to requests for `model` (Claude Code then exits 1 at
-    once, where a closed port would have it retry for minutes)."""
+def refuse(mock: MockModelServer, when: Callable[[RecordedRequest], bool], status: int, error: dict[str, str]) -> None:
+    """Make `mock` answer HTTP `status` with `{"error": error}` (plus Anthropic's `"type": "error"`) to every
+    generation request `when` holds for, and serve the rest as before: a model API refusing that one request."""
     serve = mock.handle_post
 
-    def handle_post(h: Any, req: Any) -> None:
-        if mock.is_generation_path(req.path) and req.body.get("model") == model:
-            h.send_json(
-                404,
-                {"type": "error", "error": {"type": "not_found_error", "message": f"model: {model} (mock rejects it)"}},
-            )
+    def handle_post(h: Any, req: RecordedRequest) -> None:
+        if mock.is_generation_path(req.path) and when(req):
+            h.send_json(status, {"type": "error", "error": error})
             return
         serve(h, req)
 
     mock.handle_post = handle_post  # type: ignore[method-assign]
+
+
+def reject_model(mock: MockModelServer, model: str) -> None:
+    """Make the Anthropic mock answer 404 not_found_error to requests for `model` (Claude Code then exits 1 at
+    once, where a closed port would have it retry for minutes)."""
+    error = {"type": "not_found_error", "message": f"model: {model} (mock rejects it)"}
+    refuse(mock, lambda req: req.body.get("model") == model, 404, error)

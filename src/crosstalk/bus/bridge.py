@@ -38,7 +38,6 @@ if TYPE_CHECKING:
 
 TAG_PREFIX = "@bus:"
 CONTEXT_PREFIX = "bus:"
-LIVE_CHANNEL_PREFIX = "live-"
 DELIVER_TIMEOUT_S = 30.0
 # Message ids for bus messages: uuid5 in our own namespace, over "<transport>:<channel uuid>/<relPath>".
 _NAMESPACE = uuid.UUID("6f0c8a52-3e43-5d0e-9b4c-63726f737374")
@@ -146,7 +145,7 @@ def pick_transport(environ: Mapping[str, str], cwd: Path | None = None) -> Trans
 def _live_channel(transport: Transport) -> Channel:
     """This machine's channel for live agents' bus traffic (`live-<alias>`: one per machine, so two machines never
     race to create a channel of the same name)."""
-    from crosstalk.bus.channels import create_channel, find_channel
+    from crosstalk.bus.channels import LIVE_CHANNEL_PREFIX, create_channel, find_channel
 
     name = f"{LIVE_CHANNEL_PREFIX}{transport.alias}"
     try:

@@ -20,6 +20,8 @@ from crosstalk.bus.transports import Transport
 
 UUID_RE = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$", re.IGNORECASE)
 MAX_NAME_CHARS = 64
+CHAT_CHANNEL_PREFIX = "chat-"  # `crosstalk chat`'s channel per addressee (bus/chat.py)
+LIVE_CHANNEL_PREFIX = "live-"  # the bridge's channel for live agents' bus traffic (bus/bridge.py)
 
 
 @dataclass(frozen=True, slots=True)
@@ -31,6 +33,12 @@ class Channel:
     @property
     def rel_dir(self) -> str:
         return f"{layout.CHANNELS_DIR}/{self.uuid}"
+
+    @property
+    def made_by_crosstalk(self) -> bool:
+        """A channel crosstalk made for its own traffic: a workflow's child channel (it has a parent), a chat's, or
+        the bridge's. Never the default a command picks when none is named."""
+        return self.parent is not None or self.name.startswith((CHAT_CHANNEL_PREFIX, LIVE_CHANNEL_PREFIX))
 
     def to_json(self) -> dict[str, object]:
         return {"uuid": self.uuid, "name": self.name, "parent": self.parent, "path": self.rel_dir}

@@ -11,13 +11,12 @@ from dataclasses import dataclass
 
 from crosstalk.bus import layout
 from crosstalk.bus.addressing import split_address
-from crosstalk.bus.channels import Channel, create_channel, find_channel
+from crosstalk.bus.channels import CHAT_CHANNEL_PREFIX, Channel, create_channel, find_channel
 from crosstalk.bus.errors import BusError, ChannelError
 from crosstalk.bus.message import BusMessage, new_message_name, render_message, utc_timestamp
 from crosstalk.bus.store import PENDING, message_names, publish, read_message, replies_status, sync
 from crosstalk.bus.transports import Transport
 
-CHAT_PREFIX = "chat-"
 POLL_S = 0.25  # between looks at the work tree for the reply
 PULL_EVERY_S = 1.0  # between pulls of the remote while waiting (the local dispatcher pulls too)
 
@@ -41,7 +40,7 @@ class Turn:
 
 def chat_channel_name(to: str) -> str:
     """`chat-<address>`, with what a channel name cannot hold replaced (one channel per addressee)."""
-    return (CHAT_PREFIX + re.sub(r"[^A-Za-z0-9._@-]+", "-", to))[:64]
+    return (CHAT_CHANNEL_PREFIX + re.sub(r"[^A-Za-z0-9._@-]+", "-", to))[:64]
 
 
 def open_channel(transport: Transport, to: str, handle: str | None) -> Channel:

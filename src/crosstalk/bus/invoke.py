@@ -1,5 +1,5 @@
-"""One model run over one batch: its environment, its prompt (PROTOCOL.md, the persona, the messages) and the
-headless run itself. The dispatcher decides what a result means (a reply, silence, a failure)."""
+"""One model run over one batch: its environment, its prompt (PROTOCOL.md, the persona, the thread, the messages)
+and the headless run itself. The dispatcher decides what a result means (a reply, silence, a failure)."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ from crosstalk.bus.prompt import PromptItem, build_prompt, load_persona
 from crosstalk.bus.runner import RunResult, run_headless
 from crosstalk.bus.safefs import TEXT_LIMIT, UnsafeFile, read_transport_text
 from crosstalk.bus.scan import Batch
+from crosstalk.bus.thread import earlier_in_thread
 
 Log = Callable[..., None]  # EventLog-like: log(event, level?, **fields)
 
@@ -40,7 +41,8 @@ def invoke_batch(
     except ModelError as exc:
         return "", exc.message
     items = [PromptItem(m.msg.sender, m.rel, m.msg.body) for m in batch.messages]
-    prompt = build_prompt(protocol_text(root, error), persona, items)
+    earlier = earlier_in_thread(root, batch.channel, batch.messages)
+    prompt = build_prompt(protocol_text(root, error), persona, items, earlier)
     return run_model(
         batch.model, prompt, root=root, alias=alias, channel=batch.channel, environ=environ, timeout=model_timeout,
         cancel=cancel, log=log, error=error, rels=[m.rel for m in batch.messages], as_=batch.as_,

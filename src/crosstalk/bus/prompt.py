@@ -1,7 +1,9 @@
-"""The dispatch prompt: PROTOCOL.md, then the persona (if `as:`), then the batch's messages with delimiters."""
+"""The dispatch prompt: PROTOCOL.md, then the persona (if `as:`), then the earlier messages of the thread (if the
+batch answers any), then the batch's messages with delimiters."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -18,11 +20,20 @@ class PromptItem:
     body: str
 
 
-def build_prompt(protocol_text: str, persona: str | None, items: list[PromptItem]) -> str:
-    """Protocol text, "## Persona" when given, then "--- Message K of N (from: X, ref: R) ---" blocks; ends in "\\n"."""
+EARLIER_HEADING = "## Earlier in this thread (already answered; the messages below continue it)"
+
+
+def build_prompt(
+    protocol_text: str, persona: str | None, items: list[PromptItem], earlier: Sequence[PromptItem] = ()
+) -> str:
+    """Protocol text, "## Persona" when given, the thread so far under EARLIER_HEADING as "--- Earlier (from: X,
+    ref: R) ---" blocks when given, then "--- Message K of N (from: X, ref: R) ---" blocks; ends in "\\n"."""
     sections = [protocol_text.strip("\n")]
     if persona is not None:
         sections.append("## Persona\n\n" + persona.strip("\n"))
+    if earlier:
+        sections.append(EARLIER_HEADING)
+        sections += [f"--- Earlier (from: {e.sender}, ref: {e.ref}) ---\n" + e.body.strip("\n") for e in earlier]
     total = len(items)
     for number, item in enumerate(items, start=1):
         header = f"--- Message {number} of {total} (from: {item.sender}, ref: {item.ref}) ---"

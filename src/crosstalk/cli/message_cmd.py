@@ -85,14 +85,15 @@ def _read_body(arg: str) -> str:
 
 
 def pick_channel(transport: Any, handle: str | None) -> Any:
-    """--channel, else $CROSSTALK_CHANNEL, else the only channel; ChannelError naming the choices."""
+    """--channel, else $CROSSTALK_CHANNEL, else the only channel people made (the ones crosstalk makes for chats,
+    workflows and the bridge are never a default); ChannelError naming the choices."""
     from crosstalk.bus.channels import find_channel, list_channels
     from crosstalk.bus.errors import ChannelError
 
     handle = handle or os.environ.get("CROSSTALK_CHANNEL") or None
     if handle:
         return find_channel(transport.root, handle)
-    channels = list_channels(transport.root)
+    channels = [c for c in list_channels(transport.root) if not c.made_by_crosstalk]
     if len(channels) == 1:
         return channels[0]
     if not channels:

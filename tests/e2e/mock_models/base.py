@@ -142,7 +142,9 @@ Handler = _Handler
 
 
 class MockModelServer:
-    """Base mock: `start()`, `stop()`, `base_url`, `requests`; set `reply` to answer with fixed text."""
+    """Base mock: `start()`, `stop()`, `base_url`, `requests`; set `reply` to answer with fixed text, and
+    `replies_by` ({needle: text}) to answer a request whose newest user text holds a needle with that needle's
+    text (one mock serving several scripted conversations at once)."""
 
     name: ClassVar[str] = "mock"
     model: ClassVar[str] = "mock-model"
@@ -150,6 +152,7 @@ class MockModelServer:
 
     def __init__(self, reply: str | None = None) -> None:
         self.reply = reply
+        self.replies_by: dict[str, str] = {}
         self._lock = threading.Lock()
         self._requests: list[RecordedRequest] = []
         self._replies: list[str] = []
@@ -257,8 +260,12 @@ class MockModelServer:
 
     # scripting ------------------------------------------------------------------------------------------------
     def answer(self, body: dict[str, Any]) -> str:
-        """The reply text for one model request (the fixed `reply` if set, else a digest), recorded in `replies`."""
-        text = self.reply if self.reply is not None else digest_reply(self.newest_user_text(body))
+        """The reply text for one model request (by `replies_by`, else the fixed `reply` if set, else a digest),
+        recorded in `replies`."""
+        newest = self.newest_user_text(body)
+        text = next((reply for needle, reply in self.replies_by.items() if needle in newest), None)
+        if text is None:
+            text = self.reply if self.reply is not None else digest_reply(newest)
         with self._lock:
             self._replies.append(text)
         return text

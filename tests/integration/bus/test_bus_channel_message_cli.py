@@ -187,6 +187,17 @@ def test_send_body_limit(two_machines: TwoMachines) -> None:
     assert res.returncode == 2 and "1024 KiB" in res.stderr
 
 
+def test_the_default_channel_is_never_one_crosstalk_made(two_machines: TwoMachines) -> None:
+    """A chat's channel, the bridge's live-<alias>, and a sub-channel (a workflow's) do not count: with `general`
+    beside them, `message send` without --channel still goes to general."""
+    a = two_machines.a
+    general = json.loads(a.cli("channel", "list", "--json").stdout)[0]["uuid"]
+    for args in (["chat-sonnet"], ["live-a"], ["wf-1", "--parent", "general"]):
+        assert a.cli("channel", "create", *args).returncode == 0
+    res = a.cli("message", "send", "--to", "sonnet", "x")
+    assert res.returncode == 0 and f"/{general}/" in res.stdout, res.stderr
+
+
 def test_send_channel_choice(two_machines: TwoMachines) -> None:
     a = two_machines.a
     other = a.cli("channel", "create", "other").stdout.strip()

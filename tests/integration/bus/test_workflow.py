@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 from bus_machines import Machine, init_and_clone
 from dispatch_helpers import Daemon, channel_messages, commit_files, log_text, wait_for, wait_replied
+from terminal import Terminal
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
@@ -190,8 +191,6 @@ def test_a_kill_9_of_the_owner_at_each_stage_resumes_with_no_duplicate_work(bus,
 def test_compose_shows_the_plan_lets_it_be_edited_and_submits_it_compiled(bus) -> None:
     """Through a terminal: the plan is shown, [e]dit opens it in $EDITOR (a script here, making 2 copies of 3),
     [y]es submits the marker with its PLAN.json, and the owner runs it without compiling again."""
-    from test_chat import Terminal
-
     a, _b, abin, _bbin, _ = bus
     editor = abin / "edit-plan"
     editor.write_text(f"#!{sys.executable}\nimport sys\np = sys.argv[1]\nt = open(p).read()\n"
