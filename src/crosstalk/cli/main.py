@@ -71,7 +71,7 @@ _HELP = {
     "install": "Set crosstalk up for a harness: register `crosstalk mcp` with it, and its skill.",
     "uninstall": "Undo `crosstalk install` for a harness.",
     "pi-agent": "The core the crosstalk pi extension starts for one pi session (not for use by hand).",
-    # The git bus (protocol v7): each noun's parser lives in crosstalk.cli.<noun>_cmd (add_parser).
+    # The git bus (protocol v7).
     "transport": "Create, join, list and remove git transports (the bus).",
     "channel": "Create, list, rename and delete channels in a transport.",
     "message": "Send a message on the bus, and see which have replies.",
@@ -84,7 +84,9 @@ _HELP = {
     "settings": "Show the effective bus settings on this machine.",
     "version": "Print crosstalk's version and the bus protocol version.",
 }
-_BUS_NOUNS = (
+# Subcommands whose parser lives in crosstalk.cli.<noun>_cmd (its add_parser(sub)); a new command adds its help
+# line above and its noun here.
+_MODULE_NOUNS = (
     "transport", "channel", "message", "chat", "workflow", "server", "daemon", "status", "logs", "settings", "version",
 )  # fmt: skip
 
@@ -110,7 +112,7 @@ def build_parser(only: str | None = None) -> Parser:
             adder(sub)
         else:
             sub.add_parser(name, help=_HELP[name])  # listed in help; its arguments are never needed this run
-    for name in _BUS_NOUNS:
+    for name in _MODULE_NOUNS:
         if only is None or only == name:
             importlib.import_module(f"crosstalk.cli.{name}_cmd").add_parser(sub)
         else:
