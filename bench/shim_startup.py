@@ -281,7 +281,7 @@ def main() -> int:
                     ours_pyc,
                     "ms",
                     "crosstalk mcp median [pyc]",
-                    summary="the same handshake served by the official SDK (for the choice in docs/mcp-shim.md)",
+                    summary="the same handshake served by the official SDK (for the choice in docs/dev/mcp-shim.md)",
                 )
             )
             figures.append(

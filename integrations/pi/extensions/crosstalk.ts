@@ -1,5 +1,5 @@
 /**
- * crosstalk for pi 0.73.1: a thin extension around the crosstalk core process (docs/pi-link.md). The core owns identity,
+ * crosstalk for pi 0.73.1: a thin extension around the crosstalk core process (docs/dev/pi-link.md). The core owns identity,
  * the socket, policy and tags; this file starts and stops it, talks JSON lines with it, puts its messages into pi
  * without losing any, and provides /crosstalk, the status line and the tools.
  */
@@ -244,7 +244,7 @@ export default function crosstalk(pi: ExtensionAPI): void {
 		try { return await core.call(name, args); } catch (e) { return { ok: false, reason: errText(e) }; }
 	};
 
-	// ---- delivery (docs/pi-link.md "Delivery"): one FIFO queue, never two idle starts at once ----
+	// ---- delivery (docs/dev/pi-link.md "Delivery"): one FIFO queue, never two idle starts at once ----
 	const hand = (item: Item, deliverAs?: "steer" | "followUp"): boolean => {
 		try { pi.sendUserMessage(item.text, deliverAs ? { deliverAs } : undefined); } catch (e) { item.answer({ error: errText(e) }); return false; }
 		item.answer({ delivered: deliverAs ? "queued" : "immediate" });

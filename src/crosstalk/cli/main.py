@@ -377,7 +377,7 @@ def _pi_agent(sub: Any) -> None:
         "pi-agent",
         help=_HELP["pi-agent"],
         description="Host one pi session's agent for the crosstalk pi extension, speaking the pi link (one JSON "
-        "object per line) on stdin/stdout; see docs/pi-link.md. The extension starts it; logs go to stderr.",
+        "object per line) on stdin/stdout; see docs/dev/pi-link.md. The extension starts it; logs go to stderr.",
     )
     p.add_argument("--session", required=True, help="The pi session id.")
     p.add_argument("--cwd", required=True, help="The pi session's working directory.")

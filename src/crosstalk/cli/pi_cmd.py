@@ -1,5 +1,5 @@
 """`crosstalk pi-agent --session ID --cwd DIR`: the core the crosstalk pi extension starts for one pi session
-(docs/pi-link.md). It hosts the session's agent through the same tools a shim serves (send_message, ask, reply,
+(docs/dev/pi-link.md). It hosts the session's agent through the same tools a shim serves (send_message, ask, reply,
 list_agents), delivers into the session over the pi link, and answers the extension's slash commands and tools.
 
 Seed 004's environment, read once at start: PI_CROSSTALK_HANDLE (the name; taken → `-2`, `-3`, …),

@@ -1,6 +1,6 @@
 """The server side of MCP over stdio, without the SDK: newline-delimited JSON-RPC 2.0 on stdin/stdout.
 
-Why not the official `mcp` SDK: importing it costs ~0.5 s, and every harness session starts a shim (docs/mcp-shim.md
+Why not the official `mcp` SDK: importing it costs ~0.5 s, and every harness session starts a shim (docs/dev/mcp-shim.md
 has the numbers). What a harness needs from a tools-only server is small: `initialize` (version negotiation),
 `notifications/initialized`, `ping`, `tools/list`, `tools/call`, `notifications/cancelled`. Conformance is proved by
 driving `crosstalk mcp` with the official SDK's client (tests/integration/shim).

@@ -1,5 +1,5 @@
 """The Claude adapter's wire, against a unix socket that behaves as the pinned Claude Code 2.1.332 was seen to
-(docs/claude-adapter.md): it reads the auth and user lines, answers nothing and closes after our half-close. The
+(docs/dev/claude-adapter.md): it reads the auth and user lines, answers nothing and closes after our half-close. The
 real session is driven in tests/e2e/test_claude_live.py; here every branch of the outcome rules is forced."""
 
 from __future__ import annotations

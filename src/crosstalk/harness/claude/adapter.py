@@ -9,7 +9,7 @@ self-sent: it is never held, whatever the session's permission mode. One connect
      "priority":"now|next|later","from":"uds:<our socket>"}
     then half-close, and wait for Claude to close its side.
 
-What the pinned 2.1.332 does (docs/claude-adapter.md has the experiment): it answers no bytes; after our
+What the pinned 2.1.332 does (docs/dev/claude-adapter.md has the experiment): it answers no bytes; after our
 half-close it closes once it has read the lines (EOF). An idle session starts a turn with the message at any
 priority; a busy one takes `next` at its next tool boundary (inside the running turn, the tool call intact),
 `later` after the turn ends, and `now` interrupts the running tool call. So: auto → next, steer → now,

@@ -1,5 +1,5 @@
 """Messages into a Claude Code session that runs without crosstalk, written by the sender's side exactly as Claude's
-own SendMessage writes them (docs/claude-adapter.md, "Sessions without crosstalk"):
+own SendMessage writes them (docs/dev/claude-adapter.md, "Sessions without crosstalk"):
 
     {"type":"auth","token":<the session's peer token, from its key file>}
     {"msgV":1,"msg_id":…,"type":"user","message":{"role":"user","content":"<cross-session-message from=\"uds:…\"

@@ -1,4 +1,4 @@
-"""The core's side of the pi link (docs/pi-link.md): one JSON object per line, the extension's requests on stdin,
+"""The core's side of the pi link (docs/dev/pi-link.md): one JSON object per line, the extension's requests on stdin,
 ours on stdout. `deliver` waits for the extension's `delivered`; `call` requests are handed to one handler.
 
 The link is asyncio on the core's event loop; every line written is flushed at once (the extension reads them as
