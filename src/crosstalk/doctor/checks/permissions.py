@@ -1,12 +1,14 @@
 """The state root's permissions: crosstalk refuses a state dir that is not this user's (registry/paths.py) and a key
-file that is not exactly 0600 (registry/credentials.py); directories it finds wider it tightens to 0700 on use."""
+file that is not exactly 0600 (registry/credentials.py); directories it finds wider it tightens to 0700 on use. So
+a foreign owner, a wrong key mode, a symlink and anything others can write to are problems; a directory others can
+only read is a note."""
 
 from __future__ import annotations
 
 import shlex
 
 from crosstalk.doctor.facts import PathMode, StateRoot
-from crosstalk.doctor.findings import Finding, ok, problem
+from crosstalk.doctor.findings import Finding, Status, note, ok, problem
 
 CHECK = "permissions"
 
@@ -21,8 +23,17 @@ def _problem(entry: PathMode) -> Finding | None:
             f"{entry.path} is owned by uid {entry.uid}, not you (uid {entry.my_uid}); crosstalk refuses it",
             f"sudo chown {entry.my_uid} {path}",
         )
+    if entry.kind == "dir" and entry.mode & 0o022:
+        return problem(
+            CHECK, f"{entry.path} has mode {entry.mode:04o}; others can add files to a state dir", f"chmod 700 {path}"
+        )
     if entry.kind == "dir" and entry.mode != 0o700:
-        return problem(CHECK, f"{entry.path} has mode {entry.mode:04o}; state dirs are 0700", f"chmod 700 {path}")
+        return note(
+            CHECK,
+            f"{entry.path} has mode {entry.mode:04o}; others can list it (crosstalk tightens it to 0700 when an "
+            "agent next starts)",
+            f"chmod 700 {path}",
+        )
     if entry.kind == "secret" and entry.mode != 0o600:
         return problem(
             CHECK,
@@ -39,6 +50,6 @@ def check(state: StateRoot | None) -> list[Finding]:
         root = state.root if state else "the state root"
         return [ok(CHECK, f"state root {root} not created yet (the first agent creates it, 0700)")]
     out = [f for f in map(_problem, state.entries) if f is not None]
-    if not out:
-        out.append(ok(CHECK, f"state root {state.root}: {len(state.entries)} paths, private"))
+    if not any(f.status is Status.PROBLEM for f in out):
+        out.insert(0, ok(CHECK, f"state root {state.root}: {len(state.entries)} paths, none others can change"))
     return out
