@@ -38,6 +38,7 @@ def check(codex: CodexEnvironment | None) -> list[Finding]:
                 )
             )
     if not out:
-        running = len(codex.sessions)
-        out.append(ok(CHECK, f"Codex's crosstalk uses this shell's state root ({running} codex running)"))
+        n = len(codex.sessions)
+        running = f"{n} Codex session{'s' if n != 1 else ''} running" if n else "no Codex session running"
+        out.append(ok(CHECK, f"Codex's crosstalk uses this shell's state root ({running})"))
     return out
