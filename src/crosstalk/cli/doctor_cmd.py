@@ -45,7 +45,7 @@ def run(args: Any) -> int:
     if args.fix:
         from crosstalk.doctor.prune import prune
 
-        fixed = prune(StatePaths.from_env(environ))
+        fixed = prune(StatePaths.from_env(environ), environ)
     report = diagnose(environ)
     if args.as_json:
         data: dict[str, Any] = {"healthy": report.healthy, "findings": [f.to_json() for f in report.findings]}

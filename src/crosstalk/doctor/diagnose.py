@@ -46,7 +46,7 @@ def gather(environ: Mapping[str, str], cwd: Path) -> Facts:
         installs=installs.gather(environ, cwd),
         claude=claude.gather(environ, any(c.name == "claude" and c.path for c in found)),
         state=state.gather_state(paths),
-        leftovers=state.gather_leftovers(paths),
+        leftovers=state.gather_leftovers(paths, environ),
         codex=codex_env.gather(environ),
         transports=bus.gather(environ),
     )

@@ -94,10 +94,21 @@ class DispatcherLeftovers:
 
 
 @dataclass(frozen=True, slots=True)
+class ClaudePeerLeftover:
+    """A record crosstalk published as a native Claude peer (`--native-peers`) whose publisher is gone."""
+
+    sessions_dir: str
+    pid: int
+    name: str | None
+    files: tuple[str, ...]  # the record and its key
+
+
+@dataclass(frozen=True, slots=True)
 class Leftovers:
     agents: tuple[AgentLeftovers, ...] = ()
     temps: tuple[TempLeftover, ...] = ()
     dispatchers: tuple[DispatcherLeftovers, ...] = ()
+    claude_peers: tuple[ClaudePeerLeftover, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

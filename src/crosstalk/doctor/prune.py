@@ -3,12 +3,15 @@
 An agent's files go only while doctor itself holds that agent's lock (so no registration is open or can open) and
 its descriptor, read again under the lock, names a process that no longer runs with its recorded start time. A
 temp file goes when its writer pid is gone; a dispatcher's pid file and wake socket only while doctor holds that
-dispatcher's lock. Lock files themselves are never removed (fs/locks.py). Anything else stays."""
+dispatcher's lock; a native Claude peer record crosstalk published when its pid no longer runs with its procStart
+(harness/claude/peers.py, which touches only crosstalk's own records). Lock files themselves are never removed
+(fs/locks.py). Anything else stays."""
 
 from __future__ import annotations
 
 import contextlib
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -18,6 +21,7 @@ from crosstalk.doctor.gather.state import gather_leftovers
 from crosstalk.fs.atomic import temp_writer_pid
 from crosstalk.fs.locks import FileLock
 from crosstalk.fs.procinfo import is_same_process, pid_alive
+from crosstalk.harness.claude import peers as claude_peers
 from crosstalk.registry.descriptor import read_descriptor
 from crosstalk.registry.paths import StatePaths
 
@@ -58,11 +62,11 @@ def prune_agent(paths: StatePaths, agent_id: str, removed: list[str], kept: list
         lock.release()
 
 
-def prune(paths: StatePaths, leftovers: Leftovers | None = None) -> PruneResult:
+def prune(paths: StatePaths, environ: Mapping[str, str], leftovers: Leftovers | None = None) -> PruneResult:
     """Remove the dead among `leftovers` (gathered afresh when not given)."""
     from crosstalk.doctor.checks.stale import is_dead
 
-    leftovers = leftovers if leftovers is not None else gather_leftovers(paths)
+    leftovers = leftovers if leftovers is not None else gather_leftovers(paths, environ)
     removed: list[str] = []
     kept: list[str] = []
     for agent in leftovers.agents:
@@ -86,4 +90,6 @@ def prune(paths: StatePaths, leftovers: Leftovers | None = None) -> PruneResult:
                 _unlink(directory / name, removed)
         finally:
             lock.release()
+    for sessions in dict.fromkeys(Path(p.sessions_dir) for p in leftovers.claude_peers):
+        removed.extend(str(p) for p in claude_peers.prune(sessions))  # re-checks pid + procStart, ours only
     return PruneResult(tuple(removed), tuple(kept))

@@ -78,7 +78,7 @@ def test_nothing_whose_process_may_be_alive_is_removed(machine: Machine) -> None
     finally:
         lock.release()
     # Once the lock is free, the dead one goes; the running one stays.
-    result = prune(machine.paths)
+    result = prune(machine.paths, machine.env)
     assert machine.agent_files(locked) == []
     assert len(machine.agent_files(running)) == 4
     assert str(machine.paths.descriptor(running)) not in result.removed
@@ -88,12 +88,12 @@ def test_a_socket_and_key_with_no_descriptor_go_only_when_no_registration_owns_t
     pid, started = machine.dead_process()
     orphan = machine.stale_agent("orphan", pid, started)
     machine.paths.descriptor(orphan).unlink()  # died before publishing: socket and keys, no descriptor
-    [agent] = gather_leftovers(machine.paths).agents
+    [agent] = gather_leftovers(machine.paths, machine.env).agents
     assert agent.pid is None and not agent.lock_held
     code, report = machine.doctor()
     [stale] = problems(report, "stale")
     assert code == 1 and "no registration owns them" in stale["text"]
-    assert len(prune(machine.paths).removed) == 3
+    assert len(prune(machine.paths, machine.env).removed) == 3
     assert machine.agent_files(orphan) == []
 
 
@@ -109,3 +109,25 @@ def test_a_temp_file_of_a_dead_writer_is_pruned_and_a_live_writers_is_kept(machi
     assert [f"temp file {dead_tmp} left by pid {pid}, which is gone"] == [f["text"] for f in problems(report, "stale")]
     assert machine.doctor("--fix")[0] == 0
     assert not dead_tmp.exists() and live_tmp.exists()
+
+
+def test_a_killed_agents_native_claude_peer_record_is_pruned_and_a_live_ones_kept(machine: Machine) -> None:
+    assert machine.crosstalk("install", "claude", "--native-peers").returncode == 0
+    live = machine.start_agent("peer-live")
+    victim = machine.start_agent("peer-gone")
+    sessions = machine.home / ".claude" / "sessions"
+    assert (sessions / f"{live['pid']}.json").exists() and (sessions / f"{victim['pid']}.json").exists()
+    machine.kill(victim["pid"])
+    code, report = machine.doctor()
+    peer = [p for p in problems(report, "stale") if "Claude peer" in p["text"]]
+    assert code == 1
+    assert [p["text"] for p in peer] == [
+        f"stale Claude peer record in {sessions} (agent peer-gone, pid {victim['pid']}, which is gone): Claude lists "
+        "a dead peer"
+    ]
+    code, report = machine.doctor("--fix")
+    assert code == 0, problems(report)
+    assert str(sessions / f"{victim['pid']}.json") in report["fixed"]["removed"]
+    assert not (sessions / f"{victim['pid']}.json").exists()
+    assert (sessions / f"{live['pid']}.json").exists()  # the live agent's peer record and key stay
+    assert len(list(sessions.glob(f"{live['pid']}.*.key"))) == 1

@@ -1,7 +1,8 @@
 """Stale descriptors, sockets, keys and temp files. Something is prunable only when its owner is provably dead:
 for an agent, the recorded pid no longer runs with the recorded start time (or no descriptor names one) and
 nobody holds the agent lock (every registration holds it for its whole life); for a temp file, its writer pid is
-gone; for a dispatcher's pid file and wake socket, nobody holds dispatcher.lock. Anything else is left alone."""
+gone; for a dispatcher's pid file and wake socket, nobody holds dispatcher.lock; for a native Claude peer record
+crosstalk published, its pid no longer runs with its procStart. Anything else is left alone."""
 
 from __future__ import annotations
 
@@ -46,6 +47,16 @@ def check(leftovers: Leftovers) -> list[Finding]:
             out.append(
                 problem(CHECK, f"dispatcher for {disp.transport} is not running but left {names}", FIX, disp.files)
             )
+    for peer in leftovers.claude_peers:
+        who = f"agent {peer.name}, pid {peer.pid}" if peer.name else f"pid {peer.pid}"
+        out.append(
+            problem(
+                CHECK,
+                f"stale Claude peer record in {peer.sessions_dir} ({who}, which is gone): Claude lists a dead peer",
+                FIX,
+                peer.files,
+            )
+        )
     if not out:
         out.append(ok(CHECK, f"no stale descriptors, sockets or keys ({live} live agent{'s' if live != 1 else ''})"))
     return out

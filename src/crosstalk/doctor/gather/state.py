@@ -1,18 +1,33 @@
 """The state root's paths and their modes, and what is left in it: every agent's files with the evidence of
 whether its registration lives (pid + start time from its descriptor, and its agent lock), writers' temp files,
-and each dispatcher's pid file and wake socket with whether its lock is held. Reading never creates anything."""
+each dispatcher's pid file and wake socket with whether its lock is held, and the native Claude peer records of
+crosstalk agents that are gone. Reading never creates anything."""
 
 from __future__ import annotations
 
+import contextlib
+import json
 import os
 import stat
+from collections.abc import Mapping
 from pathlib import Path
 
 from crosstalk.core.ids import is_agent_id
-from crosstalk.doctor.facts import AgentLeftovers, DispatcherLeftovers, Leftovers, PathMode, StateRoot, TempLeftover
+from crosstalk.doctor.facts import (
+    AgentLeftovers,
+    ClaudePeerLeftover,
+    DispatcherLeftovers,
+    Leftovers,
+    PathMode,
+    StateRoot,
+    TempLeftover,
+)
 from crosstalk.fs.atomic import temp_writer_pid
 from crosstalk.fs.locks import is_locked
 from crosstalk.fs.procinfo import is_same_process, pid_alive
+from crosstalk.fs.reading import read_capped
+from crosstalk.harness.claude.peers import ENTRYPOINT, MAX_RECORD_BYTES, key_path
+from crosstalk.harness.claude.sessions import is_live, parse_record, sessions_dir
 from crosstalk.registry.descriptor import read_descriptor
 from crosstalk.registry.paths import StatePaths
 
@@ -125,5 +140,41 @@ def dispatcher_leftovers(paths: StatePaths) -> tuple[DispatcherLeftovers, ...]:
     return tuple(out)
 
 
-def gather_leftovers(paths: StatePaths) -> Leftovers:
-    return Leftovers(agent_leftovers(paths), temp_leftovers(paths), dispatcher_leftovers(paths))
+def peer_dirs(paths: StatePaths, environ: Mapping[str, str]) -> tuple[Path, ...]:
+    """The Claude session directories crosstalk may have published peers into: this environment's, and the one
+    `crosstalk install claude --native-peers` recorded."""
+    dirs = [sessions_dir(environ)]
+    settings = read_capped(paths.native_peers / "claude.json", 64 * 1024)
+    with contextlib.suppress(ValueError):
+        chosen = json.loads(settings).get("config_dir") if settings else None
+        if isinstance(chosen, str) and chosen:
+            dirs.append(Path(chosen) / "sessions")
+    return tuple(dict.fromkeys(dirs))
+
+
+def claude_peer_leftovers(dirs: tuple[Path, ...]) -> tuple[ClaudePeerLeftover, ...]:
+    out = []
+    for sessions in dirs:
+        for name in sorted(_names(sessions)):
+            stem, _, ext = name.partition(".")
+            if ext != "json" or not stem.isdigit():
+                continue
+            raw = read_capped(sessions / name, MAX_RECORD_BYTES)
+            record = parse_record(raw) if raw else None
+            if record is None or record.get("entrypoint") != ENTRYPOINT or is_live(record, int(stem)):
+                continue
+            socket = record.get("messagingSocketPath")
+            key = key_path(sessions, int(stem), socket if isinstance(socket, str) else "")
+            files = tuple(str(f) for f in (sessions / name, key) if f.exists())
+            label = record.get("name")
+            out.append(ClaudePeerLeftover(str(sessions), int(stem), label if isinstance(label, str) else None, files))
+    return tuple(out)
+
+
+def gather_leftovers(paths: StatePaths, environ: Mapping[str, str]) -> Leftovers:
+    return Leftovers(
+        agent_leftovers(paths),
+        temp_leftovers(paths),
+        dispatcher_leftovers(paths),
+        claude_peer_leftovers(peer_dirs(paths, environ)),
+    )
