@@ -7,7 +7,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from crosstalk.cli.common import echo, print_json
+from crosstalk.cli.common import echo, fail, print_json
 
 _MARK = {"ok": "ok     ", "note": "note   ", "problem": "PROBLEM"}
 
@@ -37,16 +37,20 @@ def line(finding: Any) -> str:
 
 
 def run(args: Any) -> int:
+    from crosstalk.core.errors import CrosstalkError
     from crosstalk.doctor.diagnose import diagnose
     from crosstalk.registry.paths import StatePaths
 
     environ = dict(os.environ)
     fixed = None
-    if args.fix:
-        from crosstalk.doctor.prune import prune
+    try:
+        if args.fix:
+            from crosstalk.doctor.prune import prune
 
-        fixed = prune(StatePaths.from_env(environ), environ)
-    report = diagnose(environ)
+            fixed = prune(StatePaths.from_env(environ), environ)
+        report = diagnose(environ)
+    except (OSError, CrosstalkError) as exc:  # a check that cannot read what it must: one line, not a traceback
+        fail(f"doctor could not finish: {exc}")
     if args.as_json:
         data: dict[str, Any] = {"healthy": report.healthy, "findings": [f.to_json() for f in report.findings]}
         if fixed is not None:
