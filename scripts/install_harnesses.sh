@@ -6,20 +6,26 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-PINS=(
-  "@anthropic-ai/claude-code@2.1.332"
-  "@openai/codex@0.171.0"
-  "@mariozechner/pi-coding-agent@0.73.1"
-  "@anthropic-ai/tokenizer@0.0.4"  # not a harness: Anthropic's tokenizer, to hold the size of what the model reads
-)
+# The harness pins live in one file the package ships (`crosstalk doctor` reads it too): "<command> <package> <version>".
+PIN_FILE=src/crosstalk/doctor/harness_pins.txt
+PINS=()
+CHECKS=()
+while read -r cmd pkg ver rest; do
+  case "$cmd" in ''|'#'*) continue ;; esac
+  [ -n "$ver" ] && [ -z "$rest" ] || { echo "install_harnesses: bad line in $PIN_FILE: $cmd $pkg $ver $rest" >&2; exit 1; }
+  PINS+=("$pkg@$ver")
+  CHECKS+=("$cmd $ver")
+done < "$PIN_FILE"
+[ "${#CHECKS[@]}" -gt 0 ] || { echo "install_harnesses: no pins in $PIN_FILE" >&2; exit 1; }
+PINS+=("@anthropic-ai/tokenizer@0.0.4")  # not a harness: Anthropic's tokenizer, to hold the size of what the model reads
 PREFIX=.harnesses
 BIN="$PREFIX/node_modules/.bin"
 STAMP="$PREFIX/.installed"
 want="$(printf '%s\n' "${PINS[@]}" | sha256sum | cut -d' ' -f1)"
 
 have_all_bins() {
-  local b
-  for b in claude codex pi; do [ -x "$BIN/$b" ] || return 1; done
+  local c
+  for c in "${CHECKS[@]}"; do [ -x "$BIN/${c%% *}" ] || return 1; done
 }
 
 if [ -f "$STAMP" ] && [ "$(cat "$STAMP")" = "$want" ] && have_all_bins; then
@@ -50,9 +56,7 @@ check() {  # check BIN EXPECTED_VERSION
     *) echo "install_harnesses: $1 reports '$out', expected $2" >&2; exit 1 ;;
   esac
 }
-check claude 2.1.332
-check codex 0.171.0
-check pi 0.73.1
+for c in "${CHECKS[@]}"; do check ${c%% *} "${c#* }"; done
 [ -f "$PREFIX/node_modules/@anthropic-ai/tokenizer/package.json" ] || { echo "install_harnesses: @anthropic-ai/tokenizer missing" >&2; exit 1; }
 
 echo "$want" > "$STAMP"

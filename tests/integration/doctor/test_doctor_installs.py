@@ -1,0 +1,60 @@
+"""Which harnesses have crosstalk installed, read from the files the real `crosstalk install` writes."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from doctor_machine import Machine, findings, problems
+
+pytestmark = pytest.mark.integration
+
+
+def _installed(report: dict[str, object]) -> dict[str, dict[str, str]]:
+    return {f["text"].split(":")[0]: f for f in findings(report, "installed")}  # type: ignore[arg-type]
+
+
+def test_nothing_installed_is_healthy(machine: Machine) -> None:
+    code, report = machine.doctor()
+    assert code == 0
+    rows = _installed(report)
+    assert set(rows) == {"claude", "codex", "pi"}
+    assert all(r["status"] == "ok" and "not installed" in r["text"] for r in rows.values())
+
+
+def test_each_install_is_seen_and_a_broken_one_says_to_install_again(machine: Machine) -> None:
+    for harness in ("claude", "codex", "pi"):
+        assert machine.crosstalk("install", harness).returncode == 0
+    code, report = machine.doctor()
+    rows = _installed(report)
+    assert code == 0, problems(report)
+    assert rows["claude"]["text"] == f"claude: crosstalk installed ({machine.home / '.claude.json'})"
+    assert rows["codex"]["text"] == f"codex: crosstalk installed ({machine.home / '.codex' / 'config.toml'})"
+    assert rows["pi"]["text"] == f"pi: crosstalk installed ({machine.home / '.pi' / 'agent' / 'settings.json'})"
+
+    # The skill deleted, and Codex's entry pointing at a crosstalk that is gone (a removed venv).
+    skill = machine.home / ".claude" / "skills" / "crosstalk" / "SKILL.md"
+    skill.unlink()
+    config = machine.home / ".codex" / "config.toml"
+    config.write_text(config.read_text().replace(json.dumps(str(Path(machine.crosstalk_path()))), '"/gone/crosstalk"'))
+    code, report = machine.doctor()
+    by_fix = {f["fix"]: f["text"] for f in problems(report, "installed")}
+    assert code == 1
+    assert by_fix == {
+        "crosstalk install claude": f"claude: installed but the skill {skill} is missing",
+        "crosstalk install codex": "codex: the installed command /gone/crosstalk is missing or not executable",
+    }
+    # Running the fix it names makes it healthy again.
+    assert machine.crosstalk("install", "claude").returncode == 0
+    assert machine.crosstalk("install", "codex").returncode == 0
+    assert machine.doctor()[0] == 0
+
+
+def test_an_unreadable_config_is_a_problem_naming_the_file(machine: Machine) -> None:
+    config = machine.home / ".codex" / "config.toml"
+    config.parent.mkdir()
+    config.write_text("[mcp_servers\n")
+    code, report = machine.doctor()
+    [p] = problems(report, "installed")
+    assert code == 1 and p["text"].startswith(f"codex: {config}: not valid TOML")
