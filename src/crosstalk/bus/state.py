@@ -33,10 +33,13 @@ def transports_dir(environ: Mapping[str, str] = os.environ) -> Path:
 
 
 def ensure_private_dir(path: Path) -> Path:
-    """Create path (and its parents) 0700, or check and tighten an existing one (registry.paths's rule: a directory,
-    owned by this user); a problem is a BusError, which the bus CLI prints on one line."""
+    """Create path and every missing directory above it 0700 (mkdir(parents=True) would leave those at the umask's
+    0755: the state root itself, when the bus is the first to need it), or check and tighten an existing `path`
+    (registry.paths's rule: a directory, owned by this user); a problem is a BusError, printed on one line."""
     try:
-        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        for missing in [d for d in reversed(path.parents) if not d.exists()]:
+            with contextlib.suppress(FileExistsError):
+                os.mkdir(missing, 0o700)
         registry_paths.ensure_private_dir(path)
     except RegistryError as exc:
         raise BusError(str(exc)) from None

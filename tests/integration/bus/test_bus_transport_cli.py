@@ -42,6 +42,9 @@ def test_init_with_remote_pushes_the_scaffold(bare_remote: Path, make_machine: C
     entry = json.loads((m.home / "bus" / "transports" / "bus.json").read_text())
     assert entry == {"name": "bus", "root": str(root), "alias": None}
     assert oct((m.home / "bus" / "transports" / "bus.json").stat().st_mode & 0o777) == "0o600"
+    # The bus was the first to need the state root: it and every directory under it are 0700, never the umask's.
+    for d in (m.home, m.home / "bus", m.home / "bus" / "transports"):
+        assert oct(d.stat().st_mode & 0o777) == "0o700", d
 
 
 def test_init_refuses_a_non_empty_dir_and_a_taken_name(make_machine: Callable[[str], Machine]) -> None:
