@@ -135,11 +135,36 @@ def trigger(phase: str, pid: int, model: Path, m1: Machine, rng: random.Random) 
     return lambda: time.monotonic() >= at
 
 
+SAID: dict[str, str] = {}  # message path -> what its `message send` wrote on stderr (a push it gave up on)
+
+
 def send_all(m2: Machine, n: int, life: int, into: list[str]) -> None:
     """`message send` n times from m2 (each commits and pushes); the paths go to `into`, a failure as "!" + why."""
     for k in range(n):
         res = m2.cli("message", "send", "--to", f"{MODEL}@m1", "--from", "alice", f"life {life} task {k}")
         into.extend(res.stdout.split() if res.returncode == 0 else [f"!{res.returncode}: {res.stderr}"])
+        for path in res.stdout.split() if res.returncode == 0 and res.stderr.strip() else []:
+            SAID[path] = res.stderr.strip()
+
+
+def post_mortem(m1: Machine, m2: Machine, remote: Path, want: set[str], daemon: Daemon) -> str:
+    """What a failed life leaves to read: the messages without a reply (on the remote or not, what their send
+    said), m1's dispatcher (heartbeat, children, kernel wait channel), m1's repository (HEAD, status, locks)."""
+    _, files, replies = remote_state(remote)
+    on_remote = {channel_rel(p) for p in files}
+    lines = []
+    for rel in sorted(want - set(replies)):
+        path = next((p for p in SAID if channel_rel(p) == rel), rel)
+        lines.append(f"no reply: {rel} on_remote={rel in on_remote} send_said={SAID.get(path, '-')!r}")
+    pid = daemon.proc.pid
+    wchan = Path(f"/proc/{pid}/wchan").read_text() if pid_alive(pid) else "dead"
+    lines.append(f"dispatcher pid={pid} wchan={wchan} children={children(pid)} heartbeat={heartbeat(m1)}")
+    assert m1.root is not None
+    locks = sorted(str(p.relative_to(m1.root)) for p in (m1.root / ".git").rglob("*.lock"))
+    lines.append(f"m1 HEAD={m1.git('rev-parse', 'HEAD').strip()} locks={locks}")
+    lines.append("m1 status: " + m1.git("status", "--porcelain=v1", "--branch").strip().replace("\n", " | "))
+    lines.append("m2 status: " + m2.git("status", "--porcelain=v1", "--branch").strip().replace("\n", " | "))
+    return "\n".join(lines)
 
 
 def remote_state(remote: Path) -> tuple[str, dict[str, str], dict[str, list[str]]]:
@@ -247,7 +272,8 @@ def test_kill_9_mid_tick_never_duplicates_loses_or_wedges(bus: tuple[Machine, Ma
                 wait_for(lambda w=want: w <= set(remote_state(remote)[2]), 90, "a reply to every message", poll=0.2)
                 wait_for(lambda: heartbeat(m1).get("cursor") == m1.git("rev-parse", "HEAD").strip(), 30, "cursor")
             except AssertionError as exc:
-                raise AssertionError(f"life {life} ({phase}, killed in {where}): {exc}\n{again.tail()}") from None
+                why = f"{exc}\n{post_mortem(m1, m2, remote, want, again)}\n{again.tail()}"
+                raise AssertionError(f"life {life} ({phase}, killed in {where}): {why}") from None
             assert again.stop() == 0, again.tail()
         head, files, replies = remote_state(remote)
         assert is_ancestor(remote, prev_head, head), f"life {life}: the remote's main was rewritten"
