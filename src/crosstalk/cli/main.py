@@ -83,11 +83,13 @@ _HELP = {
     "logs": "Show or follow this machine's dispatcher log for a transport.",
     "settings": "Show the effective bus settings on this machine.",
     "version": "Print crosstalk's version and the bus protocol version.",
+    "watch": "A live view of every agent here, their traffic, and each bus transport's dispatcher.",
 }
 # Subcommands whose parser lives in crosstalk.cli.<noun>_cmd (its add_parser(sub)); a new command adds its help
 # line above and its noun here.
 _MODULE_NOUNS = (
     "transport", "channel", "message", "chat", "workflow", "server", "daemon", "status", "logs", "settings", "version",
+    "watch",
 )  # fmt: skip
 
 
