@@ -24,7 +24,9 @@ def screen_text(app: Any) -> str:
     """What the running app's screen shows, line by line (from its SVG screenshot: each line is its text runs)."""
     lines: dict[float, list[tuple[float, str]]] = {}
     for m in _SVG_TEXT.finditer(app.export_screenshot()):
-        lines.setdefault(float(m.group(2)), []).append((float(m.group(1)), html.unescape(m.group(3))))
+        lines.setdefault(float(m.group(2)), []).append(
+            (float(m.group(1)), html.unescape(m.group(3)).replace("\xa0", " "))
+        )
     return "\n".join("".join(t for _, t in sorted(runs)) for _, runs in sorted(lines.items()))
 
 
