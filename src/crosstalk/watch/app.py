@@ -43,11 +43,14 @@ class WatchApp(App[int]):
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("q", "quit_watch", "Quit"),
         Binding("r", "refresh_now", "Refresh"),
+        # A monitor is left with Ctrl+C in every terminal; textual would only say how to quit.
+        Binding("ctrl+c", "quit_watch", "Quit", show=False, priority=True),
     ]
 
-    def __init__(self, reader: Reader, *, use_inotify: bool = True) -> None:
+    def __init__(self, reader: Reader, *, use_inotify: bool = True, tick_s: float | None = None) -> None:
         super().__init__()
         self.reader = reader
+        self._tick_s = tick_s
         self.snapshot: Snapshot | None = None
         self.snapshots_taken = 0
         self._inotify = Inotify.create() if use_inotify else None
@@ -72,9 +75,9 @@ class WatchApp(App[int]):
             self.query_one(f"#{table_id}", DataTable).add_columns(*columns)
         if self._inotify is not None:
             asyncio.get_running_loop().add_reader(self._inotify.fd, self._on_file_events)
-            self.set_interval(LIVENESS_S, self.request_refresh)
+            self.set_interval(self._tick_s or LIVENESS_S, self.request_refresh)
         else:
-            self.set_interval(FALLBACK_S, self.request_refresh)
+            self.set_interval(self._tick_s or FALLBACK_S, self.request_refresh)
         self.request_refresh()
 
     def on_unmount(self) -> None:
@@ -84,7 +87,7 @@ class WatchApp(App[int]):
 
     @property
     def live_updates(self) -> str:
-        return "inotify" if self._inotify is not None else f"every {FALLBACK_S:g} s"
+        return "inotify" if self._inotify is not None else f"every {self._tick_s or FALLBACK_S:g} s"
 
     def _on_file_events(self) -> None:
         if self._inotify is not None:

@@ -39,8 +39,21 @@ async def until(pilot: object, app: WatchApp, *words: str, absent: bool = False)
         await pilot.pause(0.1)  # type: ignore[attr-defined]
 
 
-def run_app(xt: Procs, body: Callable[[object, WatchApp], Awaitable[None]], *, use_inotify: bool = True) -> WatchApp:
-    app = WatchApp(Reader(xt.paths, xt.env), use_inotify=use_inotify)
+async def until_true(pilot: object, check: Callable[[], bool]) -> None:
+    deadline = time.monotonic() + WAIT_S
+    while not check():
+        assert time.monotonic() < deadline, "not within the wait"
+        await pilot.pause(0.05)  # type: ignore[attr-defined]
+
+
+def run_app(
+    xt: Procs,
+    body: Callable[[object, WatchApp], Awaitable[None]],
+    *,
+    use_inotify: bool = True,
+    tick_s: float | None = None,
+) -> WatchApp:
+    app = WatchApp(Reader(xt.paths, xt.env), use_inotify=use_inotify, tick_s=tick_s)
 
     async def main() -> None:
         async with app.run_test(size=SIZE) as pilot:
@@ -96,9 +109,9 @@ def test_an_agent_that_stops_leaves_the_screen(xt: Procs) -> None:
         await asyncio.to_thread(xt.stop, bob.proc)
         await until(pilot, app, "bob", "fake", "primary", absent=True)
         await until(pilot, app, "Agents (1 live)")
-        await pilot.press("q")  # type: ignore[attr-defined]
+        await pilot.press("ctrl+c")  # type: ignore[attr-defined]
 
-    run_app(xt, body)
+    assert run_app(xt, body).return_value == 0
 
 
 def test_a_transport_shows_its_dispatcher_heartbeat(xt: Procs) -> None:
@@ -109,7 +122,17 @@ def test_a_transport_shows_its_dispatcher_heartbeat(xt: Procs) -> None:
         with dispatcher(xt) as pid:
             await until(pilot, app, "t1", f"running (pid {pid})", "s ago", "0 commits", "0", "0", "0", "0")
         await until(pilot, app, "t1", "not running", "s ago")  # the last heartbeat is still there, ageing
-        await pilot.press("r")  # type: ignore[attr-defined]
         await pilot.press("q")  # type: ignore[attr-defined]
 
-    run_app(xt, body)
+    assert run_app(xt, body).return_value == 0
+
+
+def test_r_takes_a_snapshot_now(xt: Procs) -> None:
+    async def body(pilot: object, app: WatchApp) -> None:
+        await until(pilot, app, "Agents (0 live)")  # the first snapshot; the timer would wait an hour
+        await until_true(pilot, lambda: app.snapshots_taken == 1)
+        await pilot.press("r")  # type: ignore[attr-defined]
+        await until_true(pilot, lambda: app.snapshots_taken == 2)
+        await pilot.press("q")  # type: ignore[attr-defined]
+
+    assert run_app(xt, body, use_inotify=False, tick_s=3600).return_value == 0
