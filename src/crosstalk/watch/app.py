@@ -56,6 +56,7 @@ class WatchApp(App[int]):
         self._inotify = Inotify.create() if use_inotify else None
         self._busy = False
         self._again = False
+        self._shown: dict[str, object] = {}  # what each heading and table shows now
 
     def compose(self) -> ComposeResult:
         yield Header()
@@ -115,15 +116,26 @@ class WatchApp(App[int]):
             self._busy = False
 
     def show(self, snap: Snapshot) -> None:
+        """Put the snapshot on screen, repainting only the headings and tables whose text changed."""
         self.snapshot = snap
         self.snapshots_taken += 1
-        n = len(snap.agents)
-        self.query_one("#agents-heading", Static).update(f"Agents ({n} live)  ·  live updates: {self.live_updates}")
-        self.query_one("#transports-heading", Static).update(f"Transports ({len(snap.transports)})")
-        self.query_one("#traffic-heading", Static).update(f"Traffic ({len(snap.messages)} messages, newest first)")
-        _fill(self.query_one("#agents", DataTable), [agent_row(a) for a in snap.agents])
-        _fill(self.query_one("#transports", DataTable), [transport_row(t) for t in snap.transports])
-        _fill(self.query_one("#traffic", DataTable), [traffic_row(m) for m in reversed(snap.messages)])
+        live = f"Agents ({len(snap.agents)} live)  ·  live updates: {self.live_updates}"
+        self._set_heading("agents", live)
+        self._set_heading("transports", f"Transports ({len(snap.transports)})")
+        self._set_heading("traffic", f"Traffic ({len(snap.messages)} messages, newest first)")
+        self._set_rows("agents", [agent_row(a) for a in snap.agents])
+        self._set_rows("transports", [transport_row(t) for t in snap.transports])
+        self._set_rows("traffic", [traffic_row(m) for m in reversed(snap.messages)])
+
+    def _set_heading(self, name: str, text: str) -> None:
+        if self._shown.get(f"{name}-heading") != text:
+            self._shown[f"{name}-heading"] = text
+            self.query_one(f"#{name}-heading", Static).update(text)
+
+    def _set_rows(self, name: str, rows: list[tuple[str, ...]]) -> None:
+        if self._shown.get(name) != rows:
+            self._shown[name] = rows
+            _fill(self.query_one(f"#{name}", DataTable), rows)
 
     def action_refresh_now(self) -> None:
         self.request_refresh()
