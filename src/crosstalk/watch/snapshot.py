@@ -96,6 +96,10 @@ def _preview(parts: object) -> str:
     return line if len(line) <= PREVIEW_CHARS else line[: PREVIEW_CHARS - 1] + "…"
 
 
+def _ts(value: object) -> float:
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else 0.0
+
+
 def _messages(d: Descriptor, tail: JournalTail) -> list[MessageView]:
     out = []
     for e in tail.state.messages.values():
@@ -122,7 +126,7 @@ def _messages(d: Descriptor, tail: JournalTail) -> list[MessageView]:
         out.append(
             MessageView(
                 message_id=str(rec.get("message_id") or "-"),
-                at=float(rec.get("ts") or 0.0),
+                at=_ts(rec.get("ts")),
                 to=d.name,
                 to_agent_id=d.agent_id,
                 sender=who,

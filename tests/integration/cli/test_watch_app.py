@@ -100,14 +100,18 @@ def test_without_inotify_the_timer_follows_the_same_changes(xt: Procs) -> None:
     assert run_app(xt, body, use_inotify=False).return_value == 0
 
 
-def test_an_agent_that_stops_leaves_the_screen(xt: Procs) -> None:
+def test_an_agent_that_stops_or_is_killed_leaves_the_screen(xt: Procs) -> None:
     xt.start_agent("alice")
     bob = xt.start_agent("bob")
+    dave = xt.start_agent("dave")
 
     async def body(pilot: object, app: WatchApp) -> None:
         await until(pilot, app, "bob", "fake", "primary")
-        await asyncio.to_thread(xt.stop, bob.proc)
+        await until(pilot, app, "dave", "fake", "primary")
+        await asyncio.to_thread(xt.stop, bob.proc)  # unregisters: its descriptor goes (a file event)
         await until(pilot, app, "bob", "fake", "primary", absent=True)
+        await asyncio.to_thread(xt.kill9, dave)  # its descriptor stays behind: the liveness timer notices
+        await until(pilot, app, "dave", "fake", "primary", absent=True)
         await until(pilot, app, "Agents (1 live)")
         await pilot.press("ctrl+c")  # type: ignore[attr-defined]
 
