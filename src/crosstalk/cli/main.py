@@ -84,12 +84,14 @@ _HELP = {
     "settings": "Show the effective bus settings on this machine.",
     "version": "Print crosstalk's version and the bus protocol version.",
     "doctor": "Check harnesses, installs, the state root and transports; say what to run to fix each problem.",
+    "watch": "A live view of every agent here, their traffic, and each bus transport's dispatcher.",
 }
 # Subcommands whose parser lives in crosstalk.cli.<noun>_cmd (its add_parser(sub)); a new command adds its help
 # line above and its noun here.
 _MODULE_NOUNS = (
     "transport", "channel", "message", "chat", "workflow", "server", "daemon", "status", "logs", "settings", "version",
     "doctor",
+    "watch",
 )  # fmt: skip
 
 
