@@ -20,15 +20,18 @@ from typing import Any
 
 REDACTED = "[redacted]"
 MIN_KNOWN_SECRET = 8  # shorter "secrets" would redact ordinary words
+MIN_CUT = 4  # a frame cut short that ends in this much of a known secret loses that end
 MAX_DEPTH = 64  # deeper JSON than this is redacted as text
 MAX_EMBEDDED = 1024 * 1024  # a JSON document inside a string is walked only up to this size
 
 _SECRET_PARTS = ("token", "secret", "passw", "authoriz", "credential", "cookie", "bearer", "apikey", "privatekey")
 _WORD = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|\d+")
-_NAME = r"[\w.-]*(?:token|secret|passw(?:or)?d|authori[sz]ation|credential|cookie|bearer|api[_-]?key|key)[\w.-]*"
-_AUTH_SCHEME = re.compile(r"(?i)\b(bearer|basic)(\s+)[A-Za-z0-9._~+/=-]+")
-_PAIR = re.compile(rf"(?i)({_NAME})([\\\"']*\s*[:=]\s*[\\\"']*)((?!\[redacted\])[^\s\"'\\&,;}}\]]+)")
-_OPTION = re.compile(rf"(?i)(--?{_NAME})(\s+)((?!\[redacted\])[^\s\"'\\-][^\s\"'\\]*)")
+# The secret word of a name and the rest of the name (at most 64 characters, taken whole: a possessive match
+# never backtracks), so that a long run of letters or of secret words stays linear.
+_NAME = r"(?:token|secret|passw(?:or)?d|authori[sz]ation|credential|cookie|bearer|api[_-]?key|key)[\w.-]{0,64}+"
+_AUTH_SCHEME = re.compile(r"(?i)\b(bearer|basic)(\s{1,8})[A-Za-z0-9._~+/=-]+")
+_PAIR = re.compile(rf"(?i)({_NAME})([\\\"']{{0,4}}\s{{0,8}}[:=]\s{{0,8}}[\\\"']{{0,4}})((?!\[redacted\])[^\s\"'\\&,;}}\]]+)")
+_OPTION = re.compile(rf"(?i)(?<=-)({_NAME})(\s{{1,8}})((?!\[redacted\])[^\s\"'\\]+)")
 _KEY_SHAPES = re.compile(
     r"\b(?:sk-(?:ant-|proj-)?[A-Za-z0-9_-]{16,}|gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,}"
     r"|xox[abprs]-[A-Za-z0-9-]{10,}|AKIA[0-9A-Z]{16}|AIza[0-9A-Za-z_-]{30,}|glpat-[A-Za-z0-9_-]{20,})"
@@ -49,14 +52,24 @@ class Redactor:
     def __init__(self, known: Iterable[str] = ()) -> None:
         self.known = sorted({s for s in known if len(s) >= MIN_KNOWN_SECRET}, key=len, reverse=True)
 
-    def frame(self, raw: bytes) -> tuple[str, Any]:
-        """("frame", redacted JSON value) when `raw` is JSON, else ("text", redacted text)."""
+    def frame(self, raw: bytes, *, cut: bool = False) -> tuple[str, Any]:
+        """("frame", redacted JSON value) when `raw` is JSON, else ("text", redacted text). `cut`: `raw` is the start
+        of a longer frame, so a known secret may end it half-written; that half goes too."""
         text = raw.decode("utf-8", errors="replace")
+        if cut:
+            text = self._cut_tail(text)
         try:
             value = json.loads(text)
         except ValueError:
             return "text", self.text(text)
         return "frame", self.value(value)
+
+    def _cut_tail(self, text: str) -> str:
+        for secret in self.known:
+            for n in range(min(len(secret) - 1, len(text)), MIN_CUT - 1, -1):
+                if text.endswith(secret[:n]):
+                    return text[:-n] + REDACTED
+        return text
 
     def value(self, value: Any, depth: int = 0) -> Any:
         if depth > MAX_DEPTH:

@@ -23,7 +23,7 @@ MAX_SECONDS = 3600.0  # one capture records at most an hour
 MAX_REQUEST_BYTES = 4096
 MAX_REQUESTS = 64  # request files read in one scan of the capture dir
 MAX_RECORD_BYTES = 64 * 1024  # one spool line, after redaction
-MAX_FRAME_BYTES = 1024 * 1024  # the part of one frame that is kept (and redacted); the rest is counted
+MAX_FRAME_BYTES = 256 * 1024  # the part of one frame that is kept (and redacted); the rest is only counted
 MAX_SPOOL_BYTES = 32 * 1024 * 1024  # the spool stops growing here
 CHECK_INTERVAL_S = 1.0  # an agent's process looks for a request at most this often (and only when a frame passes)
 

@@ -115,7 +115,7 @@ class Recorder:
             out["conn"] = conn
         if agent_id is not None:
             out["agent_id"] = agent_id
-        kind, value = self._redactor.frame(frame)
+        kind, value = self._redactor.frame(frame, cut=full > len(frame))
         out[kind] = value
         if full > len(frame):
             out["truncated"] = True
