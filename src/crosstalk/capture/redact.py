@@ -30,7 +30,9 @@ _WORD = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|\d+")
 # never backtracks), so that a long run of letters or of secret words stays linear.
 _NAME = r"(?:token|secret|passw(?:or)?d|authori[sz]ation|credential|cookie|bearer|api[_-]?key|key)[\w.-]{0,64}+"
 _AUTH_SCHEME = re.compile(r"(?i)\b(bearer|basic)(\s{1,8})[A-Za-z0-9._~+/=-]+")
-_PAIR = re.compile(rf"(?i)({_NAME})([\\\"']{{0,4}}\s{{0,8}}[:=]\s{{0,8}}[\\\"']{{0,4}})((?!\[redacted\])[^\s\"'\\&,;}}\]]+)")
+_SEP = r"[\\\"']{0,4}\s{0,8}[:=]\s{0,8}[\\\"']{0,4}"  # `=`, `: `, `": "`, `\":\"` (JSON inside a string)
+_VALUE = r"(?!\[redacted\])[^\s\"'\\&,;}\]]+"
+_PAIR = re.compile(rf"(?i)({_NAME})({_SEP})({_VALUE})")
 _OPTION = re.compile(rf"(?i)(?<=-)({_NAME})(\s{{1,8}})((?!\[redacted\])[^\s\"'\\]+)")
 _KEY_SHAPES = re.compile(
     r"\b(?:sk-(?:ant-|proj-)?[A-Za-z0-9_-]{16,}|gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,}"
