@@ -37,8 +37,9 @@ class CaptureError(CrosstalkError):
 
 
 class Output:
-    """The file the capture is saved to, opened (as a private temp file beside it) before the capture starts, so an
-    unwritable path fails at once. `commit` renames it into place: never through a symlink, always 0600."""
+    """The file the capture is saved to. A private temp file beside it is created (and removed) before the capture
+    starts, so an unwritable path fails at once and a killed capture leaves nothing behind; `commit` writes the temp
+    file again and renames it into place: never through a symlink, always 0600."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
@@ -48,31 +49,33 @@ class Output:
             raise CaptureError(f"cannot write {path}: its directory {path.parent} does not exist")
         self.tmp = path.parent / f".{path.name}.{os.getpid()}.capture.tmp"
         try:
-            self.fd = os.open(self.tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+            os.close(self._create())
         except OSError as exc:
             raise CaptureError(f"cannot write {path}: {exc.strerror or exc}") from None
+        finally:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(self.tmp)
+
+    def _create(self) -> int:
+        return os.open(self.tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
 
     def commit(self, data: bytes) -> None:
         try:
-            os.fchmod(self.fd, 0o600)
-            view = memoryview(data)
-            while view:
-                view = view[os.write(self.fd, view) :]
-            os.fsync(self.fd)
-            os.close(self.fd)
-            self.fd = -1
+            fd = self._create()
+            try:
+                os.fchmod(fd, 0o600)
+                view = memoryview(data)
+                while view:
+                    view = view[os.write(fd, view) :]
+                os.fsync(fd)
+            finally:
+                os.close(fd)
             os.replace(self.tmp, self.path)
             fsync_dir(self.path.parent)
         except OSError as exc:
-            self.discard()
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(self.tmp)
             raise CaptureError(f"cannot write {self.path}: {exc.strerror or exc}") from None
-
-    def discard(self) -> None:
-        if self.fd >= 0:
-            os.close(self.fd)
-            self.fd = -1
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(self.tmp)
 
 
 @dataclass

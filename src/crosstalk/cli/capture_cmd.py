@@ -67,7 +67,6 @@ def run(args: Any) -> int:
     try:
         running = collect.start(paths.root, desc, args.seconds)
     except (collect.CaptureError, OSError) as exc:
-        out.discard()
         fail(str(exc), EXIT_WIRE)
 
     def stop(_sig: int, _frame: Any) -> None:
