@@ -20,8 +20,11 @@ from pathlib import Path
 from typing import Any
 
 from crosstalk.capture import request as rq
-from crosstalk.capture.redact import Redactor, secret_environment
 from crosstalk.fs.procinfo import proc_start_time
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from crosstalk.capture.redact import Redactor
 
 log = logging.getLogger(__name__)
 _KEY_FILE_BYTES = 4096
@@ -39,7 +42,7 @@ class Recorder:
         self._checked = -rq.CHECK_INTERVAL_S
         self._mtime: int | None = None
         self._requests: tuple[rq.CaptureRequest, ...] = ()
-        self._redactor = Redactor()
+        self._redactor: Redactor | None = None  # loaded with the first live request: off, it costs no import
         self._me: tuple[int, str | None] | None = None
 
     def active(self, agent_id: str | None = None) -> tuple[rq.CaptureRequest, ...]:
@@ -75,9 +78,13 @@ class Recorder:
         mine = tuple(r for r in found if r is not None and (r.pid, r.started_at) == self._me)
         self._requests = mine
         if mine:
+            from crosstalk.capture.redact import Redactor
+
             self._redactor = Redactor(self._known_secrets(mine))
 
     def _known_secrets(self, requests: tuple[rq.CaptureRequest, ...]) -> list[str]:
+        from crosstalk.capture.redact import secret_environment
+
         known = secret_environment(os.environ)
         for r in requests:
             for path in (self.root / "sock" / f"{r.agent_id}.key", self.root / "credentials" / f"{r.agent_id}.cred"):
@@ -115,6 +122,8 @@ class Recorder:
             out["conn"] = conn
         if agent_id is not None:
             out["agent_id"] = agent_id
+        if self._redactor is None:
+            raise RuntimeError("no live capture request")  # record() is only called with live requests
         kind, value = self._redactor.frame(frame, cut=full > len(frame))
         out[kind] = value
         if full > len(frame):
