@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from crosstalk.capture import request as rq
-from crosstalk.fs.procinfo import proc_start_time
+from crosstalk.fs.procinfo import is_same_process, proc_start_time
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -53,6 +53,10 @@ class Recorder:
         if now - self._checked >= rq.CHECK_INTERVAL_S:
             self._checked = now
             self._refresh()
+            if self._requests:  # a `crosstalk capture` that was killed collects nothing: stop recording for it
+                self._requests = tuple(
+                    r for r in self._requests if is_same_process(r.collector_pid, r.collector_started_at)
+                )
         if not self._requests:
             return ()
         wall = time.time()

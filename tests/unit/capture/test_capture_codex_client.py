@@ -43,7 +43,8 @@ def test_app_server_calls_are_captured_both_ways_and_redacted(tmp_path: Path, mo
     directory.mkdir(mode=0o700)
     now = time.time()
     me = os.getpid()
-    req = rq.CaptureRequest(AGENT, me, proc_start_time(me) or "", now - 1, now + 60, 1, "1")
+    started = proc_start_time(me) or ""
+    req = rq.CaptureRequest(AGENT, me, started, now - 1, now + 60, me, started)  # this process asks, and is asked
     rq.request_path(directory, AGENT).write_bytes(req.to_bytes())
     spool = rq.spool_path(directory, AGENT)
     spool.touch(mode=0o600)

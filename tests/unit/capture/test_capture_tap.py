@@ -23,13 +23,20 @@ OTHER = "fedcba9876543210"
 KEY = "6514207f6de090e4fc29855d339deb4842bdedd5637c388d0cacd3a8fd601bde"
 
 
-def request(root: Path, agent_id: str = AGENT, *, pid: int | None = None, seconds: float = 60.0) -> Path:
-    """A capture request for this process (or `pid`) and its empty spool, as `crosstalk capture` writes them."""
+def request(
+    root: Path, agent_id: str = AGENT, *, pid: int | None = None, seconds: float = 60.0, collector: str | None = None
+) -> Path:
+    """A capture request for this process (or `pid`) and its empty spool, as `crosstalk capture` writes them; this
+    process is its collector too (`collector`: another start time, i.e. a collector that is gone)."""
     directory = rq.capture_dir(root)
     directory.mkdir(mode=0o700, exist_ok=True)
-    pid = os.getpid() if pid is None else pid
+    me = os.getpid()
+    pid = me if pid is None else pid
     now = time.time()
-    req = rq.CaptureRequest(agent_id, pid, proc_start_time(pid) or "1", now - 1, now + seconds, 1, "1")
+    started = proc_start_time(me) or ""
+    req = rq.CaptureRequest(
+        agent_id, pid, proc_start_time(pid) or "1", now - 1, now + seconds, me, collector or started
+    )
     rq.request_path(directory, agent_id).write_bytes(req.to_bytes())
     spool = rq.spool_path(directory, agent_id)
     spool.touch(mode=0o600)
@@ -76,6 +83,10 @@ def test_nothing_is_recorded_without_a_live_request_for_this_process(tmp_path: P
     assert spool.read_bytes() == b""
 
     request(tmp_path, seconds=-2)  # this process, but the capture is over
+    feed(tmp_path, frame)
+    assert spool.read_bytes() == b""
+
+    request(tmp_path, collector="0")  # this process, but the `crosstalk capture` that asked is gone
     feed(tmp_path, frame)
     assert spool.read_bytes() == b""
 
