@@ -39,8 +39,8 @@ def test_a_codex_thread_captured_while_a_shell_sends_to_it(live_root: Path, requ
                                   env=env, capture_output=True, text=True, timeout=60)  # fmt: skip
             assert sent.returncode == 0 and sent.stdout.startswith("queued"), sent.stdout + sent.stderr
             n = len(cx.requests())
-            cx.say(thread, "CALL mcp__crosstalk.list_agents {}")
-            cx.wait_tool_result("list_agents", after=n)
+            cx.say(thread, "CALL mcp__crosstalk.receive_message {}")  # another tool: its result is this turn's
+            assert cx.wait_tool_result("receive_message", after=n)["state"] == "ok"
             cap.send_signal(signal.SIGINT)
             code, _, stderr = finish(cap)
             assert code == 0, stderr
@@ -50,7 +50,7 @@ def test_a_codex_thread_captured_while_a_shell_sends_to_it(live_root: Path, requ
         assert header["harness"] == "codex" and header["agent"]["name"] == name
         assert set(header["channels"]) == {"mcp", "socket", "app-server"}, header
         calls = [r["frame"] for r in records if r["channel"] == "mcp" and r["direction"] == "in"]
-        assert any(c.get("method") == "tools/call" and c["params"]["name"] == "list_agents" for c in calls)
+        assert any(c.get("method") == "tools/call" and c["params"]["name"] == "receive_message" for c in calls)
         assert any(c["params"]["_meta"].get("threadId") == thread for c in calls if c.get("method") == "tools/call")
         user = [r["frame"] for r in records if r["channel"] == "socket" and r["frame"].get("type") == "user"]
         assert [u["message"]["content"] for u in user] == [f"ci says {token}"]

@@ -42,10 +42,10 @@ def capture(procs: Procs, *args: str) -> subprocess.Popen[bytes]:
 def test_a_captured_agent_gets_real_sends_and_the_file_holds_each_line_redacted(procs: Procs):
     alice = procs.start_agent("alice", "--no-a2a")
     out = procs.root / "alice.capture.jsonl"
-    cap = capture(procs, "alice", "--for", "5", "-o", str(out), "--json")
+    cap = capture(procs, "alice", "--for", "6", "-o", str(out), "--json")
     sent = [procs.cli("send", "alice", f"hello {i} token={SECRET}") for i in range(2)]
     assert all(r.returncode == 0 for r in sent), [r.stderr for r in sent]
-    code, stdout, stderr = finish(cap)  # --for 5: it ends by itself
+    code, stdout, stderr = finish(cap)  # --for 6: it ends by itself
     assert code == 0, stderr
     summary = json.loads(stdout)
     assert summary["file"] == str(out) and summary["ended"] == "time"
@@ -54,7 +54,7 @@ def test_a_captured_agent_gets_real_sends_and_the_file_holds_each_line_redacted(
     assert header["format"] == "crosstalk-capture/1" and header["crosstalk"] == __version__
     assert header["harness"] == "fake" and header["agent"]["name"] == "alice"
     assert header["agent"]["agent_id"] == alice.agent_id and header["agent"]["pid"] == alice.pid
-    assert header["window"]["seconds"] == 5 and header["window"]["start"] < header["window"]["end"]
+    assert header["window"]["seconds"] == 6 and header["window"]["start"] < header["window"]["end"]
     assert header["channels"] == {"socket": 6}  # per send: the auth line and the user line in, the answer out
     by_conn: dict[int, list[dict]] = {}
     for r in records:
