@@ -137,6 +137,8 @@ class Running:
 def start(root: Path, desc: Descriptor, seconds: float) -> Running:
     """Write the capture request for `desc`'s process (and an empty spool for it to append to)."""
     directory = rq.capture_dir(root)
+    if directory.is_symlink():
+        raise CaptureError(f"{directory} is a symlink; remove it and try again")
     try:
         ensure_private_dir(directory)
     except (OSError, CrosstalkError) as exc:

@@ -64,13 +64,18 @@ class Recorder:
 
     def _refresh(self) -> None:
         try:
-            mtime = os.stat(self.dir).st_mtime_ns
+            st = os.lstat(self.dir)  # a symlink in its place is not the capture dir
         except OSError:
+            st = None
+        if st is None or not stat.S_ISDIR(st.st_mode) or st.st_uid != os.geteuid():
             self._mtime, self._requests = None, ()
             return
+        mtime = st.st_mtime_ns
         if mtime == self._mtime:
             return
-        self._mtime = mtime
+        # A directory changed in the last two seconds is read again at the next check: two changes within one
+        # timestamp tick (a coarse-grained file system) must not hide the second.
+        self._mtime = mtime if time.time_ns() - mtime > 2_000_000_000 else None
         pid = os.getpid()
         if self._me is None or self._me[0] != pid:  # the start time is read once (again after a fork)
             self._me = (pid, proc_start_time(pid))

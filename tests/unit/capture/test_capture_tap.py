@@ -174,3 +174,12 @@ def test_stream_taps_record_what_the_reader_is_fed_and_the_writer_writes(tmp_pat
 
     asyncio.run(main())
     assert [(r["direction"], r["frame"]["id"]) for r in records(spool)] == [("in", 1), ("out", 1)]
+
+
+def test_a_symlink_in_place_of_the_capture_dir_turns_nothing_on(tmp_path: Path):
+    real = tmp_path / "real"
+    real.mkdir()
+    spool = request(real)
+    rq.capture_dir(tmp_path).symlink_to(rq.capture_dir(real))
+    feed(tmp_path, b'{"id":1}\n')
+    assert spool.read_bytes() == b""
