@@ -150,7 +150,8 @@ def start(root: Path, desc: Descriptor, seconds: float) -> Running:
         raise CaptureError(
             f"{desc.name} is already being captured (by process {existing.collector_pid}, until {until})"
         )
-    _remove(directory, desc.agent_id)
+    if existing is not None or _abandoned(rq.spool_path(directory, desc.agent_id)):
+        _remove(directory, desc.agent_id)
     me = os.getpid()
     now = time.time()
     req = rq.CaptureRequest(
@@ -163,7 +164,10 @@ def start(root: Path, desc: Descriptor, seconds: float) -> Running:
         collector_started_at=proc_start_time(me) or "",
     )
     spool = rq.spool_path(directory, desc.agent_id)
-    os.close(os.open(spool, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600))
+    try:  # created exclusively: of two captures started at once, one goes on
+        os.close(os.open(spool, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600))
+    except FileExistsError:
+        raise CaptureError(f"{desc.name} is already being captured (another capture is starting)") from None
     atomic_write(rq.request_path(directory, desc.agent_id), req.to_bytes(), mode=0o600)
     return Running(root, desc, req)
 
@@ -178,6 +182,15 @@ def sweep(directory: Path) -> None:
         req = rq.read_request(directory / name)
         if req is not None and not _collector_alive(req):
             _remove(directory, req.agent_id)
+
+
+def _abandoned(spool: Path) -> bool:
+    """A spool with no request beside it: left by a capture killed as it started, once it is a few seconds old
+    (a capture that is starting creates its spool just before its request)."""
+    try:
+        return time.time() - os.lstat(spool).st_mtime > 5.0
+    except FileNotFoundError:
+        return False
 
 
 def _collector_alive(req: rq.CaptureRequest) -> bool:
