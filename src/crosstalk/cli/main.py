@@ -71,6 +71,7 @@ _HELP = {
     "install": "Set crosstalk up for a harness: register `crosstalk mcp` with it, and its skill.",
     "uninstall": "Undo `crosstalk install` for a harness.",
     "pi-agent": "The core the crosstalk pi extension starts for one pi session (not for use by hand).",
+    "capture": "Record one agent's raw traffic with its harness, redacted, into a file for a bug report.",
     # The git bus (protocol v7).
     "transport": "Create, join, list and remove git transports (the bus).",
     "channel": "Create, list, rename and delete channels in a transport.",
@@ -92,6 +93,7 @@ _MODULE_NOUNS = (
     "transport", "channel", "message", "chat", "workflow", "server", "daemon", "status", "logs", "settings", "version",
     "doctor",
     "watch",
+    "capture",
 )  # fmt: skip
 
 

@@ -19,6 +19,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from crosstalk.capture import tap as capture
 from crosstalk.core import envelope
 from crosstalk.core.errors import EnvelopeError, MessageError
 from crosstalk.core.ids import new_message_id
@@ -178,6 +179,7 @@ class UdsIngress:
         await self._on_connect(reader, writer)
 
     async def _on_connect(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        capture.tap_connection(reader, writer, self.path)  # `crosstalk capture`: costs a clock read when off
         try:
             try:
                 answer = await self._serve(reader, writer)

@@ -10,6 +10,8 @@ import os
 import sys
 from typing import Any
 
+from crosstalk.capture import tap as capture
+
 
 class _BlockingWriter:
     """stdout that is not a pipe (a file, a tty): plain blocking writes."""
@@ -35,9 +37,9 @@ async def stdout_writer(loop: asyncio.AbstractEventLoop) -> Any:
     sys.stdout = sys.stderr
     pipe = os.fdopen(fd, "wb", buffering=0)
     if not _is_pollable(fd):  # a file, a tty, /dev/null
-        return _BlockingWriter(pipe)
+        return capture.tap_writer(_BlockingWriter(pipe), "mcp")
     transport, protocol = await loop.connect_write_pipe(asyncio.streams.FlowControlMixin, pipe)
-    return asyncio.StreamWriter(transport, protocol, None, loop)
+    return capture.tap_writer(asyncio.StreamWriter(transport, protocol, None, loop), "mcp")
 
 
 def _is_pollable(fd: int) -> bool:
@@ -50,7 +52,7 @@ def _is_pollable(fd: int) -> bool:
 
 async def stdin_reader(loop: asyncio.AbstractEventLoop, limit: int) -> asyncio.StreamReader:
     """This process's stdin as a StreamReader whose lines may be `limit` bytes long."""
-    reader = asyncio.StreamReader(limit=limit)
+    reader = capture.tap_reader(asyncio.StreamReader(limit=limit), "mcp")
     pipe = os.fdopen(os.dup(0), "rb", buffering=0)
     if _is_pollable(pipe.fileno()):
         await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), pipe)

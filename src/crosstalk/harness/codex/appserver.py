@@ -11,6 +11,7 @@ import asyncio
 import contextlib
 import itertools
 import json
+from collections.abc import Callable
 from typing import Any
 
 from crosstalk.core.errors import CrosstalkError
@@ -19,6 +20,8 @@ CONNECT_TIMEOUT_S = 3.0
 REQUEST_TIMEOUT_S = 10.0
 MAX_FRAME = 16 * 1024 * 1024
 CLIENT = {"name": "crosstalk", "title": None, "version": "1"}
+# Told each message sent ("out") and received ("in"); crosstalk.capture sets it (this layer imports nothing above).
+frame_observer: Callable[[str, str | bytes], None] | None = None
 
 
 class AppServerError(CrosstalkError):
@@ -93,13 +96,18 @@ class AppServer:
 
     async def _send(self, message: dict[str, Any]) -> None:
         try:
-            await self._ws.send(json.dumps(message))
+            frame = json.dumps(message)
+            if frame_observer is not None:
+                frame_observer("out", frame)
+            await self._ws.send(frame)
         except Exception as exc:  # websockets refuses to send on a closed connection: nothing was written
             raise AppServerGone(f"the app-server connection is closed: {exc}", sent=False) from None
 
     async def _read(self) -> None:
         try:
             async for frame in self._ws:
+                if frame_observer is not None:
+                    frame_observer("in", frame)
                 with contextlib.suppress(ValueError, TypeError, AttributeError):
                     message = json.loads(frame)
                     fut = self._pending.get(message.get("id")) if "method" not in message else None
