@@ -135,11 +135,14 @@ class Session:
 
     def wait_tool_result(self, tool: str, timeout: float = WAIT_S, after: int = 0) -> dict[str, Any]:
         """The JSON result of the newest call of crosstalk tool `tool`, as the model read it (in a request from
-        index `after` on)."""
+        index `after` on). Every request repeats the conversation, so a result an earlier request (before `after`)
+        already carried is an earlier call's, never the one waited for."""
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
-            for req in reversed(self.requests()[after:]):
-                found = tool_result(req, f"mcp__crosstalk__{tool}")
+            requests = self.requests()
+            seen = frozenset(i for r in requests[:after] for i in tool_result_ids(r))
+            for req in reversed(requests[after:]):
+                found = tool_result(req, f"mcp__crosstalk__{tool}", seen)
                 if found is not None:
                     return found
             time.sleep(0.02)
@@ -302,8 +305,19 @@ class TuiClaude(Session):
         return f"--- screen\n{self.screen()}"
 
 
-def tool_result_texts(req: RecordedRequest, tool: str) -> list[str]:
-    """The text of every `tool` call's result this request carries, oldest first."""
+def tool_result_ids(req: RecordedRequest) -> set[str]:
+    """The tool_use ids of every tool result this request carries."""
+    return {
+        str(b.get("tool_use_id"))
+        for m in req.body.get("messages") or []
+        for b in (m.get("content") if isinstance(m.get("content"), list) else [])
+        if isinstance(b, dict) and b.get("type") == "tool_result"
+    }
+
+
+def tool_result_texts(req: RecordedRequest, tool: str, skip: frozenset[str] = frozenset()) -> list[str]:
+    """The text of every `tool` call's result this request carries, oldest first, but those whose tool_use id is
+    in `skip`."""
     messages = req.body.get("messages") or []
     ids = {
         b.get("id")
@@ -315,7 +329,7 @@ def tool_result_texts(req: RecordedRequest, tool: str) -> list[str]:
     texts = []
     for m in messages:
         for b in m.get("content") if isinstance(m.get("content"), list) else []:
-            if isinstance(b, dict) and b.get("type") == "tool_result" and b.get("tool_use_id") in ids:
+            if isinstance(b, dict) and b.get("type") == "tool_result" and b.get("tool_use_id") in ids - skip:
                 content = b.get("content")
                 texts.append(
                     content
@@ -325,10 +339,10 @@ def tool_result_texts(req: RecordedRequest, tool: str) -> list[str]:
     return texts
 
 
-def tool_result(req: RecordedRequest, tool: str) -> dict[str, Any] | None:
-    """The parsed result of the last `tool` call whose result this request carries, or None."""
+def tool_result(req: RecordedRequest, tool: str, skip: frozenset[str] = frozenset()) -> dict[str, Any] | None:
+    """The parsed result of the last `tool` call whose result this request carries (not one in `skip`), or None."""
     found = None
-    for text in tool_result_texts(req, tool):
+    for text in tool_result_texts(req, tool, skip):
         with contextlib.suppress(ValueError):  # Claude may append <system-reminder> blocks after it
             found = json.JSONDecoder().raw_decode(text.lstrip())[0]
     return found

@@ -149,14 +149,20 @@ class LiveCodex:
                                    what=lambda: f"codex's model never saw {needle!r}\n{self.tail()}")  # fmt: skip
 
     def wait_tool_result(self, tool: str, after: int = 0, timeout: float = WAIT_S) -> dict[str, Any]:
-        """The parsed output of the newest call of crosstalk tool `tool` that a model request carried."""
+        """The parsed output of the newest call of crosstalk tool `tool` that a model request from index `after` on
+        carried. Every request repeats the thread's history, so a call whose output an earlier request (before
+        `after`) already carried is an earlier turn's, never the one waited for."""
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
-            for req in reversed(self.requests()[after:]):
+            requests = self.requests()
+            seen = {i.get("call_id") for r in requests[:after] for i in r.body.get("input") or []
+                    if i.get("type") == "function_call_output"}  # fmt: skip
+            for req in reversed(requests[after:]):
                 items = req.body.get("input") or []
                 calls = {i.get("call_id") for i in items if i.get("type") == "function_call" and i.get("name") == tool}
-                for item in items:
-                    if item.get("type") == "function_call_output" and item.get("call_id") in calls:
+                for item in reversed(items):
+                    call = item.get("call_id")
+                    if item.get("type") == "function_call_output" and call in calls and call not in seen:
                         with contextlib.suppress(ValueError, TypeError):
                             return _first_json(item.get("output"))
             time.sleep(0.05)
