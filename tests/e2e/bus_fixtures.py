@@ -39,8 +39,9 @@ from dispatch_helpers import Daemon, commit_files, wait_replied
 
 if TYPE_CHECKING:  # conftest is the e2e fixture module; not imported at run time (several dirs have one)
     from conftest import HarnessRun
-    from mock_models import MockModelServer
-    from mock_models.base import RecordedRequest
+
+    from crosstalk.demo.models import MockModelServer
+    from crosstalk.demo.models.base import RecordedRequest
 
 __all__ = [
     "REPLY_TIMEOUT",

@@ -1,5 +1,5 @@
 """End-to-end fixtures: the REAL harness CLIs (claude, codex, pi: pinned, installed by scripts/install_harnesses.sh
-into .harnesses/) run one-shot against local mock model servers (tests/e2e/mock_models), each in an isolated HOME.
+into .harnesses/) run one-shot against local mock model servers (crosstalk.demo.models), each in an isolated HOME.
 
 Binaries come from $CROSSTALK_E2E_BIN, else <repo>/.harnesses/node_modules/.bin. A missing binary skips the test,
 or fails it when CROSSTALK_E2E_REQUIRED=1 (scripts/dev.sh sets that once the install succeeded).
@@ -25,7 +25,8 @@ from typing import NoReturn
 
 import pytest
 from live_claude import bin_dir
-from mock_models import MockAnthropic, MockChat, MockModelServer, MockResponses
+
+from crosstalk.demo.models import MockAnthropic, MockChat, MockModelServer, MockResponses
 
 REPO = Path(__file__).resolve().parents[2]
 HARNESSES = ("claude", "codex", "pi")

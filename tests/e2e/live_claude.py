@@ -25,9 +25,9 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from mock_models import MockAnthropic, RecordedRequest
 from tmux_pane import TmuxPane
 
+from crosstalk.demo.models import MockAnthropic, RecordedRequest
 from crosstalk.registry.descriptor import Descriptor
 from crosstalk.registry.discovery import list_descriptors
 from crosstalk.registry.paths import StatePaths

@@ -24,8 +24,9 @@ from pathlib import Path
 from typing import Any
 
 from live_claude import CROSSTALK, bin_dir
-from mock_models import MockResponses, RecordedRequest
 from tmux_pane import TmuxPane
+
+from crosstalk.demo.models import MockResponses, RecordedRequest
 
 WAIT_S = 60.0
 MODEL = "mock-model"

@@ -16,7 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from live_claude import CROSSTALK, bin_dir
-from mock_models import MockChat, RecordedRequest
+
+from crosstalk.demo.models import MockChat, RecordedRequest
 
 WAIT_S = 60.0
 MODEL = "mock-model"
@@ -141,7 +142,7 @@ class LivePi:
 
     def user_texts(self, req: RecordedRequest) -> list[str]:
         """The user messages of one model request, in order."""
-        from mock_models.base import text_parts
+        from crosstalk.demo.models.base import text_parts
 
         return [text_parts(m.get("content")) for m in req.body.get("messages") or [] if m.get("role") == "user"]
 

@@ -45,7 +45,7 @@ class MockChat(MockModelServer):
         return ""
 
     def scripted_call(self, text: str) -> tuple[str, dict[str, Any]] | None:
-        call = obey_script(text, {"$MESSAGE_ID": ASK_ID_RE})
+        call = obey_script(self.with_scripts(text), {"$MESSAGE_ID": ASK_ID_RE})
         if call is None:
             return None
         name, raw = call

@@ -45,7 +45,7 @@ class MockResponses(MockModelServer):
         last = items[-1] if items else {}
         if not isinstance(last, dict) or last.get("type", "message") != "message":
             return None  # a tool's output: answer with text
-        call = obey_script(text_parts(last.get("content")), {"$MESSAGE_ID": ENVELOPE_ID_RE})
+        call = obey_script(self.with_scripts(text_parts(last.get("content"))), {"$MESSAGE_ID": ENVELOPE_ID_RE})
         if call is None:
             return None
         target, args = call

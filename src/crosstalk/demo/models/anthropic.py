@@ -66,7 +66,9 @@ class MockAnthropic(MockModelServer):
 
     def scripted_call(self, body: dict[str, Any]) -> tuple[str, dict[str, Any]] | None:
         """The tool call the newest user-role message asks for (`CALL <tool> <json>`), or None."""
-        call = obey_script(last_user_blocks_text(body), {"$MESSAGE_ID": ENVELOPE_ID_RE, "$FROM": ENVELOPE_FROM_RE})
+        call = obey_script(
+            self.with_scripts(last_user_blocks_text(body)), {"$MESSAGE_ID": ENVELOPE_ID_RE, "$FROM": ENVELOPE_FROM_RE}
+        )
         if call is None:
             return None
         name, raw = call
