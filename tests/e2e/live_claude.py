@@ -27,6 +27,7 @@ from typing import Any
 
 from tmux_pane import TmuxPane
 
+from crosstalk.demo.claude_session import tool_result, tool_result_texts
 from crosstalk.demo.models import MockAnthropic, RecordedRequest
 from crosstalk.registry.descriptor import Descriptor
 from crosstalk.registry.discovery import list_descriptors
@@ -300,38 +301,6 @@ class TuiClaude(Session):
 
     def tail(self) -> str:
         return f"--- screen\n{self.screen()}"
-
-
-def tool_result_texts(req: RecordedRequest, tool: str) -> list[str]:
-    """The text of every `tool` call's result this request carries, oldest first."""
-    messages = req.body.get("messages") or []
-    ids = {
-        b.get("id")
-        for m in messages
-        if m.get("role") == "assistant" and isinstance(m.get("content"), list)
-        for b in m["content"]
-        if isinstance(b, dict) and b.get("type") == "tool_use" and b.get("name") == tool
-    }
-    texts = []
-    for m in messages:
-        for b in m.get("content") if isinstance(m.get("content"), list) else []:
-            if isinstance(b, dict) and b.get("type") == "tool_result" and b.get("tool_use_id") in ids:
-                content = b.get("content")
-                texts.append(
-                    content
-                    if isinstance(content, str)
-                    else "".join(x.get("text", "") for x in content or [] if isinstance(x, dict))
-                )
-    return texts
-
-
-def tool_result(req: RecordedRequest, tool: str) -> dict[str, Any] | None:
-    """The parsed result of the last `tool` call whose result this request carries, or None."""
-    found = None
-    for text in tool_result_texts(req, tool):
-        with contextlib.suppress(ValueError):  # Claude may append <system-reminder> blocks after it
-            found = json.JSONDecoder().raw_decode(text.lstrip())[0]
-    return found
 
 
 @contextlib.contextmanager

@@ -26,6 +26,7 @@ from typing import Any
 from live_claude import CROSSTALK, bin_dir
 from tmux_pane import TmuxPane
 
+from crosstalk.demo.codex_session import first_json
 from crosstalk.demo.models import MockResponses, RecordedRequest
 
 WAIT_S = 60.0
@@ -159,7 +160,7 @@ class LiveCodex:
                 for item in items:
                     if item.get("type") == "function_call_output" and item.get("call_id") in calls:
                         with contextlib.suppress(ValueError, TypeError):
-                            return _first_json(item.get("output"))
+                            return first_json(item.get("output"))
             time.sleep(0.05)
         raise AssertionError(f"no result of {tool} reached codex's model\n{self.tail()}")
 
@@ -201,14 +202,3 @@ class LiveCodex:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-
-def _first_json(output: Any) -> dict[str, Any]:
-    """A function_call_output's JSON: a string, or content blocks whose text holds it."""
-    if isinstance(output, list):
-        output = "".join(b.get("text", "") for b in output if isinstance(b, dict))
-    if isinstance(output, dict):
-        output = output.get("content") or output.get("output") or json.dumps(output)
-    text = str(output).lstrip()
-    start = text.find("{")
-    return json.JSONDecoder().raw_decode(text[start:])[0]

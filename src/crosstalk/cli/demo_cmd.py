@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -19,9 +20,15 @@ def run(args: Any) -> int:
     if harness_bin is not None and not harness_bin.is_dir():
         fail(f"--harness-bin {args.harness_bin}: not a directory", EXIT_USAGE)
     try:
-        return run_demo(echo, harness_bin)
+        return run_demo(_show, harness_bin)
     except KeyboardInterrupt:
         echo("crosstalk demo: interrupted; everything it started is stopped and removed")
         return 130
     except (CrosstalkError, RuntimeError, OSError) as exc:
         fail(f"demo failed: {exc}")
+
+
+def _show(text: str) -> None:
+    """One line of the demo, at once (a pipe would otherwise hold it until the end)."""
+    echo(text)
+    sys.stdout.flush()

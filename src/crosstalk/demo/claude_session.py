@@ -64,27 +64,7 @@ class ClaudeSession:
         return self.proc.poll() is None
 
     def tool_result(self, req: RecordedRequest, tool: str) -> dict[str, Any] | None:
-        """The parsed result of the newest call of crosstalk tool `tool` this request carries, or None."""
-        name = TOOL_PREFIX + tool
-        messages = req.body.get("messages") or []
-        ids = {
-            b.get("id")
-            for m in messages
-            if m.get("role") == "assistant" and isinstance(m.get("content"), list)
-            for b in m["content"]
-            if isinstance(b, dict) and b.get("type") == "tool_use" and b.get("name") == name
-        }
-        found = None
-        for m in messages:
-            for b in m.get("content") if isinstance(m.get("content"), list) else []:
-                if isinstance(b, dict) and b.get("type") == "tool_result" and b.get("tool_use_id") in ids:
-                    content = b.get("content")
-                    text = content if isinstance(content, str) else "".join(
-                        x.get("text", "") for x in content or [] if isinstance(x, dict)
-                    )  # fmt: skip
-                    with contextlib.suppress(ValueError):  # Claude may append <system-reminder> blocks
-                        found = json.JSONDecoder().raw_decode(text.lstrip())[0]
-        return found
+        return tool_result(req, TOOL_PREFIX + tool)
 
     def close(self, procs: Procs) -> None:
         """Stdin closed ends the session; then its process group; then its model server."""
@@ -98,3 +78,32 @@ class ClaudeSession:
 
     def tail(self) -> str:
         return (self.root / "claude.err").read_text(errors="replace")[-1500:]
+
+
+def tool_result_texts(req: RecordedRequest, tool: str) -> list[str]:
+    """The text of every result of a `tool` call (its full name) this Anthropic request carries, oldest first."""
+    messages = req.body.get("messages") or []
+    ids = {
+        b.get("id")
+        for m in messages
+        if m.get("role") == "assistant" and isinstance(m.get("content"), list)
+        for b in m["content"]
+        if isinstance(b, dict) and b.get("type") == "tool_use" and b.get("name") == tool
+    }
+    texts = []
+    for m in messages:
+        for b in m.get("content") if isinstance(m.get("content"), list) else []:
+            if isinstance(b, dict) and b.get("type") == "tool_result" and b.get("tool_use_id") in ids:
+                content = b.get("content")
+                texts.append(content if isinstance(content, str) else "".join(
+                    x.get("text", "") for x in content or [] if isinstance(x, dict)))  # fmt: skip
+    return texts
+
+
+def tool_result(req: RecordedRequest, tool: str) -> dict[str, Any] | None:
+    """The parsed result of the newest `tool` call (its full name) this request carries, or None."""
+    found = None
+    for text in tool_result_texts(req, tool):
+        with contextlib.suppress(ValueError):  # Claude may append <system-reminder> blocks after it
+            found = json.JSONDecoder().raw_decode(text.lstrip())[0]
+    return found

@@ -109,7 +109,7 @@ class CodexSession:
         for item in items:
             if item.get("type") == "function_call_output" and item.get("call_id") in calls:
                 with contextlib.suppress(ValueError, TypeError):
-                    found = _first_json(item.get("output"))
+                    found = first_json(item.get("output"))
         return found
 
     def close(self, procs: Procs) -> None:
@@ -123,7 +123,7 @@ class CodexSession:
         return (self.root / "codex.err").read_text(errors="replace")[-1500:]
 
 
-def _first_json(output: Any) -> dict[str, Any]:
+def first_json(output: Any) -> dict[str, Any]:
     """A function_call_output's JSON: a string, or content blocks whose text holds it."""
     if isinstance(output, list):
         output = "".join(b.get("text", "") for b in output if isinstance(b, dict))
