@@ -100,10 +100,16 @@ def test_demo_runs_real_sessions_a_message_lands_in_each_and_an_ask_is_answered_
     assert (ask[0], ask[1]) == (name["Codex"], name["Claude Code"]), out
     assert (reply[0], reply[1]) == (name["Claude Code"], name["Codex"]), out
     assert "the Codex thread's model read the answer, naming ask " in out and reply[4] in out
-    assert '<cross-session-message from="uds:' in out and 'from-name="orchestrator"' in out
+    # ... and how each model read it: Claude's and Codex's envelopes, pi's tagged user turn.
+    read = out.split("The message into each session, as its model read it:", 1)[1]
+    for title in ("Claude Code", "Codex"):
+        block = read.split(f"  {title}:\n", 1)[1]
+        assert re.match(r'    <cross-session-message [^\n]*from-name="orchestrator" message-id="[^"]+" kind="inform">\n'
+                        r"    Heads-up from the demo: .*\n    </cross-session-message>\n", block), read  # fmt: skip
+    assert re.search(r"  pi:\n    \[from agents:orchestrator\] Heads-up from the demo: ", read), read
 
     # The summary adds up: every number is a count of the tables above it.
-    table = out.split("What each session's model read", 1)[1].split("The first message as", 1)[0]
+    table = out.split("What each session's model read", 1)[1].split("The message into each session, as", 1)[0]
     counts = {t: int(n) for t, n in re.findall(r"^  (Claude Code|Codex|pi)\s+\S+\s+(\d+) message\(s\)$", table, re.M)}
     assert counts == {"Claude Code": 2, "Codex": 2, "pi": 1}, table
     reads = re.findall(r"^      (inform|ask|reply)\s+from (\S+)\s+(read once|never read|read \d+ times)$", table, re.M)

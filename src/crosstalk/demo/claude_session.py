@@ -57,8 +57,11 @@ class ClaudeSession:
         """One user turn (a stream-json line on stdin)."""
         assert self.proc.stdin is not None
         line = {"type": "user", "message": {"role": "user", "content": text}}
-        self.proc.stdin.write((json.dumps(line) + "\n").encode())
-        self.proc.stdin.flush()
+        try:
+            self.proc.stdin.write((json.dumps(line) + "\n").encode())
+            self.proc.stdin.flush()
+        except BrokenPipeError:
+            raise self.exited() from None
 
     def alive(self) -> bool:
         return self.proc.poll() is None
@@ -78,6 +81,11 @@ class ClaudeSession:
 
     def tail(self) -> str:
         return (self.root / "claude.err").read_text(errors="replace")[-1500:]
+
+    def exited(self) -> RuntimeError:
+        """The error for a session whose process is gone: the last line it wrote on stderr."""
+        last = next((line for line in reversed(self.tail().splitlines()) if line.strip()), "no output")
+        return RuntimeError(f"the Claude Code session exited: {last.strip()}")
 
 
 def tool_result_texts(req: RecordedRequest, tool: str) -> list[str]:

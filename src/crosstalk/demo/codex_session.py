@@ -61,10 +61,15 @@ class CodexSession:
 
         deadline = time.monotonic() + timeout
         while not self.socket.exists():
-            if time.monotonic() > deadline or not self.alive():
-                raise RuntimeError(f"codex app-server gave no control socket\n{self.tail()}")
+            if not self.alive():
+                raise self.exited()
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"codex app-server gave no control socket within {timeout:g} s\n{self.tail()}")
             time.sleep(0.05)
-        self._ws = unix_connect(str(self.socket), uri="ws://localhost/", max_size=None, open_timeout=timeout)
+        try:
+            self._ws = unix_connect(str(self.socket), uri="ws://localhost/", max_size=None, open_timeout=timeout)
+        except Exception as exc:  # OSError, or the websockets handshake's own errors
+            raise self.failed(exc) from None
         threading.Thread(target=self._read, name="demo-codex-client", daemon=True).start()
         self.request("initialize", {"clientInfo": {"name": "crosstalk-demo", "title": None, "version": "1"},
                                     "capabilities": {"experimentalApi": False}})  # fmt: skip
@@ -84,7 +89,10 @@ class CodexSession:
         rid = next(self._ids)
         box: queue.Queue[dict[str, Any]] = queue.Queue()
         self._answers[rid] = box
-        self._ws.send(json.dumps({"id": rid, "method": method, "params": params}))
+        try:
+            self._ws.send(json.dumps({"id": rid, "method": method, "params": params}))
+        except Exception as exc:  # the connection closed: websockets' ConnectionClosed
+            raise self.failed(exc) from None
         try:
             answer = box.get(timeout=RPC_TIMEOUT_S)
         except queue.Empty:
@@ -121,6 +129,14 @@ class CodexSession:
 
     def tail(self) -> str:
         return (self.root / "codex.err").read_text(errors="replace")[-1500:]
+
+    def failed(self, exc: Exception) -> RuntimeError:
+        return self.exited() if not self.alive() else RuntimeError(f"codex app-server: {exc}")
+
+    def exited(self) -> RuntimeError:
+        """The error for a session whose process is gone: the last line it wrote on stderr."""
+        last = next((line for line in reversed(self.tail().splitlines()) if line.strip()), "no output")
+        return RuntimeError(f"the Codex session exited: {last.strip()}")
 
 
 def first_json(output: Any) -> dict[str, Any]:

@@ -66,8 +66,11 @@ class PiSession:
     def say(self, text: str) -> None:
         """One user prompt (an RPC command on stdin)."""
         assert self.proc.stdin is not None
-        self.proc.stdin.write((json.dumps({"type": "prompt", "message": text}) + "\n").encode())
-        self.proc.stdin.flush()
+        try:
+            self.proc.stdin.write((json.dumps({"type": "prompt", "message": text}) + "\n").encode())
+            self.proc.stdin.flush()
+        except BrokenPipeError:
+            raise self.exited() from None
 
     def alive(self) -> bool:
         return self.proc.poll() is None
@@ -86,3 +89,8 @@ class PiSession:
 
     def tail(self) -> str:
         return (self.root / "pi.err").read_text(errors="replace")[-1500:]
+
+    def exited(self) -> RuntimeError:
+        """The error for a session whose process is gone: the last line it wrote on stderr."""
+        last = next((line for line in reversed(self.tail().splitlines()) if line.strip()), "no output")
+        return RuntimeError(f"the pi session exited: {last.strip()}")

@@ -47,6 +47,7 @@ class Session(Protocol):
     def tool_result(self, req: RecordedRequest, tool: str) -> dict[str, Any] | None: ...
     def close(self, procs: Procs) -> None: ...
     def tail(self) -> str: ...
+    def exited(self) -> RuntimeError: ...
 
 
 @dataclass
@@ -120,6 +121,8 @@ class RealDemo:
                 if d.harness == harness and (harness != "pi" or d.name == PI_HANDLE):
                     return d.name
             time.sleep(0.05)
+        if not session.alive():
+            raise session.exited()
         raise RuntimeError(f"the {TITLE[harness]} session registered no crosstalk agent\n{session.tail()}")
 
     # ------------------------------------------------------------------ messages
@@ -154,13 +157,7 @@ class RealDemo:
         replied = self.tool_result(claude, "reply", 0)
         self.record(Sent(self.names["claude"], self.names["codex"], "codex", "reply", ANSWER, str(replied["state"])))
         ask_id = str(asked.get("message_id"))
-        codex.model.wait_request(
-            lambda r: ANSWER in r.raw and ask_id in r.raw,
-            after=n,
-            timeout=WAIT_S,
-            what=lambda: f"the answer never reached the Codex thread\n{codex.tail()}",
-            alive=codex.alive,
-        )
+        self.wait_read(codex, lambda r: ANSWER in r.raw and ask_id in r.raw, "the answer", after=n)
         self.landed(self.sent[-1])
         self.out(f"  the Codex thread's model read the answer, naming ask {ask_id}: {ANSWER!r}")
 
@@ -171,14 +168,18 @@ class RealDemo:
     def landed(self, row: Sent) -> None:
         """Wait until the receiving model read the text; count it in that model's newest request."""
         session = self.sessions[row.harness]
-        session.model.wait_request(
-            lambda r: row.text in r.raw,
-            timeout=WAIT_S,
-            what=lambda: f"{TITLE[row.harness]}'s model never read {row.text!r}\n{session.tail()}",
-            alive=session.alive,
-        )
+        self.wait_read(session, lambda r: row.text in r.raw, repr(row.text))
         newest = session.model.model_requests()[-1]
         row.seen = newest.raw.count(json.dumps(row.text)[1:-1])
+
+    def wait_read(self, session: Session, found: Callable[[RecordedRequest], bool], what: str, after: int = 0) -> None:
+        """Until a request of the session's model (from index `after` on) satisfies `found`."""
+        try:
+            session.model.wait_request(found, after=after, timeout=WAIT_S, alive=session.alive)
+        except AssertionError:
+            if not session.alive():
+                raise session.exited() from None
+            raise RuntimeError(f"{TITLE[session.harness]}'s model never read {what}\n{session.tail()}") from None
 
     def tool_result(self, session: Session, tool: str, after: int) -> dict[str, Any]:
         deadline = time.monotonic() + WAIT_S
@@ -188,6 +189,8 @@ class RealDemo:
                 if found is not None:
                     return found
             time.sleep(0.05)
+        if not session.alive():
+            raise session.exited()
         raise RuntimeError(f"no result of {tool} reached {TITLE[session.harness]}'s model\n{session.tail()}")
 
     def wait_idle(self, harness: str) -> None:
@@ -210,7 +213,7 @@ class RealDemo:
             for r in rows:
                 seen = {0: "never read", 1: "read once"}.get(r.seen, f"read {r.seen} times")
                 self.out(f"      {r.kind:<7} from {r.sender:<{self.width}}  {seen}")
-        self.show_envelope()
+        self.show_read()
         total = sum(1 for r in self.sent if r.seen)
         twice = sum(1 for r in self.sent if r.seen > 1)  # the table's "read N times"
         answered = sum(1 for r in self.sent if r.kind == "reply" and r.seen)
@@ -221,15 +224,21 @@ class RealDemo:
         )
         return 0 if total == len(self.sent) and not twice and answered else 1
 
-    def show_envelope(self) -> None:
-        claude = self.sessions["claude"]
-        first = self.sent[0].text
-        req = next(r for r in claude.model.model_requests() if first in r.raw)
-        text = claude.model.newest_user_text(req.body)
-        start = text.find("<cross-session-message")
-        self.out("\nThe first message as Claude Code's model read it:")
-        for line in text[start if start >= 0 else 0 :].strip().splitlines()[:12]:
-            self.out(f"    {line}")
+    def show_read(self) -> None:
+        """Each session's first message, as the newest user input of its model's request (the envelope, if any)."""
+        self.out("\nThe message into each session, as its model read it:")
+        for harness, session in self.sessions.items():
+            row = next(r for r in self.sent if r.harness == harness)
+            req = next(r for r in session.model.model_requests() if row.text in r.raw)
+            lines = session.model.newest_user_text(req.body).splitlines()
+            at = next((k for k, line in enumerate(lines) if row.text in line), None)
+            if at is None:
+                continue
+            opened = at > 0 and lines[at - 1].lstrip().startswith("<")  # an envelope: its open and close tags
+            block = lines[at - 1 : at + 2] if opened else lines[at : at + 1]
+            self.out(f"  {TITLE[harness]}:")
+            for line in block:
+                self.out(f"    {line}")
 
     # ------------------------------------------------------------------ cleanup
     def close(self) -> None:

@@ -3,6 +3,7 @@ line, runs fake-harness agents instead, and its summary is a count of the tables
 
 from __future__ import annotations
 
+import os
 import re
 import signal
 import subprocess
@@ -74,6 +75,24 @@ def test_without_the_harnesses_it_says_so_in_one_line_and_runs_fake_agents_whose
     root = re.search(r"state root (/tmp/xtdemo\.\w+)", out)
     assert root and f"cleaned up {root[1]}" in out and not Path(root[1]).exists()
     assert [p for p in map(int, re.findall(r"\bpid (\d+)", out)) if Path(f"/proc/{p}").exists()] == []
+
+
+def test_harness_clis_that_fail_to_start_fall_back_to_fake_agents_with_the_reason(xt: Procs):
+    broken = xt.root / "broken"
+    broken.mkdir()
+    for name in ("claude", "codex", "pi", "node"):  # a broken install: each exits at once
+        (broken / name).write_text("#!/bin/sh\necho 'broken install' >&2\nexit 1\n")
+        (broken / name).chmod(0o755)
+    run_env = env(xt) | {"PATH": f"{broken}:{os.environ.get('PATH', '/usr/bin:/bin')}"}
+    res = subprocess.run([str(CROSSTALK), "demo", "--harness-bin", str(broken)], env=run_env, cwd=xt.root,
+                         capture_output=True, text=True, timeout=DEMO_TIMEOUT_S, stdin=subprocess.DEVNULL)  # fmt: skip
+    out = res.stdout
+    assert res.returncode == 0, out + res.stderr
+    failed = r"^crosstalk demo: the real sessions failed \(the (Claude Code|Codex|pi) session exited: broken install\)"
+    assert re.search(failed + ": fake agents instead$", out, re.M), out
+    assert re.search(r"^\d+ sends: \d+ delivered into a session", out, re.M), out
+    for root in re.findall(r"(?:in a temporary dir|state root) (/tmp/xtdemo\.\w+)", out):
+        assert not Path(root).exists()
 
 
 def test_a_harness_bin_that_is_not_a_directory_is_a_usage_error(xt: Procs):
