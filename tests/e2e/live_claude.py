@@ -28,7 +28,7 @@ from typing import Any
 from tmux_pane import TmuxPane
 
 from crosstalk.demo.claude_session import tool_result, tool_result_texts
-from crosstalk.demo.models import MockAnthropic, RecordedRequest
+from crosstalk.demo.models import RecordedRequest, ScriptedAnthropic
 from crosstalk.registry.descriptor import Descriptor
 from crosstalk.registry.discovery import list_descriptors
 from crosstalk.registry.paths import StatePaths
@@ -46,7 +46,7 @@ def bin_dir() -> Path:
 
 def prepare(
     root: Path, crosstalk_home: Path, config_dir: Path | None, install: bool, *, tui: bool = False
-) -> tuple[dict[str, str], Path, MockAnthropic]:
+) -> tuple[dict[str, str], Path, ScriptedAnthropic]:
     """The session's dirs, environment (nothing of the caller's but PATH) and mock; crosstalk set up if `install`."""
     config = config_dir or root / "home" / ".claude"
     config.mkdir(parents=True, exist_ok=True)
@@ -55,7 +55,7 @@ def prepare(
     (root / "run").chmod(0o700)
     cwd = root / root.name
     cwd.mkdir(exist_ok=True)
-    mock = MockAnthropic().start()
+    mock = ScriptedAnthropic().start()
     env = {
         "PATH": os.pathsep.join([str(bin_dir()), os.environ.get("PATH", "/usr/bin:/bin")]),
         "HOME": str(root / "home"),
@@ -95,7 +95,7 @@ def _seed_config(path: Path, cwd: Path) -> None:
 class Session:
     """What the tests ask of a live session, however it runs."""
 
-    def __init__(self, root: Path, env: dict[str, str], mock: MockAnthropic, cwd: Path) -> None:
+    def __init__(self, root: Path, env: dict[str, str], mock: ScriptedAnthropic, cwd: Path) -> None:
         self.root, self.env, self.mock, self.cwd = root, env, mock, cwd
 
     pid: int
@@ -170,7 +170,7 @@ class Session:
 
 
 class LiveClaude(Session):
-    def __init__(self, root: Path, env: dict[str, str], mock: MockAnthropic, cwd: Path, proc: Any) -> None:
+    def __init__(self, root: Path, env: dict[str, str], mock: ScriptedAnthropic, cwd: Path, proc: Any) -> None:
         super().__init__(root, env, mock, cwd)
         self.proc: subprocess.Popen[bytes] = proc
         self.pid = proc.pid
@@ -256,7 +256,7 @@ def _spawn(root: Path, env: dict[str, str], cwd: Path, extra: list[str], mode: s
 class TuiClaude(Session):
     """The interactive TUI in a tmux server of its own (tests/e2e/tmux_pane.py)."""
 
-    def __init__(self, root: Path, env: dict[str, str], mock: MockAnthropic, cwd: Path, pane: TmuxPane) -> None:
+    def __init__(self, root: Path, env: dict[str, str], mock: ScriptedAnthropic, cwd: Path, pane: TmuxPane) -> None:
         super().__init__(root, env, mock, cwd)
         self.pane = pane
         self.pid = int(pane.tmux("display-message", "-p", "-t", pane.name, "#{pane_pid}").strip())

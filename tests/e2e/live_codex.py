@@ -27,7 +27,7 @@ from live_claude import CROSSTALK, bin_dir
 from tmux_pane import TmuxPane
 
 from crosstalk.demo.codex_session import first_json
-from crosstalk.demo.models import MockResponses, RecordedRequest
+from crosstalk.demo.models import RecordedRequest, ScriptedResponses
 
 WAIT_S = 60.0
 MODEL = "mock-model"
@@ -35,7 +35,7 @@ MODEL = "mock-model"
 
 class LiveCodex:
     def __init__(
-        self, root: Path, env: dict[str, str], mock: MockResponses, proc: Any, cwd: Path, listen: Path | None = None
+        self, root: Path, env: dict[str, str], mock: ScriptedResponses, proc: Any, cwd: Path, listen: Path | None = None
     ) -> None:
         self.root, self.env, self.mock, self.proc, self.cwd = root, env, mock, proc, cwd
         self.listen = listen
@@ -53,7 +53,7 @@ class LiveCodex:
         codex_home = home / ".codex"
         for d in (codex_home, cwd, root / "tmp"):
             d.mkdir(parents=True, exist_ok=True)
-        mock = MockResponses().start()
+        mock = ScriptedResponses().start()
         (codex_home / "config.toml").write_text(
             f'model = "{MODEL}"\nmodel_provider = "mock"\napproval_policy = "never"\n'
             'sandbox_mode = "danger-full-access"\n\n[model_providers.mock]\nname = "Mock Responses"\n'

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from crosstalk.demo.harnesses import Harnesses, install_crosstalk, session_env
-from crosstalk.demo.models import MockAnthropic, RecordedRequest
+from crosstalk.demo.models import RecordedRequest, ScriptedAnthropic
 from crosstalk.demo.procs import Procs
 
 # A model id Claude Code knows (an unknown one works too, with a context-window warning on stderr).
@@ -29,7 +29,7 @@ class ClaudeSession:
         self.cwd = root / "work"
         self.cwd.mkdir(parents=True, exist_ok=True)
         (root / "run").mkdir(mode=0o700, exist_ok=True)
-        self.model = MockAnthropic().start()
+        self.model = ScriptedAnthropic().start()
         self.env = session_env(
             root,
             harnesses,

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from crosstalk.demo.harnesses import Harnesses, install_crosstalk, session_env
-from crosstalk.demo.models import MockResponses, RecordedRequest
+from crosstalk.demo.models import RecordedRequest, ScriptedResponses
 from crosstalk.demo.procs import Procs
 
 MODEL = "scripted-model"
@@ -34,7 +34,7 @@ class CodexSession:
         codex_home = root / "home" / ".codex"
         for d in (self.cwd, codex_home):
             d.mkdir(parents=True, exist_ok=True)
-        self.model = MockResponses().start()
+        self.model = ScriptedResponses().start()
         (codex_home / "config.toml").write_text(
             f'model = "{MODEL}"\nmodel_provider = "scripted"\napproval_policy = "never"\n'
             'sandbox_mode = "danger-full-access"\n\n[model_providers.scripted]\nname = "Scripted Responses"\n'

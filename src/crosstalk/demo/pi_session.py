@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from crosstalk.demo.harnesses import Harnesses, install_crosstalk, session_env
-from crosstalk.demo.models import MockChat, RecordedRequest
+from crosstalk.demo.models import RecordedRequest, ScriptedChat
 from crosstalk.demo.procs import Procs
 
 MODEL = "scripted-model"
@@ -28,7 +28,7 @@ class PiSession:
         agent_dir = root / "home" / ".pi" / "agent"
         for d in (self.cwd, agent_dir):
             d.mkdir(parents=True, exist_ok=True)
-        self.model = MockChat().start()
+        self.model = ScriptedChat().start()
         provider = {
             "baseUrl": f"{self.model.base_url}/v1", "api": "openai-completions", "apiKey": "scripted",
             "compat": {"supportsDeveloperRole": False, "supportsReasoningEffort": False},

@@ -20,7 +20,7 @@ from typing import Any, Protocol
 from crosstalk.demo.claude_session import ClaudeSession
 from crosstalk.demo.codex_session import CodexSession
 from crosstalk.demo.harnesses import Harnesses, session_env, version
-from crosstalk.demo.models import MockModelServer, RecordedRequest
+from crosstalk.demo.models import RecordedRequest, ScriptedModelServer
 from crosstalk.demo.orchestrator import NAME as ORCHESTRATOR
 from crosstalk.demo.orchestrator import Orchestrator
 from crosstalk.demo.procs import Procs
@@ -38,7 +38,7 @@ TITLE = {"claude": "Claude Code", "codex": "Codex", "pi": "pi"}
 class Session(Protocol):
     harness: str
     tool_prefix: str
-    model: MockModelServer
+    model: ScriptedModelServer
     pid: int
     root: Path
 

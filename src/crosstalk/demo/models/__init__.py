@@ -3,17 +3,17 @@ real harness CLIs run against them offline (`crosstalk demo`, the e2e tests). A 
 newest user text: a `CALL <tool> <json>` line makes the tool call, a `SLEEP <seconds>` line delays the answer,
 else the text is echoed back as a digest."""
 
-from .anthropic import MockAnthropic
-from .base import REPLY_PREFIX, MockModelServer, RecordedRequest, digest_reply
-from .chat import MockChat
-from .responses import MockResponses
+from .anthropic import ScriptedAnthropic
+from .base import REPLY_PREFIX, RecordedRequest, ScriptedModelServer, digest_reply
+from .chat import ScriptedChat
+from .responses import ScriptedResponses
 
 __all__ = [
     "REPLY_PREFIX",
-    "MockAnthropic",
-    "MockChat",
-    "MockModelServer",
-    "MockResponses",
     "RecordedRequest",
+    "ScriptedAnthropic",
+    "ScriptedChat",
+    "ScriptedModelServer",
+    "ScriptedResponses",
     "digest_reply",
 ]

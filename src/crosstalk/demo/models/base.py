@@ -75,7 +75,7 @@ def text_parts(content: Any, skip_prefixes: tuple[str, ...] = ()) -> str:
 
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
-    mock: MockModelServer
+    mock: ScriptedModelServer
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -141,8 +141,8 @@ class _Handler(BaseHTTPRequestHandler):
 Handler = _Handler
 
 
-class MockModelServer:
-    """Base mock: `start()`, `stop()`, `base_url`, `requests`; set `reply` to answer with fixed text, and
+class ScriptedModelServer:
+    """The shared server: `start()`, `stop()`, `base_url`, `requests`; set `reply` to answer with fixed text, and
     `replies_by` ({needle: text}) to answer a request whose newest user text holds a needle with that needle's
     text (one mock serving several scripted conversations at once). `scripts_by` ({needle: script lines}) adds
     those `CALL`/`SLEEP` lines to what the model acts on whenever the newest input holds the needle: the model's
@@ -163,7 +163,7 @@ class MockModelServer:
         self._thread: threading.Thread | None = None
 
     # lifecycle ------------------------------------------------------------------------------------------------
-    def start(self, timeout: float = 5.0) -> MockModelServer:
+    def start(self, timeout: float = 5.0) -> ScriptedModelServer:
         if self._server is not None:
             return self
         server = _Server(("127.0.0.1", 0), _Handler)
@@ -196,7 +196,7 @@ class MockModelServer:
         if thread is not None:
             thread.join(timeout)
 
-    def __enter__(self) -> MockModelServer:
+    def __enter__(self) -> ScriptedModelServer:
         return self.start()
 
     def __exit__(self, *exc: object) -> None:

@@ -17,12 +17,12 @@ import time
 import uuid
 from typing import Any, ClassVar
 
-from .base import Handler, MockModelServer, RecordedRequest, obey_script, text_parts
+from .base import Handler, RecordedRequest, ScriptedModelServer, obey_script, text_parts
 
 ENVELOPE_ID_RE = re.compile(r'<cross-session-message [^>]*message-id="([^"]+)"')
 
 
-class MockResponses(MockModelServer):
+class ScriptedResponses(ScriptedModelServer):
     name: ClassVar[str] = "responses"
     generation_path: ClassVar[str] = "/responses"
 
