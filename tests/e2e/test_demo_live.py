@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -36,8 +37,6 @@ def home(require: Callable[[str], Path]) -> Iterator[Path]:
     try:
         yield path
     finally:
-        import shutil
-
         shutil.rmtree(path, ignore_errors=True)
 
 
