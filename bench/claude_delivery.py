@@ -2,7 +2,7 @@
 
 Two real `claude` 2.1.332 sessions (headless stream-json, crosstalk installed with `crosstalk install claude`) of
 one user (one Claude config dir, so Claude's own SendMessage reaches the other), each against its own mock
-Anthropic server (tests/e2e/mock_models). Latency is measured on the mocks' clock: from A's
+Anthropic server (crosstalk.demo.models). Latency is measured on the mocks' clock: from A's
 tool call leaving A's mock (send_message, or Claude's own SendMessage) to B's next model request that carries the
 message arriving at B's mock. Rounds alternate the two paths, for an idle receiver and for a busy one (B in a
 1.5 s Bash tool call when the message is sent: both paths then wait for the same tool boundary).

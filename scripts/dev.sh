@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # One entry point for a fresh machine: creates .venv, installs crosstalk with its dev extras, then runs
-#   demo   the crosstalk demo (fake-harness agents exchanging messages over real sockets)
+#   demo   the crosstalk demo (real Claude Code, Codex and pi sessions when installed in .harnesses/ or on PATH,
+#          else fake-harness agents, exchanging messages over real sockets)
 #   test   installs the pinned harness CLIs (scripts/install_harnesses.sh), then ruff + the whole pytest suite (what CI runs)
 #   bench  the benchmarks in bench/ (figures beside same-run baselines)
 set -euo pipefail
@@ -36,7 +37,13 @@ setup() {
 
 cmd="${1:-}"
 case "$cmd" in
-  demo)  setup; exec .venv/bin/crosstalk demo ;;
+  demo)  setup
+         # The pinned harness CLIs, where scripts/install_harnesses.sh (and so `dev.sh test`) puts them: real sessions.
+         # Without them the demo looks on PATH, and runs fake agents when they are not there either.
+         if [ -x .harnesses/node_modules/.bin/claude ]; then
+           exec .venv/bin/crosstalk demo --harness-bin "$PWD/.harnesses/node_modules/.bin"
+         fi
+         exec .venv/bin/crosstalk demo ;;
   test)  setup; shift
          # The real harness CLIs for tests/e2e (pinned, in .harnesses/). They must install and the e2e tests must
          # run (CROSSTALK_E2E_REQUIRED=1 turns a skip into a failure), so a green run never hides a missing install.

@@ -39,8 +39,9 @@ from dispatch_helpers import Daemon, commit_files, wait_replied
 
 if TYPE_CHECKING:  # conftest is the e2e fixture module; not imported at run time (several dirs have one)
     from conftest import HarnessRun
-    from mock_models import MockModelServer
-    from mock_models.base import RecordedRequest
+
+    from crosstalk.demo.models import ScriptedModelServer
+    from crosstalk.demo.models.base import RecordedRequest
 
 __all__ = [
     "REPLY_TIMEOUT",
@@ -136,7 +137,9 @@ def protocol_line(root: Path) -> str:
     return plain[0]
 
 
-def refuse(mock: MockModelServer, when: Callable[[RecordedRequest], bool], status: int, error: dict[str, str]) -> None:
+def refuse(
+    mock: ScriptedModelServer, when: Callable[[RecordedRequest], bool], status: int, error: dict[str, str]
+) -> None:
     """Make `mock` answer HTTP `status` with `{"error": error}` (plus Anthropic's `"type": "error"`) to every
     generation request `when` holds for, and serve the rest as before: a model API refusing that one request."""
     serve = mock.handle_post
@@ -150,7 +153,7 @@ def refuse(mock: MockModelServer, when: Callable[[RecordedRequest], bool], statu
     mock.handle_post = handle_post  # type: ignore[method-assign]
 
 
-def reject_model(mock: MockModelServer, model: str) -> None:
+def reject_model(mock: ScriptedModelServer, model: str) -> None:
     """Make the Anthropic mock answer 404 not_found_error to requests for `model` (Claude Code then exits 1 at
     once, where a closed port would have it retry for minutes)."""
     error = {"type": "not_found_error", "message": f"model: {model} (mock rejects it)"}

@@ -1,5 +1,5 @@
 """End-to-end fixtures: the REAL harness CLIs (claude, codex, pi: pinned, installed by scripts/install_harnesses.sh
-into .harnesses/) run one-shot against local mock model servers (tests/e2e/mock_models), each in an isolated HOME.
+into .harnesses/) run one-shot against local mock model servers (crosstalk.demo.models), each in an isolated HOME.
 
 Binaries come from $CROSSTALK_E2E_BIN, else <repo>/.harnesses/node_modules/.bin. A missing binary skips the test,
 or fails it when CROSSTALK_E2E_REQUIRED=1 (scripts/dev.sh sets that once the install succeeded).
@@ -25,7 +25,8 @@ from typing import NoReturn
 
 import pytest
 from live_claude import bin_dir
-from mock_models import MockAnthropic, MockChat, MockModelServer, MockResponses
+
+from crosstalk.demo.models import ScriptedAnthropic, ScriptedChat, ScriptedModelServer, ScriptedResponses
 
 REPO = Path(__file__).resolve().parents[2]
 HARNESSES = ("claude", "codex", "pi")
@@ -104,7 +105,7 @@ class HarnessRun:
     name: str
     argv_prefix: list[str]
     env: dict[str, str]
-    mock: MockModelServer
+    mock: ScriptedModelServer
     cwd: Path
     home: Path
     argv_unsafe_starts: tuple[str, ...] = ()
@@ -130,7 +131,7 @@ def base_env(root: Path) -> dict[str, str]:
     return {"PATH": path, "HOME": str(home), "TMPDIR": str(tmp), "LANG": "C.UTF-8", "TERM": "dumb", "NO_COLOR": "1"}
 
 
-def claude_setup(root: Path, mock: MockModelServer) -> tuple[list[str], dict[str, str]]:
+def claude_setup(root: Path, mock: ScriptedModelServer) -> tuple[list[str], dict[str, str]]:
     env = base_env(root)
     run_dir = root / "run"  # Claude's messaging socket goes to $XDG_RUNTIME_DIR/cc-socks/<pid>.sock
     run_dir.mkdir(mode=0o700, exist_ok=True)
@@ -149,7 +150,7 @@ def claude_setup(root: Path, mock: MockModelServer) -> tuple[list[str], dict[str
     return argv, env
 
 
-def codex_setup(root: Path, mock: MockModelServer) -> tuple[list[str], dict[str, str]]:
+def codex_setup(root: Path, mock: ScriptedModelServer) -> tuple[list[str], dict[str, str]]:
     env = base_env(root)
     codex_home = root / "home" / ".codex"
     codex_home.mkdir(parents=True, exist_ok=True)
@@ -173,7 +174,7 @@ def codex_setup(root: Path, mock: MockModelServer) -> tuple[list[str], dict[str,
     return argv, env
 
 
-def pi_setup(root: Path, mock: MockModelServer) -> tuple[list[str], dict[str, str]]:
+def pi_setup(root: Path, mock: ScriptedModelServer) -> tuple[list[str], dict[str, str]]:
     env = base_env(root)
     agent_dir = root / "home" / ".pi" / "agent"
     agent_dir.mkdir(parents=True, exist_ok=True)
@@ -199,7 +200,7 @@ def pi_setup(root: Path, mock: MockModelServer) -> tuple[list[str], dict[str, st
     return argv, env
 
 
-Setup = Callable[[Path, MockModelServer], tuple[list[str], dict[str, str]]]
+Setup = Callable[[Path, ScriptedModelServer], tuple[list[str], dict[str, str]]]
 # harness -> (its mock fixture, its setup, prompt starts that cannot go on argv)
 SETUPS: dict[str, tuple[str, Setup, tuple[str, ...]]] = {
     "claude": ("mock_anthropic", claude_setup, ()),
@@ -208,7 +209,7 @@ SETUPS: dict[str, tuple[str, Setup, tuple[str, ...]]] = {
 }
 
 
-def _serve(mock: MockModelServer) -> Iterator[MockModelServer]:
+def _serve(mock: ScriptedModelServer) -> Iterator[ScriptedModelServer]:
     mock.start()
     try:
         yield mock
@@ -217,18 +218,18 @@ def _serve(mock: MockModelServer) -> Iterator[MockModelServer]:
 
 
 @pytest.fixture
-def mock_anthropic() -> Iterator[MockModelServer]:
-    yield from _serve(MockAnthropic())
+def mock_anthropic() -> Iterator[ScriptedModelServer]:
+    yield from _serve(ScriptedAnthropic())
 
 
 @pytest.fixture
-def mock_responses() -> Iterator[MockModelServer]:
-    yield from _serve(MockResponses())
+def mock_responses() -> Iterator[ScriptedModelServer]:
+    yield from _serve(ScriptedResponses())
 
 
 @pytest.fixture
-def mock_chat() -> Iterator[MockModelServer]:
-    yield from _serve(MockChat())
+def mock_chat() -> Iterator[ScriptedModelServer]:
+    yield from _serve(ScriptedChat())
 
 
 @pytest.fixture
@@ -242,7 +243,7 @@ def harness_run(request: pytest.FixtureRequest) -> Iterator[Callable[..., Harnes
             raise ValueError(f"unknown harness {name!r}; expected one of {HARNESSES}")
         fixture, setup, unsafe = SETUPS[name]
         harness_binary(name)
-        mock: MockModelServer = request.getfixturevalue(fixture)
+        mock: ScriptedModelServer = request.getfixturevalue(fixture)
         if reply is not None:
             mock.reply = reply
         root = make_tmp()

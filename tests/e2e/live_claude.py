@@ -25,9 +25,10 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from mock_models import MockAnthropic, RecordedRequest
 from tmux_pane import TmuxPane
 
+from crosstalk.demo.claude_session import tool_result, tool_result_ids, tool_result_texts
+from crosstalk.demo.models import RecordedRequest, ScriptedAnthropic
 from crosstalk.registry.descriptor import Descriptor
 from crosstalk.registry.discovery import list_descriptors
 from crosstalk.registry.paths import StatePaths
@@ -45,7 +46,7 @@ def bin_dir() -> Path:
 
 def prepare(
     root: Path, crosstalk_home: Path, config_dir: Path | None, install: bool, *, tui: bool = False
-) -> tuple[dict[str, str], Path, MockAnthropic]:
+) -> tuple[dict[str, str], Path, ScriptedAnthropic]:
     """The session's dirs, environment (nothing of the caller's but PATH) and mock; crosstalk set up if `install`."""
     config = config_dir or root / "home" / ".claude"
     config.mkdir(parents=True, exist_ok=True)
@@ -54,7 +55,7 @@ def prepare(
     (root / "run").chmod(0o700)
     cwd = root / root.name
     cwd.mkdir(exist_ok=True)
-    mock = MockAnthropic().start()
+    mock = ScriptedAnthropic().start()
     env = {
         "PATH": os.pathsep.join([str(bin_dir()), os.environ.get("PATH", "/usr/bin:/bin")]),
         "HOME": str(root / "home"),
@@ -94,7 +95,7 @@ def _seed_config(path: Path, cwd: Path) -> None:
 class Session:
     """What the tests ask of a live session, however it runs."""
 
-    def __init__(self, root: Path, env: dict[str, str], mock: MockAnthropic, cwd: Path) -> None:
+    def __init__(self, root: Path, env: dict[str, str], mock: ScriptedAnthropic, cwd: Path) -> None:
         self.root, self.env, self.mock, self.cwd = root, env, mock, cwd
 
     pid: int
@@ -132,6 +133,20 @@ class Session:
             return f"{self.root.name}{gone}\n{self.tail()}"
 
         return self.mock.wait_seen(needle, after=after, timeout=timeout, what=what, alive=self.alive)
+
+    def wait_tool_text(self, tool: str, timeout: float = WAIT_S, after: int = 0) -> str:
+        """The raw text of the newest result of crosstalk tool `tool` the model read (in a request from index
+        `after` on, not one an earlier request carried): crosstalk's JSON, or Claude's own error for the call."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            requests = self.requests()
+            seen = frozenset(i for r in requests[:after] for i in tool_result_ids(r))
+            for req in reversed(requests[after:]):
+                texts = tool_result_texts(req, f"mcp__crosstalk__{tool}", seen)
+                if texts:
+                    return texts[-1]
+            time.sleep(0.02)
+        raise AssertionError(f"{self.root.name}: no result of {tool} reached the model\n{self.tail()}")
 
     def wait_tool_result(self, tool: str, timeout: float = WAIT_S, after: int = 0) -> dict[str, Any]:
         """The JSON result of the newest call of crosstalk tool `tool`, as the model read it (in a request from
@@ -172,7 +187,7 @@ class Session:
 
 
 class LiveClaude(Session):
-    def __init__(self, root: Path, env: dict[str, str], mock: MockAnthropic, cwd: Path, proc: Any) -> None:
+    def __init__(self, root: Path, env: dict[str, str], mock: ScriptedAnthropic, cwd: Path, proc: Any) -> None:
         super().__init__(root, env, mock, cwd)
         self.proc: subprocess.Popen[bytes] = proc
         self.pid = proc.pid
@@ -258,7 +273,7 @@ def _spawn(root: Path, env: dict[str, str], cwd: Path, extra: list[str], mode: s
 class TuiClaude(Session):
     """The interactive TUI in a tmux server of its own (tests/e2e/tmux_pane.py)."""
 
-    def __init__(self, root: Path, env: dict[str, str], mock: MockAnthropic, cwd: Path, pane: TmuxPane) -> None:
+    def __init__(self, root: Path, env: dict[str, str], mock: ScriptedAnthropic, cwd: Path, pane: TmuxPane) -> None:
         super().__init__(root, env, mock, cwd)
         self.pane = pane
         self.pid = int(pane.tmux("display-message", "-p", "-t", pane.name, "#{pane_pid}").strip())
@@ -303,49 +318,6 @@ class TuiClaude(Session):
 
     def tail(self) -> str:
         return f"--- screen\n{self.screen()}"
-
-
-def tool_result_ids(req: RecordedRequest) -> set[str]:
-    """The tool_use ids of every tool result this request carries."""
-    return {
-        str(b.get("tool_use_id"))
-        for m in req.body.get("messages") or []
-        for b in (m.get("content") if isinstance(m.get("content"), list) else [])
-        if isinstance(b, dict) and b.get("type") == "tool_result"
-    }
-
-
-def tool_result_texts(req: RecordedRequest, tool: str, skip: frozenset[str] = frozenset()) -> list[str]:
-    """The text of every `tool` call's result this request carries, oldest first, but those whose tool_use id is
-    in `skip`."""
-    messages = req.body.get("messages") or []
-    ids = {
-        b.get("id")
-        for m in messages
-        if m.get("role") == "assistant" and isinstance(m.get("content"), list)
-        for b in m["content"]
-        if isinstance(b, dict) and b.get("type") == "tool_use" and b.get("name") == tool
-    }
-    texts = []
-    for m in messages:
-        for b in m.get("content") if isinstance(m.get("content"), list) else []:
-            if isinstance(b, dict) and b.get("type") == "tool_result" and b.get("tool_use_id") in ids - skip:
-                content = b.get("content")
-                texts.append(
-                    content
-                    if isinstance(content, str)
-                    else "".join(x.get("text", "") for x in content or [] if isinstance(x, dict))
-                )
-    return texts
-
-
-def tool_result(req: RecordedRequest, tool: str, skip: frozenset[str] = frozenset()) -> dict[str, Any] | None:
-    """The parsed result of the last `tool` call whose result this request carries (not one in `skip`), or None."""
-    found = None
-    for text in tool_result_texts(req, tool, skip):
-        with contextlib.suppress(ValueError):  # Claude may append <system-reminder> blocks after it
-            found = json.JSONDecoder().raw_decode(text.lstrip())[0]
-    return found
 
 
 @contextlib.contextmanager

@@ -24,8 +24,10 @@ from pathlib import Path
 from typing import Any
 
 from live_claude import CROSSTALK, bin_dir
-from mock_models import MockResponses, RecordedRequest
 from tmux_pane import TmuxPane
+
+from crosstalk.demo.codex_session import first_json
+from crosstalk.demo.models import RecordedRequest, ScriptedResponses
 
 WAIT_S = 60.0
 MODEL = "mock-model"
@@ -33,7 +35,7 @@ MODEL = "mock-model"
 
 class LiveCodex:
     def __init__(
-        self, root: Path, env: dict[str, str], mock: MockResponses, proc: Any, cwd: Path, listen: Path | None = None
+        self, root: Path, env: dict[str, str], mock: ScriptedResponses, proc: Any, cwd: Path, listen: Path | None = None
     ) -> None:
         self.root, self.env, self.mock, self.proc, self.cwd = root, env, mock, proc, cwd
         self.listen = listen
@@ -51,7 +53,7 @@ class LiveCodex:
         codex_home = home / ".codex"
         for d in (codex_home, cwd, root / "tmp"):
             d.mkdir(parents=True, exist_ok=True)
-        mock = MockResponses().start()
+        mock = ScriptedResponses().start()
         (codex_home / "config.toml").write_text(
             f'model = "{MODEL}"\nmodel_provider = "mock"\napproval_policy = "never"\n'
             'sandbox_mode = "danger-full-access"\n\n[model_providers.mock]\nname = "Mock Responses"\n'
@@ -164,7 +166,7 @@ class LiveCodex:
                     call = item.get("call_id")
                     if item.get("type") == "function_call_output" and call in calls and call not in seen:
                         with contextlib.suppress(ValueError, TypeError):
-                            return _first_json(item.get("output"))
+                            return first_json(item.get("output"))
             time.sleep(0.05)
         raise AssertionError(f"no result of {tool} reached codex's model\n{self.tail()}")
 
@@ -206,14 +208,3 @@ class LiveCodex:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-
-def _first_json(output: Any) -> dict[str, Any]:
-    """A function_call_output's JSON: a string, or content blocks whose text holds it."""
-    if isinstance(output, list):
-        output = "".join(b.get("text", "") for b in output if isinstance(b, dict))
-    if isinstance(output, dict):
-        output = output.get("content") or output.get("output") or json.dumps(output)
-    text = str(output).lstrip()
-    start = text.find("{")
-    return json.JSONDecoder().raw_decode(text[start:])[0]

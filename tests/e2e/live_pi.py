@@ -16,20 +16,23 @@ from pathlib import Path
 from typing import Any
 
 from live_claude import CROSSTALK, bin_dir
-from mock_models import MockChat, RecordedRequest
+
+from crosstalk.demo.models import RecordedRequest, ScriptedChat
 
 WAIT_S = 60.0
 MODEL = "mock-model"
 
 
-def prepare(root: Path, crosstalk_home: Path, crosstalk_env: dict[str, str]) -> tuple[dict[str, str], MockChat, Path]:
+def prepare(
+    root: Path, crosstalk_home: Path, crosstalk_env: dict[str, str]
+) -> tuple[dict[str, str], ScriptedChat, Path]:
     """The session's dirs, environment (nothing of the caller's but PATH), mock and models.json; crosstalk
     installed for it the README's way and enabled (PI_CROSSTALK=1)."""
     home, cwd = root / "home", root / root.name
     agent_dir = home / ".pi" / "agent"
     for d in (agent_dir, cwd, root / "tmp"):
         d.mkdir(parents=True, exist_ok=True)
-    mock = MockChat().start()
+    mock = ScriptedChat().start()
     provider = {
         "baseUrl": f"{mock.base_url}/v1", "api": "openai-completions", "apiKey": "dummy",
         "compat": {"supportsDeveloperRole": False, "supportsReasoningEffort": False},
@@ -48,7 +51,7 @@ def prepare(root: Path, crosstalk_home: Path, crosstalk_env: dict[str, str]) -> 
 
 
 class LivePi:
-    def __init__(self, root: Path, env: dict[str, str], mock: MockChat, proc: subprocess.Popen[bytes]) -> None:
+    def __init__(self, root: Path, env: dict[str, str], mock: ScriptedChat, proc: subprocess.Popen[bytes]) -> None:
         self.root, self.env, self.mock, self.proc = root, env, mock, proc
         self.events: list[dict[str, Any]] = []
         self._lock = threading.Lock()
@@ -141,7 +144,7 @@ class LivePi:
 
     def user_texts(self, req: RecordedRequest) -> list[str]:
         """The user messages of one model request, in order."""
-        from mock_models.base import text_parts
+        from crosstalk.demo.models.base import text_parts
 
         return [text_parts(m.get("content")) for m in req.body.get("messages") or [] if m.get("role") == "user"]
 

@@ -300,6 +300,11 @@ def test_a_restarted_shim_resumes_its_journal_and_a_reply_to_a_pre_restart_ask_r
             assert time.monotonic() < deadline, f"shim {old.pid} still running 30 s after SIGKILL"
             time.sleep(0.01)
         m = _call(b, "reply", {"message_id": ask_id, "text": f"after the restart {token}"})
+        # Claude learns of its MCP child's exit asynchronously: a call it makes before it has (its event loop late
+        # on a loaded machine) goes to the dead pipe and answers "Connection closed" with nothing run, and the call
+        # after it starts the new shim (docs/dev/claude-adapter.md). A model calls again; so does this test, once.
+        if b.wait_tool_text("reply", after=m).startswith("Connection closed"):
+            m = _call(b, "reply", {"message_id": ask_id, "text": f"after the restart {token}"})
         replied = b.wait_tool_result("reply", after=m)
         new = b.agent()
         assert new.agent_id == old.agent_id and new.pid != old.pid and new.name == old.name

@@ -19,7 +19,8 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 import pytest
-from mock_models import REPLY_PREFIX, digest_reply
+
+from crosstalk.demo.models import REPLY_PREFIX, digest_reply
 
 if TYPE_CHECKING:  # the fixture module is not imported at run time: several test dirs have a conftest.py
     from conftest import HarnessRun

@@ -1,19 +1,34 @@
-"""`crosstalk demo`."""
+"""`crosstalk demo [--harness-bin DIR]`."""
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
 from typing import Any
 
-from crosstalk.cli.common import echo, fail
+from crosstalk.cli.common import EXIT_USAGE, echo, fail
 
 
 def run(args: Any) -> int:
-    """Start fake-harness agents in a temporary state root, exchange messages through their real sockets,
-    print every delivery with its state, then clean everything up. Needs no outside service."""
+    """Real Claude Code, Codex and pi sessions against scripted model servers on 127.0.0.1 when the CLIs are found
+    (in --harness-bin DIR, else on PATH), else fake-harness agents; messages through their real sockets, every
+    delivery printed with its state, then everything cleaned up. Needs no outside service."""
     from crosstalk.core.errors import CrosstalkError
-    from crosstalk.demo.live import run_demo
+    from crosstalk.demo.run import run_demo
 
+    harness_bin = Path(args.harness_bin).expanduser() if args.harness_bin else None
+    if harness_bin is not None and not harness_bin.is_dir():
+        fail(f"--harness-bin {args.harness_bin}: not a directory", EXIT_USAGE)
     try:
-        return run_demo(echo)
+        return run_demo(_show, harness_bin)
+    except KeyboardInterrupt:
+        echo("crosstalk demo: interrupted; everything it started is stopped and removed")
+        return 130
     except (CrosstalkError, RuntimeError, OSError) as exc:
         fail(f"demo failed: {exc}")
+
+
+def _show(text: str) -> None:
+    """One line of the demo, at once (a pipe would otherwise hold it until the end)."""
+    echo(text)
+    sys.stdout.flush()

@@ -329,8 +329,14 @@ def _demo(sub: Any) -> None:
     p = sub.add_parser(
         "demo",
         help="Run agents in a temporary state root and exchange messages.",
-        description="Start fake-harness agents in a temporary state root, exchange messages "
+        description="Start real Claude Code, Codex and pi sessions (their models: scripted model servers on "
+        "127.0.0.1, no outside service) when the CLIs are found, else fake-harness agents; exchange messages "
         "through their real sockets, print every delivery with its state, then clean up.",
+    )
+    p.add_argument(
+        "--harness-bin",
+        metavar="DIR",
+        help="The directory holding the claude, codex and pi executables (default: find them on PATH).",
     )
     p.set_defaults(run="crosstalk.cli.demo_cmd:run")
 

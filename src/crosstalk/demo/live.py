@@ -1,4 +1,4 @@
-"""The demo: real agents in a temporary state root exchanging messages through real sockets.
+"""The demo without the harness CLIs: real agents in a temporary state root exchanging messages through real sockets.
 
 Three fake-harness agents run as `crosstalk agent run` subprocesses; the demo itself hosts a fourth agent
 ("orchestrator") in-process so its sends are verified by SO_PEERCRED. Every delivery is printed with its state,
@@ -8,7 +8,6 @@ injected twice. Everything is removed at the end.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import json
 import os
@@ -18,8 +17,8 @@ import signal
 import subprocess
 import sys
 import tempfile
-import threading
 import time
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,6 +26,7 @@ from typing import Any
 
 from crosstalk.core.message import Message, new_message
 from crosstalk.core.states import Outcome
+from crosstalk.demo.orchestrator import Orchestrator
 
 START_TIMEOUT_S = 20.0
 STOP_TIMEOUT_S = 10.0
@@ -46,10 +46,8 @@ class Demo:
         self.root = Path(tempfile.mkdtemp(prefix="xtdemo.", dir="/tmp"))
         self.env = {**os.environ, "CROSSTALK_HOME": str(self.root)}
         self.agents: dict[str, DemoAgent] = {}
-        self._host_loop: asyncio.AbstractEventLoop | None = None
-        self._host_thread: threading.Thread | None = None
-        self._host = None
-        self.delivered = 0
+        self.orchestrator = Orchestrator(self.root)
+        self.tally: Counter[str] = Counter()  # each line of the deliveries table, by what became of it
 
     # -------------------------------------------------------------- agents
     def start_agent(self, name: str, *extra: str) -> DemoAgent:
@@ -86,23 +84,8 @@ class Demo:
 
     def start_orchestrator(self) -> None:
         """Host an agent in this process, so messages it sends are verified by the socket, not by a claim."""
-        from crosstalk.agent import AgentConfig, AgentHost
-        from crosstalk.harness.fake import FakeHarness
-        from crosstalk.registry.paths import StatePaths
-
-        loop = asyncio.new_event_loop()
-        self._host_loop = loop
-        self._host_thread = threading.Thread(target=loop.run_forever, name="demo-orchestrator", daemon=True)
-        self._host_thread.start()
-        config = AgentConfig(
-            harness=FakeHarness(inbox=self.root / "orchestrator.inbox.jsonl"),
-            session_ref="demo-orchestrator",
-            preferred_name="orchestrator",
-            cwd=str(self.root),
-        )
-        fut = asyncio.run_coroutine_threadsafe(AgentHost.start(StatePaths(self.root), config), loop)
-        self._host = fut.result(START_TIMEOUT_S)
-        self.out(f"  started {'orchestrator':<12} agent_id {self._host.agent_id}  (in this process)")
+        agent_id = self.orchestrator.start(self.root)
+        self.out(f"  started {'orchestrator':<12} agent_id {agent_id}  (in this process)")
 
     # -------------------------------------------------------------- sending
     def send(
@@ -117,21 +100,30 @@ class Demo:
         note: str = "",
     ) -> Outcome | None:
         from crosstalk.core.errors import CrosstalkError
-        from crosstalk.ingress.client import send
-        from crosstalk.registry.paths import StatePaths
 
         msg = new_message(to, text, from_=from_, kind=kind, delivery=delivery, message_id=message_id)
         try:
-            outcome = send(StatePaths(self.root), msg, timeout=30).outcome
+            outcome = self.orchestrator.send(msg)
         except CrosstalkError as exc:
             self._line(msg, from_, "unreachable", str(exc), note)
+            self.tally["unreachable"] += 1
             return None
         duplicate = bool(outcome.evidence.get("duplicate"))
         reason = ", ".join(x for x in (outcome.reason, "duplicate" if duplicate else None) if x) or None
         self._line(msg, from_, outcome.state.value, reason, note)
-        if outcome.state.value in ("accepted", "queued") and not duplicate:
-            self.delivered += 1
+        self.count(outcome.state.value, kind, duplicate)
         return outcome
+
+    def count(self, state: str, kind: str, duplicate: bool = False) -> None:
+        """Tally one line of the deliveries table: "delivered" is what a session's inbox shows."""
+        if duplicate:
+            self.tally["duplicate"] += 1
+        elif kind == "ping" and state == "accepted":
+            self.tally["ping"] += 1  # answered by the agent (pong), never shown to the session
+        elif state in ("accepted", "queued", "completed"):
+            self.tally["delivered"] += 1
+        else:
+            self.tally[state] += 1
 
     def send_cli(self, to: str, text: str, *args: str) -> int:
         """Send with the real `crosstalk send` command, as a shell script or CI hook would."""
@@ -141,8 +133,7 @@ class Demo:
             f"  {sender:<14} → {to:<12} {kind:<7} {answer.get('state', '?'):<11}"
             f"{_reason(answer.get('reason'))} {_quote(text)}   [crosstalk send, exit {code}]"
         )
-        if answer.get("state") in ("accepted", "queued"):
-            self.delivered += 1
+        self.count(str(answer.get("state")), kind)
         return code
 
     def send_a2a_cli(self, as_agent: str, to: str, text: str, *args: str) -> int:
@@ -157,8 +148,7 @@ class Demo:
         )
         if answer.get("reply"):
             self.out(f"  {'':<14}   reply from {to}: {_quote(answer['reply'])}")
-        if answer.get("state") == "completed":
-            self.delivered += 1
+        self.count(str(answer.get("state")), kind)
         return code
 
     def _cli(self, *argv: str) -> tuple[dict[str, Any], int]:
@@ -179,14 +169,17 @@ class Demo:
         )
 
     # -------------------------------------------------------------- showing
-    def show_inboxes(self) -> None:
+    def show_inboxes(self) -> tuple[int, int]:
+        """The inbox table; the messages it shows and how many of them were injected twice."""
         self.out("\nWhat each session saw (one line per injection, from the fake harness's inbox file):")
+        shown = twice = 0
         for name in ("alice", "bob", "carol", "dana"):
             path = self.root / f"{name}.inbox.jsonl"
             text = path.read_text() if path.exists() else ""
             lines = [json.loads(x) for x in text.splitlines() if x.strip()]
             ids = [x["message_id"] for x in lines]
             dup = len(ids) - len(set(ids))
+            shown, twice = shown + len(lines), twice + dup
             self.out(f"  {name:<12} {len(lines)} message(s), {dup} injected twice")
         first = next((p for p in sorted(self.root.glob("alice.inbox.jsonl"))), None)
         if first and first.read_text().strip():
@@ -194,6 +187,17 @@ class Demo:
             self.out("\nThe first message as alice's model sees it:")
             for ln in rendered.splitlines():
                 self.out(f"    {ln}")
+        return shown, twice
+
+    def summary(self, shown: int, twice: int) -> str:
+        """One line, every number a count of the tables above: the deliveries table's lines by what became of
+        them (their sum is its length), and "delivered" beside what the inbox table shows."""
+        parts = [f"{self.tally['delivered']} delivered into a session (the inbox table shows {shown})"]
+        words = {"ping": "ping answered with a pong (never shown to a session)",
+                 "duplicate": "duplicates answered from the journal (not injected again)"}  # fmt: skip
+        parts += [f"{n} {words.get(what, what)}" for what, n in sorted(self.tally.items()) if what != "delivered"]
+        again = "none twice" if twice == 0 else f"{twice} injected twice"
+        return f"{sum(self.tally.values())} sends: {', '.join(parts)}; {again}."
 
     # -------------------------------------------------------------- cleanup
     def close(self) -> None:
@@ -210,14 +214,7 @@ class Demo:
                 if stream:
                     stream.close()
         self.agents.clear()
-        if self._host is not None and self._host_loop is not None:
-            with contextlib.suppress(Exception):
-                asyncio.run_coroutine_threadsafe(self._host.close(), self._host_loop).result(STOP_TIMEOUT_S)
-            self._host_loop.call_soon_threadsafe(self._host_loop.stop)
-            if self._host_thread is not None:
-                self._host_thread.join(STOP_TIMEOUT_S)
-            self._host_loop.close()
-            self._host = None
+        self.orchestrator.close()
         shutil.rmtree(self.root, ignore_errors=True)
 
 
@@ -265,7 +262,7 @@ def _quote(text: str) -> str:
     return repr(text if len(text) <= 48 else text[:45] + "...")
 
 
-def run_demo(out: Callable[[str], None] = print) -> int:
+def run_fake_demo(out: Callable[[str], None] = print) -> int:
     demo = Demo(out)
     try:
         out(f"crosstalk demo: agents in a temporary state root {demo.root}\n")
@@ -309,11 +306,9 @@ def run_demo(out: Callable[[str], None] = print) -> int:
         demo.send_a2a_cli("alice", "dana", "your review of client.py is next in the queue")
         demo.send_a2a_cli("alice", "dana", "is the retry change safe to merge?", "--kind", "ask", "--deadline", "30")
 
-        demo.show_inboxes()
-        out(f"\n{demo.delivered} messages delivered (accepted or queued), none twice.")
+        shown, twice = demo.show_inboxes()
+        out(f"\n{demo.summary(shown, twice)}")
+        return 0 if shown == demo.tally["delivered"] and not twice else 1
     finally:
         demo.close()
         out(f"cleaned up {demo.root}")
-    from crosstalk.demo.bus import run_bus_demo
-
-    return run_bus_demo(out)

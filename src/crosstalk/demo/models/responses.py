@@ -17,12 +17,12 @@ import time
 import uuid
 from typing import Any, ClassVar
 
-from .base import Handler, MockModelServer, RecordedRequest, obey_script, text_parts
+from .base import Handler, RecordedRequest, ScriptedModelServer, obey_script, text_parts
 
 ENVELOPE_ID_RE = re.compile(r'<cross-session-message [^>]*message-id="([^"]+)"')
 
 
-class MockResponses(MockModelServer):
+class ScriptedResponses(ScriptedModelServer):
     name: ClassVar[str] = "responses"
     generation_path: ClassVar[str] = "/responses"
 
@@ -45,7 +45,7 @@ class MockResponses(MockModelServer):
         last = items[-1] if items else {}
         if not isinstance(last, dict) or last.get("type", "message") != "message":
             return None  # a tool's output: answer with text
-        call = obey_script(text_parts(last.get("content")), {"$MESSAGE_ID": ENVELOPE_ID_RE})
+        call = obey_script(self.with_scripts(text_parts(last.get("content"))), {"$MESSAGE_ID": ENVELOPE_ID_RE})
         if call is None:
             return None
         target, args = call

@@ -15,12 +15,12 @@ import time
 import uuid
 from typing import Any, ClassVar
 
-from .base import Handler, MockModelServer, RecordedRequest, obey_script, text_parts
+from .base import Handler, RecordedRequest, ScriptedModelServer, obey_script, text_parts
 
 ASK_ID_RE = re.compile(r"\[ask from [^\]]* · id ([0-9a-f-]{36})\]")
 
 
-class MockChat(MockModelServer):
+class ScriptedChat(ScriptedModelServer):
     name: ClassVar[str] = "chat"
     generation_path: ClassVar[str] = "/chat/completions"
 
@@ -45,7 +45,7 @@ class MockChat(MockModelServer):
         return ""
 
     def scripted_call(self, text: str) -> tuple[str, dict[str, Any]] | None:
-        call = obey_script(text, {"$MESSAGE_ID": ASK_ID_RE})
+        call = obey_script(self.with_scripts(text), {"$MESSAGE_ID": ASK_ID_RE})
         if call is None:
             return None
         name, raw = call

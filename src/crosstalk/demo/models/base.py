@@ -75,7 +75,7 @@ def text_parts(content: Any, skip_prefixes: tuple[str, ...] = ()) -> str:
 
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
-    mock: MockModelServer
+    mock: ScriptedModelServer
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -141,10 +141,12 @@ class _Handler(BaseHTTPRequestHandler):
 Handler = _Handler
 
 
-class MockModelServer:
-    """Base mock: `start()`, `stop()`, `base_url`, `requests`; set `reply` to answer with fixed text, and
+class ScriptedModelServer:
+    """The shared server: `start()`, `stop()`, `base_url`, `requests`; set `reply` to answer with fixed text, and
     `replies_by` ({needle: text}) to answer a request whose newest user text holds a needle with that needle's
-    text (one mock serving several scripted conversations at once)."""
+    text (one mock serving several scripted conversations at once). `scripts_by` ({needle: script lines}) adds
+    those `CALL`/`SLEEP` lines to what the model acts on whenever the newest input holds the needle: the model's
+    part of a conversation is scripted on the server, and what the harness sends it stays plain text."""
 
     name: ClassVar[str] = "mock"
     model: ClassVar[str] = "mock-model"
@@ -153,6 +155,7 @@ class MockModelServer:
     def __init__(self, reply: str | None = None) -> None:
         self.reply = reply
         self.replies_by: dict[str, str] = {}
+        self.scripts_by: dict[str, str] = {}
         self._lock = threading.Lock()
         self._requests: list[RecordedRequest] = []
         self._replies: list[str] = []
@@ -160,7 +163,7 @@ class MockModelServer:
         self._thread: threading.Thread | None = None
 
     # lifecycle ------------------------------------------------------------------------------------------------
-    def start(self, timeout: float = 5.0) -> MockModelServer:
+    def start(self, timeout: float = 5.0) -> ScriptedModelServer:
         if self._server is not None:
             return self
         server = _Server(("127.0.0.1", 0), _Handler)
@@ -193,7 +196,7 @@ class MockModelServer:
         if thread is not None:
             thread.join(timeout)
 
-    def __enter__(self) -> MockModelServer:
+    def __enter__(self) -> ScriptedModelServer:
         return self.start()
 
     def __exit__(self, *exc: object) -> None:
@@ -269,6 +272,11 @@ class MockModelServer:
         with self._lock:
             self._replies.append(text)
         return text
+
+    def with_scripts(self, text: str) -> str:
+        """The text a scripted model acts on: `text`, then the script of every `scripts_by` needle it holds."""
+        extra = [script for needle, script in self.scripts_by.items() if needle in text]
+        return "\n".join([text, *extra]) if extra else text
 
     # provider specifics ---------------------------------------------------------------------------------------
     def is_generation_path(self, path: str) -> bool:

@@ -19,7 +19,7 @@ import time
 import uuid
 from typing import Any, ClassVar
 
-from .base import Handler, MockModelServer, RecordedRequest, obey_script, route, text_parts
+from .base import Handler, RecordedRequest, ScriptedModelServer, obey_script, route, text_parts
 
 ENVELOPE_ID_RE = re.compile(r'<cross-session-message [^>]*message-id="([^"]+)"')
 ENVELOPE_FROM_RE = re.compile(r'<cross-session-message [^>]*from="([^"]+)"')
@@ -46,7 +46,7 @@ def last_user_blocks_text(body: dict[str, Any]) -> str:
     return ""
 
 
-class MockAnthropic(MockModelServer):
+class ScriptedAnthropic(ScriptedModelServer):
     name: ClassVar[str] = "anthropic"
     model: ClassVar[str] = "claude-mock"
     generation_path: ClassVar[str] = "/v1/messages"
@@ -66,7 +66,9 @@ class MockAnthropic(MockModelServer):
 
     def scripted_call(self, body: dict[str, Any]) -> tuple[str, dict[str, Any]] | None:
         """The tool call the newest user-role message asks for (`CALL <tool> <json>`), or None."""
-        call = obey_script(last_user_blocks_text(body), {"$MESSAGE_ID": ENVELOPE_ID_RE, "$FROM": ENVELOPE_FROM_RE})
+        call = obey_script(
+            self.with_scripts(last_user_blocks_text(body)), {"$MESSAGE_ID": ENVELOPE_ID_RE, "$FROM": ENVELOPE_FROM_RE}
+        )
         if call is None:
             return None
         name, raw = call

@@ -1,0 +1,96 @@
+"""A live pi session for `crosstalk demo`: the real `pi --mode rpc` (prompts on stdin, events on stdout), crosstalk
+set up the way a user does (`crosstalk install pi`, enabled with PI_CROSSTALK=1 and a handle), its model a scripted
+Chat Completions server on 127.0.0.1."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import subprocess
+import threading
+from pathlib import Path
+from typing import Any
+
+from crosstalk.demo.harnesses import Harnesses, install_crosstalk, session_env
+from crosstalk.demo.models import RecordedRequest, ScriptedChat
+from crosstalk.demo.procs import Procs
+
+MODEL = "scripted-model"
+
+
+class PiSession:
+    harness = "pi"
+    tool_prefix = ""
+
+    def __init__(self, root: Path, harnesses: Harnesses, crosstalk_home: Path, procs: Procs, handle: str) -> None:
+        self.root = root
+        self.cwd = root / "work"
+        agent_dir = root / "home" / ".pi" / "agent"
+        for d in (self.cwd, agent_dir):
+            d.mkdir(parents=True, exist_ok=True)
+        self.model = ScriptedChat().start()
+        provider = {
+            "baseUrl": f"{self.model.base_url}/v1", "api": "openai-completions", "apiKey": "scripted",
+            "compat": {"supportsDeveloperRole": False, "supportsReasoningEffort": False},
+            "models": [{"id": MODEL, "name": "Scripted model", "reasoning": False, "input": ["text"],
+                        "contextWindow": 200000, "maxTokens": 1024}],
+        }  # fmt: skip
+        (agent_dir / "models.json").write_text(json.dumps({"providers": {"scripted": provider}}))
+        self.env = session_env(
+            root,
+            harnesses,
+            crosstalk_home,
+            PI_CODING_AGENT_DIR=str(agent_dir),
+            PI_OFFLINE="1",
+            PI_TELEMETRY="0",
+            PI_CROSSTALK="1",
+            PI_CROSSTALK_HANDLE=handle,
+        )
+        install_crosstalk("pi", self.env, self.cwd)
+        argv = [str(harnesses.bins["pi"]), "--mode", "rpc", "--provider", "scripted", "--model", MODEL]
+        with open(root / "pi.err", "wb") as err:
+            self.proc = procs.spawn(
+                argv, env=self.env, cwd=self.cwd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err
+            )
+        self.pid = self.proc.pid
+        self.events: list[dict[str, Any]] = []
+        threading.Thread(target=self._read, name="demo-pi-events", daemon=True).start()
+
+    def _read(self) -> None:
+        assert self.proc.stdout is not None
+        with contextlib.suppress(OSError, ValueError):
+            for raw in self.proc.stdout:
+                with contextlib.suppress(ValueError):
+                    self.events.append(json.loads(raw))
+
+    def say(self, text: str) -> None:
+        """One user prompt (an RPC command on stdin)."""
+        assert self.proc.stdin is not None
+        try:
+            self.proc.stdin.write((json.dumps({"type": "prompt", "message": text}) + "\n").encode())
+            self.proc.stdin.flush()
+        except BrokenPipeError:
+            raise self.exited() from None
+
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+    def tool_result(self, req: RecordedRequest, tool: str) -> dict[str, Any] | None:
+        return None  # the demo reads pi's tool results from crosstalk, not from its model's input
+
+    def close(self, procs: Procs) -> None:
+        with contextlib.suppress(OSError):
+            if self.proc.stdin is not None:
+                self.proc.stdin.close()
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self.proc.wait(5)
+        procs.stop(self.proc)
+        self.model.stop()
+
+    def tail(self) -> str:
+        return (self.root / "pi.err").read_text(errors="replace")[-1500:]
+
+    def exited(self) -> RuntimeError:
+        """The error for a session whose process is gone: the last line it wrote on stderr."""
+        last = next((line for line in reversed(self.tail().splitlines()) if line.strip()), "no output")
+        return RuntimeError(f"the pi session exited: {last.strip()}")

@@ -1,0 +1,76 @@
+"""Where `crosstalk demo` looks for the harness CLIs: only in --harness-bin DIR when given, else on PATH; codex and
+pi need node too."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from crosstalk.demo.harnesses import HOW_TO_GET, find_harnesses
+
+pytestmark = pytest.mark.unit
+
+
+def executable(path: Path) -> Path:
+    path.write_text("#!/bin/sh\nexit 0\n")
+    path.chmod(0o755)
+    return path
+
+
+@pytest.fixture
+def dirs(tmp_path: Path) -> tuple[Path, Path]:
+    bins, node = tmp_path / "bin", tmp_path / "node"
+    bins.mkdir()
+    node.mkdir()
+    executable(node / "node")
+    return bins, node
+
+
+def test_all_three_in_the_given_dir_and_node_on_path(dirs: tuple[Path, Path]):
+    bins, node = dirs
+    for name in ("claude", "codex", "pi"):
+        executable(bins / name)
+    found = find_harnesses(bins, {"PATH": str(node)})
+    assert found.complete and found.missing == ()
+    assert found.bins == {name: bins / name for name in ("claude", "codex", "pi")}
+    assert found.where == f"in {bins}" and found.path_dirs() == [str(bins)]
+
+
+def test_the_given_dir_is_the_only_place_looked_at(dirs: tuple[Path, Path], tmp_path: Path):
+    bins, node = dirs
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    for name in ("claude", "codex", "pi"):
+        executable(elsewhere / name)
+    executable(bins / "claude")
+    (bins / "codex").write_text("not executable")
+    found = find_harnesses(bins, {"PATH": f"{elsewhere}:{node}"})
+    assert not found.complete and found.missing == ("codex", "pi")
+
+
+def test_without_a_dir_they_come_from_path(dirs: tuple[Path, Path], tmp_path: Path):
+    _, node = dirs
+    a, b = tmp_path / "a", tmp_path / "b"
+    a.mkdir()
+    b.mkdir()
+    executable(a / "claude")
+    executable(b / "codex")
+    executable(b / "pi")
+    found = find_harnesses(None, {"PATH": f"{a}:{b}:{node}"})
+    assert found.complete and found.where == "on PATH"
+    assert found.path_dirs() == [str(a), str(b)]
+
+
+def test_codex_and_pi_without_node_are_missing_node(dirs: tuple[Path, Path]):
+    bins, _ = dirs
+    for name in ("claude", "codex", "pi"):
+        executable(bins / name)
+    found = find_harnesses(bins, {"PATH": str(bins)})
+    assert found.missing == ("node (for codex)", "node (for pi)")
+
+
+def test_how_to_get_them_names_the_install_script_and_the_npm_packages():
+    assert "scripts/install_harnesses.sh" in HOW_TO_GET
+    for package in ("@anthropic-ai/claude-code", "@openai/codex", "@mariozechner/pi-coding-agent"):
+        assert package in HOW_TO_GET
