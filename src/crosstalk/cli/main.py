@@ -66,7 +66,7 @@ _HELP = {
     "who": "Show one agent's descriptor.",
     "tail": "Follow one agent's traffic live.",
     "agent": "Run a standalone agent.",
-    "demo": "Run agents in a temporary state root and exchange messages.",
+    "demo": "Real Claude Code, Codex and pi sessions (else fake agents) exchanging messages, live and over a git bus.",
     "mcp": "Serve the crosstalk tools to a Claude Code or Codex session (stdio MCP server).",
     "install": "Set crosstalk up for a harness: register `crosstalk mcp` with it, and its skill.",
     "uninstall": "Undo `crosstalk install` for a harness.",

@@ -276,7 +276,11 @@ def test_agent_run_sigterm_cleans_up(xt: Procs) -> None:
 
 
 def test_demo_runs_and_cleans_up(xt: Procs) -> None:
-    res = xt.cli("demo", timeout=120)
+    """The fake-agent demo (no harness CLIs in the directory it is pointed at; the real-session demo is
+    tests/e2e/test_demo_live.py)."""
+    empty = xt.root / "no-harnesses"
+    empty.mkdir(exist_ok=True)
+    res = xt.cli("demo", "--harness-bin", str(empty), timeout=120)
     assert res.returncode == 0, res.stderr
     out = res.stdout
     assert re.search(r"\baccepted\b", out)
