@@ -82,12 +82,14 @@ _HELP = {
     "status": "A transport at a glance: channels, dispatcher heartbeat, claimed models, errors.",
     "logs": "Show or follow this machine's dispatcher log for a transport.",
     "settings": "Show the effective bus settings on this machine.",
+    "model": "Add, list and remove the models of a transport's registry (data/crosstalk.yaml).",
     "version": "Print crosstalk's version and the bus protocol version.",
 }
 # Subcommands whose parser lives in crosstalk.cli.<noun>_cmd (its add_parser(sub)); a new command adds its help
 # line above and its noun here.
 _MODULE_NOUNS = (
     "transport", "channel", "message", "chat", "workflow", "server", "daemon", "status", "logs", "settings", "version",
+    "model",
 )  # fmt: skip
 
 

@@ -31,7 +31,7 @@ def test_no_args_prints_help_exit_2(xt: Procs) -> None:
     assert res.returncode == 2
     assert res.stdout == ""
     assert "usage: crosstalk" in res.stderr.lower()
-    for cmd in ("send", "list", "who", "tail", "agent", "demo"):
+    for cmd in ("send", "list", "who", "tail", "agent", "demo", "model"):
         assert re.search(rf"^\s+{cmd}\s", res.stderr, re.M), cmd
 
 
