@@ -80,7 +80,7 @@ def _claimed_here(transport: Any, key: str) -> str | None:
     from crosstalk.bus.models import claim, load_registry
 
     _, skipped = claim(load_registry(transport.root), os.environ.get("PATH"))
-    return next((s.reason for s in skipped if s.what == key), None)
+    return next((s.reason.removeprefix("not claimed: ") for s in skipped if s.what == key), None)
 
 
 def run_add(args: argparse.Namespace) -> int:

@@ -17,6 +17,8 @@ from crosstalk.bus.message import BusMessage, parse_message, render_message, utc
 
 pytestmark = pytest.mark.integration
 
+UNCLAIMED_SONNET = "crosstalk: warning: no known machine claims 'sonnet'"
+
 
 def _remote_log(remote: Path) -> list[str]:
     return remote_git(remote, "log", "--format=%s", "main").splitlines()
@@ -323,7 +325,9 @@ def test_two_machines_racing_on_push_lose_nothing(two_machines: TwoMachines) -> 
     def sender(machine: object, key: str) -> None:
         for i in range(8):
             res = machine.cli("message", "send", "--to", "sonnet", f"{key} #{i}")  # type: ignore[attr-defined]
-            if res.returncode != 0 or res.stderr:
+            # Only the warning that nobody claims sonnet here (claude is not on this PATH); never a push warning.
+            others = [x for x in res.stderr.splitlines() if not x.startswith(UNCLAIMED_SONNET)]
+            if res.returncode != 0 or others:
                 errors.append(f"{key}: {res.returncode} {res.stderr}")
             sent[key].extend(res.stdout.split())
 

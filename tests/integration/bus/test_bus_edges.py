@@ -165,6 +165,13 @@ def test_model_add_list_remove_commit_and_push(two_machines: TwoMachines) -> Non
     text = b.cli("model", "list").stdout
     assert text.splitlines()[0].split() == ["MODEL", "CLAIMED", "HERE", "KNOWN", "ON", "COMMAND"]
 
+    res = b.cli("model", "add", "t/missing", "--", "xt-no-such-program", "--print")
+    assert (
+        res.stdout
+        == "added t/missing: xt-no-such-program --print\nnot claimed here: 'xt-no-such-program' is not on PATH\n"
+    )
+    assert b.cli("model", "remove", "t/missing").stdout == "removed t/missing\n"
+
     # From b, which has pulled: the next edit starts from the newest file and lands on top.
     res = b.cli("model", "add", "t/echo", "--", "/bin/echo", "changed")
     assert res.returncode == 2 and "already in data/crosstalk.yaml" in res.stderr
@@ -173,8 +180,14 @@ def test_model_add_list_remove_commit_and_push(two_machines: TwoMachines) -> Non
     assert res.returncode == 0, res.stderr
     assert res.stdout == "removed t/echo (provider t had no other model and was removed with it)\n"
     assert remote_git(remote, "show", "main:data/crosstalk.yaml") == TEMPLATE
-    log = remote_git(remote, "log", "-3", "--format=%s", "main").splitlines()
-    assert log == ["crosstalk: model remove t/echo", "crosstalk: model add t/echo", "crosstalk: model add t/echo"]
+    log = remote_git(remote, "log", "-5", "--format=%s", "main").splitlines()
+    assert log == [
+        "crosstalk: model remove t/echo",
+        "crosstalk: model add t/echo",
+        "crosstalk: model remove t/missing",
+        "crosstalk: model add t/missing",
+        "crosstalk: model add t/echo",
+    ]
 
 
 @pytest.mark.parametrize(
