@@ -191,7 +191,10 @@ def resolve_transport(cwd: Path, selector: str | None = None, environ: Mapping[s
             )
         else:
             names = ", ".join(e.name for e in entries)
-            raise AmbiguousTransport(f"no transport here and {len(entries)} known ({names}): name one with --transport")
+            raise AmbiguousTransport(
+                f"no transport here and {len(entries)} known ({names}): name one with --transport or "
+                "$CROSSTALK_TRANSPORT"
+            )
     layout.check_version(transport.root, transport.name)
     return transport
 

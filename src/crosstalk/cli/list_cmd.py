@@ -7,6 +7,38 @@ from typing import Any
 from crosstalk.cli.common import EXIT_NO_AGENT, echo, fail, print_json, state_paths
 
 _COLUMNS = ("name", "agent_id", "harness", "role", "owner", "pid", "reachable", "cwd")
+_START_KEYS = ("started_at", "harness_started_at")  # kernel start ticks in the descriptor; shown as UTC times
+
+
+def boot_time() -> float | None:
+    """When this machine booted (seconds since the epoch, from /proc/stat's btime), or None."""
+    try:
+        with open("/proc/stat", "rb") as f:
+            for line in f:
+                if line.startswith(b"btime "):
+                    return float(line.split()[1])
+    except (OSError, ValueError, IndexError):
+        return None
+    return None
+
+
+def ticks_to_utc(ticks: object, booted: float | None) -> object:
+    """A process start time in clock ticks since boot as ISO-8601 UTC (`2026-12-02T06:42:20Z`); anything that is
+    not a tick count is returned unchanged."""
+    import os
+    from datetime import UTC, datetime
+
+    if booted is None or not isinstance(ticks, str) or not ticks.isdigit():
+        return ticks
+    seconds = booted + int(ticks) / os.sysconf("SC_CLK_TCK")
+    return datetime.fromtimestamp(seconds, UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
+
+
+def shown(data: dict[str, object]) -> dict[str, object]:
+    """A descriptor as a person reads it: its start times in UTC (the pid-reuse check keeps using the raw ticks,
+    which stay in the descriptor file)."""
+    booted = boot_time()
+    return {k: ticks_to_utc(v, booted) if k in _START_KEYS else v for k, v in data.items()}
 
 
 def run_list(args: Any) -> int:
@@ -23,7 +55,7 @@ def run_list(args: Any) -> int:
     known = {(d.harness, d.session_ref) for d in descs}
     rows = []
     for d in descs:
-        row = d.to_dict()
+        row = shown(d.to_dict())
         row["live"] = is_live(paths, d) if include_stale else True
         row["owner_name"] = names.get(d.owner) if d.owner else None
         row["crosstalk"] = True
@@ -83,7 +115,7 @@ def run_who(args: Any) -> int:
         desc = resolve(state_paths(), target)
     except RegistryError as exc:
         fail(str(exc), EXIT_NO_AGENT)
-    data = desc.to_dict()
+    data = shown(desc.to_dict())
     if as_json:
         print_json(data)
         return 0

@@ -83,6 +83,7 @@ _HELP = {
     "status": "A transport at a glance: channels, dispatcher heartbeat, claimed models, errors.",
     "logs": "Show or follow this machine's dispatcher log for a transport.",
     "settings": "Show the effective bus settings on this machine.",
+    "model": "Add, list and remove the models of a transport's registry (data/crosstalk.yaml).",
     "version": "Print crosstalk's version and the bus protocol version.",
     "doctor": "Check harnesses, installs, the state root and transports; say what to run to fix each problem.",
     "watch": "A live view of every agent here, their traffic, and each bus transport's dispatcher.",
@@ -94,6 +95,7 @@ _MODULE_NOUNS = (
     "doctor",
     "watch",
     "capture",
+    "model",
 )  # fmt: skip
 
 
@@ -140,8 +142,9 @@ def _send(sub: Any) -> None:
     p = sub.add_parser(
         "send",
         help="Send a message to a live agent by name or agent_id.",
-        description="Send TEXT to the live agent TARGET (a name or an agent_id). The body is read "
-        "from stdin when TEXT is omitted or is '-'; trailing whitespace is stripped.",
+        description="Send TEXT to the live agent TARGET (a name or an agent_id), or over the git bus to a "
+        "NAME@MACHINE address no live agent here has. The body is read from stdin when TEXT is omitted or is '-' "
+        "(a ping needs none); trailing whitespace is stripped. Options may come before or after TARGET and TEXT.",
     )
     p.add_argument("target", metavar="TARGET")
     p.add_argument("text", metavar="TEXT", nargs="?")
@@ -193,6 +196,12 @@ def _send(sub: Any) -> None:
         help="Seconds to wait for the agent's answer (default 60).",
     )
     p.add_argument("--json", dest="as_json", action="store_true", help="Print the answer as JSON.")
+    p.add_argument(
+        "--transport",
+        metavar="NAME|DIR",
+        help="For a NAME@MACHINE bus address: the transport to send on (default: $CROSSTALK_TRANSPORT, else the "
+        "one containing the current directory, else the only one known).",
+    )
     p.set_defaults(run="crosstalk.cli.send_cmd:run")
 
 
@@ -342,13 +351,13 @@ def _demo(sub: Any) -> None:
 
 
 def _mcp(sub: Any) -> None:
+    from crosstalk.cli.mcp_cmd import SETUP
+
     p = sub.add_parser(
         "mcp",
         help=_HELP["mcp"],
         description="Speak MCP (JSON-RPC over stdin/stdout) to the harness that started this process and serve "
-        "the crosstalk tools to its model. Set it up with `crosstalk install claude` (Claude Code), or "
-        '`[mcp_servers.crosstalk] command = "/abs/path/crosstalk" args = ["mcp"]` in Codex\'s config.toml. '
-        "Logs go to stderr only.",
+        f"the crosstalk tools to its model. Set it up once per harness: {SETUP}. Logs go to stderr only.",
     )
     p.add_argument(
         "--harness",
@@ -396,17 +405,29 @@ def _pi_agent(sub: Any) -> None:
     p.set_defaults(run="crosstalk.cli.pi_cmd:run_pi_agent")
 
 
+def _parse(parser: Parser, argv: list[str]) -> argparse.Namespace:
+    """The parsed command line. `send` parses intermixed, so its options may come before TEXT as well as after it
+    (plain argparse binds TARGET and the optional TEXT together and then refuses a TEXT that follows an option)."""
+    if argv and argv[0] == "send":
+        send = parser._subparsers._group_actions[0].choices["send"]  # type: ignore[union-attr]
+        args = send.parse_intermixed_args(argv[1:])
+        args.command = "send"
+        return args
+    return parser.parse_args(argv)
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     """Run the CLI. Every error is one line on stderr: `crosstalk: <what is wrong>`."""
     argv = list(sys.argv[1:] if argv is None else argv)
     parser = build_parser(_command_of(argv))
-    args = parser.parse_args(argv)
+    args = _parse(parser, argv)
     target = getattr(args, "run", None)
     if target is None:
-        # `crosstalk` or `crosstalk agent` alone: show what there is to run.
+        # `crosstalk` or `crosstalk agent` alone: a command is missing, so show what there is to run (a usage
+        # error: exit 2, the help on stderr).
         sub = parser if args.command is None else parser._subparsers._group_actions[0].choices[args.command]  # type: ignore[union-attr]
-        sub.print_help()
-        sys.exit(0)
+        sub.print_help(sys.stderr)
+        sys.exit(EXIT_USAGE)
     module, attr = target.split(":")
     try:
         code = getattr(importlib.import_module(module), attr)(args)

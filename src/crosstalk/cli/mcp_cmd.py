@@ -19,6 +19,10 @@ if TYPE_CHECKING:
     from crosstalk.shim.router import CallContext, ToolResult, ToolRouter
 
 ROUTER_ENV = "CROSSTALK_MCP_ROUTER"
+# How a person registers this server with a harness: the one source for `crosstalk mcp --help`, and the lines the
+# README shows (a test holds them to it).
+SETUP_COMMANDS = ("crosstalk install claude", "crosstalk install codex")
+SETUP = f"`{SETUP_COMMANDS[0]}` (Claude Code) or `{SETUP_COMMANDS[1]}` (Codex)"
 
 
 class _NoTools:

@@ -1,4 +1,5 @@
-"""`crosstalk message send|replies`: put a message on the bus, and see which messages have been answered."""
+"""`crosstalk message send|replies|show`: put a message on the bus, see which messages have been answered, and read a
+message with its replies."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ import argparse
 import getpass
 import os
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -41,6 +43,11 @@ def add_parser(sub: Any) -> None:
         "--new", action="store_true", help="From a dispatched turn: start new work (do not link to its messages)."
     )
     send.add_argument("--from", dest="from_", metavar="NAME", help="Sender (default: $CROSSTALK_FROM, else $USER).")
+    send.add_argument(
+        "--strict",
+        action="store_true",
+        help="Refuse (exit 2) an address no known machine claims, instead of sending it with a warning.",
+    )
     send.add_argument("--json", dest="as_json", action="store_true", help="Print JSON.")
     add_transport_option(send)
     send.set_defaults(run="crosstalk.cli.message_cmd:run_send")
@@ -49,11 +56,28 @@ def add_parser(sub: Any) -> None:
         "replies",
         help="Show REPLIED / FAILED / PENDING per message; exit 0 when none is PENDING, 2 otherwise.",
     )
-    replies.add_argument("paths", metavar="RELPATH", nargs="+", help="Message paths as 'message send' printed them.")
+    replies.add_argument(
+        "paths",
+        metavar="PATH",
+        nargs="+",
+        help="Message paths as 'message send' printed them, or absolute paths (then from any directory).",
+    )
     replies.add_argument("--pull", action="store_true", help="Fetch the remote's new messages first.")
     replies.add_argument("--json", dest="as_json", action="store_true", help="Print JSON with the reply paths.")
     add_transport_option(replies)
     replies.set_defaults(run="crosstalk.cli.message_cmd:run_replies")
+
+    show = verbs.add_parser(
+        "show",
+        help="Print a message and its replies: who, to whom and when, then each body in full.",
+        description="Print the message at PATH (as 'message send' printed it, or an absolute path) and every reply "
+        "to it, oldest first: a summary line of each one's front matter, then its body in full.",
+    )
+    show.add_argument("path", metavar="PATH")
+    show.add_argument("--pull", action="store_true", help="Fetch the remote's new messages first.")
+    show.add_argument("--json", dest="as_json", action="store_true", help="Print JSON (front matter and bodies).")
+    add_transport_option(show)
+    show.set_defaults(run="crosstalk.cli.message_show:run_show")
 
 
 def _read_body(arg: str) -> str:
@@ -189,6 +213,7 @@ def run_send(args: argparse.Namespace) -> int:
                 body=body,
             )
             files[f"{channel.rel_dir}/{new_message_name()}"] = render_message(msg)
+        _check_claimed(transport, args.to, strict=args.strict)
         what = f"{count} messages" if count > 1 else "message"
         result = publish(transport, files, f"crosstalk: {what} from {sender} to {args.to} in {channel.name}")
     if result.push_error:
@@ -204,10 +229,56 @@ def run_send(args: argparse.Namespace) -> int:
     return 0
 
 
+def _check_claimed(transport: Any, to: str, *, strict: bool) -> None:
+    """Warn (or with --strict refuse) when no known machine claims `to`: such a message stays PENDING until one
+    does. Known: this machine's claimed models, the machines whose replies its dispatcher has seen (what workflows
+    place copies by), and a live agent here for NAME@<this machine>."""
+    from crosstalk.bus.addressing import WORKFLOW_ADDRESS, split_address
+    from crosstalk.bus.bridge import live_agent_name
+    from crosstalk.bus.claimers import HOW_MACHINES_CLAIM, known_claimer, load_claimers
+    from crosstalk.bus.errors import ModelError
+    from crosstalk.bus.models import claim, load_registry
+    from crosstalk.cli.common import state_paths
+
+    actor, machine = split_address(to)
+    if actor == WORKFLOW_ADDRESS:
+        return
+    try:
+        claimed, _ = claim(load_registry(transport.root), os.environ.get("PATH"))
+    except ModelError:
+        claimed = []
+    if known_claimer(to, claimed, load_claimers(transport.state().dir), transport.alias):
+        return
+    if machine == transport.alias and live_agent_name(state_paths(), actor) is not None:
+        return
+    problem = f"no known machine claims {to!r}"
+    if strict:
+        raise Fail(f"{problem}; nothing was sent: {HOW_MACHINES_CLAIM}", EXIT_USAGE)
+    sys.stderr.write(f"crosstalk: warning: {problem}, so it stays PENDING until one does: {HOW_MACHINES_CLAIM}\n")
+
+
+def open_transport_of(args: argparse.Namespace, given: Sequence[str]) -> Any:
+    """The transport of the message paths given: --transport / $CROSSTALK_TRANSPORT when set, else the transport an
+    absolute path lies in (so it works from any directory), else the usual choice (the current directory's, else
+    the only one known)."""
+    from crosstalk.bus import layout
+
+    if getattr(args, "transport", None) or os.environ.get("CROSSTALK_TRANSPORT"):
+        return open_transport(args)
+    roots = {layout.find_root(Path(p).parent) for p in given if Path(p).is_absolute()} - {None}
+    if len(roots) > 1:
+        raise Fail(
+            f"the paths lie in {len(roots)} transports ({', '.join(sorted(map(str, roots)))}): give one", EXIT_USAGE
+        )
+    if roots:
+        args.transport = str(roots.pop())
+    return open_transport(args)
+
+
 def run_replies(args: argparse.Namespace) -> int:
     from crosstalk.bus.store import PENDING, normalize_message_path, replies_status, sync
 
-    transport = open_transport(args)
+    transport = open_transport_of(args, args.paths)
     with bus_errors():
         if args.pull:
             sync(transport)

@@ -1,4 +1,5 @@
-"""`crosstalk send NAME|AGENT_ID [TEXT|-]`: one message to a live agent over its socket."""
+"""`crosstalk send NAME|AGENT_ID [TEXT|-]`: one message to a live agent over its socket (or, for a NAME@MACHINE
+address no live agent here has, over the git bus)."""
 
 from __future__ import annotations
 
@@ -53,6 +54,8 @@ def run(args: Any) -> int:
             fail(f"--kind {kind} needs --a2a: over the socket only inform, meta and ping travel", EXIT_USAGE)
     if args.deadline and kind != "ask":
         fail("--deadline applies only to --kind ask", EXIT_USAGE)
+    if args.transport is not None and "@" not in target:
+        fail("--transport applies only to a NAME@MACHINE address sent over the git bus", EXIT_USAGE)
     if delivery and mode and _MODE_TO_DELIVERY[mode] != delivery:
         fail(f"--delivery {delivery} and --mode {mode} disagree; give one", EXIT_USAGE)
     chosen = delivery or (_MODE_TO_DELIVERY[mode] if mode else "auto")
@@ -60,7 +63,9 @@ def run(args: Any) -> int:
     if not is_external_tag(sender_tag):
         fail(f"--from {sender_tag!r} must look like @scheme:topic (for example @ci:build)", EXIT_USAGE)
 
-    if text is None or text == "-":
+    if text is None and kind == "ping":
+        text = ""  # a ping asks only whether the agent is there: it needs no body
+    elif text is None or text == "-":
         if sys.stdin is None or sys.stdin.isatty():
             fail("no TEXT given and stdin is a terminal; pass TEXT or pipe the body in", EXIT_USAGE)
         try:
@@ -68,7 +73,7 @@ def run(args: Any) -> int:
         except UnicodeDecodeError:
             fail("stdin is not valid UTF-8 text", EXIT_USAGE)
     text = text.rstrip()
-    if not text:
+    if not text and kind != "ping":
         fail("the message is empty", EXIT_USAGE)
 
     try:
@@ -92,8 +97,8 @@ def run(args: Any) -> int:
     try:
         result = send_message(state_paths(), msg, timeout=timeout)
     except NoSuchAgent as exc:
-        if "@" in target and kind == "inform":
-            return _send_bus(target, text, sender_tag, as_json)  # name@machine / model@machine: the git bus
+        if "@" in target and kind == "inform":  # name@machine / model@machine: the git bus
+            return _send_bus(target, text, sender_tag, as_json, args.transport)
         native = _send_native(target, text, sender_tag, kind, as_json)  # a session crosstalk does not serve
         if native is None:
             fail(str(exc), EXIT_NO_AGENT)
@@ -146,16 +151,22 @@ def _send_native(target: str, text: str, sender_tag: str, kind: str, as_json: bo
     fail(f"{target}: {reason or state}", EXIT_NO_AGENT if state == "unreachable" else EXIT_WIRE)
 
 
-def _send_bus(target: str, text: str, sender_tag: str, as_json: bool) -> int:
-    """`crosstalk send model@machine`: no live agent here has that address, so it goes over the git bus (the only
-    transport known here, or $CROSSTALK_TRANSPORT) as a new task in this machine's live-<alias> channel."""
+def _send_bus(target: str, text: str, sender_tag: str, as_json: bool, transport: str | None) -> int:
+    """`crosstalk send model@machine`: no live agent here has that address, so it goes over the git bus (--transport,
+    else $CROSSTALK_TRANSPORT, else the one containing the current directory, else the only one known here) as a new
+    task in this machine's live-<alias> channel."""
+    import os
+
     from crosstalk.bus.bridge import is_bus_address, send_from_live
 
     if not is_bus_address(target):
         fail(f"no live agent is named {target!r}, and it is not a NAME@MACHINE bus address", EXIT_NO_AGENT)
     # On the bus `from:` is a plain name: the operator's own for the default @cli:<user>, else the tag as given.
     sender = sender_tag.removeprefix("@cli:") if sender_tag.startswith("@cli:") else sender_tag
-    out = send_from_live(state_paths(), "cli", target, text, sender=sender)
+    environ = dict(os.environ)
+    if transport is not None:
+        environ["CROSSTALK_TRANSPORT"] = transport
+    out = send_from_live(state_paths(), "cli", target, text, sender=sender, environ=environ)
     if out["state"] != "queued":
         fail(f"cannot send {target!r} over the git bus: {out.get('detail') or out.get('reason')}", EXIT_NO_AGENT)
     if as_json:

@@ -17,6 +17,8 @@ from crosstalk.bus.message import BusMessage, parse_message, render_message, utc
 
 pytestmark = pytest.mark.integration
 
+UNCLAIMED_SONNET = "crosstalk: warning: no known machine claims 'sonnet'"
+
 
 def _remote_log(remote: Path) -> list[str]:
     return remote_git(remote, "log", "--format=%s", "main").splitlines()
@@ -248,8 +250,10 @@ def test_send_push_failure_warns_and_still_exits_0(two_machines: TwoMachines) ->
     try:
         res = a.cli("message", "send", "--to", "sonnet", "offline")
         assert res.returncode == 0
-        assert res.stderr.startswith("crosstalk: warning: the message is committed locally but the push failed")
-        assert res.stderr.count("\n") == 1
+        # One warning that no known machine claims sonnet (claude is not on this PATH), one for the push.
+        unclaimed, push = res.stderr.splitlines()
+        assert unclaimed.startswith("crosstalk: warning: no known machine claims 'sonnet'")
+        assert push.startswith("crosstalk: warning: the message is committed locally but the push failed")
         rel = res.stdout.strip()
         assert a.git("log", "-1", "--format=%s").startswith("crosstalk: message from op-m1")
     finally:
@@ -321,7 +325,9 @@ def test_two_machines_racing_on_push_lose_nothing(two_machines: TwoMachines) -> 
     def sender(machine: object, key: str) -> None:
         for i in range(8):
             res = machine.cli("message", "send", "--to", "sonnet", f"{key} #{i}")  # type: ignore[attr-defined]
-            if res.returncode != 0 or res.stderr:
+            # Only the warning that nobody claims sonnet here (claude is not on this PATH); never a push warning.
+            others = [x for x in res.stderr.splitlines() if not x.startswith(UNCLAIMED_SONNET)]
+            if res.returncode != 0 or others:
                 errors.append(f"{key}: {res.returncode} {res.stderr}")
             sent[key].extend(res.stdout.split())
 

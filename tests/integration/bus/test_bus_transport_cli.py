@@ -162,7 +162,9 @@ def test_resolution_cwd_name_dir_and_ambiguity(two_machines: TwoMachines) -> Non
     assert a.cli("transport", "init", "second").returncode == 0
     res = a.cli("channel", "list", cwd=a.base)  # outside both, two known
     assert res.returncode == 2
-    assert "no transport here and 2 known (bus, second): name one with --transport" in res.stderr
+    assert (
+        "no transport here and 2 known (bus, second): name one with --transport or $CROSSTALK_TRANSPORT" in res.stderr
+    )
     assert a.cli("channel", "list", cwd=a.root / "data").stdout.strip().endswith("general")  # cwd inside bus
     assert "no channels yet" in a.cli("channel", "list", "--transport", "second", cwd=a.root).stdout
     assert "general" in a.cli("channel", "list", "--transport", str(a.root), cwd=a.base).stdout

@@ -25,20 +25,20 @@ def xt() -> Iterator[Procs]:
 # ---------------------------------------------------------------------------------------------- bare command
 
 
-def test_no_args_prints_help_exit_0(xt: Procs) -> None:
+def test_no_args_prints_help_exit_2(xt: Procs) -> None:
+    """A command is missing: a usage error (exit 2), with the help on stderr saying what there is to run."""
     res = xt.cli()
-    assert res.returncode == 0
-    assert res.stderr == ""
-    assert "usage: crosstalk" in res.stdout.lower()
-    for cmd in ("send", "list", "who", "tail", "agent", "demo"):
-        assert re.search(rf"^\s+{cmd}\s", res.stdout, re.M), cmd
+    assert res.returncode == 2
+    assert res.stdout == ""
+    assert "usage: crosstalk" in res.stderr.lower()
+    for cmd in ("send", "list", "who", "tail", "agent", "demo", "model"):
+        assert re.search(rf"^\s+{cmd}\s", res.stderr, re.M), cmd
 
 
-def test_agent_alone_prints_help_exit_0(xt: Procs) -> None:
+def test_agent_alone_prints_help_exit_2(xt: Procs) -> None:
     res = xt.cli("agent")
-    assert res.returncode == 0
-    assert "run" in res.stdout
-    assert "usage: crosstalk agent" in res.stdout and re.search(r"^\s+run\s", res.stdout, re.M), res.stdout
+    assert res.returncode == 2
+    assert "usage: crosstalk agent" in res.stderr and re.search(r"^\s+run\s", res.stderr, re.M), res.stderr
 
 
 def test_version(xt: Procs) -> None:

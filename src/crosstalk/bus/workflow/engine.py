@@ -25,10 +25,11 @@ from pathlib import Path
 
 from crosstalk.bus import layout
 from crosstalk.bus.addressing import WORKFLOW_ADDRESS, split_address
-from crosstalk.bus.errors import BusError, ModelError
+from crosstalk.bus.claimers import parse_claimers, placed
+from crosstalk.bus.errors import BusError
 from crosstalk.bus.invoke import Interrupted, run_model
 from crosstalk.bus.message import BusMessage, new_message_name, render_message, utc_timestamp
-from crosstalk.bus.models import ModelSpec, resolve
+from crosstalk.bus.models import ModelSpec
 from crosstalk.bus.scan import ScannedMessage
 from crosstalk.bus.state import read_json, write_json_atomic
 from crosstalk.bus.store import publish, read_message
@@ -65,11 +66,7 @@ class WorkflowEngine:
         raw = read_json(state_path)
         raw = raw if isinstance(raw, dict) else {}
         self.open: list[str] = [m for m in raw.get("open", []) if isinstance(m, str)]
-        seen = raw.get("claimers", {})
-        self.claimers: dict[str, list[str]] = {
-            k: [a for a in v if isinstance(a, str)] for k, v in (seen.items() if isinstance(seen, dict) else [])
-            if isinstance(k, str) and isinstance(v, list)
-        }  # fmt: skip
+        self.claimers: dict[str, list[str]] = parse_claimers(raw.get("claimers"))
 
     # ------------------------------------------------------------------ what the scans bring
     def learn(self, messages: Sequence[ScannedMessage]) -> None:
@@ -203,16 +200,7 @@ class WorkflowEngine:
     # ------------------------------------------------------------------ placement
     def _placed(self, model: str) -> list[str]:
         """`key@machine` addresses of the machines known to claim `model`, this one first."""
-        out: list[str] = []
-        try:
-            spec = resolve(list(self.claimed()), model)
-            out.append(f"{spec.key}@{self.alias}")
-        except ModelError:
-            pass
-        for key in sorted(self.claimers):
-            if key == model or (key.split("/")[-1] == model.split("/")[-1] and "/" not in model):
-                out += [f"{key}@{m}" for m in sorted(self.claimers[key]) if m != self.alias]
-        return list(dict.fromkeys(out))
+        return placed(model, list(self.claimed()), self.claimers, self.alias)
 
     def _save(self) -> None:
         write_json_atomic(self.path, {"open": self.open, "claimers": self.claimers})
