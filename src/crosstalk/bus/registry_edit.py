@@ -167,7 +167,8 @@ def edit_registry(
     transport: Transport, edit: Callable[[str], RegistryChange], summary: str
 ) -> tuple[RegistryChange, PublishResult]:
     """Under the transport lock: pull (best effort: an unreachable remote is reported by the push), apply `edit` to
-    the newest registry, commit and push it."""
+    the newest registry, commit and push it. A registry with uncommitted changes is refused (ModelError): the
+    commit would carry a person's unfinished edit."""
     with transport_lock(transport.root):
         repo = transport.git()
         if repo.has_remote():
@@ -175,6 +176,11 @@ def edit_registry(
                 repo.sync(remote_checked=True)
             except GitError:
                 pass
+        if repo.run("status", "--porcelain", "--", CONFIG_PATH).strip():
+            raise ModelError(
+                f"{CONFIG_PATH} has changes that are not committed; commit or discard them first "
+                f"(git -C {transport.root} diff -- {CONFIG_PATH}): this command commits the whole file"
+            )
         change = edit(read_registry_text(transport))
         result = publish(transport, {CONFIG_PATH: change.text}, summary)
     return change, result

@@ -218,9 +218,21 @@ def test_model_refusals(two_machines: TwoMachines, args: list[str], why: str | N
 def test_model_add_refuses_a_registry_it_cannot_read(two_machines: TwoMachines) -> None:
     a = two_machines.a
     (a.root / "data" / "crosstalk.yaml").write_text("providers: [\n")
+    a.git("-c", "user.name=t", "-c", "user.email=t@example.invalid", "commit", "-q", "-am", "a broken registry")
     res = a.cli("model", "add", "t/echo", "--", "/bin/echo")
     assert res.returncode == 2 and "YAML syntax error" in res.stderr
     assert (a.root / "data" / "crosstalk.yaml").read_text() == "providers: [\n"
+
+
+def test_model_add_never_commits_a_persons_unfinished_edit(two_machines: TwoMachines) -> None:
+    a = two_machines.a
+    path = a.root / "data" / "crosstalk.yaml"
+    edited = path.read_text() + "# not done yet\n"
+    path.write_text(edited)
+    head = a.git("rev-parse", "HEAD")
+    res = a.cli("model", "add", "t/echo", "--", "/bin/echo")
+    assert res.returncode == 2 and "has changes that are not committed" in res.stderr, res.stderr
+    assert path.read_text() == edited and a.git("rev-parse", "HEAD") == head
 
 
 # ---------------------------------------------------------------------------------------------- paths

@@ -18,6 +18,7 @@ from crosstalk.cli.mcp_cmd import SETUP_COMMANDS
 pytestmark = pytest.mark.integration
 
 README = Path(__file__).resolve().parents[3] / "README.md"
+CLI_DOC = README.with_name("docs") / "cli.md"  # the command reference: `send` and its options
 ISO_UTC = r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z"
 
 
@@ -88,15 +89,15 @@ def test_who_json_shows_start_times_in_utc(xt: Procs, alice: Agent) -> None:
 def test_mcp_help_and_the_readme_give_the_same_registration(xt: Procs) -> None:
     help_text = " ".join(xt.cli("mcp", "--help").stdout.split())
     readme = README.read_text(encoding="utf-8")
-    section = readme.split("### `crosstalk mcp`", 1)[1].split("\n### ", 1)[0]
+    section = readme.split("\n## Install\n", 1)[1].split("\n## ", 1)[0]
     for command in SETUP_COMMANDS:
         assert f"`{command}`" in help_text, help_text
         assert re.search(rf"^{re.escape(command)}\s", section, re.M), command
     assert "config.toml`" not in help_text  # no hand-written registration that the README does not give
 
 
-def test_readme_send_table_lists_every_option(xt: Procs) -> None:
-    readme = README.read_text(encoding="utf-8")
-    table = readme.split("### `crosstalk send", 1)[1].split("\n\n", 1)[0]
+def test_the_send_reference_lists_every_option(xt: Procs) -> None:
+    reference = CLI_DOC.read_text(encoding="utf-8")
+    table = reference.split("## `crosstalk send", 1)[1].split("\n\n", 1)[0]
     for option in ("ask", "command", "--a2a", "--as", "--timeout", "--deadline", "--task", "--transport"):
         assert option in table, option
