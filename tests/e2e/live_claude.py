@@ -21,7 +21,7 @@ import shlex
 import signal
 import subprocess
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -134,33 +134,35 @@ class Session:
 
         return self.mock.wait_seen(needle, after=after, timeout=timeout, what=what, alive=self.alive)
 
-    def wait_tool_text(self, tool: str, timeout: float = WAIT_S, after: int = 0) -> str:
-        """The raw text of the newest result of crosstalk tool `tool` the model read (in a request from index
-        `after` on, not one an earlier request carried): crosstalk's JSON, or Claude's own error for the call."""
+    def _newest_result(self, tool: str, after: int, timeout: float, pick: Callable[..., Any]) -> Any:
+        """`pick(request, tool name, skip)` of the newest request (from index `after` on) it finds something in,
+        or None after `timeout`. Every request repeats the conversation, so the results an earlier request (before
+        `after`) already carried are skipped: they are an earlier call's, never the one waited for."""
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             requests = self.requests()
             seen = frozenset(i for r in requests[:after] for i in tool_result_ids(r))
             for req in reversed(requests[after:]):
-                texts = tool_result_texts(req, f"mcp__crosstalk__{tool}", seen)
-                if texts:
-                    return texts[-1]
-            time.sleep(0.02)
-        raise AssertionError(f"{self.root.name}: no result of {tool} reached the model\n{self.tail()}")
-
-    def wait_tool_result(self, tool: str, timeout: float = WAIT_S, after: int = 0) -> dict[str, Any]:
-        """The JSON result of the newest call of crosstalk tool `tool`, as the model read it (in a request from
-        index `after` on). Every request repeats the conversation, so a result an earlier request (before `after`)
-        already carried is an earlier call's, never the one waited for."""
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            requests = self.requests()
-            seen = frozenset(i for r in requests[:after] for i in tool_result_ids(r))
-            for req in reversed(requests[after:]):
-                found = tool_result(req, f"mcp__crosstalk__{tool}", seen)
+                found = pick(req, f"mcp__crosstalk__{tool}", seen)
                 if found is not None:
                     return found
             time.sleep(0.02)
+        return None
+
+    def wait_tool_text(self, tool: str, timeout: float = WAIT_S, after: int = 0) -> str:
+        """The raw text of the newest result of crosstalk tool `tool` the model read (in a request from index
+        `after` on): crosstalk's JSON, or Claude's own error for the call."""
+        text = self._newest_result(tool, after, timeout, lambda *a: next(reversed(tool_result_texts(*a)), None))
+        if text is None:
+            raise AssertionError(f"{self.root.name}: no result of {tool} reached the model\n{self.tail()}")
+        return str(text)
+
+    def wait_tool_result(self, tool: str, timeout: float = WAIT_S, after: int = 0) -> dict[str, Any]:
+        """The JSON result of the newest call of crosstalk tool `tool`, as the model read it (in a request from
+        index `after` on)."""
+        found = self._newest_result(tool, after, timeout, tool_result)
+        if found is not None:
+            return found
         # What did reach it, if anything: Claude's own answer for the call (an MCP error) is not crosstalk's JSON.
         seen = [t[:300] for r in self.requests()[after:] for t in tool_result_texts(r, f"mcp__crosstalk__{tool}")]
         raise AssertionError(f"{self.root.name}: no result of {tool} reached the model (results seen: {seen[-3:]})\n"

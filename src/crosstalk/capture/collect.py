@@ -18,7 +18,7 @@ from crosstalk import __version__
 from crosstalk.capture import request as rq
 from crosstalk.capture.redact import Redactor, secret_environment
 from crosstalk.core.errors import CrosstalkError
-from crosstalk.fs.atomic import atomic_write, fsync_dir
+from crosstalk.fs.atomic import atomic_write
 from crosstalk.fs.procinfo import is_same_process, proc_start_time
 from crosstalk.registry.descriptor import Descriptor
 from crosstalk.registry.paths import ensure_private_dir
@@ -61,20 +61,8 @@ class Output:
 
     def commit(self, data: bytes) -> None:
         try:
-            fd = self._create()
-            try:
-                os.fchmod(fd, 0o600)
-                view = memoryview(data)
-                while view:
-                    view = view[os.write(fd, view) :]
-                os.fsync(fd)
-            finally:
-                os.close(fd)
-            os.replace(self.tmp, self.path)
-            fsync_dir(self.path.parent)
+            atomic_write(self.path, data, mode=0o600)  # temp + fsync + rename (a symlink at the path is replaced)
         except OSError as exc:
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(self.tmp)
             raise CaptureError(f"cannot write {self.path}: {exc.strerror or exc}") from None
 
 

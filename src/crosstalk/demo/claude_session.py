@@ -14,13 +14,15 @@ from typing import Any
 from crosstalk.demo.harnesses import Harnesses, install_crosstalk, session_env
 from crosstalk.demo.models import RecordedRequest, ScriptedAnthropic
 from crosstalk.demo.procs import Procs
+from crosstalk.demo.session import HarnessSession
 
 # A model id Claude Code knows (an unknown one works too, with a context-window warning on stderr).
 MODEL = "claude-sonnet-4-6"
 TOOL_PREFIX = "mcp__crosstalk__"
 
 
-class ClaudeSession:
+class ClaudeSession(HarnessSession):
+    title = "Claude Code"
     harness = "claude"
     tool_prefix = TOOL_PREFIX
 
@@ -63,29 +65,8 @@ class ClaudeSession:
         except BrokenPipeError:
             raise self.exited() from None
 
-    def alive(self) -> bool:
-        return self.proc.poll() is None
-
     def tool_result(self, req: RecordedRequest, tool: str) -> dict[str, Any] | None:
         return tool_result(req, TOOL_PREFIX + tool)
-
-    def close(self, procs: Procs) -> None:
-        """Stdin closed ends the session; then its process group; then its model server."""
-        with contextlib.suppress(OSError):
-            if self.proc.stdin is not None:
-                self.proc.stdin.close()
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            self.proc.wait(5)
-        procs.stop(self.proc)
-        self.model.stop()
-
-    def tail(self) -> str:
-        return (self.root / "claude.err").read_text(errors="replace")[-1500:]
-
-    def exited(self) -> RuntimeError:
-        """The error for a session whose process is gone: the last line it wrote on stderr."""
-        last = next((line for line in reversed(self.tail().splitlines()) if line.strip()), "no output")
-        return RuntimeError(f"the Claude Code session exited: {last.strip()}")
 
 
 def tool_result_ids(req: RecordedRequest) -> set[str]:

@@ -18,13 +18,15 @@ from typing import Any
 from crosstalk.demo.harnesses import Harnesses, install_crosstalk, session_env
 from crosstalk.demo.models import RecordedRequest, ScriptedResponses
 from crosstalk.demo.procs import Procs
+from crosstalk.demo.session import HarnessSession
 
 MODEL = "scripted-model"
 TOOL_PREFIX = "mcp__crosstalk."
 RPC_TIMEOUT_S = 60.0
 
 
-class CodexSession:
+class CodexSession(HarnessSession):
+    title = "Codex"
     harness = "codex"
     tool_prefix = TOOL_PREFIX
 
@@ -106,9 +108,6 @@ class CodexSession:
         self.request("turn/start", {"threadId": self.thread,
                                     "input": [{"type": "text", "text": text, "text_elements": []}]})  # fmt: skip
 
-    def alive(self) -> bool:
-        return self.proc.poll() is None
-
     def tool_result(self, req: RecordedRequest, tool: str) -> dict[str, Any] | None:
         """The parsed output of the newest call of crosstalk tool `tool` this request carries, or None."""
         items = req.body.get("input") or []
@@ -127,16 +126,8 @@ class CodexSession:
         procs.stop(self.proc)  # the app-server's MCP children (crosstalk's shim) are in its group
         self.model.stop()
 
-    def tail(self) -> str:
-        return (self.root / "codex.err").read_text(errors="replace")[-1500:]
-
     def failed(self, exc: Exception) -> RuntimeError:
         return self.exited() if not self.alive() else RuntimeError(f"codex app-server: {exc}")
-
-    def exited(self) -> RuntimeError:
-        """The error for a session whose process is gone: the last line it wrote on stderr."""
-        last = next((line for line in reversed(self.tail().splitlines()) if line.strip()), "no output")
-        return RuntimeError(f"the Codex session exited: {last.strip()}")
 
 
 def first_json(output: Any) -> dict[str, Any]:

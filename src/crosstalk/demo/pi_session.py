@@ -14,11 +14,13 @@ from typing import Any
 from crosstalk.demo.harnesses import Harnesses, install_crosstalk, session_env
 from crosstalk.demo.models import RecordedRequest, ScriptedChat
 from crosstalk.demo.procs import Procs
+from crosstalk.demo.session import HarnessSession
 
 MODEL = "scripted-model"
 
 
-class PiSession:
+class PiSession(HarnessSession):
+    title = "pi"
     harness = "pi"
     tool_prefix = ""
 
@@ -72,25 +74,5 @@ class PiSession:
         except BrokenPipeError:
             raise self.exited() from None
 
-    def alive(self) -> bool:
-        return self.proc.poll() is None
-
     def tool_result(self, req: RecordedRequest, tool: str) -> dict[str, Any] | None:
         return None  # the demo reads pi's tool results from crosstalk, not from its model's input
-
-    def close(self, procs: Procs) -> None:
-        with contextlib.suppress(OSError):
-            if self.proc.stdin is not None:
-                self.proc.stdin.close()
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            self.proc.wait(5)
-        procs.stop(self.proc)
-        self.model.stop()
-
-    def tail(self) -> str:
-        return (self.root / "pi.err").read_text(errors="replace")[-1500:]
-
-    def exited(self) -> RuntimeError:
-        """The error for a session whose process is gone: the last line it wrote on stderr."""
-        last = next((line for line in reversed(self.tail().splitlines()) if line.strip()), "no output")
-        return RuntimeError(f"the pi session exited: {last.strip()}")
