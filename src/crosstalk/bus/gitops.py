@@ -6,6 +6,7 @@ import contextlib
 import logging
 import os
 import random
+import stat
 import subprocess
 import threading
 import time
@@ -22,6 +23,7 @@ CHANNELS_PATHSPEC = "data/channels"
 LOCK_NAME = "crosstalk.lock"
 OWN_REBASE_MARKER = "crosstalk-rebase"  # in .git while a rebase of ours runs
 PUSH_BUDGET_S = 20.0  # a push keeps retrying lost races this long (under the 30 s others wait for the lock)
+STALE_REF_LOCK_S = 5.0  # a remote ref lock older than this, with no git working there, was left by a killed push
 _REJECTED_MARKERS = ("[rejected]", "non-fast-forward", "fetch first", "failed to update ref", "stale info")
 
 
@@ -236,6 +238,30 @@ class GitRepo:
     def clear_stale_index_lock(self) -> bool:
         return clear_stale_index_lock(self.root)
 
+    def clear_stale_remote_ref_lock(self, branch: str) -> bool:
+        """On a remote that is a directory on this machine (a bare repository, a shared mount), remove
+        refs/heads/<branch>.lock when a git killed mid-push left it: ours (this user's), older than
+        STALE_REF_LOCK_S (an update holds it for milliseconds) and no git of this user working in the remote. A
+        kill -9 of a pusher's process group takes its local receive-pack with it, and the lock it leaves refuses
+        every later push from every machine ("failed to update ref"). Whether it removed one."""
+        url = self._raw(["config", "--get", "remote.origin.url"], identity=False).stdout.strip()
+        remote = local_remote_dir(url, self.root)
+        if remote is None:
+            return False
+        lock = remote / "refs" / "heads" / f"{branch}.lock"
+        try:
+            st = os.lstat(lock)
+        except OSError:
+            return False
+        if not stat.S_ISREG(st.st_mode) or st.st_uid != os.geteuid() or time.time() - st.st_mtime < STALE_REF_LOCK_S:
+            return False
+        if git_running_in(remote):
+            return False
+        with contextlib.suppress(FileNotFoundError):
+            lock.unlink()
+        log.warning("removed %s: no git works in the remote, so a push that was killed left it", lock)
+        return True
+
     def _rebase_onto_upstream(self) -> None:
         """Fetch (without FETCH_HEAD) and rebase local commits onto origin/<branch>; a remote without the branch
         is nothing to rebase onto. Not `git pull`: its FETCH_HEAD can be clobbered by any concurrent fetch."""
@@ -286,6 +312,8 @@ class GitRepo:
             err = proc.stderr
             self.last_push_error = error_line(err, proc.stdout, proc.returncode)
             if any(marker in err for marker in _REJECTED_MARKERS):
+                if "failed to update ref" in err or "cannot lock ref" in err:
+                    self.clear_stale_remote_ref_lock(branch)
                 try:
                     self._rebase_onto_upstream()
                 except GitError as exc:
@@ -349,13 +377,24 @@ def clear_stale_index_lock(root: Path) -> bool:
     return True
 
 
+def local_remote_dir(url: str, root: Path) -> Path | None:
+    """The directory a remote URL names on this machine (a path, relative to `root` or absolute, or file://),
+    or None for a network URL (ssh, https, scp-like host:path)."""
+    if url.startswith("file://"):
+        url = url[len("file://") :]
+    elif "://" in url or (":" in url.split("/", 1)[0] and not url.startswith("/")):
+        return None
+    path = Path(url) if os.path.isabs(url) else Path(root) / url
+    return path if url and path.is_dir() else None
+
+
 def git_running_in(root: Path) -> bool:
     """Whether a git process of this user works in the repository at `root`: its cwd inside it, or `-C` naming
     it (as the bus's own git calls do)."""
     top = os.path.realpath(root)
     for pid in own_pids():
         argv = process_argv(pid)
-        if not argv or os.path.basename(argv[0]) != "git":
+        if not argv or not os.path.basename(argv[0]).startswith("git"):  # git, git-receive-pack, git-upload-pack
             continue
         places = [process_cwd(pid) or ""]
         places += [argv[i + 1] for i, a in enumerate(argv[:-1]) if a == "-C"]

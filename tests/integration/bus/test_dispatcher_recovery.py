@@ -9,6 +9,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import time
 from pathlib import Path
@@ -236,3 +237,39 @@ def test_a_rebase_a_kill_left_half_done_is_aborted_only_when_it_was_ours(
         assert report.dispatched == 1 and len(replies_to(b.root, two_machines.channel, path)) == 1
     else:
         assert (b.root / ".git" / "rebase-merge").exists(), "a person's rebase is never aborted"
+
+
+def test_a_killed_pushs_ref_lock_on_the_remote_does_not_refuse_every_later_push(two_machines: TwoMachines) -> None:
+    """A kill -9 of a pusher's process group takes its local receive-pack with it, leaving the bare remote's
+    refs/heads/main.lock: every later push of every machine failed ("failed to update ref") for good. A push
+    removes such a lock (this user's, older than an update takes, no git working in the remote) and goes on."""
+    a, remote = two_machines.a, two_machines.remote
+    lock = remote / "refs" / "heads" / "main.lock"
+    lock.write_text("0" * 40 + "\n")
+    old = time.time() - 60
+    os.utime(lock, (old, old))
+    res = a.cli("message", "send", "--to", "sonnet", "--channel", "general", "after a killed push")
+    assert res.returncode == 0 and "push failed" not in res.stderr, res.stderr
+    assert not lock.exists()
+    rel = res.stdout.strip()
+    listed = subprocess.run(["git", "--git-dir", str(remote), "ls-tree", "-r", "--name-only", "main"],
+                            capture_output=True, text=True, timeout=GIT_TIMEOUT, check=True).stdout  # fmt: skip
+    assert rel in listed.split()
+
+
+def test_a_remote_ref_lock_is_kept_while_a_git_works_in_the_remote(two_machines: TwoMachines) -> None:
+    """A git at work in the remote (a push being received) keeps its lock, however old: the push gives up after
+    its budget, says the message is committed locally, and nothing is removed."""
+    a, remote = two_machines.a, two_machines.remote
+    lock = remote / "refs" / "heads" / "main.lock"
+    lock.write_text("0" * 40 + "\n")
+    old = time.time() - 60
+    os.utime(lock, (old, old))
+    live = LiveGit(remote)
+    try:
+        wait_for(lambda: git_running_in(remote), 10, "the git in the remote")
+        res = a.cli("message", "send", "--to", "sonnet", "--channel", "general", "while a push is received")
+    finally:
+        live.close()
+    assert res.returncode == 0 and "push failed" in res.stderr, res.stderr
+    assert lock.exists()
