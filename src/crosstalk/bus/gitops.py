@@ -225,7 +225,7 @@ class GitRepo:
         except GitError as exc:
             # A git killed mid-write (kill -9 of a process group, a container stop) leaves index.lock behind, and
             # every later commit fails on it for good. Removed only when no git of ours runs in this repository.
-            if "index.lock" not in exc.message or not self.clear_stale_index_lock():
+            if ".lock" not in exc.message or not self.clear_stale_git_locks():
                 raise
         return self._commit(paths, message, removed)
 
@@ -235,8 +235,8 @@ class GitRepo:
         self.run("commit", "--no-verify", "-q", "-m", message, "--", *paths, *removed)
         return self.head()
 
-    def clear_stale_index_lock(self) -> bool:
-        return clear_stale_index_lock(self.root)
+    def clear_stale_git_locks(self) -> bool:
+        return clear_stale_git_locks(self.root)
 
     def clear_stale_remote_ref_lock(self, branch: str) -> bool:
         """On a remote that is a directory on this machine (a bare repository, a shared mount), remove
@@ -355,7 +355,7 @@ def recover_own_rebase(root: Path) -> bool:
     if git_running_in(root):
         return False
     if (gd / "rebase-merge").exists() or (gd / "rebase-apply").exists():
-        clear_stale_index_lock(root)
+        clear_stale_git_locks(root)
         run_git(["-C", str(root), "rebase", "--abort"], timeout=60)
         log.warning("aborted a rebase a killed crosstalk process left half done in %s", root)
     with contextlib.suppress(FileNotFoundError):
@@ -363,17 +363,34 @@ def recover_own_rebase(root: Path) -> bool:
     return True
 
 
-def clear_stale_index_lock(root: Path) -> bool:
-    """Remove .git/index.lock when no git process of this user works in the repository (its cwd inside it, or
-    `-C` naming it): the lock of a git that died mid-write (kill -9 of a process group, a container stop), which
-    would fail every later commit, rebase and merge for good. Whether it removed one. A person's running git (an
-    open commit editor) keeps its lock. Costs one stat when there is no lock."""
-    lock = git_dir(root) / "index.lock"
-    if not lock.exists() or git_running_in(root):
+def stale_git_locks(root: Path) -> list[Path]:
+    """The lock files git leaves in the repository's git dir when it dies mid-write: `*.lock` at its top
+    (index.lock, HEAD.lock, MERGE_MSG.lock, config.lock, packed-refs.lock, next-index-*.lock, ...) and under refs/;
+    never our own flock file (LOCK_NAME), which lives for good. One listdir, and a walk of refs/ (a transport has
+    a handful of refs)."""
+    gd = git_dir(root)
+    try:
+        found = [gd / name for name in os.listdir(gd) if name.endswith(".lock") and name != LOCK_NAME]
+    except OSError:
+        return []
+    for base, _dirs, files in os.walk(gd / "refs"):
+        found += [Path(base) / name for name in files if name.endswith(".lock")]
+    return found
+
+
+def clear_stale_git_locks(root: Path) -> bool:
+    """Remove the lock files of a git that died mid-write (kill -9 of a process group, a container stop) when no
+    git process of this user works in the repository (its cwd inside it, or `-C` naming it): left behind, each
+    fails every later commit, rebase, merge or fetch that needs it for good (index.lock a commit, MERGE_MSG.lock a
+    rebase's next pick, a ref's lock its update). Whether it removed any. A person's running git (an open commit
+    editor) keeps its locks."""
+    locks = stale_git_locks(root)
+    if not locks or git_running_in(root):
         return False
-    with contextlib.suppress(FileNotFoundError):
-        lock.unlink()
-    log.warning("removed %s: no git works in %s, so a git that died left it", lock, root)
+    for lock in locks:
+        with contextlib.suppress(FileNotFoundError):
+            lock.unlink()
+        log.warning("removed %s: no git works in %s, so a git that died left it", lock, root)
     return True
 
 
@@ -439,9 +456,9 @@ def transport_lock(root: Path, timeout: float = 30.0) -> Iterator[None]:
     if not lock.try_acquire(grace=timeout):
         raise GitError(f"transport {root} is busy: another crosstalk process held its lock for {timeout:g} s")
     # Every git mutation of the bus runs under this lock, so no git of ours runs in the repository now: a
-    # leftover index.lock is a dead git's (or a person's, whose git is then still running and keeps it).
+    # leftover git lock is a dead git's (or a person's, whose git is then still running and keeps it).
     with contextlib.suppress(OSError, GitError):
-        clear_stale_index_lock(root)
+        clear_stale_git_locks(root)
         recover_own_rebase(root)
     depth[key] = 1
     try:

@@ -30,7 +30,7 @@ from dispatch_helpers import (
 )
 
 from crosstalk.bus.errors import GitError
-from crosstalk.bus.gitops import GitRepo, git_running_in
+from crosstalk.bus.gitops import GitRepo, clear_stale_git_locks, git_running_in
 from crosstalk.bus.store import move_orphans, publish
 from crosstalk.bus.transports import resolve_transport
 
@@ -273,3 +273,30 @@ def test_a_remote_ref_lock_is_kept_while_a_git_works_in_the_remote(two_machines:
         live.close()
     assert res.returncode == 0 and "push failed" in res.stderr, res.stderr
     assert lock.exists()
+
+
+def test_every_lock_a_killed_git_leaves_is_cleared_at_the_transport_lock_and_a_live_gits_are_kept(
+    two_machines: TwoMachines, monkeypatch
+) -> None:
+    """A group kill inside our `git rebase` left .git/MERGE_MSG.lock: every later rebase failed to pick our reply
+    commit ("could not lock '.git/MERGE_MSG'"), every tick, for good (found by the dispatcher crash suite). Any lock
+    git leaves in the git dir or under refs/ is cleared when no git works in the repository, never our own flock
+    file; while a git works there, all are kept. The next tick then takes the new work."""
+    a, b, dispatcher = _b_dispatching_echo(two_machines, monkeypatch)
+    gd = b.root / ".git"
+    names = ["MERGE_MSG.lock", "HEAD.lock", "next-index-4242.lock", "refs/remotes/origin/main.lock"]
+    for name in names:
+        (gd / name).write_text("")
+    live = LiveGit(b.root)
+    try:
+        wait_for(lambda: git_running_in(b.root), 10, "the live git seen")
+        assert not clear_stale_git_locks(b.root)
+        assert all((gd / name).exists() for name in names), "a running git's locks are never removed"
+    finally:
+        live.close()
+    [path] = send(a, "local/echo@m2", "after a killed rebase")
+    report = dispatcher.tick()
+    assert report.dispatched == 1, (b.state_dir / "dispatcher.log").read_text()[-2000:]
+    assert len(replies_to(b.root, two_machines.channel, path)) == 1
+    assert not [name for name in names if (gd / name).exists()]
+    assert (gd / "crosstalk.lock").exists()
