@@ -12,7 +12,6 @@ or fails it when CROSSTALK_E2E_REQUIRED=1 (scripts/dev.sh sets that once the ins
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import signal
@@ -27,12 +26,13 @@ import pytest
 from live_claude import bin_dir
 
 from crosstalk.demo.models import ScriptedAnthropic, ScriptedChat, ScriptedModelServer, ScriptedResponses
+from crosstalk.demo.models.wiring import MODEL, write_codex_config, write_pi_models
 
 REPO = Path(__file__).resolve().parents[2]
 HARNESSES = ("claude", "codex", "pi")
 # A model id Claude Code knows (an unknown id works too, but prints a context-window warning on stderr).
 CLAUDE_MODEL = "claude-sonnet-4-6"
-MOCK_MODEL = "mock-model"
+MOCK_MODEL = MODEL  # the model id the Codex and pi configs name (crosstalk.demo.models.wiring)
 RUN_TIMEOUT = 120.0
 
 
@@ -154,19 +154,7 @@ def codex_setup(root: Path, mock: ScriptedModelServer) -> tuple[list[str], dict[
     env = base_env(root)
     codex_home = root / "home" / ".codex"
     codex_home.mkdir(parents=True, exist_ok=True)
-    (codex_home / "config.toml").write_text(
-        f'model = "{MOCK_MODEL}"\n'
-        'model_provider = "mock"\n'
-        'approval_policy = "never"\n'
-        'sandbox_mode = "danger-full-access"\n'
-        "\n[model_providers.mock]\n"
-        'name = "Mock Responses"\n'
-        f'base_url = "{mock.base_url}/v1"\n'
-        'wire_api = "responses"\n'
-        'env_key = "MOCK_API_KEY"\n'
-        "request_max_retries = 0\n"
-        "stream_max_retries = 0\n"
-    )
+    write_codex_config(codex_home, mock.base_url, provider="mock", key_env="MOCK_API_KEY")
     env.update({"CODEX_HOME": str(codex_home), "MOCK_API_KEY": "dummy"})
     # exec refuses to run outside a git repo or trusted dir without --skip-git-repo-check. stdout carries only the
     # final agent message; the banner, the echoed prompt and warnings go to stderr.
@@ -178,23 +166,7 @@ def pi_setup(root: Path, mock: ScriptedModelServer) -> tuple[list[str], dict[str
     env = base_env(root)
     agent_dir = root / "home" / ".pi" / "agent"
     agent_dir.mkdir(parents=True, exist_ok=True)
-    provider = {
-        "baseUrl": f"{mock.base_url}/v1",
-        "api": "openai-completions",
-        "apiKey": "dummy",
-        "compat": {"supportsDeveloperRole": False, "supportsReasoningEffort": False},
-        "models": [
-            {
-                "id": MOCK_MODEL,
-                "name": "Mock Model",
-                "reasoning": False,
-                "input": ["text"],
-                "contextWindow": 200000,
-                "maxTokens": 1024,
-            }
-        ],
-    }
-    (agent_dir / "models.json").write_text(json.dumps({"providers": {"mock": provider}}, indent=1))
+    write_pi_models(agent_dir, mock.base_url, provider="mock")
     env.update({"PI_CODING_AGENT_DIR": str(agent_dir), "PI_OFFLINE": "1", "PI_TELEMETRY": "0"})
     argv = [str(harness_binary("pi")), "-p", "--provider", "mock", "--model", MOCK_MODEL]
     return argv, env

@@ -18,9 +18,9 @@ from typing import Any
 from live_claude import CROSSTALK, bin_dir
 
 from crosstalk.demo.models import RecordedRequest, ScriptedChat
+from crosstalk.demo.models.wiring import MODEL, write_pi_models
 
 WAIT_S = 60.0
-MODEL = "mock-model"
 
 
 def prepare(
@@ -33,13 +33,7 @@ def prepare(
     for d in (agent_dir, cwd, root / "tmp"):
         d.mkdir(parents=True, exist_ok=True)
     mock = ScriptedChat().start()
-    provider = {
-        "baseUrl": f"{mock.base_url}/v1", "api": "openai-completions", "apiKey": "dummy",
-        "compat": {"supportsDeveloperRole": False, "supportsReasoningEffort": False},
-        "models": [{"id": MODEL, "name": "Mock", "reasoning": False, "input": ["text"],
-                    "contextWindow": 200000, "maxTokens": 1024}],
-    }  # fmt: skip
-    (agent_dir / "models.json").write_text(json.dumps({"providers": {"mock": provider}}))
+    write_pi_models(agent_dir, mock.base_url, provider="mock")
     env = {
         "PATH": os.pathsep.join([str(bin_dir()), os.environ.get("PATH", "/usr/bin:/bin")]),
         "HOME": str(home), "TMPDIR": str(root / "tmp"), "LANG": "C.UTF-8", "TERM": "dumb",

@@ -13,10 +13,9 @@ from typing import Any
 
 from crosstalk.demo.harnesses import Harnesses, install_crosstalk, session_env
 from crosstalk.demo.models import RecordedRequest, ScriptedChat
+from crosstalk.demo.models.wiring import MODEL, write_pi_models
 from crosstalk.demo.procs import Procs
 from crosstalk.demo.session import HarnessSession
-
-MODEL = "scripted-model"
 
 
 class PiSession(HarnessSession):
@@ -31,13 +30,7 @@ class PiSession(HarnessSession):
         for d in (self.cwd, agent_dir):
             d.mkdir(parents=True, exist_ok=True)
         self.model = ScriptedChat().start()
-        provider = {
-            "baseUrl": f"{self.model.base_url}/v1", "api": "openai-completions", "apiKey": "scripted",
-            "compat": {"supportsDeveloperRole": False, "supportsReasoningEffort": False},
-            "models": [{"id": MODEL, "name": "Scripted model", "reasoning": False, "input": ["text"],
-                        "contextWindow": 200000, "maxTokens": 1024}],
-        }  # fmt: skip
-        (agent_dir / "models.json").write_text(json.dumps({"providers": {"scripted": provider}}))
+        write_pi_models(agent_dir, self.model.base_url)
         self.env = session_env(
             root,
             harnesses,

@@ -19,7 +19,7 @@ import time
 import uuid
 from typing import Any, ClassVar
 
-from .base import Handler, RecordedRequest, ScriptedModelServer, obey_script, route, text_parts
+from .base import Handler, RecordedRequest, ScriptedModelServer, route, scripted_call_args, text_parts
 
 ENVELOPE_ID_RE = re.compile(r'<cross-session-message [^>]*message-id="([^"]+)"')
 ENVELOPE_FROM_RE = re.compile(r'<cross-session-message [^>]*from="([^"]+)"')
@@ -66,17 +66,9 @@ class ScriptedAnthropic(ScriptedModelServer):
 
     def scripted_call(self, body: dict[str, Any]) -> tuple[str, dict[str, Any]] | None:
         """The tool call the newest user-role message asks for (`CALL <tool> <json>`), or None."""
-        call = obey_script(
+        return scripted_call_args(
             self.with_scripts(last_user_blocks_text(body)), {"$MESSAGE_ID": ENVELOPE_ID_RE, "$FROM": ENVELOPE_FROM_RE}
         )
-        if call is None:
-            return None
-        name, raw = call
-        try:
-            args = json.loads(raw)
-        except ValueError:
-            return None
-        return (name, args) if isinstance(args, dict) else None
 
     def handle_post(self, h: Handler, req: RecordedRequest) -> None:
         if route(req.path).endswith("/count_tokens"):
@@ -84,94 +76,51 @@ class ScriptedAnthropic(ScriptedModelServer):
         if not self.is_generation_path(req.path):
             return h.send_json(404, {"type": "error", "error": {"type": "not_found_error", "message": "mock"}})
         call = self.scripted_call(req.body)
-        if call is not None:
-            return self._send_tool_use(h, req, *call)
-        text = self.answer(req.body)
-        model = req.body.get("model", self.model)
-        message: dict[str, Any] = {
-            "id": "msg_" + uuid.uuid4().hex[:20],
-            "type": "message",
-            "role": "assistant",
-            "model": model,
-            "content": [],
-            "stop_reason": None,
-            "stop_sequence": None,
-            "usage": {
-                "input_tokens": 10,
-                "output_tokens": 0,
-                "cache_creation_input_tokens": 0,
-                "cache_read_input_tokens": 0,
-            },
-        }
-        if not req.body.get("stream"):
-            done = {**message, "content": [{"type": "text", "text": text}], "stop_reason": "end_turn"}
-            return h.send_json(200, done)
-        h.start_sse()
-        h.send_event({"type": "message_start", "message": message}, "message_start")
-        h.send_event(
-            {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}},
-            "content_block_start",
-        )
-        h.send_event(
-            {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": text}},
-            "content_block_delta",
-        )
-        h.send_event({"type": "content_block_stop", "index": 0}, "content_block_stop")
-        h.send_event(
-            {
-                "type": "message_delta",
-                "delta": {"stop_reason": "end_turn", "stop_sequence": None},
-                "usage": {"output_tokens": 5},
-            },
-            "message_delta",
-        )
-        h.send_event({"type": "message_stop"}, "message_stop")
-        return None
-
-    def _send_tool_use(self, h: Handler, req: RecordedRequest, name: str, args: dict[str, Any]) -> None:
+        if call is None:
+            text = self.answer(req.body)
+            block: dict[str, Any] = {"type": "text", "text": text}
+            opening, delta = block | {"text": ""}, {"type": "text_delta", "text": text}
+            return self._send_message(h, req, block, opening, delta, "end_turn")
+        name, args = call
         block = {"type": "tool_use", "id": "toolu_" + uuid.uuid4().hex[:20], "name": name, "input": args}
         with self._calls_lock:
             self.tool_calls.append({"name": name, "input": args, "at": time.time()})
-        model = req.body.get("model", self.model)
-        usage = {"input_tokens": 10, "output_tokens": 5, "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0}
+        opening, delta = block | {"input": {}}, {"type": "input_json_delta", "partial_json": json.dumps(args)}
+        return self._send_message(h, req, block, opening, delta, "tool_use")
+
+    def _send_message(
+        self,
+        h: Handler,
+        req: RecordedRequest,
+        block: dict[str, Any],
+        opening: dict[str, Any],
+        delta: dict[str, Any],
+        stop_reason: str,
+    ) -> None:
+        """One assistant message holding `block`: whole, or (a streaming request) as the Messages API streams it,
+        the block opened as `opening` and filled by one `delta`."""
         message: dict[str, Any] = {
             "id": "msg_" + uuid.uuid4().hex[:20],
             "type": "message",
             "role": "assistant",
-            "model": model,
+            "model": req.body.get("model", self.model),
             "content": [],
             "stop_reason": None,
             "stop_sequence": None,
-            "usage": usage,
-        }
+            "usage": {"input_tokens": 10, "output_tokens": 0, "cache_creation_input_tokens": 0,
+                      "cache_read_input_tokens": 0},
+        }  # fmt: skip
         if not req.body.get("stream"):
-            return h.send_json(200, {**message, "content": [block], "stop_reason": "tool_use"})
+            return h.send_json(200, {**message, "content": [block], "stop_reason": stop_reason})
         h.start_sse()
         h.send_event({"type": "message_start", "message": message}, "message_start")
-        h.send_event(
-            {
-                "type": "content_block_start",
-                "index": 0,
-                "content_block": {"type": "tool_use", "id": block["id"], "name": name, "input": {}},
-            },
-            "content_block_start",
-        )
-        h.send_event(
-            {
-                "type": "content_block_delta",
-                "index": 0,
-                "delta": {"type": "input_json_delta", "partial_json": json.dumps(args)},
-            },
-            "content_block_delta",
-        )
+        h.send_event({"type": "content_block_start", "index": 0, "content_block": opening}, "content_block_start")
+        h.send_event({"type": "content_block_delta", "index": 0, "delta": delta}, "content_block_delta")
         h.send_event({"type": "content_block_stop", "index": 0}, "content_block_stop")
         h.send_event(
-            {
-                "type": "message_delta",
-                "delta": {"stop_reason": "tool_use", "stop_sequence": None},
-                "usage": {"output_tokens": 5},
-            },
+            {"type": "message_delta", "delta": {"stop_reason": stop_reason, "stop_sequence": None},
+             "usage": {"output_tokens": 5}},
             "message_delta",
-        )
+        )  # fmt: skip
         h.send_event({"type": "message_stop"}, "message_stop")
         return None

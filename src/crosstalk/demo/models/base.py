@@ -56,6 +56,20 @@ def obey_script(text: str, placeholders: dict[str, re.Pattern[str]]) -> tuple[st
     return tool, raw
 
 
+def scripted_call_args(text: str, placeholders: dict[str, re.Pattern[str]]) -> tuple[str, dict[str, Any]] | None:
+    """obey_script's tool call with its arguments parsed: (tool, a JSON object), or None when the text asks for
+    none or its arguments are not a JSON object (then the mock answers with text)."""
+    call = obey_script(text, placeholders)
+    if call is None:
+        return None
+    name, raw = call
+    try:
+        args = json.loads(raw)
+    except ValueError:
+        return None
+    return (name, args) if isinstance(args, dict) else None
+
+
 def route(path: str) -> str:
     """A request path without its query string and trailing slash."""
     return path.split("?")[0].rstrip("/")

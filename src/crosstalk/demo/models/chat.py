@@ -15,7 +15,7 @@ import time
 import uuid
 from typing import Any, ClassVar
 
-from .base import Handler, RecordedRequest, ScriptedModelServer, obey_script, text_parts
+from .base import Handler, RecordedRequest, ScriptedModelServer, scripted_call_args, text_parts
 
 ASK_ID_RE = re.compile(r"\[ask from [^\]]* · id ([0-9a-f-]{36})\]")
 
@@ -45,15 +45,7 @@ class ScriptedChat(ScriptedModelServer):
         return ""
 
     def scripted_call(self, text: str) -> tuple[str, dict[str, Any]] | None:
-        call = obey_script(self.with_scripts(text), {"$MESSAGE_ID": ASK_ID_RE})
-        if call is None:
-            return None
-        name, raw = call
-        try:
-            args = json.loads(raw)
-        except ValueError:
-            return None
-        return (name, args) if isinstance(args, dict) else None
+        return scripted_call_args(self.with_scripts(text), {"$MESSAGE_ID": ASK_ID_RE})
 
     def handle_post(self, h: Handler, req: RecordedRequest) -> None:
         if not self.is_generation_path(req.path):

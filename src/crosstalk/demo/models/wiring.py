@@ -1,0 +1,35 @@
+"""How Codex and pi are pointed at a scripted model server: the config each reads (Claude Code needs only
+ANTHROPIC_BASE_URL). One place for the demo's sessions and the e2e tests' harness runs."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+MODEL = "scripted-model"
+
+
+def write_codex_config(
+    codex_home: Path, base_url: str, *, provider: str = "scripted", key_env: str = "SCRIPTED_API_KEY", extra: str = ""
+) -> None:
+    """$CODEX_HOME/config.toml: model MODEL from `provider`, the Responses API at `base_url`, its key read from
+    `key_env`, no retries (a refused request fails the run at once), no approvals or sandbox; `extra` appended."""
+    codex_home.mkdir(parents=True, exist_ok=True)
+    (codex_home / "config.toml").write_text(
+        f'model = "{MODEL}"\nmodel_provider = "{provider}"\napproval_policy = "never"\n'
+        f'sandbox_mode = "danger-full-access"\n\n[model_providers.{provider}]\nname = "Scripted Responses"\n'
+        f'base_url = "{base_url}/v1"\nwire_api = "responses"\nenv_key = "{key_env}"\n'
+        "request_max_retries = 0\nstream_max_retries = 0\n" + (f"\n{extra}" if extra else "")
+    )
+
+
+def write_pi_models(agent_dir: Path, base_url: str, *, provider: str = "scripted") -> None:
+    """$PI_CODING_AGENT_DIR/models.json: `provider` serving MODEL over the Chat Completions API at `base_url`."""
+    agent_dir.mkdir(parents=True, exist_ok=True)
+    spec = {
+        "baseUrl": f"{base_url}/v1", "api": "openai-completions", "apiKey": "scripted",
+        "compat": {"supportsDeveloperRole": False, "supportsReasoningEffort": False},
+        "models": [{"id": MODEL, "name": "Scripted model", "reasoning": False, "input": ["text"],
+                    "contextWindow": 200000, "maxTokens": 1024}],
+    }  # fmt: skip
+    (agent_dir / "models.json").write_text(json.dumps({"providers": {provider: spec}}, indent=1))
