@@ -11,14 +11,10 @@ one thread through the same socket, as a user's client would (thread/start, turn
 from __future__ import annotations
 
 import contextlib
-import itertools
-import json
 import os
-import queue
 import shlex
 import signal
 import subprocess
-import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -26,11 +22,12 @@ from typing import Any
 from live_claude import CROSSTALK, bin_dir
 from tmux_pane import TmuxPane
 
+from crosstalk.demo.appserver_client import AppServerClient
 from crosstalk.demo.codex_session import first_json
 from crosstalk.demo.models import RecordedRequest, ScriptedResponses
+from crosstalk.demo.models.wiring import write_codex_config
 
 WAIT_S = 60.0
-MODEL = "mock-model"
 
 
 class LiveCodex:
@@ -40,10 +37,7 @@ class LiveCodex:
         self.root, self.env, self.mock, self.proc, self.cwd = root, env, mock, proc, cwd
         self.listen = listen
         self.socket = listen or Path(env["CODEX_HOME"]) / "app-server-control" / "app-server-control.sock"
-        self._ws: Any = None
-        self._stack = contextlib.ExitStack()
-        self._ids = itertools.count(1)
-        self._answers: dict[int, queue.Queue[dict[str, Any]]] = {}
+        self._client: AppServerClient | None = None
 
     @classmethod
     def start(cls, root: Path, *, crosstalk_home: Path, listen: Path | None = None, config: str = "") -> LiveCodex:
@@ -54,12 +48,7 @@ class LiveCodex:
         for d in (codex_home, cwd, root / "tmp"):
             d.mkdir(parents=True, exist_ok=True)
         mock = ScriptedResponses().start()
-        (codex_home / "config.toml").write_text(
-            f'model = "{MODEL}"\nmodel_provider = "mock"\napproval_policy = "never"\n'
-            'sandbox_mode = "danger-full-access"\n\n[model_providers.mock]\nname = "Mock Responses"\n'
-            f'base_url = "{mock.base_url}/v1"\nwire_api = "responses"\nenv_key = "MOCK_API_KEY"\n'
-            "request_max_retries = 0\nstream_max_retries = 0\n" + (f"\n{config}" if config else "")
-        )
+        write_codex_config(codex_home, mock.base_url, provider="mock", key_env="MOCK_API_KEY", extra=config)
         env = {
             "PATH": os.pathsep.join([str(bin_dir()), os.environ.get("PATH", "/usr/bin:/bin")]),
             "HOME": str(home), "TMPDIR": str(root / "tmp"), "LANG": "C.UTF-8", "TERM": "dumb",
@@ -81,9 +70,7 @@ class LiveCodex:
 
     def restart(self) -> None:
         """Stop the app-server (its MCP children, our shims, go with it) and start it again on the same socket."""
-        with contextlib.suppress(Exception):
-            self._stack.close()
-        self._stack = contextlib.ExitStack()
+        self._disconnect()
         with contextlib.suppress(ProcessLookupError):
             os.killpg(self.proc.pid, signal.SIGTERM)
         self.proc.wait(15)
@@ -104,30 +91,16 @@ class LiveCodex:
 
     # ------------------------------------------------------------------ the driving client
     def _connect(self) -> None:
-        from websockets.sync.client import unix_connect
+        self._client = AppServerClient.connect(self.socket, "xt-e2e", WAIT_S)
 
-        self._ws = self._stack.enter_context(unix_connect(str(self.socket), uri="ws://localhost/", max_size=None))
-        threading.Thread(target=self._read, daemon=True).start()
-        self.request("initialize", {"clientInfo": {"name": "xt-e2e", "title": None, "version": "1"},
-                                    "capabilities": {"experimentalApi": False}})  # fmt: skip
-        self._ws.send(json.dumps({"method": "initialized"}))
-
-    def _read(self) -> None:
-        with contextlib.suppress(Exception):
-            while True:
-                message = json.loads(self._ws.recv())
-                box = self._answers.get(message.get("id")) if "method" not in message else None
-                if box is not None:
-                    box.put(message)
+    def _disconnect(self) -> None:
+        if self._client is not None:
+            self._client.close()
+            self._client = None
 
     def request(self, method: str, params: dict[str, Any]) -> Any:
-        rid = next(self._ids)
-        box: queue.Queue[dict[str, Any]] = queue.Queue()
-        self._answers[rid] = box
-        self._ws.send(json.dumps({"id": rid, "method": method, "params": params}))
-        answer = box.get(timeout=WAIT_S)
-        assert "error" not in answer, f"{method}: {answer['error']}"
-        return answer["result"]
+        assert self._client is not None, "not connected"
+        return self._client.request(method, params)
 
     def start_thread(self) -> str:
         return self.request("thread/start", {"cwd": str(self.cwd)})["thread"]["id"]
@@ -191,8 +164,7 @@ class LiveCodex:
         return tui
 
     def close(self) -> None:
-        with contextlib.suppress(Exception):
-            self._stack.close()
+        self._disconnect()
         with contextlib.suppress(ProcessLookupError):
             os.killpg(self.proc.pid, signal.SIGTERM)
         try:

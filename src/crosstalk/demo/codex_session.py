@@ -6,21 +6,19 @@ OpenAI Responses server on 127.0.0.1. The demo drives one thread through that so
 from __future__ import annotations
 
 import contextlib
-import itertools
 import json
-import queue
 import subprocess
-import threading
 import time
 from pathlib import Path
 from typing import Any
 
+from crosstalk.demo.appserver_client import AppServerClient, AppServerClientError
 from crosstalk.demo.harnesses import Harnesses, install_crosstalk, session_env
 from crosstalk.demo.models import RecordedRequest, ScriptedResponses
+from crosstalk.demo.models.wiring import write_codex_config
 from crosstalk.demo.procs import Procs
 from crosstalk.demo.session import HarnessSession
 
-MODEL = "scripted-model"
 TOOL_PREFIX = "mcp__crosstalk."
 RPC_TIMEOUT_S = 60.0
 
@@ -37,12 +35,7 @@ class CodexSession(HarnessSession):
         for d in (self.cwd, codex_home):
             d.mkdir(parents=True, exist_ok=True)
         self.model = ScriptedResponses().start()
-        (codex_home / "config.toml").write_text(
-            f'model = "{MODEL}"\nmodel_provider = "scripted"\napproval_policy = "never"\n'
-            'sandbox_mode = "danger-full-access"\n\n[model_providers.scripted]\nname = "Scripted Responses"\n'
-            f'base_url = "{self.model.base_url}/v1"\nwire_api = "responses"\nenv_key = "SCRIPTED_API_KEY"\n'
-            "request_max_retries = 0\nstream_max_retries = 0\n"
-        )
+        write_codex_config(codex_home, self.model.base_url)
         self.env = session_env(root, harnesses, crosstalk_home, CODEX_HOME=str(codex_home), SCRIPTED_API_KEY="x")
         install_crosstalk("codex", self.env, self.cwd)
         self.socket = codex_home / "app-server-control" / "app-server-control.sock"
@@ -53,14 +46,10 @@ class CodexSession(HarnessSession):
             )  # fmt: skip
         self.pid = self.proc.pid
         self.thread = ""
-        self._ws: Any = None
-        self._ids = itertools.count(1)
-        self._answers: dict[int, queue.Queue[dict[str, Any]]] = {}
+        self._client: AppServerClient | None = None
 
     def connect(self, timeout: float) -> str:
         """Wait for the control socket, attach as a client and start a thread; its id."""
-        from websockets.sync.client import unix_connect
-
         deadline = time.monotonic() + timeout
         while not self.socket.exists():
             if not self.alive():
@@ -69,39 +58,18 @@ class CodexSession(HarnessSession):
                 raise RuntimeError(f"codex app-server gave no control socket within {timeout:g} s\n{self.tail()}")
             time.sleep(0.05)
         try:
-            self._ws = unix_connect(str(self.socket), uri="ws://localhost/", max_size=None, open_timeout=timeout)
-        except Exception as exc:  # OSError, or the websockets handshake's own errors
+            self._client = AppServerClient.connect(self.socket, "crosstalk-demo", RPC_TIMEOUT_S)
+        except AppServerClientError as exc:
             raise self.failed(exc) from None
-        threading.Thread(target=self._read, name="demo-codex-client", daemon=True).start()
-        self.request("initialize", {"clientInfo": {"name": "crosstalk-demo", "title": None, "version": "1"},
-                                    "capabilities": {"experimentalApi": False}})  # fmt: skip
-        self._ws.send(json.dumps({"method": "initialized"}))
         self.thread = self.request("thread/start", {"cwd": str(self.cwd)})["thread"]["id"]
         return self.thread
 
-    def _read(self) -> None:
-        with contextlib.suppress(Exception):
-            while True:
-                message = json.loads(self._ws.recv())
-                box = self._answers.get(message.get("id")) if "method" not in message else None
-                if box is not None:
-                    box.put(message)
-
     def request(self, method: str, params: dict[str, Any]) -> Any:
-        rid = next(self._ids)
-        box: queue.Queue[dict[str, Any]] = queue.Queue()
-        self._answers[rid] = box
+        assert self._client is not None, "connect() first"
         try:
-            self._ws.send(json.dumps({"id": rid, "method": method, "params": params}))
-        except Exception as exc:  # the connection closed: websockets' ConnectionClosed
+            return self._client.request(method, params)
+        except AppServerClientError as exc:
             raise self.failed(exc) from None
-        try:
-            answer = box.get(timeout=RPC_TIMEOUT_S)
-        except queue.Empty:
-            raise RuntimeError(f"codex app-server: no answer to {method} within {RPC_TIMEOUT_S:g} s") from None
-        if "error" in answer:
-            raise RuntimeError(f"codex app-server: {method}: {answer['error']}")
-        return answer["result"]
 
     def say(self, text: str) -> None:
         """One user turn on the thread."""
@@ -120,9 +88,8 @@ class CodexSession(HarnessSession):
         return found
 
     def close(self, procs: Procs) -> None:
-        if self._ws is not None:
-            with contextlib.suppress(Exception):
-                self._ws.close()
+        if self._client is not None:
+            self._client.close()
         procs.stop(self.proc)  # the app-server's MCP children (crosstalk's shim) are in its group
         self.model.stop()
 
