@@ -83,29 +83,42 @@ def _claimed_here(transport: Any, key: str) -> str | None:
     return next((s.reason.removeprefix("not claimed: ") for s in skipped if s.what == key), None)
 
 
-def run_add(args: argparse.Namespace) -> int:
+def _edit(args: argparse.Namespace, edit: Any, summary: str) -> tuple[Any, Any, Any]:
+    """Check PROVIDER/NAME, then apply `edit` to the transport's registry text under its lock, commit and push it:
+    (transport, the change, the publish result). A bad name or registry is one usage error."""
     from crosstalk.bus.errors import ModelError
-    from crosstalk.bus.registry_edit import add_model, command_line, edit_registry, parse_key
+    from crosstalk.bus.registry_edit import edit_registry, parse_key
 
-    if args.command_argv is None:
-        raise Fail(f"no command given: crosstalk model add {args.key} -- COMMAND...", EXIT_USAGE)
     try:
         parse_key(args.key)
-        command_line(args.command_argv)
     except ModelError as exc:
         raise Fail(exc.message, EXIT_USAGE) from None
     transport = open_transport(args)
     with bus_errors():
         try:
-            change, result = edit_registry(
-                transport,
-                lambda text: add_model(text, args.key, args.command_argv, replace=args.replace),
-                f"crosstalk: model add {args.key}",
-            )
+            change, result = edit_registry(transport, edit, summary)
         except ModelError as exc:
             raise Fail(exc.message, EXIT_USAGE) from None
-        not_here = _claimed_here(transport, args.key)
     _warn_push(result)
+    return transport, change, result
+
+
+def run_add(args: argparse.Namespace) -> int:
+    from crosstalk.bus.errors import ModelError
+    from crosstalk.bus.registry_edit import add_model, command_line
+
+    if args.command_argv is None:
+        raise Fail(f"no command given: crosstalk model add {args.key} -- COMMAND...", EXIT_USAGE)
+    try:
+        command_line(args.command_argv)
+    except ModelError as exc:
+        raise Fail(exc.message, EXIT_USAGE) from None
+    transport, change, result = _edit(
+        args, lambda text: add_model(text, args.key, args.command_argv, replace=args.replace),
+        f"crosstalk: model add {args.key}",
+    )  # fmt: skip
+    with bus_errors():
+        not_here = _claimed_here(transport, args.key)
     assert change.spec is not None
     if args.as_json:
         print_json(
@@ -125,23 +138,10 @@ def run_add(args: argparse.Namespace) -> int:
 
 
 def run_remove(args: argparse.Namespace) -> int:
-    from crosstalk.bus.errors import ModelError
-    from crosstalk.bus.registry_edit import edit_registry, parse_key, remove_model
+    from crosstalk.bus.registry_edit import remove_model
 
     _no_command(args, "remove")
-    try:
-        parse_key(args.key)
-    except ModelError as exc:
-        raise Fail(exc.message, EXIT_USAGE) from None
-    transport = open_transport(args)
-    with bus_errors():
-        try:
-            change, result = edit_registry(
-                transport, lambda text: remove_model(text, args.key), f"crosstalk: model remove {args.key}"
-            )
-        except ModelError as exc:
-            raise Fail(exc.message, EXIT_USAGE) from None
-    _warn_push(result)
+    _, change, result = _edit(args, lambda text: remove_model(text, args.key), f"crosstalk: model remove {args.key}")
     if args.as_json:
         print_json({"removed": args.key, "note": change.note, "commit": result.commit, "pushed": result.pushed})
         return 0

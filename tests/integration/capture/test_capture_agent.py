@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "cli"))
+import xt_procs
 from capture_support import capture_dir_is_empty, finish, read_capture, secrets_of, start_capture
 from xt_procs import CROSSTALK, Procs
 
@@ -26,11 +27,8 @@ SECRET = "hunter2-supersecret-0042"
 
 @pytest.fixture
 def procs() -> Iterator[Procs]:
-    p = Procs.create()
-    try:
+    with xt_procs.procs() as p:
         yield p
-    finally:
-        p.close()
 
 
 def capture(procs: Procs, *args: str) -> subprocess.Popen[bytes]:

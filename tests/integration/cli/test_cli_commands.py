@@ -5,21 +5,14 @@ from __future__ import annotations
 import json
 import os
 import re
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from xt_procs import Procs, one_error_line, procs, read_line
+from xt_procs import Procs, one_error_line, read_line
 
 pytestmark = pytest.mark.integration
 
 LIST_FIELDS = {"name", "agent_id", "harness", "role", "owner", "pid", "uds_path"}
-
-
-@pytest.fixture
-def xt() -> Iterator[Procs]:
-    with procs() as p:
-        yield p
 
 
 # ---------------------------------------------------------------------------------------------- bare command

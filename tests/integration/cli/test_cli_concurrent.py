@@ -5,10 +5,9 @@ from __future__ import annotations
 import random
 import threading
 from collections import Counter
-from collections.abc import Iterator
 
 import pytest
-from xt_procs import Procs, procs
+from xt_procs import Procs
 
 from crosstalk.core.message import new_message
 from crosstalk.ingress.client import send
@@ -18,12 +17,6 @@ pytestmark = [pytest.mark.integration, pytest.mark.slow]
 AGENTS = ("alice", "bob", "carol")
 THREADS = 8
 PER_THREAD = 100
-
-
-@pytest.fixture
-def xt() -> Iterator[Procs]:
-    with procs() as p:
-        yield p
 
 
 def test_concurrent_senders_to_several_agents(xt: Procs) -> None:

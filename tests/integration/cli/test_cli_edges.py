@@ -7,11 +7,10 @@ from __future__ import annotations
 import datetime as dt
 import json
 import re
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from xt_procs import Agent, Procs, one_error_line, procs
+from xt_procs import Agent, Procs, one_error_line
 
 from crosstalk.cli.mcp_cmd import SETUP_COMMANDS
 
@@ -20,17 +19,6 @@ pytestmark = pytest.mark.integration
 README = Path(__file__).resolve().parents[3] / "README.md"
 CLI_DOC = README.with_name("docs") / "cli.md"  # the command reference: `send` and its options
 ISO_UTC = r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z"
-
-
-@pytest.fixture
-def xt() -> Iterator[Procs]:
-    with procs() as p:
-        yield p
-
-
-@pytest.fixture
-def alice(xt: Procs) -> Agent:
-    return xt.start_agent("alice")
 
 
 @pytest.mark.parametrize(

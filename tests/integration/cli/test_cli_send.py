@@ -6,25 +6,13 @@ import json
 import os
 import re
 import subprocess
-from collections.abc import Iterator
 
 import pytest
-from xt_procs import CROSSTALK, Agent, Procs, one_error_line, procs
+from xt_procs import CROSSTALK, Agent, Procs, one_error_line
 
 pytestmark = pytest.mark.integration
 
 UUID = r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"
-
-
-@pytest.fixture
-def xt() -> Iterator[Procs]:
-    with procs() as p:
-        yield p
-
-
-@pytest.fixture
-def alice(xt: Procs) -> Agent:
-    return xt.start_agent("alice")
 
 
 def test_send_accepted_prints_id_and_name(xt: Procs, alice: Agent) -> None:

@@ -3,18 +3,11 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 
 import pytest
-from xt_procs import Procs, procs
+from xt_procs import Procs
 
 pytestmark = pytest.mark.integration
-
-
-@pytest.fixture
-def xt() -> Iterator[Procs]:
-    with procs() as p:
-        yield p
 
 
 def _one_line(stderr: str) -> str:

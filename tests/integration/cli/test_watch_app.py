@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable
 
 import pytest
 from watch_support import dispatcher, init_transport, line_with, screen_text
-from xt_procs import Procs, procs
+from xt_procs import Procs
 
 from crosstalk.watch.app import WatchApp
 from crosstalk.watch.snapshot import Reader
@@ -18,12 +18,6 @@ pytestmark = pytest.mark.integration
 
 WAIT_S = 30.0
 SIZE = (160, 45)
-
-
-@pytest.fixture
-def xt() -> Iterator[Procs]:
-    with procs() as p:
-        yield p
 
 
 async def until(pilot: object, app: WatchApp, *words: str, absent: bool = False) -> str:

@@ -5,11 +5,10 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterator
 
 import pytest
 from watch_support import dispatcher, init_transport
-from xt_procs import Procs, one_error_line, procs
+from xt_procs import Procs, one_error_line
 
 from crosstalk.watch.records import SNAPSHOT_VERSION
 from crosstalk.watch.snapshot import Reader
@@ -28,12 +27,6 @@ TRANSPORT_KEYS = {
     "name", "root", "alias", "problem", "running", "pid", "heartbeat_age_s", "last_tick_at", "interval", "halted",
     "cursor", "head", "unscanned_commits", "held", "dispatched", "failed", "errors",
 }  # fmt: skip
-
-
-@pytest.fixture
-def xt() -> Iterator[Procs]:
-    with procs() as p:
-        yield p
 
 
 def _reader(xt: Procs) -> Reader:

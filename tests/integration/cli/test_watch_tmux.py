@@ -11,22 +11,16 @@ import shlex
 import shutil
 import subprocess
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 
 import pytest
 from watch_support import line_with
-from xt_procs import CROSSTALK, Procs, procs
+from xt_procs import CROSSTALK, Procs
 
 pytestmark = pytest.mark.integration
 
 WAIT_S = 30.0
 TMUX_TIMEOUT_S = 30.0
-
-
-@pytest.fixture
-def xt() -> Iterator[Procs]:
-    with procs() as p:
-        yield p
 
 
 def _tmux() -> str:
