@@ -20,6 +20,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from crosstalk.bus import daemon, layout
+from crosstalk.bus.claimers import STATE_FILE as CLAIMERS_FILE
 from crosstalk.bus.errors import BusError, GitError, ModelError
 from crosstalk.bus.eventlog import EventLog
 from crosstalk.bus.gitops import transport_lock
@@ -90,7 +91,7 @@ class Dispatcher:
         self._registry_loaded = False
         self._stop = threading.Event()
         self.workflows = WorkflowEngine(
-            transport, self.state.dir / "workflows.json", claimed=lambda: self.claimed, environ=self.environ,
+            transport, self.state.dir / CLAIMERS_FILE, claimed=lambda: self.claimed, environ=self.environ,
             log=self.log, error=self._error, cancel=self._stop, model_timeout=model_timeout,
         )  # fmt: skip
         self._ticked = False
