@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 from typing import ClassVar
 
+from rich.cells import cell_len
 from textual.app import App, ComposeResult
 from textual.binding import Binding, BindingType
 from textual.widgets import DataTable, Footer, Header, Static
@@ -27,6 +28,8 @@ from crosstalk.watch.rows import (
     transport_row,
 )
 from crosstalk.watch.snapshot import Reader
+
+COLUMNS = {"agents": AGENT_COLUMNS, "transports": TRANSPORT_COLUMNS, "traffic": TRAFFIC_COLUMNS}
 
 LIVENESS_S = 2.0  # with inotify: how often liveness and ages are looked at
 FALLBACK_S = 1.0  # without inotify: how often a snapshot is taken
@@ -70,10 +73,8 @@ class WatchApp(App[int]):
 
     def on_mount(self) -> None:
         self.sub_title = str(self.reader.paths.root)
-        for table_id, columns in (
-            ("agents", AGENT_COLUMNS), ("transports", TRANSPORT_COLUMNS), ("traffic", TRAFFIC_COLUMNS),
-        ):  # fmt: skip
-            self.query_one(f"#{table_id}", DataTable).add_columns(*columns)
+        for table_id, columns in COLUMNS.items():
+            _fill(self.query_one(f"#{table_id}", DataTable), columns, [])
         if self._inotify is not None:
             asyncio.get_running_loop().add_reader(self._inotify.fd, self._on_file_events)
             self.set_interval(self._tick_s or LIVENESS_S, self.request_refresh)
@@ -135,7 +136,7 @@ class WatchApp(App[int]):
     def _set_rows(self, name: str, rows: list[tuple[str, ...]]) -> None:
         if self._shown.get(name) != rows:
             self._shown[name] = rows
-            _fill(self.query_one(f"#{name}", DataTable), rows)
+            _fill(self.query_one(f"#{name}", DataTable), COLUMNS[name], rows)
 
     def action_refresh_now(self) -> None:
         self.request_refresh()
@@ -144,10 +145,19 @@ class WatchApp(App[int]):
         self.exit(0)
 
 
-def _fill(table: DataTable[str], rows: list[tuple[str, ...]]) -> None:
-    """Replace the table's rows, keeping the cursor on the same row index."""
+def _fill(table: DataTable[str], labels: tuple[str, ...], rows: list[tuple[str, ...]]) -> None:
+    """Replace the table's rows, each column exactly as wide as its widest cell or label, keeping the cursor on the
+    same row index. The widths are set here, not left to DataTable's auto width: that is measured when the table
+    next goes idle, and a table that got no message after its rows changed kept its old widths, cutting every cell
+    to them."""
+    widths = [max([cell_len(label), *(cell_len(r[i]) for r in rows)]) for i, label in enumerate(labels)]
     row = table.cursor_row
-    table.clear()
+    if [c.width for c in table.ordered_columns] != widths:
+        table.clear(columns=True)
+        for label, width in zip(labels, widths, strict=True):
+            table.add_column(label, width=width)
+    else:
+        table.clear()
     table.add_rows(rows)
     if rows:
         table.move_cursor(row=min(row, table.row_count - 1))
