@@ -1,6 +1,6 @@
 """The A2A edge against malformed and slow requests: a body that is not UTF-8 is a parse error; a body that never
 arrives in full (a false Content-Length) and request headers that never finish (or never start) are answered and
-their connection closed within a bounded time."""
+their connection closed within a bounded time; a client never reuses a connection the agent is about to close."""
 
 from __future__ import annotations
 
@@ -13,10 +13,14 @@ import httpx
 import pytest
 from xt_a2a_agents import V1, WAIT_S, agents, error_of, run
 
+from crosstalk.core.tasks import TaskError
 from crosstalk.ingress.a2a import gate as gate_mod
 from crosstalk.ingress.a2a import protocol as protocol_mod
+from crosstalk.ingress.a2a.client import KEEPALIVE_EXPIRY_S, A2AClient
 
 pytestmark = pytest.mark.integration
+
+STALL_MARGIN_S = 4.0  # how long a client may stall between taking a pooled connection and writing on it
 
 SEND = (
     b'{"jsonrpc":"2.0","id":7,"method":"SendMessage","params":{"message":'
@@ -145,5 +149,47 @@ def test_connections_past_the_cap_are_answered_busy_and_the_agent_serves_again_o
                 while (status := (await http.get(card_url)).status_code) != 200 and time.monotonic() < deadline:
                     await asyncio.sleep(0.02)  # the server sees the closes on its next loop turns
                 assert status == 200
+
+    run(main)
+
+
+def test_a_client_reuses_a_connection_only_well_inside_the_agents_keep_alive(monkeypatch):
+    """The agent keeps an idle connection open for longer than A2AClient reuses one, with room for a client that
+    stalls between taking it from its pool and writing on it. With both at 5 s (uvicorn's and httpx's defaults),
+    300 sends at once on a loaded machine failed mid-way on connections the agent closed under them."""
+    opened: list[object] = []
+    made = protocol_mod.HeaderDeadlineProtocol.connection_made
+
+    def counted(self, transport):
+        opened.append(transport.get_extra_info("peername"))
+        made(self, transport)
+
+    monkeypatch.setattr(protocol_mod.HeaderDeadlineProtocol, "connection_made", counted)
+
+    async def main(root):
+        async with agents(root, "alice", "bob") as ag:
+            alice, bob = ag["alice"], ag["bob"]
+            async with A2AClient(bob.url, alice.token, timeout=WAIT_S) as peer:
+                for pause in (0.2, KEEPALIVE_EXPIRY_S + 0.5, 0):  # reused once, then past the reuse window
+                    with contextlib.suppress(TaskError):
+                        await peer.get("no-such-task")
+                    await asyncio.sleep(pause)
+            assert len(opened) == 2, opened
+            parts = urlsplit(bob.url)
+            get = b"GET /.well-known/agent-card.json HTTP/1.1\r\nHost: x\r\n\r\n"
+            reader, writer = await asyncio.wait_for(asyncio.open_connection(parts.hostname, parts.port), WAIT_S)
+            try:
+                for pause in (KEEPALIVE_EXPIRY_S + STALL_MARGIN_S, 0):  # then the longest a client may still use it
+                    writer.write(get)
+                    await writer.drain()
+                    head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), WAIT_S)
+                    assert head.startswith(b"HTTP/1.1 200"), head
+                    length = int(head.lower().split(b"content-length:")[1].split(b"\r\n")[0])
+                    await asyncio.wait_for(reader.readexactly(length), WAIT_S)
+                    await asyncio.sleep(pause)
+            finally:
+                writer.close()
+                with contextlib.suppress(Exception):
+                    await asyncio.wait_for(writer.wait_closed(), 2)
 
     run(main)

@@ -89,6 +89,8 @@ class Flood:
         except BaseException as exc:  # bob killed under a blocked one: checked against the journal instead
             with self.lock:
                 self.errors[shot.message_id] = exc
+            if barrier is not None:  # one that never reaches the start line fails the others now, not in 90 s
+                barrier.abort()
             return
         with self.lock:
             if reason is None:
@@ -97,10 +99,18 @@ class Flood:
                 self.refused[shot.message_id] = reason
 
     def answered(self, shot: Shot) -> bool:
+        """Admitted, refused, failed (checked by fire) or, for a shot that blocks, journaled."""
         with self.lock:
-            if shot.message_id in self.refused or shot.message_id in self.admitted:
+            if shot.message_id in self.refused or shot.message_id in self.admitted or shot.message_id in self.errors:
                 return True
         return shot.blocks and shot.message_id in self.received()
+
+    def tally(self) -> str:
+        """Where the flood stands, for a failure message."""
+        with self.lock:
+            admitted, refused, failed = len(self.admitted), len(self.refused), len(self.errors)
+        waiting = sum(not self.answered(s) for s in self.shots)
+        return f"admitted {admitted}, refused {refused}, failed {failed}, unanswered {waiting}"
 
     def fire(self, mode: str) -> None:
         self.started = time.monotonic()
@@ -111,8 +121,12 @@ class Flood:
             t.start()
             if barrier is None:  # sequential: each one answered (or journaled, if it blocks) before the next
                 wait_for(lambda s=shot: self.answered(s), WAIT_S, f"{shot.message_id} answered")
-        wait_for(lambda: all(self.answered(s) for s in self.shots), WAIT_S, "the whole flood")
-        assert not self.errors, list(self.errors.values())[:3]
+        try:
+            wait_for(lambda: all(self.answered(s) for s in self.shots), WAIT_S, "the whole flood")
+        except TimeoutError as exc:
+            raise AssertionError(f"{exc}: {self.tally()}") from None
+        first = [e for e in self.errors.values() if not isinstance(e, threading.BrokenBarrierError)]
+        assert not self.errors, (self.tally(), [repr(e) for e in (first or list(self.errors.values()))[:3]])
 
     def join(self) -> None:
         for t in self.threads:

@@ -37,6 +37,10 @@ from crosstalk.ingress.a2a.errors import A2AAuthError, A2AOutcomeUnknown, A2APro
 T = TypeVar("T")
 
 CONNECT_TIMEOUT_S = 5.0
+# A pooled connection is reused only this long after its last response. An agent closes an idle one after
+# protocol.KEEP_ALIVE_S (10 s): with httpx's default (5 s, uvicorn's default too) a send picked a connection the
+# agent closed before reading the request, and failed as an unknown outcome (seen under load, many at once).
+KEEPALIVE_EXPIRY_S = 2.0
 ASK_WAIT_SLACK_S = 15.0  # a default-wait ask returns when answered or past its deadline: wait a little longer
 
 _TASK_ERRORS: dict[type[A2AError], str] = {
@@ -144,6 +148,9 @@ class A2AClient:
         if self._client is None:
             self._http = httpx.AsyncClient(
                 timeout=httpx.Timeout(self.timeout, connect=min(self.timeout, CONNECT_TIMEOUT_S)),
+                limits=httpx.Limits(  # httpx's default pool, with our reuse window
+                    max_connections=100, max_keepalive_connections=20, keepalive_expiry=KEEPALIVE_EXPIRY_S
+                ),
                 # Plain http (every crosstalk agent listens on loopback): building a TLS context costs ~16 ms per
                 # client for nothing. An https URL keeps httpx's default verification.
                 verify=not self.url.startswith("http://"),

@@ -6,6 +6,10 @@ request's headers must arrive whole within HEADER_TIMEOUT_S of the connection op
 completing); otherwise a connection that sent part of a request is answered 408 and closed, and one that sent
 nothing is closed. The body has its own deadline in the edge gate (gate.BODY_TIMEOUT_S).
 
+An idle keep-alive connection is closed when that deadline passes (uvicorn's own keep-alive timeout is set to it):
+KEEP_ALIVE_S, well past the A2AClient's reuse window (client.KEEPALIVE_EXPIRY_S), so a connection a client picks
+from its pool is never one the agent is closing under it, even when the client stalls between pick and write.
+
 Past MAX_CONNECTIONS open connections, a new one is answered 503 (busy) and closed at once, so idle connections
 cannot take every descriptor the process has (its journal, its socket ingress) and each refusal is one line in
 the log at most once a minute, never a traceback per connection.
@@ -23,6 +27,7 @@ from uvicorn.protocols.http.h11_impl import H11Protocol
 log = logging.getLogger(__name__)
 
 HEADER_TIMEOUT_S = 10.0  # read when a deadline is armed; loopback delivers a request's headers in microseconds
+KEEP_ALIVE_S = HEADER_TIMEOUT_S  # an idle connection's life after a response (the deadline re-armed then)
 MAX_CONNECTIONS = 512  # open at once, per agent; read at each connection (the socket ingress allows 256)
 BUSY_WARN_EVERY_S = 60.0
 _BUSY = (

@@ -29,7 +29,7 @@ from crosstalk.core.sender import Sender
 from crosstalk.core.tasks import TaskApi
 from crosstalk.ingress.a2a.gate import EdgeGate
 from crosstalk.ingress.a2a.handler import A2ARequestHandler, OpHandler, SenderContextBuilder
-from crosstalk.ingress.a2a.protocol import HeaderDeadlineProtocol
+from crosstalk.ingress.a2a.protocol import KEEP_ALIVE_S, HeaderDeadlineProtocol
 
 log = logging.getLogger(__name__)
 
@@ -105,6 +105,7 @@ class A2AServer:
             access_log=False,
             ws="none",
             http=HeaderDeadlineProtocol,  # h11 with a deadline on request headers (protocol.py)
+            timeout_keep_alive=int(KEEP_ALIVE_S),  # uvicorn's 5 s equalled httpx's reuse window: a race (protocol.py)
             proxy_headers=False,
             timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_S,
         )
