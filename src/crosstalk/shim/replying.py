@@ -20,6 +20,7 @@ from typing import Any
 
 from crosstalk.agent import INFORM_ROUTE_TTL_S, ROUTED_STATES, AgentHost
 from crosstalk.core.ids import new_message_id
+from crosstalk.core.states import State
 from crosstalk.journal import MessageEntry
 from crosstalk.journal import records as R
 
@@ -38,9 +39,25 @@ BUS_UNSENT_HINT = (
 Forward = Callable[[AgentHost, str, str, str, str], Awaitable[dict[str, Any]]]
 
 
+DELIVERY_SETTLE_S = 5.0  # how long a reply waits for its message's delivery outcome
+SETTLE_POLL_S = 0.01
+
+
 def now() -> float:
     """The clock inform routes are measured on (a seam for tests)."""
     return time.time()
+
+
+async def delivery_settled(host: AgentHost, message_id: str, timeout: float = DELIVERY_SETTLE_S) -> None:
+    """Wait, at most `timeout`, while `message_id` is still being delivered (claimed, no outcome yet). The session
+    sees a message as soon as the harness write lands, before its outcome is journaled: a reply that fast (a quick
+    model, a loaded machine) would find no route open yet and be refused as no_such_message."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        entry = host.state.messages.get(message_id)
+        if entry is None or entry.state is not State.DISPATCHING:
+            return
+        await asyncio.sleep(SETTLE_POLL_S)
 
 
 def is_inform_reply(host: AgentHost, message_id: str) -> bool:

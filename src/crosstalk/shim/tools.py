@@ -250,10 +250,11 @@ class ShimRouter:
         return result
 
     async def _tool_reply(self, host: AgentHost, args: dict[str, Any]) -> dict[str, Any]:
-        from crosstalk.shim.replying import is_inform_reply
+        from crosstalk.shim.replying import delivery_settled, is_inform_reply
         from crosstalk.tasks.ledger import ReplyError
 
         mid, text = args["message_id"], args["text"]
+        await delivery_settled(host, mid)
         if is_inform_reply(host, mid):  # an inform: its route back to the sender (shim/replying.py)
             out = await self.inform_replies.reply(host, mid, text)
             if out.get("state") == "rejected":

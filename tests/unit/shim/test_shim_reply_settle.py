@@ -1,0 +1,48 @@
+"""A reply that races its own message's delivery: the session sees the message as soon as the harness write lands,
+before the receiver journals its outcome. The reply tool waits (bounded) for that outcome instead of refusing the
+reply as no_such_message (seen in a loaded CI run: a fake session replied within the window)."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from types import SimpleNamespace
+
+from crosstalk.core.states import State
+from crosstalk.shim import replying
+
+
+def host_with(state: State) -> SimpleNamespace:
+    entry = SimpleNamespace(state=state)
+    return SimpleNamespace(state=SimpleNamespace(messages={"m1": entry}), entry=entry)
+
+
+def test_a_reply_waits_for_the_delivery_outcome_of_a_message_still_dispatching() -> None:
+    host = host_with(State.DISPATCHING)
+
+    async def main() -> float:
+        async def deliver() -> None:
+            await asyncio.sleep(0.2)
+            host.entry.state = State.ACCEPTED
+
+        started = time.monotonic()
+        task = asyncio.create_task(deliver())
+        await replying.delivery_settled(host, "m1", timeout=10)  # type: ignore[arg-type]
+        assert host.entry.state is State.ACCEPTED  # returned after the outcome, not before
+        await task
+        return time.monotonic() - started
+
+    assert asyncio.run(main()) < 10
+
+
+def test_a_settled_or_unknown_message_is_not_waited_for() -> None:
+    for state in (State.ACCEPTED, State.QUEUED, State.UNKNOWN, State.REJECTED):
+        host = host_with(state)
+        asyncio.run(asyncio.wait_for(replying.delivery_settled(host, "m1", timeout=3600), 5))  # type: ignore[arg-type]
+        asyncio.run(asyncio.wait_for(replying.delivery_settled(host, "nope", timeout=3600), 5))  # type: ignore[arg-type]
+
+
+def test_a_delivery_that_never_settles_is_waited_for_only_until_the_bound() -> None:
+    host = host_with(State.DISPATCHING)
+    asyncio.run(asyncio.wait_for(replying.delivery_settled(host, "m1", timeout=0.1), 5))  # type: ignore[arg-type]
+    assert host.entry.state is State.DISPATCHING
