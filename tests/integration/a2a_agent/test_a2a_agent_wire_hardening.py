@@ -193,4 +193,3 @@ def test_a_client_reuses_a_connection_only_well_inside_the_agents_keep_alive(mon
                     await asyncio.wait_for(writer.wait_closed(), 2)
 
     run(main)
-

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import json
 import socket
 import sys
@@ -138,18 +139,28 @@ class Flood:
 
 # ---------------------------------------------------------------------- the two paths in
 
-_LOOP: list[asyncio.AbstractEventLoop] = []
+_LOOP_LOCK = threading.Lock()
+
+
+def shared_loop() -> asyncio.AbstractEventLoop:
+    """The one event loop every A2A shot runs in, on its own thread, started on first use. Under a lock: the 300
+    threads of a flood ask for it at once, and two loops made one shot's client meet another loop's Event."""
+    with _LOOP_LOCK:
+        return _start_loop()
+
+
+@functools.cache
+def _start_loop() -> asyncio.AbstractEventLoop:
+    loop = asyncio.new_event_loop()
+    threading.Thread(target=loop.run_forever, name="flood-a2a-loop", daemon=True).start()
+    return loop
 
 
 def in_loop(coro: Coroutine[Any, Any, T]) -> T:
-    """Run `coro` in the one event loop every A2A shot shares (started on first use, on its own thread). One loop
-    for a flood's 300 sends, not one per thread: 300 threads each with its own loop starved each other of the GIL
-    on a loaded machine until a loopback connect outlived the client's 5 s connect timeout."""
-    if not _LOOP:
-        loop = asyncio.new_event_loop()
-        threading.Thread(target=loop.run_forever, name="flood-a2a-loop", daemon=True).start()
-        _LOOP.append(loop)
-    return asyncio.run_coroutine_threadsafe(coro, _LOOP[0]).result(WAIT_S + 60)  # past the clients' own timeout
+    """Run `coro` in the shared loop. One loop for a flood's 300 sends, not one per thread: 300 threads each with
+    its own loop starved each other of the GIL on a loaded machine until a loopback connect outlived the client's
+    5 s connect timeout."""
+    return asyncio.run_coroutine_threadsafe(coro, shared_loop()).result(WAIT_S + 60)  # past the clients' timeout
 
 
 def a2a_shot(url: str, token: str, *, kind: Kind = Kind.INFORM, at_once: bool = True, size: int = 8) -> Shot:
