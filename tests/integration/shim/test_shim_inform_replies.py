@@ -232,3 +232,26 @@ def test_inform_replies_survive_a_restart_of_the_replying_agent(monkeypatch):
             await b.close()
 
     run(main)
+
+
+def test_a_reply_made_while_its_message_is_still_being_delivered_waits_for_the_outcome():
+    """The session sees a message when the harness write lands, before its outcome is journaled: a reply in that
+    window (held open here by putting the entry back to dispatching) waits for the outcome instead of being
+    refused no_such_message."""
+
+    async def body(root, a, b):
+        mid = await inform_bob(a, root, "fyi: deploy started")
+        entry = b.pool.hosts()[0].state.messages[mid]
+        delivered, entry.state = entry.state, State.DISPATCHING
+
+        async def outcome() -> None:
+            await asyncio.sleep(0.3)
+            entry.state = delivered
+
+        task = asyncio.create_task(outcome())
+        rep, err = await call(b, "reply", BOB, message_id=mid, text="watching it")
+        await task
+        assert not err and rep["state"] == "replied" and rep["in_reply_to"] == mid, rep
+        assert [x["text"] for x in replies_to(root, "alice", mid)] == ["watching it"]
+
+    run_with_bob(body)
