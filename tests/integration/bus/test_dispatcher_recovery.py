@@ -13,6 +13,7 @@ import os
 import subprocess
 import time
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 from bus_machines import GIT_TIMEOUT, TwoMachines
@@ -29,6 +30,7 @@ from dispatch_helpers import (
     write_model,
 )
 
+import crosstalk.bus.dispatcher as dispatcher_module
 from crosstalk.bus.errors import GitError
 from crosstalk.bus.gitops import GitRepo, clear_stale_git_locks, git_running_in
 from crosstalk.bus.store import move_orphans, publish
@@ -183,12 +185,16 @@ def test_the_loop_ticks_fast_after_traffic_and_at_the_interval_when_quiet(make_m
 
     m, _, _ = machine_with_models(make_machine, echo="")
     base = in_process_dispatcher(m, monkeypatch)
-    dispatcher = Dispatcher(base.transport, interval=5.0, active_interval=0.5, active_for=0.3, log=base.log)
+    # active_for outlasts any tick (a 0.3 s window once ran out inside a tick on a loaded machine); its end is
+    # reached by moving the dispatcher's clock, never by waiting for it.
+    dispatcher = Dispatcher(base.transport, interval=5.0, active_interval=0.5, active_for=60.0, log=base.log)
     assert dispatcher.next_wait() == 5.0
     send(m, "local/echo", "traffic")
     assert not dispatcher.tick().idle
     assert dispatcher.next_wait() == 0.5 and dispatcher.heartbeat()["polling"] == 0.5
-    wait_for(lambda: dispatcher.next_wait() == 5.0, 10, "quiet again after active_for")
+    real = time.monotonic
+    monkeypatch.setattr(dispatcher_module, "time", SimpleNamespace(monotonic=lambda: real() + 61.0))
+    assert dispatcher.next_wait() == 5.0, "quiet again after active_for"
     assert Dispatcher(base.transport, interval=0.2, active_interval=0.5).active_interval == 0.2
 
 
