@@ -293,26 +293,34 @@ def kill_pid_group(pid: int) -> None:
         os.killpg(pid, signal.SIGKILL)
 
 
+_BLOBS: dict[str, str] = {}  # blob id -> text: a blob never changes, so each is read from git once
+
+
 def remote_files(remote: Path) -> dict[str, str]:
-    """Every message file on the bare remote's main: transport-relative path -> text (one git process each)."""
-    names = remote_git(remote, "ls-tree", "-r", "--name-only", "main", "--", "data/channels").split()
-    names = [n for n in names if n.endswith(".md") and not n.endswith("/CHANNEL.md")]
-    if not names:
-        return {}
-    batch = "".join(f"main:{n}\n" for n in names)
-    out = subprocess.run(
-        ["git", "--git-dir", str(remote), "cat-file", "--batch"],
-        input=batch.encode(),
-        capture_output=True,
-        timeout=GIT_TIMEOUT,
-        env=clean_env(),
-        check=True,
-    ).stdout
-    files: dict[str, str] = {}
-    pos = 0
-    for name in names:
-        header_end = out.index(b"\n", pos)
-        size = int(out[pos:header_end].split()[2])
-        files[name] = out[header_end + 1 : header_end + 1 + size].decode()
-        pos = header_end + 1 + size + 1
-    return files
+    """Every message file on the bare remote's main: transport-relative path -> text (two git processes at most).
+
+    Blobs are asked for by id, and only those not read before: a `main:PATH` lookup walks the tree again for each
+    name, so a suite that polls a remote of thousands of messages spent seconds a poll on it (quadratic).
+    """
+    entries: list[tuple[str, str]] = []
+    for item in remote_git(remote, "ls-tree", "-r", "-z", "main", "--", "data/channels").split("\0"):
+        meta, _, name = item.partition("\t")
+        if name.endswith(".md") and not name.endswith("/CHANNEL.md"):
+            entries.append((name, meta.split()[2]))
+    missing = sorted({blob for _, blob in entries if blob not in _BLOBS})
+    if missing:
+        out = subprocess.run(
+            ["git", "--git-dir", str(remote), "cat-file", "--batch"],
+            input="".join(f"{blob}\n" for blob in missing).encode(),
+            capture_output=True,
+            timeout=GIT_TIMEOUT,
+            env=clean_env(),
+            check=True,
+        ).stdout
+        pos = 0
+        for blob in missing:
+            header_end = out.index(b"\n", pos)
+            size = int(out[pos:header_end].split()[2])
+            _BLOBS[blob] = out[header_end + 1 : header_end + 1 + size].decode()
+            pos = header_end + 1 + size + 1
+    return {name: _BLOBS[blob] for name, blob in entries}

@@ -21,6 +21,7 @@ The iteration count comes from CROSSTALK_CRASH_ITERATIONS (default 10), the seed
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import os
 import random
@@ -176,11 +177,17 @@ def remote_state(remote: Path) -> tuple[str, dict[str, str], dict[str, list[str]
     files = remote_files(remote)
     replies: dict[str, list[str]] = {}
     for path, text in files.items():
-        msg = parse_message(text, where=path)
-        assert not msg.failed, (path, msg.error)
-        for target in msg.re:
+        for target in reply_targets(path, text):
             replies.setdefault(target, []).append(path)
     return head, files, replies
+
+
+@functools.cache
+def reply_targets(path: str, text: str) -> tuple[str, ...]:
+    """What a message file replies to; parsed once (the suite polls a remote that grows to thousands of files)."""
+    msg = parse_message(text, where=path)
+    assert not msg.failed, (path, msg.error)
+    return tuple(msg.re)
 
 
 def is_ancestor(remote: Path, old: str, new: str) -> bool:
