@@ -15,6 +15,7 @@ class State(StrEnum):
     # Answers a sender can get.
     ACCEPTED = "accepted"  # injected with harness evidence
     QUEUED = "queued"  # verified no-wake hand-off; the model sees it on its next request
+    HELD = "held"  # the harness took it and holds it for the receiving user; a final state follows
     REJECTED = "rejected"  # policy, auth, admission, hop or kind failure; never injected
     UNREACHABLE = "unreachable"  # definite refusal or pre-send failure; nothing reached the session
     UNKNOWN = "unknown"  # ambiguous failure after the dispatch claim; never resent
@@ -26,9 +27,14 @@ class State(StrEnum):
     DISPATCHING = "dispatching"  # claimed for dispatch; the harness write may be under way
 
 
-SEND_STATES = frozenset({State.ACCEPTED, State.QUEUED, State.REJECTED, State.UNREACHABLE, State.UNKNOWN})
+SEND_STATES = frozenset(
+    {State.ACCEPTED, State.QUEUED, State.HELD, State.REJECTED, State.UNREACHABLE, State.UNKNOWN}
+)
 DELIVERED_STATES = frozenset({State.ACCEPTED, State.QUEUED})
-UNRESOLVED_STATES = frozenset({State.SUBMITTED, State.DISPATCHING, State.UNKNOWN, State.RECOVERED})
+# A held message settles later, once the harness says what its user did: accepted (delivered), rejected (denied,
+# refused), unreachable (expired, dropped) or unknown (its word can no longer reach us).
+LATE_STATES = frozenset({State.ACCEPTED, State.REJECTED, State.UNREACHABLE, State.UNKNOWN})
+UNRESOLVED_STATES = frozenset({State.SUBMITTED, State.DISPATCHING, State.HELD, State.UNKNOWN, State.RECOVERED})
 
 
 @dataclass(frozen=True, slots=True)

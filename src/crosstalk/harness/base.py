@@ -25,7 +25,7 @@ from crosstalk.core.sender import Sender, SenderClass
 from crosstalk.core.states import State
 from crosstalk.core.tasks import Artifact
 
-INJECT_STATES = frozenset({State.ACCEPTED, State.QUEUED, State.UNREACHABLE, State.UNKNOWN})
+INJECT_STATES = frozenset({State.ACCEPTED, State.QUEUED, State.HELD, State.UNREACHABLE, State.UNKNOWN})
 
 
 # ---------------------------------------------------------------------------------------------------- the kind side
@@ -183,9 +183,25 @@ class InjectRequest:
 
 @dataclass(frozen=True, slots=True)
 class InjectResult:
-    state: State  # accepted | queued | unreachable | unknown
+    """`held`: the harness took the message but holds it for its user; the adapter settles it later through the
+    sink it was given (`SettlesLater`), with one of core.states.LATE_STATES."""
+
+    state: State  # accepted | queued | held | unreachable | unknown
     reason: str | None = None
     evidence: dict[str, Any] = field(default_factory=dict)
+
+
+LateSink = Callable[[str, InjectResult], None]
+
+
+@runtime_checkable
+class SettlesLater(Protocol):
+    """Optional, for an adapter whose harness may answer an injection `held` and say later what its user did (Claude
+    Code's hold receipts). The chain gives the adapter its sink once; the adapter calls `sink(message_id, result)`
+    on the event loop, once per held message, with the final word (accepted, rejected, unreachable, unknown). A
+    result for a message it answered accepted means the harness contradicted it (held or refused after all)."""
+
+    def on_settled(self, sink: LateSink) -> None: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -217,6 +233,11 @@ class PreSendFailure(HarnessError):
 
 class HarnessDisconnected(HarnessError):
     """The connection broke after the write may have landed (→ unknown; never resent)."""
+
+
+class ReceiverRefused(HarnessError):
+    """The receiving session's own user settings refuse the message (Claude's `crossSessionInbound: refuse`);
+    nothing reached the session (→ rejected, the reason naming the setting)."""
 
 
 @runtime_checkable

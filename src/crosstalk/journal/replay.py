@@ -41,6 +41,14 @@ class MessageEntry:
         return str(self.message["message_id"])
 
     @property
+    def withheld(self) -> bool:
+        """The receiving session's user (or their settings) has not let its model see this message: still held,
+        or settled by the harness's later word as anything but delivered, or refused by the user's settings."""
+        if self.state is State.HELD:
+            return True
+        return self.state is not State.ACCEPTED and bool(self.evidence.get("late") or self.evidence.get("withheld"))
+
+    @property
     def unresolved(self) -> bool:
         return not self.resolved and self.state in UNRESOLVED_STATES
 

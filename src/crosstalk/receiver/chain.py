@@ -24,8 +24,8 @@ from crosstalk.core.ids import new_message_id
 from crosstalk.core.kinds import Kind
 from crosstalk.core.message import Message, TextPart
 from crosstalk.core.sender import Sender, SenderClass
-from crosstalk.core.states import Outcome, State
-from crosstalk.harness.base import HarnessAdapter, InjectRequest, InjectResult
+from crosstalk.core.states import LATE_STATES, Outcome, State
+from crosstalk.harness.base import HarnessAdapter, InjectRequest, InjectResult, SettlesLater
 from crosstalk.journal import Journal, JournalError, JournalState, MessageEntry
 from crosstalk.journal import records as R
 from crosstalk.policy import Limits, Load, ReceiverView, classify, evaluate
@@ -39,6 +39,7 @@ log = logging.getLogger(__name__)
 INJECT_TIMEOUT_S = 30.0
 STALLED_PROBE_S = 2.0  # the injection timeout while the session is stalled (the last one timed out)
 Listener = Callable[[Inbound, Outcome], None]
+LateListener = Callable[[MessageEntry, Outcome], None]
 
 
 class Receiver:
@@ -69,6 +70,12 @@ class Receiver:
         self._admitting = 0  # admitted by the checks, journal write not yet done
         self._admitting_asks = 0
         self._listeners: list[Listener] = []
+        self._late_listeners: list[LateListener] = []
+        self._early: dict[str, InjectResult] = {}  # a final word that arrived before its held answer was journaled
+        self._late_lock = asyncio.Lock()
+        self._late_tasks: set[asyncio.Task[Outcome | None]] = set()
+        if isinstance(harness, SettlesLater):
+            harness.on_settled(self._on_late)
 
     def begin_default_wait(self) -> None:
         """A sender blocks until its message is settled: counts against the wait limit until end_default_wait."""
@@ -80,6 +87,10 @@ class Receiver:
     def add_listener(self, fn: Listener) -> None:
         """fn(inbound, outcome) once per message, with its final outcome, whatever the ingress."""
         self._listeners.append(fn)
+
+    def add_late_listener(self, fn: LateListener) -> None:
+        """fn(entry, outcome) for each later word on a message already answered (held → its final state)."""
+        self._late_listeners.append(fn)
 
     # ------------------------------------------------------------------ the chain
     async def receive(
@@ -207,6 +218,45 @@ class Receiver:
                 self.state.apply(rec)
         return written
 
+    # ------------------------------------------------------------------ late outcomes
+    def _on_late(self, message_id: str, result: InjectResult) -> None:
+        """The adapter's sink: the harness's later word on a message (on the event loop)."""
+        task = asyncio.get_running_loop().create_task(self.settle_late(message_id, result))
+        self._late_tasks.add(task)
+        task.add_done_callback(self._late_tasks.discard)
+
+    async def settle_late(self, message_id: str, result: InjectResult) -> Outcome | None:
+        """Journal the harness's later word on `message_id` (durable, then apply), then tell the late listeners.
+        A held message moves to its final state once; an accepted one moves only when the harness contradicts it
+        (held or refused after all). Anything else (a repeat, a word on a settled message) changes nothing: None."""
+        async with self._late_lock:
+            entry = self.state.messages.get(message_id)
+            if entry is None:
+                log.info("a later word on %s, which this agent does not know", message_id)
+                return None
+            if entry.state is State.DISPATCHING:
+                self._early[message_id] = result  # the held answer is still being journaled: applied after it
+                return None
+            held = entry.state is State.HELD and result.state in LATE_STATES
+            contradicted = entry.state is State.ACCEPTED and result.state in (State.HELD, State.REJECTED)
+            if not (held or contradicted):
+                return None
+            evidence = {**result.evidence, "late": True, **({"contradicts": "accepted"} if contradicted else {})}
+            rec = R.outcome(message_id, result.state, result.reason, self.identity.binding, evidence)
+            try:
+                await self.record([rec])
+            except (TimeoutError, JournalError, OSError) as exc:
+                log.error("journal append failed for a later word on %s: %s", message_id, exc)
+                return None
+            outcome = Outcome(message_id, result.state, result.reason, evidence)
+            self.stats.by_state[outcome.state.value] = self.stats.by_state.get(outcome.state.value, 0) + 1
+        for fn in self._late_listeners:
+            try:
+                fn(entry, outcome)
+            except Exception:  # a listener never breaks delivery
+                log.exception("receiver late listener failed")
+        return outcome
+
     # ------------------------------------------------------------------ internals
     def _load(self) -> Load:
         # The current message's own wait is already counted in _default_waits; the limit is about the others.
@@ -319,8 +369,11 @@ class Receiver:
             log.error("journal append failed after dispatch: %s", exc)
             return Outcome(msg.message_id, State.UNKNOWN, "journal_write_failed_after_dispatch")
         self.state.apply(out_rec)
-        if result.state in (State.ACCEPTED, State.QUEUED):
+        if result.state in (State.ACCEPTED, State.QUEUED, State.HELD):
             self.stats.injected += 1
+        early = self._early.pop(msg.message_id, None)
+        if early is not None:  # the harness's final word outran its held answer: applied now, in order
+            self._on_late(msg.message_id, early)
         return Outcome(msg.message_id, result.state, result.reason, result.evidence)
 
     def _settle(self, inbound: Inbound, outcome: Outcome) -> Outcome:

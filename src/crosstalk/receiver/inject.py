@@ -15,6 +15,7 @@ from crosstalk.harness.base import (
     InjectRequest,
     InjectResult,
     PreSendFailure,
+    ReceiverRefused,
 )
 
 log = logging.getLogger(__name__)
@@ -23,6 +24,8 @@ log = logging.getLogger(__name__)
 async def inject(adapter: HarnessAdapter, request: InjectRequest, timeout_s: float) -> InjectResult:
     try:
         result = await asyncio.wait_for(adapter.inject(request), timeout_s)
+    except ReceiverRefused as exc:
+        return InjectResult(State.REJECTED, exc.reason, {"withheld": "receiver_settings"})
     except (HarnessRefused, PreSendFailure) as exc:
         return InjectResult(State.UNREACHABLE, exc.reason)
     except HarnessDisconnected as exc:

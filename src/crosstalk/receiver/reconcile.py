@@ -3,7 +3,9 @@
 - dispatch claimed, no outcome → unknown (there is no evidence either way), or unreachable if the record was bound
   to another conversation;
 - journaled, never claimed → the hop, policy and size checks run again: a pass becomes recovered (it shows in the
-  mailbox, never injected) or unreachable in another conversation; a failure becomes rejected.
+  mailbox, never injected) or unreachable in another conversation; a failure becomes rejected;
+- held by the harness for its user → unknown: the harness says what its user did to the process that wrote the
+  message (Claude checks the reply socket's owner), which is gone.
 
 A task's submitted message is left alone: the task service resumes or keeps it (seed 000 R2).
 """
@@ -20,6 +22,10 @@ from crosstalk.journal import JournalState, MessageEntry
 from crosstalk.journal import records as R
 from crosstalk.receiver.inbound import Inbound
 
+HELD_LOST = (
+    "held_when_restarted: the session was holding it for its user when this agent restarted, and the harness tells "
+    "only the process that wrote it what the user did"
+)
 Recheck = Callable[[Inbound], str | None]  # hop, policy and size checks with no load: a reason, or None
 
 
@@ -27,6 +33,9 @@ def settle_crashed(state: JournalState, binding: dict[str, Any], recheck: Rechec
     """The outcome records that settle what a crash left open (not yet written)."""
     written: list[dict[str, Any]] = []
     for entry in list(state.messages.values()):
+        if entry.state is State.HELD:
+            written.append(R.outcome(entry.message_id, State.UNKNOWN, HELD_LOST, binding, reconciled=True))
+            continue
         if entry.state not in (State.SUBMITTED, State.DISPATCHING):
             continue
         if entry.message.get("task_id") and entry.state is State.SUBMITTED:

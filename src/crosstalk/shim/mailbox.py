@@ -14,6 +14,7 @@ from crosstalk.agent import AgentHost
 from crosstalk.journal import MessageEntry
 from crosstalk.shim.schemas import PAGE_SIZE
 
+WITHHELD_TEXT = "(withheld: your user has not let this message through)"
 NEEDS_ATTENTION = frozenset({"submitted", "dispatching", "unknown", "recovered", "unreachable"})
 
 
@@ -43,7 +44,7 @@ def matches(host: AgentHost, entry: MessageEntry, state_filter: str) -> bool:
     if state_filter == "replies":
         return is_reply_to_my_ask(host, entry)
     # unresolved: what still needs the model's attention
-    if entry.resolved:
+    if entry.resolved or entry.withheld:
         return False
     return state in NEEDS_ATTENTION or reply_owed(host, entry)
 
@@ -63,6 +64,8 @@ def render(host: AgentHost, entry: MessageEntry) -> dict[str, Any]:
         "in_reply_to": msg.get("in_reply_to"),
         "received_at": entry.ts,
     }
+    if entry.withheld:  # its user has not let the model read it (held, denied, refused by their settings)
+        out["text"] = WITHHELD_TEXT
     if entry.reason:
         out["reason"] = entry.reason
     if msg.get("task_id"):

@@ -62,6 +62,8 @@ class TaskService(TaskApi):
         self.ledger = TaskLedger(receiver, self.table)
         self.worker = DispatchWorker(receiver, self.table, self.ledger)
         self._claiming = False  # a new task is being journaled with its claim
+        self._late_moves: set[asyncio.Task[None]] = set()
+        receiver.add_late_listener(self._late)
 
     # ------------------------------------------------------------------ lifecycle
     def load(self, records: list[dict[str, Any]]) -> None:
@@ -89,12 +91,31 @@ class TaskService(TaskApi):
                 await self.ledger.record(
                     task, state=TaskState.WORKING, delivery=State.UNKNOWN.value, reason="restarted_during_dispatch"
                 )
+            elif entry.state is not State.HELD and task.view.delivery == State.HELD.value:
+                # Held when the agent stopped: its message's outcome since (reconciled, or settled) moves the task.
+                outcome = Outcome(entry.message_id, entry.state, entry.reason, entry.evidence)
+                await self.worker.late(task, entry.message_id, outcome)
 
     async def close(self) -> None:
         await self.worker.close()
         for task in self.table.tasks.values():
             if task.deadline is not None:
                 task.deadline.cancel()
+
+    def _late(self, entry: MessageEntry, outcome: Outcome) -> None:
+        """The harness's later word on a message (receiver late listener): move the task that holds it."""
+        task = self.table.holding(entry.message_id)
+        if task is None:
+            return
+        move = asyncio.get_running_loop().create_task(self._move_late(task, entry.message_id, outcome))
+        self._late_moves.add(move)
+        move.add_done_callback(self._late_moves.discard)
+
+    async def _move_late(self, task: TaskEntry, message_id: str, outcome: Outcome) -> None:
+        try:
+            await self.worker.late(task, message_id, outcome)
+        except Exception:
+            log.exception("moving task %s on a later word failed", task.view.task_id)
 
     def prune(self, keep_ids: set[str], cutoff: float) -> int:
         """Forget terminal tasks that retention dropped from the journal (older than `cutoff`, not kept)."""

@@ -91,7 +91,6 @@ class DispatchWorker:
                 self._settle(mid)
 
     async def _after_dispatch(self, task: TaskEntry, inbound: Inbound, outcome: Outcome, first: bool) -> None:
-        delivered = outcome.state in (State.ACCEPTED, State.QUEUED)
         if task.view.terminal or task.view.state is TaskState.INPUT_REQUIRED:
             # The session answered (or asked for input) before the harness call returned: that already settled it.
             task.changed.set()
@@ -99,8 +98,23 @@ class DispatchWorker:
         if not first and inbound.message.message_id != task.input_turn:
             task.changed.set()
             return
+        await self.move(task, inbound.message.message_id, outcome, first)
+
+    async def late(self, task: TaskEntry, message_id: str, outcome: Outcome) -> None:
+        """The harness's later word on a task's message it held: the task moves as it would have at dispatch."""
+        first = bool(task.messages and task.messages[0] == message_id)
+        if task.view.terminal or task.view.state is TaskState.INPUT_REQUIRED:
+            return
+        if not first and message_id != task.input_turn:
+            return
+        await self.move(task, message_id, outcome, first)
+
+    async def move(self, task: TaskEntry, message_id: str, outcome: Outcome, first: bool) -> None:
+        """The task's state from its message's delivery: an ask stays working until its reply, an inform completes,
+        a failure fails it; held (the receiving user decides) and unknown keep it working, never resent."""
+        delivered = outcome.state in (State.ACCEPTED, State.QUEUED)
         if delivered and is_ask(task):
-            opened = [obligation_record(inbound.message.message_id, task.view.task_id, "open", None)] if first else []
+            opened = [obligation_record(message_id, task.view.task_id, "open", None)] if first else []
             await self.ledger.record(
                 task, state=TaskState.WORKING, delivery=outcome.state.value, reason=None, extra=opened
             )
@@ -108,8 +122,8 @@ class DispatchWorker:
             await self.ledger.record(task, state=TaskState.WORKING, delivery=outcome.state.value, reason=None)
         elif delivered:
             await self.ledger.record(task, state=TaskState.COMPLETED, delivery=outcome.state.value, reason=None)
-        elif outcome.state is State.UNKNOWN:
-            # Maybe delivered, maybe not: never completed, never failed, never resent.
+        elif outcome.state in (State.UNKNOWN, State.HELD):
+            # Maybe delivered, maybe not (or not yet): never completed, never failed, never resent.
             await self.ledger.record(task, state=TaskState.WORKING, delivery=outcome.state.value, reason=outcome.reason)
         else:
             await self.ledger.record(task, state=TaskState.FAILED, delivery=outcome.state.value, reason=outcome.reason)

@@ -18,7 +18,8 @@ from crosstalk.journal import records as R
 from crosstalk.journal.replay import JournalState, MessageEntry
 
 # What receive_message lists by default (crosstalk.shim.mailbox.NEEDS_ATTENTION): not yet dealt with by the session.
-NEEDS_ATTENTION = frozenset({*UNRESOLVED_STATES, State.UNREACHABLE})
+# A held message is not the session's to deal with: its user decides first, and its model must not read it before.
+NEEDS_ATTENTION = frozenset({*UNRESOLVED_STATES, State.UNREACHABLE} - {State.HELD})
 MAX_REJECTED = 200  # refused messages kept per agent (the newest)
 
 

@@ -7,6 +7,7 @@ import pytest
 from crosstalk.core.sender import Sender, SenderClass, is_external_tag
 from crosstalk.core.states import (
     DELIVERED_STATES,
+    LATE_STATES,
     SEND_STATES,
     UNRESOLVED_STATES,
     Outcome,
@@ -79,11 +80,12 @@ def test_sender_from_dict_defaults_transport() -> None:
 
 
 def test_state_sets() -> None:
-    assert {State.ACCEPTED, State.QUEUED, State.REJECTED, State.UNREACHABLE, State.UNKNOWN} == SEND_STATES
+    assert {State.ACCEPTED, State.QUEUED, State.HELD, State.REJECTED, State.UNREACHABLE, State.UNKNOWN} == SEND_STATES
     assert DELIVERED_STATES < SEND_STATES
     assert State.RECOVERED not in SEND_STATES and State.BOUNCED not in SEND_STATES
-    assert {State.SUBMITTED, State.DISPATCHING, State.UNKNOWN, State.RECOVERED} == UNRESOLVED_STATES
+    assert {State.SUBMITTED, State.DISPATCHING, State.HELD, State.UNKNOWN, State.RECOVERED} == UNRESOLVED_STATES
     assert not (DELIVERED_STATES & UNRESOLVED_STATES)
+    assert State.HELD not in LATE_STATES and DELIVERED_STATES & LATE_STATES == {State.ACCEPTED}
 
 
 def test_outcome_to_dict_omits_empty_fields() -> None:

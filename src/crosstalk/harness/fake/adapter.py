@@ -13,6 +13,8 @@ Steps (seed 000 test 16 names the branches they model):
   disconnect  write, then the connection drops before the answer (→ unknown, never resent)
   block       wait until `release()` (or the test's timeout), then accept
   hang        never answer (the receiver's inject timeout turns it into unknown)
+  hold        the "user" holds it (→ held); `settle(message_id, word)` later delivers, denies or expires it
+  decline     the session's own settings refuse it, no write (→ rejected)
 
 The conformance profile (`conformance=True`, opt-in) makes the fake "model" answer the A2A conformance kit's magic
 message ids (a2aproject/a2a-tck, `tck-<prefix>-<session>`) as the kit's reference system under test does, through the
@@ -41,7 +43,9 @@ from crosstalk.harness.base import (
     HarnessRefused,
     InjectRequest,
     InjectResult,
+    LateSink,
     PreSendFailure,
+    ReceiverRefused,
     SessionOps,
     render_envelope,
 )
@@ -76,7 +80,16 @@ def conformance_answer(message_id: str) -> tuple[Any, ...] | None:
     return None
 
 
-STEPS = ("accept", "queue", "race", "fallback", "malformed", "refuse", "presend", "disconnect", "block", "hang")
+STEPS = (
+    "accept", "queue", "race", "fallback", "malformed", "refuse", "presend", "disconnect", "block", "hang", "hold",
+    "decline",
+)  # fmt: skip
+# What the fake's "user" may do with a held message, as the receipt words of a harness that holds.
+SETTLE_WORDS = {
+    "delivered": InjectResult(State.ACCEPTED, evidence={"fake": "delivered_after_hold"}),
+    "denied": InjectResult(State.REJECTED, "denied: the receiving user declined it", {"fake": "denied"}),
+    "expired": InjectResult(State.UNREACHABLE, "expired: the session ended while holding it", {"fake": "expired"}),
+}
 BLOCK_TIMEOUT_S = 60.0
 
 
@@ -127,6 +140,8 @@ class FakeHarness:
         self.on_expect: Callable[[str], object] | None = None
         self.on_reply: Callable[[str, str, tuple[Artifact, ...], bool], Awaitable[object]] | None = None
         self.on_require_input: Callable[[str, str], Awaitable[object]] | None = None
+        self._sink: LateSink | None = None
+        self.held: dict[str, InjectRequest] = {}  # message id → the request a `hold` step holds
 
     # --------------------------------------------------------------- the adapter (harness.base.HarnessAdapter)
     async def bind(self, agent: AgentInfo) -> BindResult:
@@ -160,6 +175,20 @@ class FakeHarness:
             if s not in STEPS:
                 raise ValueError(f"unknown fake step {s!r}")
         self._script.extend(steps)
+
+    def on_settled(self, sink: LateSink) -> None:
+        """harness.base.SettlesLater: where `settle` reports what the "user" did with a held message."""
+        self._sink = sink
+
+    def settle(self, message_id: str, word: str) -> None:
+        """The "user" decides on a held message: delivered (written to the session now), denied or expired. Call it
+        on the agent's event loop."""
+        request = self.held.pop(message_id)
+        result = SETTLE_WORDS[word]
+        if word == "delivered":
+            self._write(request, "after_hold")
+        if self._sink is not None:
+            self._sink(message_id, result)
 
     def release(self) -> None:
         """Let every `block` step (now and later) proceed."""
@@ -239,6 +268,11 @@ class FakeHarness:
             raise HarnessRefused("fake: the session refused the input")
         if step == "presend":
             raise PreSendFailure("fake: no connection to the session")
+        if step == "decline":
+            raise ReceiverRefused("fake: the session's settings refuse messages from other sessions")
+        if step == "hold":
+            self.held[request.message.message_id] = request
+            return InjectResult(State.HELD, "held: the session holds it for its user", {"fake": "held"})
         how = "meta" if request.meta else "turn"
         if step == "accept":
             self._write(request, how)
