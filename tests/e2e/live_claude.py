@@ -4,7 +4,10 @@ Anthropic server; the sessions of one test share one Claude config dir (as one u
 Claude's own ListAgents and SendMessage see each other) and one CROSSTALK_HOME.
 
 - `LiveClaude`: headless and long-lived (`-p --input-format stream-json`, stdin held open: one turn per user line,
-  socket-injected turns in between).
+  socket-injected turns in between). It runs with bypass permissions unless told otherwise (`permission_mode`
+  "default" or "plan", crosstalk's tools allowed up front), optionally with `settings` (`--settings <json>`) and a
+  `name` (`--name`); as a stream-json host the test can send it control requests (`control`) and read the
+  messages it holds for its user (`holds`).
 - `TuiClaude`: the interactive TUI in a tmux session (keys typed with send-keys, the screen read with capture-pane).
 
     with sessions(root, "alpha", "beta") as live:
@@ -15,6 +18,7 @@ Claude's own ListAgents and SendMessage see each other) and one CROSSTALK_HOME.
 from __future__ import annotations
 
 import contextlib
+import itertools
 import json
 import os
 import shlex
@@ -38,6 +42,15 @@ CROSSTALK = REPO / ".venv" / "bin" / "crosstalk"
 CLAUDE_MODEL = "claude-sonnet-4-6"
 WAIT_S = 60.0
 STOP_S = 20.0
+# How each permission mode is asked for on the command line. In default mode a crosstalk tool call would ask for
+# permission, which nobody answers in -p mode: crosstalk's tools are allowed up front, as a user would. Plan mode
+# asks whatever the allowed tools ("Cannot call mcp__crosstalk__... while in plan mode"): its prompts come to the
+# test as `can_use_tool` control requests (`--permission-prompt-tool stdio`), answered with `allow_tool`.
+PERMISSION_FLAGS = {
+    "bypass": ["--dangerously-skip-permissions"],
+    "default": ["--permission-mode", "default", "--allowedTools", "mcp__crosstalk"],
+    "plan": ["--permission-mode", "plan", "--allowedTools", "mcp__crosstalk", "--permission-prompt-tool", "stdio"],
+}
 
 
 def bin_dir() -> Path:
@@ -189,10 +202,23 @@ class Session:
 
 
 class LiveClaude(Session):
-    def __init__(self, root: Path, env: dict[str, str], mock: ScriptedAnthropic, cwd: Path, proc: Any) -> None:
+    def __init__(
+        self,
+        root: Path,
+        env: dict[str, str],
+        mock: ScriptedAnthropic,
+        cwd: Path,
+        proc: Any,
+        flags: list[str] | None = None,
+        permission_mode: str = "bypass",
+    ) -> None:
         super().__init__(root, env, mock, cwd)
         self.proc: subprocess.Popen[bytes] = proc
         self.pid = proc.pid
+        self.flags = list(PERMISSION_FLAGS["bypass"] if flags is None else flags)  # restart() starts it alike
+        self.permission_mode = permission_mode
+        self._request_ids = itertools.count(1)
+        self._sent: list[dict[str, Any]] = []  # every line written on its stdin (the host's side), oldest first
 
     @classmethod
     def start(
@@ -203,19 +229,33 @@ class LiveClaude(Session):
         config_dir: Path | None = None,
         install: bool = True,
         mcp_servers: dict[str, dict[str, Any]] | None = None,
+        permission_mode: str = "bypass",
+        settings: dict[str, Any] | None = None,
+        name: str | None = None,
     ) -> LiveClaude:
         """A session in `root` (cwd `root/<basename>`, Claude config dir `config_dir`, default its own), crosstalk
         set up for it; with `install` false, a session without crosstalk: it loads no MCP server at all
         (`--strict-mcp-config`), though the config dir it shares may list crosstalk for the other sessions.
-        `mcp_servers`: more user-scope MCP servers for it (the benchmarks' bare baselines)."""
+        `mcp_servers`: more user-scope MCP servers for it (the benchmarks' bare baselines). `permission_mode`:
+        "bypass" (`--dangerously-skip-permissions`), "default" or "plan" (PERMISSION_FLAGS); `settings`: more
+        settings for this session alone (`--settings <json>`, e.g. {"crossSessionInbound": "hold"}); `name`: the
+        session's name (`--name`)."""
+        if permission_mode not in PERMISSION_FLAGS:
+            raise ValueError(f"permission_mode {permission_mode!r}: expected one of {sorted(PERMISSION_FLAGS)}")
         env, cwd, mock = prepare(root, crosstalk_home, config_dir, install)
         if mcp_servers:
             path = Path(env["CLAUDE_CONFIG_DIR"]) / ".claude.json"
             data = json.loads(path.read_text()) if path.exists() else {}
             data.setdefault("mcpServers", {}).update(mcp_servers)
             path.write_text(json.dumps(data, indent=2))
-        extra = [] if install else ["--strict-mcp-config"]
-        return cls(root, env, mock, cwd, _spawn(root, env, cwd, extra, "wb"))
+        flags = list(PERMISSION_FLAGS[permission_mode])
+        if settings is not None:
+            flags += ["--settings", json.dumps(settings)]
+        if name is not None:
+            flags += ["--name", name]
+        if not install:
+            flags.append("--strict-mcp-config")
+        return cls(root, env, mock, cwd, _spawn(root, env, cwd, [], "wb", flags), flags, permission_mode)
 
     def restart(self) -> None:
         """End the session's process and start `claude --resume <its session id>` in its place (same mock)."""
@@ -229,18 +269,124 @@ class LiveClaude(Session):
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(self.proc.pid, signal.SIGKILL)
         self.proc.wait(5)
-        self.proc = _spawn(self.root, self.env, self.cwd, ["--resume", session_id], "ab")
+        self.proc = _spawn(self.root, self.env, self.cwd, ["--resume", session_id], "ab", self.flags)
         self.pid = self.proc.pid
 
     def say(self, text: str) -> None:
         """One user turn on stdin (stream-json)."""
+        self._write({"type": "user", "message": {"role": "user", "content": text}})
+
+    def _write(self, line: dict[str, Any]) -> None:
+        """One JSON line on the session's stdin."""
         assert self.proc.stdin is not None and self.alive(), self.tail()
-        line = {"type": "user", "message": {"role": "user", "content": text}}
         self.proc.stdin.write((json.dumps(line) + "\n").encode())
         self.proc.stdin.flush()
+        self._sent.append(line)
 
     def alive(self) -> bool:
         return self.proc.poll() is None
+
+    # ------------------------------------------------------------------ the stream-json host's side
+    def events(self) -> list[dict[str, Any]]:
+        """Every JSON line the session wrote on stdout so far (claude.out), oldest first; a torn last line is left
+        out until it is complete."""
+        data = (self.root / "claude.out").read_bytes()
+        out: list[dict[str, Any]] = []
+        for line in data[: data.rfind(b"\n") + 1].splitlines():
+            with contextlib.suppress(ValueError):
+                event = json.loads(line)
+                if isinstance(event, dict):
+                    out.append(event)
+        return out
+
+    def control(self, request: dict[str, Any], timeout: float = WAIT_S) -> dict[str, Any]:
+        """Send one control request on stdin (as an SDK host does) and return its answer: the `response` object of
+        the matching `control_response` line on stdout (`subtype` "success" with its own `response`, or "error"
+        with `error`)."""
+        request_id = f"xt-{os.getpid()}-{next(self._request_ids)}"
+        line = {"type": "control_request", "request_id": request_id, "request": request}
+        self._write(line)
+        deadline = time.monotonic() + timeout
+        while True:
+            for event in self.events():
+                response = event.get("response")
+                if (
+                    event.get("type") == "control_response"
+                    and isinstance(response, dict)
+                    and response.get("request_id") == request_id
+                ):
+                    return response
+            assert time.monotonic() < deadline and self.alive(), f"no answer to {line}\n{self.tail()}"
+            time.sleep(0.05)
+
+    def allow_tool(self, tool: str, timeout: float = WAIT_S) -> dict[str, Any]:
+        """Answer the session's permission prompt for `tool` (a `can_use_tool` control request on stdout, which a
+        plan-mode session sends for crosstalk's tools) with allow, as its user would; returns the request."""
+        answered = {e["response"]["request_id"] for e in self._sent if e.get("type") == "control_response"}
+        deadline = time.monotonic() + timeout
+        while True:
+            asked = next(
+                (
+                    e
+                    for e in self.events()
+                    if e.get("type") == "control_request"
+                    and e.get("request", {}).get("subtype") == "can_use_tool"
+                    and e.get("request", {}).get("tool_name") == tool
+                    and e.get("request_id") not in answered
+                ),
+                None,
+            )
+            if asked is not None:
+                break
+            assert time.monotonic() < deadline and self.alive(), (
+                f"{self.root.name} never asked for {tool}\n{self.tail()}"
+            )
+            time.sleep(0.05)
+        response = {"behavior": "allow", "updatedInput": asked["request"].get("input", {})}
+        self._write(
+            {
+                "type": "control_response",
+                "response": {"subtype": "success", "request_id": asked["request_id"], "response": response},
+            }
+        )
+        return asked
+
+    def holds(self) -> list[dict[str, Any]]:
+        """The messages the session held for its user so far: its `peer_message_hold` system events, oldest first."""
+        return [e for e in self.events() if e.get("type") == "system" and e.get("subtype") == "peer_message_hold"]
+
+    def wait_hold(
+        self, predicate: Callable[[dict[str, Any]], object] = bool, timeout: float = WAIT_S
+    ) -> dict[str, Any]:
+        """The first `peer_message_hold` event `predicate` holds for, waiting up to `timeout` s for it."""
+        deadline = time.monotonic() + timeout
+        while True:
+            found = next((h for h in self.holds() if predicate(h)), None)
+            if found is not None:
+                return found
+            assert time.monotonic() < deadline and self.alive(), f"{self.root.name} held no such message\n{self.tail()}"
+            time.sleep(0.05)
+
+    def shim_pids(self) -> list[int]:
+        """The pids of the `crosstalk mcp` processes (crosstalk's shims) the Claude process started, read from /proc."""
+        children: dict[int, list[int]] = {}
+        for entry in Path("/proc").iterdir():
+            if not entry.name.isdigit():
+                continue
+            with contextlib.suppress(OSError, ValueError, IndexError):
+                stat = (entry / "stat").read_text()
+                ppid = int(stat[stat.rindex(")") + 2 :].split()[1])  # after "pid (comm) state"
+                children.setdefault(ppid, []).append(int(entry.name))
+        found: list[int] = []
+        todo = list(children.get(self.pid, []))
+        while todo:  # every descendant: Claude may start a server through a wrapper
+            pid = todo.pop()
+            todo.extend(children.get(pid, []))
+            with contextlib.suppress(OSError):
+                argv = Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace").split("\0")
+                if any(Path(a).name == "crosstalk" for a in argv) and "mcp" in argv:
+                    found.append(pid)
+        return sorted(found)
 
     def close(self) -> None:
         """End the session (stdin closed: Claude exits), then its process group, then the mock."""
@@ -261,10 +407,14 @@ class LiveClaude(Session):
         return f"--- stderr\n{err}\n--- stdout\n{out}"
 
 
-def _spawn(root: Path, env: dict[str, str], cwd: Path, extra: list[str], mode: str) -> subprocess.Popen[bytes]:
+def _spawn(
+    root: Path, env: dict[str, str], cwd: Path, extra: list[str], mode: str, flags: list[str] | None = None
+) -> subprocess.Popen[bytes]:
+    """`flags`: the session's permission mode and settings (default: bypass permissions, PERMISSION_FLAGS)."""
+    flags = PERMISSION_FLAGS["bypass"] if flags is None else flags
     argv = [
         str(bin_dir() / "claude"), "-p", "--input-format", "stream-json", "--output-format", "stream-json",
-        "--verbose", "--dangerously-skip-permissions", "--model", CLAUDE_MODEL, *extra,
+        "--verbose", *flags, "--model", CLAUDE_MODEL, *extra,
     ]  # fmt: skip
     with open(root / "claude.out", mode) as out, open(root / "claude.err", mode) as err:
         return subprocess.Popen(
@@ -326,7 +476,8 @@ class TuiClaude(Session):
 def sessions(root: Path, *names: str, **options: dict[str, Any]) -> Iterator[dict[str, Session]]:
     """Start a live session per name under root, sharing root/claude as the Claude config dir and root/xt as
     CROSSTALK_HOME; options per name: `tui=True` for the interactive TUI in tmux, `install=False` for a session
-    without crosstalk. Close them all, whatever happens."""
+    without crosstalk, and LiveClaude.start's keywords (`permission_mode="default"`, `settings={...}`,
+    `name="..."`). Close them all, whatever happens."""
     started: dict[str, Session] = {}
     try:
         for name in names:

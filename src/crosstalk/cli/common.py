@@ -17,6 +17,7 @@ EXIT_WIRE = 1  # wire or protocol error, or an unknown outcome
 EXIT_USAGE = 2  # bad arguments
 EXIT_REJECTED = 3  # the receiver refused the message (the reason is printed)
 EXIT_NO_AGENT = 4  # no such agent, or it is unreachable
+EXIT_HELD = 5  # the receiving session holds the message for its user (`send --wait-held` waits for the decision)
 
 
 class Fail(Exception):

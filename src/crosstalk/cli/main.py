@@ -195,6 +195,14 @@ def _send(sub: Any) -> None:
         default=60.0,
         help="Seconds to wait for the agent's answer (default 60).",
     )
+    p.add_argument(
+        "--wait-held",
+        type=positive_float(0, 86400),
+        default=0.0,
+        metavar="SECONDS",
+        help="When the receiving session holds the message for its user (exit 5), wait up to SECONDS for the "
+        "user's decision and exit with its code.",
+    )
     p.add_argument("--json", dest="as_json", action="store_true", help="Print the answer as JSON.")
     p.add_argument(
         "--transport",

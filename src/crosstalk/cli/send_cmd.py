@@ -6,6 +6,7 @@ from __future__ import annotations
 import sys
 
 from crosstalk.cli.common import (
+    EXIT_HELD,
     EXIT_NO_AGENT,
     EXIT_OK,
     EXIT_REJECTED,
@@ -23,6 +24,7 @@ if TYPE_CHECKING:
     from typing import Any
 
 _MODE_TO_DELIVERY = {"auto": "auto", "steer": "steer", "followUp": "next_turn"}
+HELD_POLL_S = 0.5  # how often `--wait-held` asks a crosstalk agent for a held message's state
 
 
 def _default_from() -> str:
@@ -99,7 +101,7 @@ def run(args: Any) -> int:
     except NoSuchAgent as exc:
         if "@" in target and kind == "inform":  # name@machine / model@machine: the git bus
             return _send_bus(target, text, sender_tag, as_json, args.transport)
-        native = _send_native(target, text, sender_tag, kind, as_json)  # a session crosstalk does not serve
+        native = _send_native(target, text, sender_tag, kind, as_json, args.wait_held)  # a session without crosstalk
         if native is None:
             fail(str(exc), EXIT_NO_AGENT)
         return native
@@ -111,44 +113,106 @@ def run(args: Any) -> int:
         fail(str(exc), EXIT_WIRE)
 
     outcome = result.outcome
+    name = result.target.name
+    _print_outcome(outcome, name, result.target.agent_id, as_json)
+    if outcome.state.value == "held" and args.wait_held > 0:
+        outcome = _wait_held_agent(msg, timeout, args.wait_held, outcome)
+        if outcome.state.value != "held":
+            _print_outcome(outcome, name, result.target.agent_id, as_json)
+    return _exit(outcome.state.value, name, outcome.reason)
+
+
+def _print_outcome(outcome: Any, name: str, agent_id: str, as_json: bool) -> None:
     state = outcome.state.value
     if as_json:
-        print_json({**outcome.to_dict(), "to": result.target.name, "agent_id": result.target.agent_id})
+        print_json({**outcome.to_dict(), "to": name, "agent_id": agent_id})
+    elif state == "held":
+        echo(f"held {outcome.message_id} → {name}: {outcome.reason or 'held for its user'}")
     else:
-        line = f"{state} {outcome.message_id} → {result.target.name}"
+        line = f"{state} {outcome.message_id} → {name}"
         echo(line + (f" ({outcome.reason})" if outcome.reason and state != "rejected" else ""))
+
+
+def _exit(state: str, name: str, reason: str | None) -> int:
+    """The exit code of a final (or held) state; a failure's line on stderr."""
     if state in ("accepted", "queued"):
         return EXIT_OK
+    if state == "held":
+        fail(f"{name} holds the message for its user: {reason or 'held'} (--wait-held waits for the decision)",
+             EXIT_HELD)  # fmt: skip
     if state == "rejected":
-        fail(f"rejected by {result.target.name}: {outcome.reason or 'no reason given'}", EXIT_REJECTED)
+        fail(f"rejected by {name}: {reason or 'no reason given'}", EXIT_REJECTED)
     if state == "unreachable":
-        fail(f"{result.target.name} could not take the message: {outcome.reason or 'unreachable'}", EXIT_NO_AGENT)
-    fail(f"delivery to {result.target.name} is {state}: {outcome.reason or 'no evidence either way'}", EXIT_WIRE)
+        fail(f"{name} could not take the message: {reason or 'unreachable'}", EXIT_NO_AGENT)
+    fail(f"delivery to {name} is {state}: {reason or 'no evidence either way'}", EXIT_WIRE)
 
 
-def _send_native(target: str, text: str, sender_tag: str, kind: str, as_json: bool) -> int | None:
+def _wait_held_agent(msg: Any, timeout: float, wait_s: float, held: Any) -> Any:
+    """A crosstalk agent's held message, asked again (the same message: the agent answers its current state from its
+    journal, never delivering it twice) until it is no longer held or `wait_s` pass."""
+    import time
+
+    from crosstalk.ingress.client import send as send_message
+    from crosstalk.ingress.uds_client import DeliveryError
+    from crosstalk.registry.errors import RegistryError
+
+    deadline = time.monotonic() + wait_s
+    outcome = held
+    while time.monotonic() < deadline:
+        time.sleep(min(HELD_POLL_S, max(0.0, deadline - time.monotonic())))
+        try:
+            outcome = send_message(state_paths(), msg, timeout=timeout).outcome
+        except (DeliveryError, RegistryError):
+            continue  # the agent is restarting: ask again until the wait ends
+        if outcome.state.value != "held":
+            return outcome
+    return outcome
+
+
+def _send_native(
+    target: str, text: str, sender_tag: str, kind: str, as_json: bool, wait_held: float = 0.0
+) -> int | None:
     """`crosstalk send NAME` to a live Claude session that runs without crosstalk: written as Claude's own peers
-    write it (inform only; the CLI is not a Claude session, so it asserts no permission mode). None: no such
-    session either."""
+    write it (inform only; the CLI is not a Claude session, so it asserts no permission mode). The session's receipt
+    says what it did; with `wait_held`, a held message's final word is waited for (it comes to this process only).
+    None: no such session either."""
     import os
+    import threading
 
     from crosstalk.ingress.client import deliver_native
 
+    final: list[Any] = []
+    settled = threading.Event()
+
+    def on_settled(_mid: str, result: Any) -> None:
+        if result.state.value != "held":
+            final.append(result)
+            settled.set()
+
     out = deliver_native(
-        state_paths(), target, text, kind=kind, from_name=sender_tag, sender_pid=None, environ=dict(os.environ)
-    )
+        state_paths(), target, text, kind=kind, from_name=sender_tag, sender_pid=None, environ=dict(os.environ),
+        on_settled=on_settled if wait_held > 0 else None,
+    )  # fmt: skip
     if out is None:
         return None
+    _print_native(out, target, as_json)
     state, reason = out["state"], out.get("reason")
-    if as_json:
-        print_json(out)
-    else:
-        echo(f"{state} → {target} (a session without crosstalk)" + (f" ({reason})" if reason else ""))
-    if state in ("accepted", "queued"):
-        return EXIT_OK
+    if state == "held" and wait_held > 0 and settled.wait(wait_held):
+        state, reason = final[0].state.value, final[0].reason
+        _print_native({**out, "state": state, "reason": reason}, target, as_json)
     if state == "rejected":
         fail(f"rejected: {reason}; {out.get('hint', '')}".rstrip("; "), EXIT_REJECTED)
-    fail(f"{target}: {reason or state}", EXIT_NO_AGENT if state == "unreachable" else EXIT_WIRE)
+    return _exit(state, target, reason)
+
+
+def _print_native(out: dict[str, Any], target: str, as_json: bool) -> None:
+    state, reason, mid = out["state"], out.get("reason"), out.get("message_id", "")
+    if as_json:
+        print_json(out)
+    elif state == "held":
+        echo(f"held {mid} → {target}: {reason or 'held for its user'}")
+    else:
+        echo(f"{state} → {target} (a session without crosstalk)" + (f" ({reason})" if reason else ""))
 
 
 def _send_bus(target: str, text: str, sender_tag: str, as_json: bool, transport: str | None) -> int:

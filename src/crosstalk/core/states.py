@@ -27,9 +27,7 @@ class State(StrEnum):
     DISPATCHING = "dispatching"  # claimed for dispatch; the harness write may be under way
 
 
-SEND_STATES = frozenset(
-    {State.ACCEPTED, State.QUEUED, State.HELD, State.REJECTED, State.UNREACHABLE, State.UNKNOWN}
-)
+SEND_STATES = frozenset({State.ACCEPTED, State.QUEUED, State.HELD, State.REJECTED, State.UNREACHABLE, State.UNKNOWN})
 DELIVERED_STATES = frozenset({State.ACCEPTED, State.QUEUED})
 # A held message settles later, once the harness says what its user did: accepted (delivered), rejected (denied,
 # refused), unreachable (expired, dropped) or unknown (its word can no longer reach us).

@@ -107,7 +107,12 @@ class NativeDelivery(Protocol):
         from_name: str,
         sender_pid: int | None,
         environ: Mapping[str, str],
-    ) -> InjectResult: ...
+        message_id: str | None = None,
+        on_settled: Callable[[str, InjectResult], None] | None = None,
+    ) -> InjectResult:
+        """`held`: the session holds it for its user; `on_settled(message_id, result)` then gets the final word
+        (on another thread) for as long as this process lives."""
+        ...
 
 
 @runtime_checkable

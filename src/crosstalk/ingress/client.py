@@ -18,10 +18,11 @@ from crosstalk.registry.paths import StatePaths
 
 TYPE_CHECKING = False  # not `typing`: importing it costs ~2 ms on `crosstalk send`'s start-up path
 if TYPE_CHECKING:
-    from collections.abc import Mapping
+    from collections.abc import Callable, Mapping
     from typing import Any
 
     from crosstalk.core.tasks import TaskView
+    from crosstalk.harness.base import InjectResult
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,9 +111,12 @@ def deliver_native(
     from_name: str,
     sender_pid: int | None,
     environ: Mapping[str, str],
+    message_id: str | None = None,
+    on_settled: Callable[[str, InjectResult], None] | None = None,
 ) -> dict[str, Any] | None:
     """A message to a live session that crosstalk does not serve (a Claude session started without it), written
-    as the harness's own peers write it; None when no such session has the name `to`."""
+    as the harness's own peers write it; None when no such session has the name `to`. Held: `on_settled` gets the
+    final word later (harness.base.NativeDelivery)."""
     from crosstalk import harness as kinds
     from crosstalk.registry.discovery import list_descriptors, recorded_endpoints
 
@@ -129,9 +133,12 @@ def deliver_native(
         return {"state": "rejected", "reason": "kind:native_inform_only", "to": to, "native": True, "hint": hint}
     harness, row = found[0]
     out = harness.deliver_native(  # type: ignore[attr-defined]
-        row, text, from_name=from_name, sender_pid=sender_pid, environ=environ
-    )
+        row, text, from_name=from_name, sender_pid=sender_pid, environ=environ, message_id=message_id,
+        on_settled=on_settled,
+    )  # fmt: skip
     result: dict[str, Any] = {"state": out.state.value, "to": to, "native": True}
+    if isinstance(out.evidence.get("msg_id"), str):
+        result["message_id"] = out.evidence["msg_id"]
     if out.reason:
         result["reason"] = out.reason
     return result

@@ -24,6 +24,7 @@ ROUTE = "route"  # a reply route (an outbound ask awaiting its answer)
 OBLIGATION = "obligation"  # a reply owed for an inbound ask; or a reply made to an inbound inform (inform_reply)
 NUDGE = "nudge"  # the send-count nudge fired for a peer
 BOUNCED = "bounced"  # a native reply bounced back into this agent's own session
+HELD_SEND = "held_send"  # an outbound message the receiving harness held for its user, until its final word
 
 
 def _base(rtype: str, binding: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -136,4 +137,27 @@ def inform_reply(
     )
     if result is not None:
         rec["result"] = result
+    return rec
+
+
+def held_send(
+    message_id: str,
+    state: str,
+    reason: str | None,
+    *,
+    to: str,
+    to_agent: str | None = None,
+    task_id: str | None = None,
+    notified: bool = False,
+) -> dict[str, Any]:
+    """An outbound message held by the receiving session (state held, with what to watch: the target agent's task,
+    or none for a session without crosstalk), then its final word (`notified`: the sending session was told)."""
+    rec = _base(HELD_SEND)
+    rec.update(message_id=message_id, state=state, reason=reason, to=to)
+    if to_agent is not None:
+        rec["to_agent"] = to_agent
+    if task_id is not None:
+        rec["task_id"] = task_id
+    if notified:
+        rec["notified"] = True
     return rec

@@ -62,6 +62,7 @@ class JournalState:
     obligations: dict[str, dict[str, Any]] = field(default_factory=dict)
     claim: dict[str, Any] | None = None  # the latest claim record, if any
     sent: dict[str, dict[str, Any]] = field(default_factory=dict)
+    held_sends: dict[str, dict[str, Any]] = field(default_factory=dict)  # outbound messages held, then settled
     records_applied: int = 0
     # Kept up to date by apply() where a state changes: admission asks for these on every message, so they must
     # not scan history.
@@ -131,6 +132,9 @@ class JournalState:
         elif rtype == R.ROUTE:
             if mid is not None:
                 self.routes[mid] = {**self.routes.get(mid, {}), **rec}
+        elif rtype == R.HELD_SEND:
+            if mid is not None:
+                self.held_sends[mid] = {**self.held_sends.get(mid, {}), **rec}
         elif rtype == R.OBLIGATION and mid is not None:
             obligation = self.obligations[mid] = {**self.obligations.get(mid, {}), **rec}
             if obligation.get("state") in _SETTLED_OBLIGATION_STATES:
@@ -149,6 +153,7 @@ class JournalState:
         ids |= {tid for tid, t in self.tasks.items() if t.get("state") not in TERMINAL_TASK_STATES}
         ids |= {mid for mid, r in self.routes.items() if r.get("state") == "open"}
         ids |= self._open_obligations
+        ids |= {mid for mid, r in self.held_sends.items() if not r.get("notified")}
         return ids
 
     def prune(self, keep_ids: set[str], cutoff: float) -> int:
@@ -162,6 +167,8 @@ class JournalState:
             self._pending.discard(mid)
         for mid in [m for m, rec in self.sent.items() if float(rec.get("ts", 0)) < cutoff and m not in keep_ids]:
             del self.sent[mid]
+        for mid in [m for m, r in self.held_sends.items() if float(r.get("ts", 0)) < cutoff and m not in keep_ids]:
+            del self.held_sends[mid]
         return len(dropped)
 
     def pending_count(self) -> int:

@@ -58,7 +58,7 @@ def _task_answer(view: Any) -> dict[str, Any]:
         state = "canceled"
     elif task_state == "input_required":
         state = "input_required"
-    elif delivery in ("accepted", "queued", "unknown"):
+    elif delivery in ("accepted", "queued", "held", "unknown"):
         state = delivery
     else:
         state = "submitted"
@@ -120,6 +120,14 @@ class Sender:
         except A2AProtocolError as exc:
             return {"state": "rejected", "reason": "protocol_error", "detail": str(exc), **base}
         return {**_task_answer(view), **base}
+
+    def client_for(self, host: AgentHost, url: str) -> Any:
+        """`host`'s A2A client for the agent at `url` (None without its key)."""
+        try:
+            token = read_key(self.paths.token_path(host.agent_id))
+        except KeyFileError:
+            return None
+        return self._client(host.agent_id, url, token)
 
     def _client(self, agent_id: str, url: str, token: str) -> Any:
         from crosstalk.ingress.a2a.client import A2AClient

@@ -26,6 +26,7 @@ from crosstalk.shim.schemas import check_arguments, tool_definitions
 if TYPE_CHECKING:  # the agent machinery loads on the first bound call, not at `initialize` (start-up cost)
     from crosstalk.agent import AgentHost
     from crosstalk.harness.base import SessionIdentity
+    from crosstalk.shim.held import HeldSends
     from crosstalk.shim.pool import AdapterFactory, AgentPool
     from crosstalk.shim.replying import InformReplies
     from crosstalk.shim.sending import Sender
@@ -72,6 +73,7 @@ class ShimRouter:
         self._pool: AgentPool | None = None
         self._sender: Sender | None = None
         self._inform_replies: InformReplies | None = None
+        self._held: HeldSends | None = None
         self._defs = tool_definitions() + CLAIM_TOOLS
         self._schemas = {d["name"]: d["inputSchema"] for d in self._defs}
         self._replies: dict[tuple[str, str], dict[str, Any]] = {}  # (agent_id, message_id) → first reply result
@@ -99,6 +101,14 @@ class ShimRouter:
         return self._sender
 
     @property
+    def held(self) -> HeldSends:
+        if self._held is None:
+            from crosstalk.shim.held import HeldSends
+
+            self._held = HeldSends(self.paths, self.sender.client_for)
+        return self._held
+
+    @property
     def inform_replies(self) -> InformReplies:
         if self._inform_replies is None:
             from crosstalk.shim.replying import InformReplies
@@ -111,6 +121,8 @@ class ShimRouter:
         return [dict(d) for d in self._defs]
 
     async def close(self) -> None:
+        if self._held is not None:
+            await self._held.close()
         if self._sender is not None:
             await self._sender.close()
         if self._pool is not None:
@@ -169,6 +181,8 @@ class ShimRouter:
             from crosstalk.shim.bus_asks import rearm
 
             rearm(host)  # the deadlines of bus asks made before this shim bound the agent
+        if created and host.state.held_sends:
+            await self.held.resume(host)  # held sends this agent made before: watch them again, or settle them
         return host, created
 
     # ------------------------------------------------------------------ tools
@@ -221,6 +235,8 @@ class ShimRouter:
             return {"state": "unreachable", "reason": "journal_failed", "message_id": msg.message_id, "to": target.name}
         result = await self.sender.send(host, target, msg, return_immediately=ask)
         await self.sender.count(host, target.agent_id, target.name, result)
+        if result["state"] == "held" and result.get("task_id"):
+            await self.held.held_by_agent(host, msg.message_id, target.name, target.agent_id, result["task_id"])
         if result["state"] == "unreachable" and not target.inbound_reachable:
             result.setdefault("hint", f"{target.name} cannot receive messages: {target.inbound_reason}")
         return result
@@ -230,13 +246,20 @@ class ShimRouter:
     ) -> dict[str, Any]:
         """A live session crosstalk does not serve (a Claude session started without it): written natively, as its
         own peers write, if one has the name; inform only. The sending session's real permission mode is asserted."""
+        from crosstalk.core.ids import new_message_id
         from crosstalk.ingress.client import deliver_native
 
+        mid = new_message_id()
         out = await asyncio.to_thread(
             deliver_native, self.paths, to, text, kind=kind, from_name=host.name, sender_pid=host.harness_pid,
-            environ=self.environ,
+            environ=self.environ, message_id=mid, on_settled=self.held.native_callback(host, mid, to),
         )  # fmt: skip
-        return no_agent if out is None else out
+        if out is None:
+            return no_agent
+        await self.held.held_native(host, mid, to, out["state"], out.get("reason"))
+        if out["state"] == "held":
+            out["hint"] = "the session's user decides; crosstalk tells you here when it is delivered or not"
+        return out
 
     async def _tool_send_message(self, host: AgentHost, args: dict[str, Any]) -> dict[str, Any]:
         return await self._send(host, args["to"], args["text"], kind=args["kind"], delivery=args["delivery"])

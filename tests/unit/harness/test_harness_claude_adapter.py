@@ -17,7 +17,14 @@ from crosstalk.core.message import Message, TextPart
 from crosstalk.core.sender import Sender, SenderClass
 from crosstalk.core.states import State
 from crosstalk.fs.procinfo import proc_start_time
-from crosstalk.harness.base import AgentInfo, HarnessDisconnected, InjectRequest, PreSendFailure, SessionIdentity
+from crosstalk.harness.base import (
+    AgentInfo,
+    HarnessDisconnected,
+    InjectRequest,
+    PreSendFailure,
+    ReceiverRefused,
+    SessionIdentity,
+)
 from crosstalk.harness.claude import adapter as claude_adapter
 from crosstalk.harness.claude.adapter import ClaudeAdapter
 
@@ -29,6 +36,9 @@ ALICE = Sender(SenderClass.VERIFIED, "a11ce0a11ce0a11c", "alice", "a2a")
 def request(kind: Kind = Kind.INFORM, delivery: Delivery = Delivery.AUTO, text: str = "hi <b> & co") -> InjectRequest:
     msg = Message(message_id=new_message_id(), to="bob", parts=(TextPart(text),), kind=kind, delivery=delivery)
     return InjectRequest(msg, ALICE, delivery, reply_address="/x/sock/b0b.sock", meta=kind is Kind.META)
+
+
+RECEIPTS = {"hold": {"status": "held"}, "refuse": {"status": "expired", "status_detail": "refused"}}
 
 
 class FakeClaudeSocket:
@@ -54,7 +64,18 @@ class FakeClaudeSocket:
         if self.mode == "bytes":
             writer.write(b'{"error":"nope"}\n')
             await writer.drain()
+        if self.mode in RECEIPTS:
+            await self.tell(RECEIPTS[self.mode])  # as Claude does: the receipt's connection, then our EOF
         writer.close()
+
+    async def tell(self, fields: dict) -> None:
+        """A receipt on the last message read, to its frame's `from`."""
+        frame = self.frames[-1][-1]
+        line = {"type": "control", "action": "peer_message_status", "orig_msg_id": frame["msg_id"], **fields}
+        _, w = await asyncio.open_unix_connection(frame["from"].removeprefix("uds:"))
+        w.write((json.dumps(line) + "\n").encode())
+        await w.drain()
+        w.close()
 
 
 def record(root: Path, socket_path: Path, status: str = "idle") -> None:
@@ -103,8 +124,11 @@ def test_one_frame_with_the_child_token_and_eof_is_accepted(tmp_path: Path, deli
             [[auth, user]] = claude.frames
             assert auth == {"type": "auth", "token": "child-token"}
             assert (user["type"], user["priority"], user["msg_id"]) == ("user", priority, req.message.message_id)
-            assert user["from"] == "uds:/x/sock/b0b.sock"
+            # Claude's receipts go to the frame's `from`: a socket of this process beside the session's own. The
+            # model reads the envelope's: the agent's own socket, where a native reply comes back.
+            assert user["from"].startswith(f"uds:{tmp_path}/crosstalk-{ME}-")
             content = user["message"]["content"]
+            assert 'from="uds:/x/sock/b0b.sock"' in content
             assert content.startswith("<cross-session-message ") and "hi &lt;b&gt; &amp; co" in content
             assert 'from-name="alice"' in content and f'message-id="{req.message.message_id}"' in content
 
@@ -159,3 +183,53 @@ def test_status_is_the_sessions_record(tmp_path: Path):
     assert a.status() == "unknown"
     record(tmp_path, sock, status="busy")
     assert a.status() == "busy"
+
+
+def test_a_held_receipt_answers_held_and_the_users_word_reaches_the_sink_later(tmp_path: Path):
+    sock = tmp_path / "cc.sock"
+    record(tmp_path, sock)
+    (tmp_path / "settings.json").write_text(json.dumps({"crossSessionInbound": "hold"}))
+
+    async def main() -> None:
+        async with FakeClaudeSocket(sock, mode="hold") as claude:
+            a = adapter(tmp_path, sock)
+            later: asyncio.Queue[tuple[str, object]] = asyncio.Queue()
+            a.on_settled(lambda mid, result: later.put_nowait((mid, result)))
+            await a.bind(INFO)
+            req = request()
+            out = await a.inject(req)
+            assert out.state is State.HELD and out.evidence["setting"] == "hold"
+            await claude.tell({"status": "denied"})
+            mid, result = await asyncio.wait_for(later.get(), 10)
+            while getattr(result, "state", None) is State.HELD:  # the held receipt is told to the sink too
+                mid, result = await asyncio.wait_for(later.get(), 10)
+            assert mid == req.message.message_id
+            assert result.state is State.REJECTED and "denied" in (result.reason or "")  # type: ignore[attr-defined]
+
+    asyncio.run(main())
+
+
+def test_the_users_refuse_setting_refuses_without_writing_and_a_refused_receipt_is_rejected_too(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    # The fake sends its receipt before our EOF, as Claude does; a loaded machine may take longer than the real
+    # grace to read it, and this test is about what the receipt says, not how fast it is read.
+    monkeypatch.setattr(claude_adapter, "RECEIPT_GRACE_S", 5.0)
+    sock = tmp_path / "cc.sock"
+    record(tmp_path, sock)
+
+    async def main() -> None:
+        (tmp_path / "settings.json").write_text(json.dumps({"crossSessionInbound": "refuse"}))
+        async with FakeClaudeSocket(sock) as claude:
+            a = adapter(tmp_path, sock)
+            await a.bind(INFO)
+            with pytest.raises(ReceiverRefused, match="crossSessionInbound: refuse"):
+                await a.inject(request())
+            assert claude.frames == []
+        (tmp_path / "settings.json").unlink()  # a setting crosstalk cannot see: Claude's receipt says it
+        async with FakeClaudeSocket(sock, mode="refuse") as claude:
+            with pytest.raises(ReceiverRefused, match="crossSessionInbound"):
+                await a.inject(request())
+            assert len(claude.frames) == 1
+
+    asyncio.run(main())

@@ -16,7 +16,8 @@ from pathlib import Path
 import pytest
 
 from crosstalk.core.states import State
-from crosstalk.harness.claude.native import HELD, deliver, peer_token, permission_mode
+from crosstalk.harness.base import InjectResult
+from crosstalk.harness.claude.native import NO_RECEIPTS, deliver, mode_class, peer_token, permission_mode
 
 pytestmark = pytest.mark.unit
 
@@ -52,10 +53,13 @@ def test_the_permission_mode_is_read_from_the_command_line(flags: tuple[str, ...
 
 
 class Session:
-    """A listening socket that reads one connection to EOF and closes, as Claude does."""
+    """A listening socket that reads one connection to EOF and closes, as Claude does; with `receipt`, it first
+    answers the frame's `from` as Claude 2.1.332 does for a message it holds or refuses (a new connection, one
+    line), from this process."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, receipt: dict | None = None) -> None:
         self.path = path
+        self.receipt = receipt
         self.srv = socket.socket(socket.AF_UNIX)
         self.srv.bind(str(path))
         self.srv.listen(1)
@@ -69,7 +73,18 @@ class Session:
         while chunk := conn.recv(65536):
             data += chunk
         self.lines = [json.loads(x) for x in data.decode().splitlines()]
+        if self.receipt is not None:
+            self.tell(self.receipt)
         conn.close()
+
+    def tell(self, fields: dict) -> None:
+        """A receipt on the message it read, to the frame's reply address."""
+        frame = self.lines[-1]
+        line = {"type": "control", "action": "peer_message_status", "orig_msg_id": frame["msg_id"], "msgV": 1,
+                "msg_id": "r-1", "from": f"uds:{self.path}", **fields}  # fmt: skip
+        with socket.socket(socket.AF_UNIX) as s:
+            s.connect(frame["from"].removeprefix("uds:"))
+            s.sendall((json.dumps(line) + "\n").encode())
 
     def close(self) -> None:
         self.thread.join(5)
@@ -94,9 +109,12 @@ def test_one_line_as_sendmessage_writes_it_with_the_peer_token_and_the_real_mode
         out = deliver(env, target.pid, str(sock), "hi <there>", from_name="alice", from_mode="bypass")
         session.close()
         assert out.state is State.ACCEPTED and out.evidence["native"] is True
+        assert out.evidence["claude"] == "eof_no_receipt"  # Claude sends no receipt for what it delivers at once
         auth, line = session.lines
         assert auth == {"type": "auth", "token": "peer-token"}
-        assert (line["msgV"], line["type"], line["priority"]) == (1, "user", "next") and "from" not in line
+        assert (line["msgV"], line["type"], line["priority"]) == (1, "user", "next")
+        # The reply address for Claude's receipts: a socket of this process beside the session's own.
+        assert line["from"].startswith(f"uds:{tmp_path}/crosstalk-{os.getpid()}-") and line["from"].endswith(".sock")
         content = line["message"]["content"]
         assert content == (
             '<cross-session-message from-name="alice" from-mode="bypass">\nhi &lt;there&gt;\n</cross-session-message>'
@@ -106,18 +124,81 @@ def test_one_line_as_sendmessage_writes_it_with_the_peer_token_and_the_real_mode
         target.wait(10)
 
 
-def test_a_bypass_receiver_holds_what_asserts_no_bypass_and_the_sender_is_told(tmp_path: Path):
+HELD_RECEIPT = {"status": "held", "reason": "Your message is held for the recipient user's approval"}
+
+
+def test_a_held_receipt_answers_held_and_the_users_decision_comes_later(tmp_path: Path):
     sock = tmp_path / "s.sock"
-    target = sleeper("--dangerously-skip-permissions")
-    session = Session(sock)
+    session = Session(sock, receipt=HELD_RECEIPT)
+    later: list[tuple[str, InjectResult]] = []
+    done = threading.Event()
+
+    def settled(mid: str, result: InjectResult) -> None:
+        later.append((mid, result))
+        if result.state is not State.HELD:
+            done.set()
+
+    env = {"CLAUDE_CONFIG_DIR": str(tmp_path)}
+    out = deliver(env, os.getpid(), str(sock), "x", from_name="@ci:build", message_id="m-1", on_settled=settled)
+    session.close()
+    assert out.state is State.HELD and "held" in (out.reason or "") and out.evidence["receipt"] == "held"
+    assert len(session.lines) == 1  # no key file: no auth line (peers are known by SO_PEERCRED anyway)
+    session.tell({"status": "delivered"})
+    assert done.wait(10)
+    assert later[-1][0] == "m-1" and later[-1][1].state is State.ACCEPTED
+
+
+@pytest.mark.parametrize(
+    ("receipt", "state", "words"),
+    [
+        ({"status": "expired", "status_detail": "refused"}, State.REJECTED, "crossSessionInbound"),
+        ({"status": "denied"}, State.REJECTED, "denied"),
+        ({"status": "expired"}, State.UNREACHABLE, "expired"),
+        ({"status": "dropped"}, State.UNREACHABLE, "dropped"),
+    ],
+)
+def test_each_receipt_is_one_state(tmp_path: Path, receipt: dict, state: State, words: str):
+    sock = tmp_path / "s.sock"
+    session = Session(sock, receipt=receipt)
+    out = deliver({"CLAUDE_CONFIG_DIR": str(tmp_path)}, os.getpid(), str(sock), "x", from_name="a")
+    session.close()
+    assert out.state is state and words in (out.reason or "")
+
+
+def test_a_receipt_from_another_process_is_not_heard(tmp_path: Path):
+    """Only the session the message was written into may say what became of it."""
+    sock = tmp_path / "s.sock"
+    other = sleeper()
+    session = Session(sock, receipt=HELD_RECEIPT)
     try:
-        out = deliver({"CLAUDE_CONFIG_DIR": str(tmp_path)}, target.pid, str(sock), "x", from_name="@ci:build")
+        out = deliver({"CLAUDE_CONFIG_DIR": str(tmp_path)}, other.pid, str(sock), "x", from_name="a")
         session.close()
-        assert (out.state, out.reason) == (State.UNKNOWN, HELD)
-        assert len(session.lines) == 1  # no key file: no auth line (peers are known by SO_PEERCRED anyway)
+        assert out.state is State.ACCEPTED  # the receipt came from this test process, not from `other`
     finally:
-        target.kill()
-        target.wait(10)
+        other.kill()
+        other.wait(10)
+
+
+def test_where_no_receipt_can_be_had_the_answer_is_unknown(tmp_path: Path):
+    odd = tmp_path / "a dir"  # a space: Claude sends no receipt to such an address
+    odd.mkdir()
+    sock = odd / "s.sock"
+    session = Session(sock)
+    out = deliver({"CLAUDE_CONFIG_DIR": str(tmp_path)}, os.getpid(), str(sock), "x", from_name="a")
+    session.close()
+    assert (out.state, out.reason) == (State.UNKNOWN, NO_RECEIPTS)
+
+
+def test_the_mode_class_is_what_sendmessage_asserts():
+    for flags, cls in ((("--dangerously-skip-permissions",), "bypass"), (("--permission-mode=plan",), "prompting"),
+                       ((), "prompting")):  # fmt: skip
+        proc = sleeper(*flags)
+        try:
+            assert mode_class(proc.pid) == cls
+        finally:
+            proc.kill()
+            proc.wait(10)
+    assert mode_class(999_999_999) is None
 
 
 def test_no_socket_or_a_file_in_its_place_is_unreachable_and_a_shared_key_is_ignored(tmp_path: Path):

@@ -1,22 +1,26 @@
 """The Claude Code adapter: the agent's own shim writes into its own session's messaging socket.
 
 The shim is a child of its Claude session, which hands it the session's socket and a child token
-(`CLAUDE_CODE_MESSAGING_SOCKET`, `CLAUDE_CODE_MESSAGING_TOKEN`). A line written with the child token counts as
-self-sent: it is never held, whatever the session's permission mode. One connection per message:
+(`CLAUDE_CODE_MESSAGING_SOCKET`, `CLAUDE_CODE_MESSAGING_TOKEN`). Claude counts a frame from its own descendant as
+self-sent: delivered at once, whatever the session's permission mode, unless the user's `crossSessionInbound` says
+`hold` (held for the user, its own children too) or `refuse` (refused). One connection per message:
 
     {"type":"auth","token":<child token>}
     {"msgV":1,"msg_id":<message_id>,"type":"user","message":{"role":"user","content":<envelope>},
-     "priority":"now|next|later","from":"uds:<our socket>"}
+     "priority":"now|next|later","from":"uds:<this process's receipt inbox>"}
     then half-close, and wait for Claude to close its side.
 
-What the pinned 2.1.332 does (docs/dev/claude-adapter.md has the experiment): it answers no bytes; after our
-half-close it closes once it has read the lines (EOF). An idle session starts a turn with the message at any
-priority; a busy one takes `next` at its next tool boundary (inside the running turn, the tool call intact),
-`later` after the turn ends, and `now` interrupts the running tool call. So: auto → next, steer → now,
-next_turn → later; meta joins a running turn (next) and is never sent to an idle session, which it would wake.
+What the pinned 2.1.332 does (docs/dev/claude-adapter.md has the experiments): it answers no bytes; after our
+half-close it closes once it has read the lines (EOF), and a message it did not deliver at once is answered by a
+receipt to the frame's `from` (harness/claude/receipts.py): `held` or refused as it closes, and later what the user
+decided (delivered, denied, expired). An idle session starts a turn with the message at any priority; a busy one
+takes `next` at its next tool boundary, `later` after the turn ends, and `now` interrupts the running tool call.
+So: auto → next, steer → now, next_turn → later; meta joins a running turn (next) and is never sent to an idle
+session, which it would wake. The envelope's `from` stays the agent's own socket: a native reply comes back to us.
 
-Outcomes: no socket or no connection → unreachable (nothing was written); EOF after our complete frame →
-accepted; any bytes back, a reset, a broken write or no EOF in time → unknown (it may have landed; never resent).
+Outcomes: the user's setting reads `refuse` → rejected, nothing written; no socket or no connection → unreachable;
+a `held` receipt → held, settled later through the chain's sink; a refused receipt → rejected; EOF with no receipt
+→ accepted; any bytes back, a reset, a broken write or no EOF in time → unknown (it may have landed; never resent).
 """
 
 from __future__ import annotations
@@ -32,12 +36,17 @@ from crosstalk.harness.base import (
     AgentInfo,
     BindResult,
     HarnessDisconnected,
+    HarnessRefused,
     InjectRequest,
     InjectResult,
+    LateSink,
     PreSendFailure,
+    ReceiverRefused,
     SessionIdentity,
     render_envelope,
 )
+from crosstalk.harness.claude import receipts
+from crosstalk.harness.claude.inbound import REFUSE_REASON, inbound_setting
 from crosstalk.harness.claude.sessions import read_record, text_field
 
 NAME = "claude"
@@ -46,6 +55,12 @@ CONNECT_TIMEOUT_S = 2.0
 WRITE_TIMEOUT_S = 5.0
 EOF_TIMEOUT_S = 5.0
 PRIORITY = {Delivery.AUTO: "next", Delivery.STEER: "now", Delivery.NEXT_TURN: "later"}
+NO_INBOX = "without one, Claude would not say whether it delivered or held a message"
+HOLD_RECEIPT_S = 2.0  # with the user's setting at `hold`, how long the held receipt may take after the EOF
+# Otherwise Claude delivers its own child's frame at once (no receipt), unless a setting crosstalk cannot read holds
+# or refuses it: that receipt comes within ~1 ms of the EOF (measured), so a short grace catches it; a later one
+# still moves the message (the chain journals the contradiction and the sender is told).
+RECEIPT_GRACE_S = 0.01
 
 
 class ClaudeAdapter:
@@ -59,6 +74,19 @@ class ClaudeAdapter:
         self.socket_path: str | None = None
         self._token: str | None = None
         self.reason: str | None = None
+        self._sink: LateSink | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+
+    def on_settled(self, sink: LateSink) -> None:
+        """harness.base.SettlesLater: Claude's later receipts on held messages go to the chain's sink."""
+        self._sink = sink
+
+    def _receipt(self, message_id: str, receipt: receipts.Receipt) -> None:
+        """A receipt (on the inbox's reader thread): handed to the event loop, to the chain's sink."""
+        loop, sink = self._loop, self._sink
+        if loop is not None and sink is not None and not loop.is_closed():
+            result = receipts.result_of(receipt)
+            loop.call_soon_threadsafe(sink, message_id, result)
 
     async def bind(self, agent: AgentInfo) -> BindResult:
         """The session's socket and the child token, from the shim's environment; the session's registry record
@@ -92,35 +120,59 @@ class ClaudeAdapter:
     async def inject(self, request: InjectRequest) -> InjectResult:
         if self.socket_path is None or self._token is None:
             raise PreSendFailure(self.reason or "not bound to a Claude Code session")
+        pid = self.session.harness_pid or 0
+        record = read_record(self._environ, pid)
+        setting = inbound_setting(pid, text_field(record, "cwd") if record else None, self._environ)
+        if setting == "refuse":
+            raise ReceiverRefused(REFUSE_REASON)
         if request.meta and self.status() != "busy":
             raise PreSendFailure("meta never starts a turn, and an idle Claude Code session takes input only as one")
+        mid = request.message.message_id
+        inbox = receipts.inbox_for(self.socket_path)
+        address = inbox.address if inbox else None
+        if inbox is None or address is None:
+            raise PreSendFailure(f"no reply socket Claude accepts could be bound beside {self.socket_path}: {NO_INBOX}")
+        self._loop = asyncio.get_running_loop()
+        inbox.expect(mid, pid, lambda r: self._receipt(mid, r))
         priority = "next" if request.meta else PRIORITY.get(request.delivery, "next")
         frame = [
             {"type": "auth", "token": self._token},
             {
                 "msgV": 1,
-                "msg_id": request.message.message_id,
+                "msg_id": mid,
                 "type": "user",
                 "message": {"role": "user", "content": self.render(request)},
                 "priority": priority,
-                **({"from": f"uds:{request.reply_address}"} if request.reply_address else {}),
+                "from": address,
             },
         ]
         payload = "".join(json.dumps(line, ensure_ascii=False) + "\n" for line in frame).encode()
         try:
             reader, writer = await asyncio.wait_for(asyncio.open_unix_connection(self.socket_path), CONNECT_TIMEOUT_S)
         except (OSError, TimeoutError) as exc:
+            inbox.forget(mid)
             raise PreSendFailure(f"the Claude Code session's socket {self.socket_path} refused: {exc}") from None
         try:
-            return await self._send(reader, writer, payload, priority)
+            await self._send(reader, writer, payload)
         finally:
             writer.close()
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(writer.wait_closed(), 1.0)
+        # Claude sends a held or refused receipt as it closes our connection, none for a message it delivered. A
+        # frame from its own child is held only when the user's setting says so: wait for the receipt then.
+        wait_s = HOLD_RECEIPT_S if setting == "hold" else RECEIPT_GRACE_S
+        receipt = await asyncio.to_thread(inbox.wait, mid, wait_s)
+        evidence = {"priority": priority, "socket": self.socket_path, "setting": setting}
+        if receipt is None:
+            return InjectResult(State.ACCEPTED, evidence={"claude": "eof_no_receipt", **evidence})
+        result = receipts.result_of(receipt)
+        if result.state is State.REJECTED:
+            raise ReceiverRefused(result.reason or REFUSE_REASON)
+        if result.state in (State.UNREACHABLE, State.UNKNOWN):
+            raise HarnessRefused(result.reason or "the Claude Code session did not take it")
+        return InjectResult(result.state, result.reason, {**result.evidence, **evidence})
 
-    async def _send(
-        self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, payload: bytes, priority: str
-    ) -> InjectResult:
+    async def _send(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, payload: bytes) -> None:
         try:
             writer.write(payload)
             await asyncio.wait_for(writer.drain(), WRITE_TIMEOUT_S)
@@ -135,9 +187,6 @@ class ClaudeAdapter:
             raise HarnessDisconnected(f"the Claude Code session's socket broke after the write: {exc}") from None
         if answer:
             raise HarnessDisconnected(f"the Claude Code session answered bytes: {answer[:80]!r}")
-        return InjectResult(
-            State.ACCEPTED, evidence={"claude": "eof_after_frame", "priority": priority, "socket": self.socket_path}
-        )
 
     async def close(self) -> None:
         return None

@@ -94,13 +94,19 @@ class ClaudeKind:
         from_name: str,
         sender_pid: int | None,
         environ: Mapping[str, str],
+        message_id: str | None = None,
+        on_settled: Callable[[str, InjectResult], None] | None = None,
     ) -> InjectResult:
         """Write `text` into a session without crosstalk as Claude's own SendMessage would, asserting the sending
-        Claude session's real permission mode (none for a sender that is not a Claude session)."""
+        Claude session's permission class (none for a sender that is not a Claude session); the answer is the
+        session's receipt (harness/claude/native.py)."""
         if row.pid is None or not row.endpoint:
             return InjectResult(State.UNREACHABLE, "the session published no messaging socket")
-        mode = native.permission_mode(sender_pid) if sender_pid else None
-        return native.deliver(environ, row.pid, row.endpoint, text, from_name=from_name, from_mode=mode)
+        mode = native.mode_class(sender_pid) if sender_pid else None
+        return native.deliver(
+            environ, row.pid, row.endpoint, text, from_name=from_name, from_mode=mode, message_id=message_id,
+            on_settled=on_settled,
+        )  # fmt: skip
 
     def peer_settings(self, environ: Mapping[str, str]) -> dict[str, str]:
         return {"config_dir": str(config_dir(environ))}

@@ -2,14 +2,17 @@
 own SendMessage writes them (docs/dev/claude-adapter.md, "Sessions without crosstalk"):
 
     {"type":"auth","token":<the session's peer token, from its key file>}
-    {"msgV":1,"msg_id":…,"type":"user","message":{"role":"user","content":"<cross-session-message from=\"uds:…\"
-     from-name=\"alice\" from-mode=\"bypass\">\nbody\n</cross-session-message>"},"priority":"next","from":"uds:…"}
+    {"msgV":1,"msg_id":…,"type":"user","message":{"role":"user","content":"<cross-session-message
+     from-name=\"alice\" from-mode=\"bypass\">\nbody\n</cross-session-message>"},"priority":"next",
+     "from":"uds:<this process's receipt inbox>"}
 
-`from-mode` is the sending Claude session's real permission mode, read from its command line; a sender that is not
-a Claude session (the CLI, a Codex thread) asserts none. What 2.1.332 does with it (seen): a session running with
-bypass permissions delivers only messages asserting `from-mode="bypass"` and holds every other one for its user
-(`peer_message_hold`, cause `no-mode-asserted`); a session in any other mode delivers them. A hold is predicted from
-the receiver's own command line and answered `unknown` with that reason, never `accepted`.
+`from-mode` is the sending Claude session's permission class (`bypass` or `prompting`), read from its command line;
+a sender that is not a Claude session (the CLI, a Codex thread) asserts none. The session decides on arrival: it
+delivers, holds the message for its user (a class unlike its own, no class, or its user's `crossSessionInbound:
+hold`) or refuses it (`refuse`), and says which through a receipt to the frame's `from` (harness/claude/receipts.py):
+a `held` or refused receipt as it closes our connection, none for a message delivered at once, and the user's later
+decision on a held one. So the answer is the receipt's word, or accepted when none came within a short grace after
+the EOF; where no receipt can be had, unknown.
 
 Blocking sockets with timeouts, no asyncio: `crosstalk send` calls this on its start-up path; the shim calls it in a
 thread. Every file read is capped and refuses symlinks; the socket must be a socket owned by this user.
@@ -23,13 +26,14 @@ import os
 import socket
 import stat
 import uuid
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from crosstalk.core import envelope
 from crosstalk.core.states import State
 from crosstalk.fs.reading import read_capped
 from crosstalk.harness.base import InjectResult
+from crosstalk.harness.claude import receipts
 from crosstalk.harness.claude.sessions import sessions_dir
 
 CONNECT_TIMEOUT_S = 2.0
@@ -38,7 +42,12 @@ MAX_KEY_BYTES = 4096
 MAX_CMDLINE_BYTES = 64 * 1024
 MODES = {"bypassPermissions": "bypass", "default": "default", "acceptEdits": "acceptEdits", "plan": "plan",
          "auto": "auto", "dontAsk": "dontAsk"}  # fmt: skip
-HELD = "held: the receiving Claude session runs with bypass permissions and holds messages from senders that do not"
+GRACE_S = 0.05  # after the EOF, how long a held or refused receipt may take (measured: within ~1 ms)
+NO_RECEIPTS = (
+    "no receipt can be had: this process could not bind a reply socket Claude accepts beside the session's socket, "
+    "so whether the session delivered or held it is not known"
+)
+Settled = Callable[[str, InjectResult], None]
 
 
 def permission_mode(pid: int) -> str | None:
@@ -59,6 +68,15 @@ def permission_mode(pid: int) -> str | None:
     return None
 
 
+def mode_class(pid: int) -> str | None:
+    """The permission class Claude's own SendMessage asserts for Claude process `pid`: `bypass` or `prompting`, or
+    None when its command line cannot be read."""
+    raw = read_capped(f"/proc/{pid}/cmdline", MAX_CMDLINE_BYTES) if pid > 0 else None
+    if not raw:
+        return None
+    return "bypass" if permission_mode(pid) in ("bypass", "bypassPermissions") else "prompting"
+
+
 def peer_token(environ: Mapping[str, str], pid: int, socket_path: str) -> str | None:
     """The session's peer token from `sessions/<pid>.<sha256(socket path)>.key` (0600), or None."""
     digest = hashlib.sha256(socket_path.encode()).hexdigest()
@@ -77,15 +95,19 @@ def peer_token(environ: Mapping[str, str], pid: int, socket_path: str) -> str | 
     return token if isinstance(token, str) and token else None
 
 
-def frame(text: str, from_name: str, from_mode: str | None, token: str | None) -> bytes:
-    """No `from`: a session without crosstalk has no way to answer through it, so it is given no address."""
+def frame(
+    text: str, from_name: str, from_mode: str | None, token: str | None, *, msg_id: str, reply_to: str | None
+) -> bytes:
+    """No `from` in the envelope: a session without crosstalk has no way to answer through it, so its model is given
+    no address. The frame's own `from` is where Claude sends its receipts (never shown to the model)."""
     attrs = {"from-name": from_name, "from-mode": from_mode}
     line: dict[str, object] = {
         "msgV": 1,
-        "msg_id": str(uuid.uuid4()),
+        "msg_id": msg_id,
         "type": "user",
         "message": {"role": "user", "content": envelope.render(text, attrs)},
         "priority": "next",
+        **({"from": reply_to} if reply_to else {}),
     }
     lines = ([{"type": "auth", "token": token}] if token else []) + [line]
     return "".join(json.dumps(x, ensure_ascii=False) + "\n" for x in lines).encode()
@@ -99,21 +121,34 @@ def deliver(
     *,
     from_name: str,
     from_mode: str | None = None,
+    message_id: str | None = None,
+    on_settled: Settled | None = None,
+    grace_s: float = GRACE_S,
 ) -> InjectResult:
-    """Write one message into the Claude session `pid` listening on `socket_path`."""
+    """Write one message into the Claude session `pid` listening on `socket_path`. A `held` answer settles later:
+    `on_settled(message_id, result)` gets each later word (on a reader thread) while this process lives."""
     try:
         st = os.lstat(socket_path)
     except OSError:
         return InjectResult(State.UNREACHABLE, "the session's messaging socket is gone")
     if not stat.S_ISSOCK(st.st_mode) or st.st_uid != os.getuid():
         return InjectResult(State.UNREACHABLE, "the session's messaging socket is not a socket of this user")
-    payload = frame(text, from_name, from_mode, peer_token(environ, pid, socket_path))
+    mid = message_id or str(uuid.uuid4())
+    inbox = receipts.inbox_for(socket_path)
+    address = inbox.address if inbox else None
+    if inbox is not None and address is not None:
+        callback = (lambda r: on_settled(mid, receipts.result_of(r))) if on_settled else None
+        inbox.expect(mid, pid, callback)
+    payload = frame(text, from_name, from_mode, peer_token(environ, pid, socket_path), msg_id=mid, reply_to=address)
+    evidence = {"native": True, "socket": socket_path, "msg_id": mid}
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
         sock.settimeout(CONNECT_TIMEOUT_S)
         try:
             sock.connect(socket_path)
         except OSError as exc:
+            if inbox is not None:
+                inbox.forget(mid)
             return InjectResult(State.UNREACHABLE, f"the session's socket refused: {exc}")
         sock.settimeout(EOF_TIMEOUT_S)
         try:
@@ -121,14 +156,24 @@ def deliver(
             sock.shutdown(socket.SHUT_WR)
             answer = sock.recv(4096)
         except (OSError, TimeoutError) as exc:
-            return InjectResult(State.UNKNOWN, f"the session's socket broke after the write: {exc}")
+            return InjectResult(State.UNKNOWN, f"the session's socket broke after the write: {exc}", evidence)
     finally:
         sock.close()
     if answer:
-        return InjectResult(State.UNKNOWN, f"the session answered bytes: {answer[:80]!r}")
-    if permission_mode(pid) == "bypass" and from_mode != "bypass":
-        return InjectResult(State.UNKNOWN, HELD, {"claude": "held_for_approval"})
-    return InjectResult(State.ACCEPTED, evidence={"claude": "eof_after_frame", "native": True, "socket": socket_path})
+        return InjectResult(State.UNKNOWN, f"the session answered bytes: {answer[:80]!r}", evidence)
+    if inbox is None or address is None:
+        return InjectResult(State.UNKNOWN, NO_RECEIPTS, evidence)
+    receipt = inbox.wait(mid, grace_s)
+    if receipt is None:
+        if on_settled is None:
+            inbox.forget(mid)
+        return InjectResult(
+            State.ACCEPTED, evidence={**evidence, "claude": "eof_no_receipt", "grace_ms": round(grace_s * 1000)}
+        )
+    result = receipts.result_of(receipt)
+    if on_settled is None or receipt.final:
+        inbox.forget(mid)
+    return InjectResult(result.state, result.reason, {**evidence, **result.evidence})
 
 
 def socket_live(path: str | None) -> bool:

@@ -1,0 +1,322 @@
+"""Claude Code's hold receipts: how a process that writes into a Claude session learns what the session did with it.
+
+Claude 2.1.332 answers nothing on the connection a message is written on. When it does not deliver a frame at once it
+tells the frame's reply address (its top-level `from`, `uds:<path>`) instead, on a new connection, one JSON line:
+
+    {"type":"control","action":"peer_message_status","status":"held"|"delivered"|"denied"|"expired"|"dropped",
+     "status_detail"?:"refused","reason":…,"orig_msg_id":<the frame's msg_id>,"from":"uds:<its socket>",…}
+
+only when the path has Claude's shape (`ADDRESS`), lies in the receiving session's own socket directory, and its
+listening socket belongs to the process that wrote the frame (SO_PEERCRED). So each writing process binds one inbox
+in each socket directory it writes into (`inbox_for`), and keeps it as long as it lives. The `held` or refused
+receipt is sent as Claude closes the writer's connection (measured: within ~1 ms of the EOF); a frame delivered at
+once gets none. docs/dev/claude-adapter.md has the experiment.
+
+Blocking sockets and threads, no asyncio: `crosstalk send` uses it on its start-up path; the shim hands receipts
+to its event loop itself. Every read is capped; only the receiving Claude process (its pid, our uid) is heard.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import json
+import os
+import re
+import secrets
+import socket
+import stat
+import struct
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from crosstalk.core.states import State
+from crosstalk.harness.base import InjectResult
+
+ADDRESS = re.compile(r"^uds:[A-Za-z0-9%:_/.\-]{1,200}$")
+MAX_RECEIPT_BYTES = 64 * 1024
+READ_TIMEOUT_S = 2.0
+MAX_CONNECTIONS = 16  # read at once; more are closed unread
+TICK_S = 0.5
+GONE_GRACE_S = 2.0  # how long a session that ended may take to send its `expired` receipts
+PREFIX = "crosstalk-"
+FINAL = frozenset({"delivered", "denied", "expired", "dropped"})
+
+REFUSED_REASON = "refused: the receiving session's settings refuse cross-session messages (crossSessionInbound)"
+
+
+@dataclass(frozen=True, slots=True)
+class Receipt:
+    message_id: str
+    status: str  # held | delivered | denied | expired | dropped, or "gone" (the session ended and said nothing)
+    detail: str | None = None  # status_detail: "refused"
+    reason: str | None = None  # Claude's own words
+
+    @property
+    def refused(self) -> bool:
+        return self.detail == "refused"
+
+    @property
+    def final(self) -> bool:
+        return self.status in FINAL or self.status == "gone"
+
+
+def result_of(receipt: Receipt) -> InjectResult:
+    """The delivery state a receipt says: held; delivered → accepted; denied or refused → rejected; expired or
+    dropped → unreachable; a session that ended without a word → unknown."""
+    evidence: dict[str, object] = {"claude": "receipt", "receipt": receipt.status}
+    if receipt.detail:
+        evidence["detail"] = receipt.detail
+    words = f" ({receipt.reason})" if receipt.reason else ""
+    if receipt.refused:
+        return InjectResult(State.REJECTED, REFUSED_REASON, evidence)
+    if receipt.status == "held":
+        return InjectResult(State.HELD, f"held: the receiving session holds it for its user{words}", evidence)
+    if receipt.status == "delivered":
+        return InjectResult(State.ACCEPTED, None, evidence)
+    if receipt.status == "denied":
+        return InjectResult(State.REJECTED, f"denied: the receiving user declined it{words}", evidence)
+    if receipt.status in ("expired", "dropped"):
+        return InjectResult(State.UNREACHABLE, f"{receipt.status}: it never reached the model{words}", evidence)
+    return InjectResult(
+        State.UNKNOWN, "the receiving session ended while holding it and said nothing of what became of it", evidence
+    )
+
+
+def parse(raw: bytes) -> list[Receipt]:
+    """The receipts in one connection's bytes (an auth line and anything else are skipped)."""
+    out = []
+    for line in raw.splitlines():
+        try:
+            data = json.loads(line)
+        except (ValueError, RecursionError):
+            continue
+        if not isinstance(data, dict) or data.get("action") != "peer_message_status":
+            continue
+        mid, status = data.get("orig_msg_id"), data.get("status")
+        if not isinstance(mid, str) or not isinstance(status, str):
+            continue
+        detail, reason = data.get("status_detail"), data.get("reason")
+        out.append(
+            Receipt(
+                mid,
+                status,
+                detail if isinstance(detail, str) else None,
+                reason[:300] if isinstance(reason, str) else None,
+            )
+        )
+    return out
+
+
+Callback = Callable[[Receipt], None]
+
+
+@dataclass(slots=True)
+class _Expected:
+    peer_pid: int
+    callback: Callback | None
+    receipts: list[Receipt]
+    gone_since: float | None = None
+    waited: bool = False  # `wait` has returned: a final receipt ends the expectation
+
+
+class ReceiptInbox:
+    """One listening socket in a Claude socket directory, for this process's frames into that directory's sessions.
+    `expect` a frame's msg_id before writing it; `wait` for its first receipt after the EOF; every receipt also goes
+    to its callback (on a reader thread), until a final one."""
+
+    def __init__(self, directory: str) -> None:
+        prune(directory)
+        self.path = os.path.join(directory, f"{PREFIX}{os.getpid()}-{secrets.token_hex(4)}.sock")
+        self._sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            self._sock.bind(self.path)
+            os.chmod(self.path, 0o600)
+            self._sock.listen(64)
+        except OSError:
+            self._sock.close()
+            raise
+        self._sock.settimeout(TICK_S)
+        self._cond = threading.Condition()
+        self._expected: dict[str, _Expected] = {}
+        self._readers = threading.BoundedSemaphore(MAX_CONNECTIONS)
+        self._closed = False
+        threading.Thread(target=self._serve, name="claude-receipts", daemon=True).start()
+
+    @property
+    def address(self) -> str | None:
+        """The frame's `from` for this inbox, or None when Claude would not send receipts to it (its shape)."""
+        address = f"uds:{self.path}"
+        return address if ADDRESS.match(address) else None
+
+    def expect(self, message_id: str, peer_pid: int, callback: Callback | None = None) -> None:
+        with self._cond:
+            self._expected[message_id] = _Expected(peer_pid, callback, [])
+
+    def forget(self, message_id: str) -> None:
+        with self._cond:
+            self._expected.pop(message_id, None)
+
+    def wait(self, message_id: str, timeout_s: float) -> Receipt | None:
+        """The first receipt for `message_id`, waiting at most `timeout_s` for it (0: only one already read)."""
+        deadline = time.monotonic() + timeout_s
+        with self._cond:
+            while True:
+                entry = self._expected.get(message_id)
+                if entry is None:
+                    return None
+                left = deadline - time.monotonic()
+                if entry.receipts or left <= 0:
+                    entry.waited = True
+                    if entry.receipts and entry.receipts[-1].final:
+                        del self._expected[message_id]
+                    return entry.receipts[0] if entry.receipts else None
+                self._cond.wait(left)
+
+    def close(self) -> None:
+        self._closed = True
+        self._sock.close()
+        with contextlib.suppress(OSError):
+            os.unlink(self.path)
+
+    # ------------------------------------------------------------------ the reader thread
+    def _serve(self) -> None:
+        while not self._closed:
+            try:
+                conn, _ = self._sock.accept()
+            except TimeoutError:
+                self._check_gone()
+                continue
+            except OSError:
+                return
+            if not self._readers.acquire(blocking=False):
+                conn.close()
+                continue
+            threading.Thread(target=self._read, args=(conn,), daemon=True).start()
+
+    def _read(self, conn: socket.socket) -> None:
+        try:
+            pid, uid = peer_of(conn)
+            if uid != os.getuid():
+                return
+            raw = read_all(conn)
+        finally:
+            conn.close()
+            self._readers.release()
+        for receipt in parse(raw):
+            self._record(receipt, pid)
+
+    def _record(self, receipt: Receipt, pid: int) -> None:
+        with self._cond:
+            entry = self._expected.get(receipt.message_id)
+            if entry is None or (pid and entry.peer_pid and pid != entry.peer_pid):
+                return  # not ours, or not from the session it was written into
+            entry.receipts.append(receipt)
+            if receipt.final and entry.waited:
+                del self._expected[receipt.message_id]
+            self._cond.notify_all()
+            callback = entry.callback
+        if callback is not None:  # every receipt, the one `wait` returns too: the receiver of both keeps the first word
+            with contextlib.suppress(Exception):  # a callback never stops the reader
+                callback(receipt)
+
+    def _check_gone(self) -> None:
+        """A held message whose session ended without a word (killed: no `expired` receipt) is settled unknown."""
+        now = time.monotonic()
+        gone: list[tuple[str, _Expected]] = []
+        with self._cond:
+            for mid, entry in list(self._expected.items()):
+                if not entry.receipts or _alive(entry.peer_pid):
+                    continue
+                if entry.gone_since is None:
+                    entry.gone_since = now
+                elif now - entry.gone_since >= GONE_GRACE_S:
+                    del self._expected[mid]
+                    gone.append((mid, entry))
+        for mid, entry in gone:
+            if entry.callback is not None:
+                with contextlib.suppress(Exception):
+                    entry.callback(Receipt(mid, "gone"))
+
+
+def peer_of(conn: socket.socket) -> tuple[int, int]:
+    """(pid, uid) of the process on the other end of a unix socket."""
+    creds = conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
+    pid, uid, _gid = struct.unpack("3i", creds)
+    return pid, uid
+
+
+def read_all(conn: socket.socket) -> bytes:
+    conn.settimeout(READ_TIMEOUT_S)
+    chunks, size = [], 0
+    with contextlib.suppress(OSError):
+        while size < MAX_RECEIPT_BYTES:
+            chunk = conn.recv(min(65536, MAX_RECEIPT_BYTES - size))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+    return b"".join(chunks)
+
+
+def _alive(pid: int) -> bool:
+    if pid <= 0:
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def prune(directory: str) -> None:
+    """Remove the inboxes crashed crosstalk processes left in `directory` (ours: a socket of this user, named for a
+    pid that no longer runs)."""
+    try:
+        names = os.listdir(directory)[:4096]
+    except OSError:
+        return
+    for name in names:
+        if not (name.startswith(PREFIX) and name.endswith(".sock")):
+            continue
+        pid = name[len(PREFIX) :].split("-", 1)[0]
+        path = os.path.join(directory, name)
+        try:
+            st = os.lstat(path)
+        except OSError:
+            continue
+        if not pid.isdigit() or not stat.S_ISSOCK(st.st_mode) or st.st_uid != os.getuid() or _alive(int(pid)):
+            continue
+        with contextlib.suppress(OSError):
+            os.unlink(path)
+
+
+_inboxes: dict[str, ReceiptInbox] = {}
+_inboxes_lock = threading.Lock()
+
+
+def inbox_for(session_socket: str) -> ReceiptInbox | None:
+    """This process's inbox beside the Claude session socket `session_socket` (bound on first use), or None when
+    none can be bound there (the directory is not ours or not writable)."""
+    directory = str(Path(session_socket).parent)
+    with _inboxes_lock:
+        inbox = _inboxes.get(directory)
+        if inbox is None or inbox._closed:
+            try:
+                inbox = _inboxes[directory] = ReceiptInbox(directory)
+            except OSError:
+                return None
+        return inbox
+
+
+@atexit.register
+def _close_all() -> None:
+    with _inboxes_lock:
+        for inbox in _inboxes.values():
+            inbox.close()
+        _inboxes.clear()
