@@ -5,9 +5,9 @@ Claude's own ListAgents and SendMessage see each other) and one CROSSTALK_HOME.
 
 - `LiveClaude`: headless and long-lived (`-p --input-format stream-json`, stdin held open: one turn per user line,
   socket-injected turns in between). It runs with bypass permissions unless told otherwise (`permission_mode`
-  "default" or "plan", crosstalk's tools allowed up front), optionally with `settings` (`--settings <json>`) and a
-  `name` (`--name`); as a stream-json host the test can send it control requests (`control`) and read the
-  messages it holds for its user (`holds`).
+  "default" or "plan": PERMISSION_FLAGS), optionally with `settings` (`--settings <json>`) and a `name` (`--name`).
+  The test is its stream-json host: it sends control requests (`control`), answers permission prompts
+  (`allow_tool`) and reads the messages the session holds for its user (`holds`).
 - `TuiClaude`: the interactive TUI in a tmux session (keys typed with send-keys, the screen read with capture-pane).
 
     with sessions(root, "alpha", "beta") as live:
@@ -352,7 +352,9 @@ class LiveClaude(Session):
         return asked
 
     def holds(self) -> list[dict[str, Any]]:
-        """The messages the session held for its user so far: its `peer_message_hold` system events, oldest first."""
+        """The session's `peer_message_hold` system events so far, oldest first: a message held for its user
+        (`state` "held", with its `hold_id`, `cause` and a `preview` of the text), then what became of it (e.g.
+        "released" once let through)."""
         return [e for e in self.events() if e.get("type") == "system" and e.get("subtype") == "peer_message_hold"]
 
     def wait_hold(

@@ -151,6 +151,11 @@ def decide(s: LiveClaude, hold: dict[str, Any], decision: str) -> str:
 
 def notice(s: LiveClaude, message_id: str, timeout: float = WAIT_S, after: int = 0) -> str:
     """The notice from crosstalk about `message_id` the session's model read (its text, up to the envelope end)."""
+    return _notice(s, message_id, timeout, after)[1]
+
+
+def _notice(s: LiveClaude, message_id: str, timeout: float = WAIT_S, after: int = 0) -> tuple[str, str]:
+    """(the opening tag of the envelope that carried the notice, the notice's text)."""
     needle = f"crosstalk: your message {message_id} to "
     req = s.wait_seen(needle, timeout=timeout, after=after)
     for msg in req.body.get("messages", []):
@@ -158,8 +163,10 @@ def notice(s: LiveClaude, message_id: str, timeout: float = WAIT_S, after: int =
         blocks = [content] if isinstance(content, str) else [b.get("text", "") for b in content if isinstance(b, dict)]
         for text in blocks:
             if isinstance(text, str) and needle in text:
-                return text[text.index(needle) :].split("</cross-session-message>")[0].strip()
-    return req.raw[req.raw.index(needle) :][:600]  # escaped in a tool result: the raw JSON around it
+                head, rest = text.split(needle, 1)
+                tag = head[head.rfind("<cross-session-message") :]
+                return tag, (needle + rest).split("</cross-session-message>")[0].strip()
+    raise AssertionError(f"{s.root.name}: {needle!r} is in a request, but in no text block: {req.raw[-3000:]}")
 
 
 def assert_unseen(s: LiveClaude, needle: str, seconds: float = UNSEEN_S) -> None:
@@ -227,10 +234,10 @@ def test_the_permission_mode_matrix_every_answer_is_the_truth(team: Team):
     sent: dict[tuple[str, str], tuple[str, dict[str, Any]]] = {}
     for sender_mode in SENDERS:
         for receiver in receivers:
-            token = f"matrix {tag} {sender_mode}->{receiver}"
+            token = f"matrix {tag} {sender_mode} to {receiver}"  # nothing the envelope escapes
             sent[sender_mode, receiver] = token, send(sessions[f"s-{sender_mode}"], name_of(sessions[receiver]), token)
     # What happened in each receiver: seen by its model, or held (and not seen UNSEEN_S later).
-    deadline = time.monotonic() + UNSEEN_S
+    deadline, seen_by = time.monotonic() + UNSEEN_S, time.monotonic() + 30
     cells: dict[tuple[str, str], str] = {}
     problems: list[str] = []
     for (sender_mode, receiver), (token, result) in sent.items():
@@ -238,7 +245,7 @@ def test_the_permission_mode_matrix_every_answer_is_the_truth(team: Team):
         cell = f"{sender_mode} → {receiver}: told {state}"
         if state == "accepted":
             try:
-                r.wait_seen(token, timeout=30)
+                r.wait_seen(token, timeout=max(0.1, seen_by - time.monotonic()))
                 cells[sender_mode, receiver] = "accepted"
             except AssertionError:
                 problems.append(f"{cell}, but the receiving model never saw it")
@@ -401,8 +408,11 @@ def test_a_held_send_survives_a_crash_of_the_sending_shim(team: Team):
     # nothing; the call after it starts the new shim (docs/dev/claude-adapter.md, "A shim that dies").
     if a.wait_tool_text("list_agents", after=n).startswith("Connection closed"):
         a.say("CALL mcp__crosstalk__list_agents {}")
-    text = notice(a, mid, after=n)
+    tag, text = _notice(a, mid, after=n)
     assert text.startswith(f"crosstalk: your message {mid} to {name_of(b)}"), text
     assert "was not delivered (rejected)" in text, text
-    assert a.shim_pids() and a.shim_pids() != [shim]
+    # Written by A's own shim (the envelope is from A's own socket), and the old one is dead: the new one wrote it.
+    own = StatePaths(Path(a.env["CROSSTALK_HOME"])).uds_path(a.agent().agent_id)
+    assert f'from="uds:{own}"' in tag, tag
+    assert a.shim_pids() and shim not in a.shim_pids() and a.agent().pid != shim
     assert not saw(b, token)

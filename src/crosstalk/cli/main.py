@@ -273,7 +273,7 @@ def _agent(sub: Any) -> None:
         dest="fake_script",
         default="",
         help="Fake outcomes, one per injection, comma-separated (accept, queue, race, fallback, "
-        "malformed, refuse, presend, disconnect, block, hang); then --default repeats.",
+        "malformed, refuse, presend, disconnect, block, hang, hold, decline); then --default repeats.",
     )
     p.add_argument(
         "--default",

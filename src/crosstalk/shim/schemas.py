@@ -30,7 +30,8 @@ def tool_definitions() -> list[dict[str, Any]]:
                 "Send a message into another session by name; it arrives there as a message from you. kind: "
                 "inform (default), or command to a session you claimed. delivery: auto (default), steer (into its "
                 "running turn now), next_turn. State accepted or queued: delivered; rejected or unreachable: not "
-                "delivered (see reason); unknown: it may have arrived, do not resend blindly."
+                "delivered (see reason); held: its user decides, you are told here; unknown: it may have arrived, "
+                "do not resend blindly."
             ),
             "inputSchema": {
                 "type": "object",

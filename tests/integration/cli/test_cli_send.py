@@ -250,3 +250,17 @@ def test_send_no_answer_within_timeout_exit_1(xt: Procs) -> None:
     # The message was claimed for dispatch before the harness hung: journaled, never acknowledged.
     types = [r["type"] for r in xt.journal_records(hangs.agent_id)]
     assert types == ["received", "dispatch"]
+
+
+def test_send_to_a_session_that_holds_it_exits_5_and_says_held(xt: Procs) -> None:
+    """The receiving harness holds the message for its user: the sender is told `held` (exit 5), never accepted;
+    waiting for the user's word that never comes ends the same way, and the message was delivered to no one."""
+    holder = xt.start_agent("holder", "--default", "hold")
+    res = xt.cli("send", "holder", "for your user")
+    assert res.returncode == 5, res.stderr
+    m = re.fullmatch(rf"held ({UUID}) → holder: held: the session holds it for its user\n", res.stdout)
+    assert m, res.stdout
+    assert "holds the message for its user" in one_error_line(res.stderr)
+    waited = xt.cli("send", "holder", "again", "--wait-held", "1.2", "--json")
+    assert waited.returncode == 5 and json.loads(waited.stdout)["state"] == "held"
+    assert holder.inbox_lines() == []
