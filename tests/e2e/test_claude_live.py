@@ -206,14 +206,15 @@ def test_a_session_without_crosstalk_is_listed_and_receives(root: Path):
         asked = a.wait_tool_result("ask", after=n)
         assert (asked["state"], asked["reason"]) == ("rejected", "kind:native_inform_only"), asked
         # From a shell: the CLI is no Claude session, so it asserts no permission mode, and gamma (running with
-        # bypass permissions) holds it for its user: the sender is told so, never "accepted".
+        # bypass permissions) holds it for its user: Claude's receipt says so, and so does the sender's answer
+        # (exit 5), never "accepted".
         env = {"PATH": a.env["PATH"], "HOME": a.env["HOME"], "CROSSTALK_HOME": a.env["CROSSTALK_HOME"],
                "CLAUDE_CONFIG_DIR": a.env["CLAUDE_CONFIG_DIR"]}  # fmt: skip
         res = subprocess.run(
             [str(bin_dir().parents[2] / ".venv" / "bin" / "crosstalk"), "send", g_name, f"from a shell {token}"],
             env=env, capture_output=True, text=True, timeout=60,
         )  # fmt: skip
-        assert res.returncode == 1 and res.stdout.startswith("unknown") and "held" in res.stdout, res
+        assert res.returncode == 5 and res.stdout.startswith("held ") and f"→ {g_name}: held" in res.stdout, res
 
 
 def _call(s, tool: str, args: dict) -> int:
