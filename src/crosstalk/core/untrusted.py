@@ -1,0 +1,92 @@
+"""One rule for JSON and YAML that someone else wrote (a socket frame, an HTTP body, a file in the state root, git
+content, a model's answer): bounded in size and in depth before anything uses it, and any violation is one
+`UntrustedInput` naming the input, never a RecursionError, a crash or a wedged loop.
+
+Depth is checked on the raw text before parsing (CPython's parsers recurse, and so does every walk over the result),
+so a few kilobytes nesting a thousand levels cost a linear scan and a clear error.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from crosstalk.core.errors import CrosstalkError
+
+MAX_DEPTH = 64  # deeper than any record crosstalk writes or reads from a harness
+MAX_NODES = 1_000_000  # values in one parsed document (YAML aliases can repeat a subtree)
+
+_STRING = re.compile(rb'"(?:[^"\\]|\\.)*"', re.DOTALL)
+_BRACKET = re.compile(rb"[\[\]{}]")
+
+
+class UntrustedInput(CrosstalkError, ValueError):
+    """Input from outside was refused: too large, too deep, or not what it must be. The message names it."""
+
+    def __init__(self, what: str, problem: str) -> None:
+        super().__init__(f"{what}: {problem}")
+        self.what = what
+        self.problem = problem
+
+
+def json_depth(raw: bytes) -> int:
+    """How deeply `raw` nests arrays and objects (brackets inside strings do not count). Linear in its size."""
+    if raw.count(b"[") + raw.count(b"{") <= 1:
+        return raw.count(b"[") + raw.count(b"{")
+    depth = deepest = 0
+    for match in _BRACKET.finditer(_STRING.sub(b"", raw)):
+        if match.group() in (b"[", b"{"):
+            depth += 1
+            deepest = max(deepest, depth)
+        else:
+            depth -= 1
+    return deepest
+
+
+def loads(raw: str | bytes, *, what: str, max_bytes: int, max_depth: int = MAX_DEPTH) -> Any:
+    """`raw` parsed as JSON, or UntrustedInput when it is over `max_bytes`, nests deeper than `max_depth`, or is not
+    JSON. Strings may hold lone surrogates (JSON allows `\\ud800`): see `text`."""
+    data = raw.encode("utf-8", "surrogatepass") if isinstance(raw, str) else raw
+    if len(data) > max_bytes:
+        raise UntrustedInput(what, f"larger than {max_bytes} bytes ({len(data)})")
+    if json_depth(data) > max_depth:
+        raise UntrustedInput(what, f"nested deeper than {max_depth} levels")
+    try:
+        return json.loads(data)
+    except RecursionError:
+        raise UntrustedInput(what, f"nested deeper than {max_depth} levels") from None
+    except ValueError as exc:
+        raise UntrustedInput(what, f"not valid JSON ({exc})") from None
+
+
+def check_depth(value: Any, *, what: str, max_depth: int = MAX_DEPTH, max_nodes: int = MAX_NODES) -> Any:
+    """`value` (already parsed, e.g. by a YAML loader) unchanged, or UntrustedInput when it nests deeper than
+    `max_depth` or holds more than `max_nodes` values. Iterative: a deep value cannot overflow the stack here."""
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    nodes = 0
+    while stack:
+        item, depth = stack.pop()
+        nodes += 1
+        if nodes > max_nodes:
+            raise UntrustedInput(what, f"more than {max_nodes} values")
+        if isinstance(item, dict):
+            children: Any = item.values()
+        elif isinstance(item, list | tuple):
+            children = item
+        else:
+            continue
+        if depth > max_depth:
+            raise UntrustedInput(what, f"nested deeper than {max_depth} levels")
+        stack.extend((child, depth + 1) for child in children)
+    return value
+
+
+def text(value: str, *, what: str) -> str:
+    """`value` when it is text that can be written out (UTF-8), else UntrustedInput: a lone surrogate (`\\ud800`,
+    legal in JSON) would fail on the first write, far from where it came in."""
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise UntrustedInput(what, f"not valid Unicode text (a lone surrogate at position {exc.start})") from None
+    return value
