@@ -10,10 +10,10 @@ message still says what it did.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 
+from crosstalk.core.untrusted import UntrustedInput, loads
 from crosstalk.fs.reading import read_capped
 from crosstalk.harness.claude.sessions import config_dir
 
@@ -29,9 +29,9 @@ def _json_object(raw: bytes | str | None) -> dict[str, object] | None:
     if not raw:
         return None
     try:
-        data = json.loads(raw)
-    except (ValueError, RecursionError):
-        return None
+        data = loads(raw, what="Claude Code settings", max_bytes=MAX_SETTINGS_BYTES)
+    except UntrustedInput:
+        return None  # Claude would not read it either; its receipt still says what it did
     return data if isinstance(data, dict) else None
 
 

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import atexit
 import contextlib
-import json
 import os
 import re
 import secrets
@@ -34,6 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from crosstalk.core.states import State
+from crosstalk.core.untrusted import UntrustedInput, loads
 from crosstalk.harness.base import InjectResult
 
 ADDRESS = re.compile(r"^uds:[A-Za-z0-9%:_/.\-]{1,200}$")
@@ -42,6 +42,7 @@ READ_TIMEOUT_S = 2.0
 MAX_CONNECTIONS = 16  # read at once; more are closed unread
 TICK_S = 0.5
 GONE_GRACE_S = 2.0  # how long a session that ended may take to send its `expired` receipts
+LATE_WINDOW_S = 10.0  # how long a message answered without a receipt is still listened for (a contradicting one)
 PREFIX = "crosstalk-"
 FINAL = frozenset({"delivered", "denied", "expired", "dropped"})
 
@@ -91,8 +92,8 @@ def parse(raw: bytes) -> list[Receipt]:
     out = []
     for line in raw.splitlines():
         try:
-            data = json.loads(line)
-        except (ValueError, RecursionError):
+            data = loads(line, what="a Claude receipt", max_bytes=MAX_RECEIPT_BYTES)
+        except UntrustedInput:
             continue
         if not isinstance(data, dict) or data.get("action") != "peer_message_status":
             continue
@@ -121,6 +122,7 @@ class _Expected:
     receipts: list[Receipt]
     gone_since: float | None = None
     waited: bool = False  # `wait` has returned: a final receipt ends the expectation
+    waited_at: float = 0.0
 
 
 class ReceiptInbox:
@@ -170,7 +172,7 @@ class ReceiptInbox:
                     return None
                 left = deadline - time.monotonic()
                 if entry.receipts or left <= 0:
-                    entry.waited = True
+                    entry.waited, entry.waited_at = True, time.monotonic()
                     if entry.receipts and entry.receipts[-1].final:
                         del self._expected[message_id]
                     return entry.receipts[0] if entry.receipts else None
@@ -184,11 +186,14 @@ class ReceiptInbox:
 
     # ------------------------------------------------------------------ the reader thread
     def _serve(self) -> None:
+        checked = time.monotonic()
         while not self._closed:
+            if time.monotonic() - checked >= TICK_S:
+                self._check_gone()
+                checked = time.monotonic()
             try:
                 conn, _ = self._sock.accept()
             except TimeoutError:
-                self._check_gone()
                 continue
             except OSError:
                 return
@@ -224,12 +229,17 @@ class ReceiptInbox:
                 callback(receipt)
 
     def _check_gone(self) -> None:
-        """A held message whose session ended without a word (killed: no `expired` receipt) is settled unknown."""
+        """A held message whose session ended without a word (killed: no `expired` receipt) is settled unknown; a
+        message delivered at once is no longer listened for once LATE_WINDOW_S passed."""
         now = time.monotonic()
         gone: list[tuple[str, _Expected]] = []
         with self._cond:
             for mid, entry in list(self._expected.items()):
-                if not entry.receipts or _alive(entry.peer_pid):
+                if not entry.receipts:
+                    if entry.waited and now - entry.waited_at > LATE_WINDOW_S:
+                        del self._expected[mid]  # delivered at once, and nothing has contradicted it since
+                    continue
+                if _alive(entry.peer_pid):
                     continue
                 if entry.gone_since is None:
                     entry.gone_since = now
