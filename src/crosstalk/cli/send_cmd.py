@@ -138,8 +138,7 @@ def _exit(state: str, name: str, reason: str | None) -> int:
     if state in ("accepted", "queued"):
         return EXIT_OK
     if state == "held":
-        fail(f"{name} holds the message for its user: {reason or 'held'} (--wait-held waits for the decision)",
-             EXIT_HELD)  # fmt: skip
+        fail(f"{name} holds the message for its user to decide; --wait-held SECONDS waits for the decision", EXIT_HELD)
     if state == "rejected":
         fail(f"rejected by {name}: {reason or 'no reason given'}", EXIT_REJECTED)
     if state == "unreachable":
