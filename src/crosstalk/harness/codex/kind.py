@@ -7,7 +7,7 @@ supersedes. Codex threads have no name of their own to follow.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 from crosstalk.core.states import State
 from crosstalk.harness.base import CallEvidence, ConfigChange, InjectResult, SessionIdentity, SessionRow
@@ -54,9 +54,12 @@ class CodexKind:
         from_name: str,
         sender_pid: int | None,
         environ: Mapping[str, str],
+        message_id: str | None = None,
+        on_settled: Callable[[str, InjectResult], None] | None = None,
     ) -> InjectResult:
         """An inform into a loaded thread crosstalk does not serve: a turn/start carrying the envelope, on the
-        app-server the listing found it on."""
+        app-server the listing found it on. Codex never holds a message for its user: the answer is final, and
+        `on_settled` is never called."""
         from crosstalk.core import envelope
         from crosstalk.harness.codex.threads import deliver
 
