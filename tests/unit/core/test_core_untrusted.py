@@ -63,3 +63,7 @@ def test_parsed_values_are_checked_without_recursion_and_lone_surrogates_are_nam
     assert text("fine ✓", what="t") == "fine ✓"
     with pytest.raises(UntrustedInput, match="lone surrogate at position 1"):
         text(loads('"a\\ud800"', what="t", max_bytes=100), what="send_message text")
+
+
+def test_a_lone_bracket_inside_a_string_is_no_depth() -> None:
+    assert json_depth(b'"{"') == 0 and json_depth(b'["["]') == 1
