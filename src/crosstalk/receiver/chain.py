@@ -250,11 +250,7 @@ class Receiver:
                 return None
             outcome = Outcome(message_id, result.state, result.reason, evidence)
             self.stats.by_state[outcome.state.value] = self.stats.by_state.get(outcome.state.value, 0) + 1
-        for fn in self._late_listeners:
-            try:
-                fn(entry, outcome)
-            except Exception:  # a listener never breaks delivery
-                log.exception("receiver late listener failed")
+        _tell(self._late_listeners, entry, outcome)
         return outcome
 
     # ------------------------------------------------------------------ internals
@@ -379,12 +375,16 @@ class Receiver:
     def _settle(self, inbound: Inbound, outcome: Outcome) -> Outcome:
         """Count the final outcome and tell the listeners, once per message."""
         self.stats.by_state[outcome.state.value] = self.stats.by_state.get(outcome.state.value, 0) + 1
-        for fn in self._listeners:
-            try:
-                fn(inbound, outcome)
-            except Exception:  # a listener never breaks delivery
-                log.exception("receiver listener failed")
+        _tell(self._listeners, inbound, outcome)
         return outcome
+
+
+def _tell(listeners: Sequence[Callable[[Any, Outcome], None]], about: Any, outcome: Outcome) -> None:
+    for fn in listeners:
+        try:
+            fn(about, outcome)
+        except Exception:  # a listener never breaks delivery
+            log.exception("receiver listener failed")
 
 
 def _outcome_of(entry: MessageEntry, *, duplicate: bool) -> Outcome:

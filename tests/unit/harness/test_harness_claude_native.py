@@ -189,15 +189,17 @@ def test_where_no_receipt_can_be_had_the_answer_is_unknown(tmp_path: Path):
     assert (out.state, out.reason) == (State.UNKNOWN, NO_RECEIPTS)
 
 
-def test_the_mode_class_is_what_sendmessage_asserts():
-    for flags, cls in ((("--dangerously-skip-permissions",), "bypass"), (("--permission-mode=plan",), "prompting"),
-                       ((), "prompting")):  # fmt: skip
-        proc = sleeper(*flags)
-        try:
-            assert mode_class(proc.pid) == cls
-        finally:
-            proc.kill()
-            proc.wait(10)
+@pytest.mark.parametrize(
+    ("flags", "cls"),
+    [(("--dangerously-skip-permissions",), "bypass"), (("--permission-mode=plan",), "prompting"), ((), "prompting")],
+)
+def test_the_mode_class_is_what_sendmessage_asserts(flags: tuple[str, ...], cls: str):
+    proc = sleeper(*flags)
+    try:
+        assert mode_class(proc.pid) == cls
+    finally:
+        proc.kill()
+        proc.wait(10)
     assert mode_class(999_999_999) is None
 
 
