@@ -114,3 +114,40 @@ def test_unread_is_what_receive_message_lists_by_default() -> None:
     from crosstalk.shim.mailbox import NEEDS_ATTENTION as MAILBOX
 
     assert {s.value for s in NEEDS_ATTENTION} == set(MAILBOX)
+
+
+def test_a_journal_past_the_tail_bound_is_read_from_its_last_bytes_only(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`crosstalk watch --once` on a huge journal (one its agent has not compacted) reads a bounded tail, starting at a
+    line boundary, not the whole file; growth after it is followed as before."""
+    import crosstalk.watch.journals as journals
+
+    monkeypatch.setattr(journals, "MAX_TAIL_BYTES", 64 * 1024)
+    path = tmp_path / "j.jsonl"
+    mids, lines = [], []
+    for i in range(600):
+        mid, rec = _received(f"message {i}")
+        mids.append(mid)
+        lines += [encode(rec), encode(R.outcome(mid, State.ACCEPTED, None, BIND))]
+    data = b"".join(lines)
+    assert len(data) > 4 * 64 * 1024
+    path.write_bytes(data)
+    tail = JournalTail(path)
+    assert tail.refresh() is True
+    assert tail.state.records_applied <= 64 * 1024 // min(len(x) for x in lines) + 1  # not the whole file
+    assert mids[-1] in tail.state.messages and mids[0] not in tail.state.messages
+    assert tail.state.messages[mids[-1]].state is State.ACCEPTED and tail.unread() == 0
+    mid, rec = _received("after")
+    with open(path, "ab") as f:
+        f.write(encode(rec))
+    assert tail.refresh() is True and mid in tail.state.messages and tail.unread() == 1
+
+
+def test_checkpoint_records_are_passed_over(tmp_path: Path) -> None:
+    path = tmp_path / "j.jsonl"
+    mid, rec = _received("after a compaction")
+    path.write_bytes(encode(R.checkpoint(["old", "k", "accepted", None, 1.0])) + encode(rec))
+    tail = JournalTail(path)
+    assert tail.refresh() is True
+    assert list(tail.state.messages) == [mid] and tail.unread() == 1

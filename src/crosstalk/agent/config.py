@@ -8,9 +8,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from crosstalk.harness.base import HarnessAdapter
+from crosstalk.journal.window import MAX_SETTLED
 from crosstalk.policy import Limits, Role
 
 RETENTION_INTERVAL_S = 3600.0  # how often a running agent applies the 24 h retention rule to its journal
+COMPACT_AFTER_BYTES = 2 << 20  # ...and sooner, once its journal grew by this much (bounds a restart's replay)
 # How a session's own answer to an ask is given when its adapter plays the model (the fake): (the AgentHost,
 # message_id, text). The shim passes its reply tool, which also carries the answer into the asker's session.
 SessionReply = Callable[[Any, str, str], Awaitable[object]]
@@ -30,5 +32,7 @@ class AgentConfig:
     harness_pid: int | None = None
     inject_timeout_s: float = 30.0
     retention_interval_s: float = RETENTION_INTERVAL_S
+    compact_after_bytes: int = COMPACT_AFTER_BYTES
+    max_settled: int = MAX_SETTLED  # settled messages (and terminal tasks, ...) kept in memory (journal/window.py)
     a2a: bool = False  # serve A2A 1.0 on 127.0.0.1 (imports the SDK: ~0.3 s, paid only by agents that use it)
     session_reply: SessionReply | None = None  # default: the task service's reply alone

@@ -32,7 +32,7 @@ from crosstalk.harness.base import AgentInfo, BindResult, SessionModel
 from crosstalk.ingress.uds import UdsIngress
 from crosstalk.journal import Journal, JournalState
 from crosstalk.journal import records as R
-from crosstalk.journal.retention import RETENTION_SECONDS, ids_in, select_retained
+from crosstalk.journal.retention import RETENTION_SECONDS, Plan, compact_records, ids_in
 from crosstalk.policy import ReceiverView, Role
 from crosstalk.receiver import AgentIdentity, Listener, Receiver
 from crosstalk.registry.credentials import create_key, remove_key
@@ -67,6 +67,8 @@ class AgentHost:
         self._a2a: Any = None  # crosstalk.ingress.a2a.server.A2AServer, imported only when enabled
         self._children: tuple[float, frozenset[str]] = (0.0, frozenset())
         self._retention_task: asyncio.Task[None] | None = None
+        self._growth_task: asyncio.Task[Any] | None = None  # a compaction the journal's growth started
+        self._compacted_size = 0  # the journal's size after the last compaction
         self._unpublish: list[Callable[[], None]] = []
 
     # ------------------------------------------------------------------ who and where
@@ -177,12 +179,15 @@ class AgentHost:
         # 1. journal: lock, replay, retention, reconcile — before anything can reach the agent.
         journal, read = Journal.open(paths.journal_file(agent_id), paths.journal_lock(agent_id))
         self._journal = journal
-        state = JournalState.replay(read.records)
-        kept = select_retained(read.records, state.unresolved_ids())
+        state = JournalState.replay(read.records, max_settled=self.config.max_settled)
+        kept = compact_records(read.records, Plan.of(state))
         if len(kept) < len(read.records):
             journal.rewrite(kept)
-            state = JournalState.replay(kept)
+            state = JournalState.replay(kept, max_settled=self.config.max_settled)
+        else:
+            kept = read.records
         self.state = state
+        self._compacted_size = journal.size
         identity = AgentIdentity(
             agent_id=agent_id,
             name=self.name,
@@ -200,6 +205,7 @@ class AgentHost:
             inject_timeout_s=self.config.inject_timeout_s,
             open_messages=self.open_inbound,
         )
+        self._receiver.add_listener(self._compact_if_grown)
         reconciled = self._receiver.reconcile()
         self.replay_report = {
             "records": len(read.records),
@@ -279,19 +285,36 @@ class AgentHost:
             except Exception:  # retention must never take the agent down; the next round tries again
                 log.exception("journal retention failed")
 
+    def _compact_if_grown(self, *_: object) -> None:
+        """After each message: once the journal has grown by `compact_after_bytes` since the last compaction,
+        compact it now rather than at the next hourly round, so its size (and a restart's replay) stays bounded
+        however fast messages come."""
+        if self._journal is None or self.journal.size - self._compacted_size < self.config.compact_after_bytes:
+            return
+        if self._growth_task is None or self._growth_task.done():
+            self._growth_task = asyncio.get_running_loop().create_task(self._compact_logged())
+
+    async def _compact_logged(self) -> None:
+        try:
+            await self.compact()
+        except Exception:  # retention must never take the agent down; the next round tries again
+            log.exception("journal compaction failed")
+
     async def compact(self, *, now: float | None = None) -> tuple[int, int]:
-        """Apply the retention rule to the live journal and forget in memory what it dropped.
-        Returns (records before, records after)."""
+        """Apply the retention rule to the live journal (settled messages the state let go of collapse into the
+        checkpoint) and forget in memory what it dropped. Returns (records before, records after)."""
         now = time.time() if now is None else now
-        unresolved = self.state.unresolved_ids()
+        plan = Plan.of(self.state)  # taken here, on the loop: the flusher thread that runs `select` never reads it
         kept_ids: set[str] = set()
+        self._compacted_size = self.journal.size  # no second growth compaction while this one is queued
 
         def select(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
-            kept = select_retained(records, unresolved, now=now)
+            kept = compact_records(records, plan, now=now)
             kept_ids.update(ids_in(kept))
             return kept
 
         before, after = await asyncio.wrap_future(self.journal.compact(select))
+        self._compacted_size = self.journal.size
         if after < before:
             self.state.prune(kept_ids, now - RETENTION_SECONDS)
             if self._tasks is not None:
@@ -358,11 +381,12 @@ class AgentHost:
             with contextlib.suppress(Exception):
                 undo()
         self._unpublish = []
-        if self._retention_task is not None:
-            self._retention_task.cancel()
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await self._retention_task
-            self._retention_task = None
+        for task in (self._retention_task, self._growth_task):
+            if task is not None:
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError, Exception):
+                    await task
+        self._retention_task = self._growth_task = None
         if self._a2a is not None:
             with contextlib.suppress(Exception):
                 await self._a2a.close()

@@ -5,11 +5,11 @@ with the sender class its socket credentials prove."""
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Callable
 
 from crosstalk import harness as kinds
+from crosstalk.core import untrusted
 from crosstalk.fs.reading import read_capped
 from crosstalk.harness.base import AgentInfo, PeerPublisher
 from crosstalk.registry.paths import StatePaths
@@ -27,8 +27,8 @@ def settings(paths: StatePaths) -> dict[str, dict[str, str]]:
         if raw is None:
             continue
         try:
-            data = json.loads(raw)
-        except ValueError:
+            data = untrusted.loads(raw, what=str(path), max_bytes=MAX_SETTINGS_BYTES)
+        except untrusted.UntrustedInput:
             data = None
         if not isinstance(data, dict) or not all(isinstance(v, str) for v in data.values()):
             log.warning("ignoring %s: not a JSON object of strings", path)

@@ -26,7 +26,7 @@ from crosstalk.bus.eventlog import EventLog
 from crosstalk.bus.gitops import transport_lock
 from crosstalk.bus.held import HeldMessages
 from crosstalk.bus.invoke import Interrupted, invoke_batch
-from crosstalk.bus.message import utc_timestamp
+from crosstalk.bus.message import MAX_BODY_BYTES, fit_body, too_large, utc_timestamp
 from crosstalk.bus.models import CONFIG_PATH, ModelSpec, Skipped, claim, load_registry
 from crosstalk.bus.relay import LiveRelay
 from crosstalk.bus.replies import batch_replies, failed_replies
@@ -40,6 +40,7 @@ from crosstalk.registry.paths import StatePaths
 
 ACTIVE_INTERVAL_S = 0.5  # between ticks while a conversation is active
 ACTIVE_FOR_S = 120.0  # how long after the last traffic it counts as active
+ERROR_CHARS = 2000  # a failed reply's error (front matter and first line): one line, from a model or our own
 
 
 class Dispatcher:
@@ -232,7 +233,21 @@ class Dispatcher:
     # ------------------------------------------------------------------------------------------------ batches
 
     def _run_batch(self, batch: Batch, head: str, report: TickReport) -> bool:
-        """Run one batch and commit its replies; False when it must run again next tick."""
+        """Run one batch and commit its replies; False when it must run again next tick. Anything but a git error
+        or a stop (which a later tick retries) settles this batch with a failed reply naming it, and the tick goes
+        on with the others."""
+        try:
+            return self._dispatch(batch, head, report)
+        except Exception as exc:  # hostile content or a bug: this batch fails, never the tick
+            reason = f"crosstalk could not dispatch it ({type(exc).__name__}: {exc})"
+            self._error("dispatch_error", channel=batch.channel, model=batch.model.key, error=reason)
+            try:
+                return self._fail_batch(batch, reason, "", report)
+            except Exception as again:
+                self._error("dispatch_error", channel=batch.channel, error=f"cannot record the failure: {again}")
+                return False
+
+    def _dispatch(self, batch: Batch, head: str, report: TickReport) -> bool:
         if self._stop.is_set():
             return False
         try:
@@ -253,20 +268,28 @@ class Dispatcher:
         with self._count_lock:
             report.dispatched += len(batch.messages)
             self.counts["dispatched"] += len(batch.messages)
-        if error is None and result.strip():
-            return self._reply(batch, result.strip(), report, failed=None)
+        # What a reply may hold, with room for the error line in front of a failed one (bounded here too).
+        answer, cut = fit_body(result.strip(), MAX_BODY_BYTES - ERROR_CHARS * 4 - 2)
+        if cut:
+            error = error or too_large(cut)
+        if error is None and answer:
+            return self._reply(batch, answer, report, failed=None)
         if error is None:
             self.log("dispatch_silent", channel=batch.channel, model=batch.model.key, n=len(batch.messages))
             with self._count_lock:
                 report.silent += 1
                 self.counts["silent"] += 1
             return True
+        return self._fail_batch(batch, error, answer, report)
+
+    def _fail_batch(self, batch: Batch, error: str, answer: str, report: TickReport) -> bool:
+        """A failed reply to every message of the batch: the error (one line, bounded), then what the model said."""
+        error = " ".join(error.split())[:ERROR_CHARS] or "failed"
         self.log("dispatch_failed", "warn", channel=batch.channel, model=batch.model.key, error=error)
         with self._count_lock:
             report.failed += 1
             self.counts["failed"] += 1
-        body = error + (f"\n\n{result.strip()}" if result.strip() else "")
-        return self._reply(batch, body, report, failed=error)
+        return self._reply(batch, error + (f"\n\n{answer}" if answer else ""), report, failed=error)
 
     def _drop_taken(self, batch: Batch, head: str, report: TickReport) -> bool:
         """Bare-name work may be taken by any dispatcher claiming the model: sync first and drop what another

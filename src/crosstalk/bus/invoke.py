@@ -9,6 +9,7 @@ from pathlib import Path
 
 from crosstalk.bus import layout
 from crosstalk.bus.errors import ModelError
+from crosstalk.bus.message import too_large
 from crosstalk.bus.models import ModelSpec, spawn_env
 from crosstalk.bus.prompt import PromptItem, build_prompt, load_persona
 from crosstalk.bus.runner import RunResult, run_headless
@@ -87,6 +88,8 @@ def run_model(
         log("dispatch_interrupted", "warn", **fields)
         raise Interrupted
     log("dispatch", **fields, exit=run.exit_code)
+    if run.ok and run.stdout_dropped:  # an answer no reply can hold is a failure, never a reply nobody reads
+        return run.stdout, too_large(run.stdout_dropped)
     if run.ok:
         return run.stdout, None
     return run.stdout, run.error or "the model failed"

@@ -57,6 +57,19 @@ def new_message_name(now: dt.datetime | None = None) -> str:
     return now.strftime("%Y/%m/%d/%H%M%S") + f"{now.microsecond // 1000:03d}Z-{secrets.token_hex(8)}.md"
 
 
+def fit_body(text: str, limit: int = MAX_BODY_BYTES) -> tuple[str, int]:
+    """`text` cut to at most `limit` bytes of UTF-8 (on a character boundary), and how many bytes were cut."""
+    data = text.encode("utf-8", errors="replace")
+    if len(data) <= limit:
+        return text, 0
+    return data[:limit].decode("utf-8", errors="ignore"), len(data) - limit
+
+
+def too_large(dropped: int) -> str:
+    """The error of a reply whose answer did not fit (the vocabulary of a failed model run: `failed`/`error`)."""
+    return f"the answer is over the {MAX_BODY_BYTES}-byte limit of a reply: it was cut ({dropped} bytes dropped)"
+
+
 def _split(text: str, where: str) -> tuple[str, str]:
     """(yaml text, body) of a message; front matter must open on the first line."""
     if text.startswith("\ufeff"):
@@ -162,6 +175,38 @@ def parse_message(text: str, *, where: str = "message") -> BusMessage:
         workflow_step=extra["workflow_step"] if extra["workflow_step"] in WORKFLOW_STEPS else None,
         body=body,
     )
+
+
+def lenient_fields(text: str) -> dict[str, Any]:
+    """The front matter of a broken message as far as it can be read, string fields only (never raises)."""
+    if not text.startswith("---"):
+        return {}
+    parts = text.split("\n---", 1)
+    if len(parts) != 2:
+        return {}
+    head = parts[0][3:]
+    # The whole front matter, else only its one-line `from:`, `to:` and `re:` (another field may be what is broken:
+    # nested too deep, say), so the sender can still be told why its message is refused.
+    addressing = "\n".join(line for line in head.split("\n") if line.startswith(("from:", "to:", "re:")))
+    data = None
+    for candidate in (head, addressing):
+        try:
+            data = load_yaml(candidate, "front matter", strings_only=True)
+            break
+        except Exception:  # any YAML or scalar error: try the narrower reading, then give up
+            continue
+    if not isinstance(data, dict):
+        return {}
+    out: dict[str, Any] = {}
+    for key in ("from", "to"):
+        if isinstance(data.get(key), str) and data[key].strip():
+            out[key] = data[key].strip()
+    re_value = data.get("re")
+    if isinstance(re_value, str):
+        out["re"] = (re_value,)
+    elif isinstance(re_value, list) and all(isinstance(r, str) for r in re_value):
+        out["re"] = tuple(re_value)
+    return out
 
 
 def render_message(msg: BusMessage) -> str:

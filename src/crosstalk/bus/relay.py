@@ -7,9 +7,10 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from crosstalk.bus.errors import BusError
 from crosstalk.bus.held import HOLD_S, Held, HeldMessages, release
 from crosstalk.bus.layout import CHANNELS_DIR
-from crosstalk.bus.safefs import MESSAGE_LIMIT, UnsafeFile, read_transport_text
+from crosstalk.bus.safefs import MESSAGE_LIMIT, read_transport_text
 from crosstalk.bus.scan import LiveDelivery, Rejection, ScannedMessage
 
 if TYPE_CHECKING:
@@ -71,7 +72,7 @@ class LiveRelay:
                 from crosstalk.bus.message import parse_message
 
                 msg = parse_message(read_transport_text(self.transport.root, _path(h), MESSAGE_LIMIT), where=_path(h))
-            except (OSError, UnsafeFile, ValueError) as exc:
+            except (OSError, ValueError, BusError) as exc:  # unreadable now (rewritten since it was held): refused
                 self.log("held_unreadable", "warn", path=_path(h), error=str(exc))
                 return "rejected"
             state, _ = self._deliver(ScannedMessage(h.channel, h.rel, msg), agent)
@@ -90,7 +91,12 @@ class LiveRelay:
     def _deliver(self, item: ScannedMessage, agent: str) -> tuple[str, str | None]:
         from crosstalk.bus.bridge import deliver_live
 
-        out = deliver_live(self.paths, self.transport, item.channel, item.rel, item.msg, agent)
+        try:
+            out = deliver_live(self.paths, self.transport, item.channel, item.rel, item.msg, agent)
+        except Exception as exc:  # one message that breaks the bridge is refused with the reason; the rest go on
+            reason = f"crosstalk could not deliver it ({type(exc).__name__}: {exc})"
+            self.log("bridge_failed", "warn", path=item.path, agent=agent, state="rejected", reason=reason)
+            return "rejected", reason
         delivered = out.state in ("accepted", "queued")
         fields = {"path": item.path, "agent": agent, "state": out.state, "reason": out.reason or "-"}
         self.log("bridged" if delivered else "bridge_failed", "info" if delivered else "warn", **fields)

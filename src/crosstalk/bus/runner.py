@@ -20,8 +20,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from crosstalk.bus.message import MAX_BODY_BYTES
+
 STDIN_THRESHOLD = 65536  # prompt bytes above this go on stdin (Linux caps one argv string at 128 KiB)
-STDOUT_CAP = 4 * 1024 * 1024  # the reply body; more is cut with a note rather than filling memory
+# The reply body: never more than a reply may hold (a larger reply would be refused by every reader). What is over
+# it is dropped and counted (RunResult.stdout_dropped); the dispatcher answers such a run with a failed reply.
+STDOUT_CAP = MAX_BODY_BYTES
 STDERR_CAP = 1024 * 1024  # only the tail matters (for the error text)
 TERM_GRACE_S = 2.0
 # After the model exits, how long leftovers of its process group may keep our pipes open before they are killed.
@@ -41,6 +45,7 @@ class RunResult:
     duration_s: float
     error: str | None  # one line when not ok
     interrupted: bool = False  # the cancel event ended the run: it has no outcome and should run again
+    stdout_dropped: int = 0  # stdout bytes past STDOUT_CAP, not kept
 
 
 def build_argv(command: Sequence[str], prompt: str) -> tuple[tuple[str, ...], bytes | None]:
@@ -94,17 +99,16 @@ def run_headless(
         _reap(proc)
     duration = time.monotonic() - started
     stdout = out.decode("utf-8", errors="replace")
-    if out_dropped:
-        stdout += f"\n[crosstalk: stdout truncated at {STDOUT_CAP} bytes; {out_dropped} more bytes dropped]\n"
     stderr = err.decode("utf-8", errors="replace")
     code = proc.returncode
+    cut = {"stdout_dropped": out_dropped}
     if ended == "cancel":
-        return RunResult(False, stdout, stderr, code, False, duration, INTERRUPTED, interrupted=True)
+        return RunResult(False, stdout, stderr, code, False, duration, INTERRUPTED, interrupted=True, **cut)
     if ended == "timeout":
-        return RunResult(False, stdout, stderr, code, True, duration, f"timed out after {timeout:g}s")
+        return RunResult(False, stdout, stderr, code, True, duration, f"timed out after {timeout:g}s", **cut)
     if code == 0:
-        return RunResult(True, stdout, stderr, 0, False, duration, None)
-    return RunResult(False, stdout, stderr, code, False, duration, _exit_error(code, stdout, stderr))
+        return RunResult(True, stdout, stderr, 0, False, duration, None, **cut)
+    return RunResult(False, stdout, stderr, code, False, duration, _exit_error(code, stdout, stderr), **cut)
 
 
 def _wait_exit(proc: subprocess.Popen[bytes], deadline: float, cancel: threading.Event | None) -> str | None:

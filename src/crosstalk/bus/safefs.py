@@ -6,7 +6,8 @@ starting from the transport root); a FIFO or device never blocks the reader; at 
 Any breach raises UnsafeFile naming the transport-relative path. A missing file raises FileNotFoundError.
 
 Guarantee of load_yaml: a document with an alias (`*name`) or more than MAX_YAML_NODES nodes is refused before it
-is built, so a few hundred bytes cannot expand into gigabytes.
+is built, so a few hundred bytes cannot expand into gigabytes; what is built is checked by the one rule for untrusted
+input (crosstalk.core.untrusted.check_depth), and a loader that recursed too deep is that rule's UntrustedInput too.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from typing import Any
 import yaml
 
 from crosstalk.bus.errors import BusError
+from crosstalk.core.untrusted import MAX_DEPTH, UntrustedInput, check_depth
 from crosstalk.fs.reading import read_fd_capped
 
 _Loader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
@@ -122,7 +124,12 @@ def check_yaml(text: str, where: str) -> None:
 
 def load_yaml(text: str, where: str, *, strings_only: bool = False) -> Any:
     """The YAML document in `text` after check_yaml; `strings_only` keeps every scalar a string (no dates, no
-    numbers: the lenient reading of a broken file). Raises yaml.YAMLError, or ValueError/TypeError from a scalar
-    that cannot be built (an impossible date such as 2026-13-45)."""
+    numbers: the lenient reading of a broken file). Raises yaml.YAMLError, UntrustedInput (a ValueError: nested
+    deeper than core.untrusted allows), or ValueError/TypeError from a scalar that cannot be built (an impossible
+    date such as 2026-13-45)."""
     check_yaml(text, where)
-    return yaml.load(text, Loader=_BaseLoader if strings_only else _Loader)
+    try:
+        value = yaml.load(text, Loader=_BaseLoader if strings_only else _Loader)
+    except RecursionError:  # the pure-Python loader (no libyaml) recurses once per level
+        raise UntrustedInput(where, f"nested deeper than {MAX_DEPTH} levels") from None
+    return check_depth(value, what=where)

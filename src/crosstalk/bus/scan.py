@@ -10,7 +10,6 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from crosstalk.bus import layout
 from crosstalk.bus.addressing import WORKFLOW_ADDRESS, actor_of, same_actor, split_address, wakes
@@ -18,9 +17,9 @@ from crosstalk.bus.channels import UUID_RE
 from crosstalk.bus.errors import AmbiguousModel, BusError, MessageFormatError, ModelError
 from crosstalk.bus.gitops import GitRepo
 from crosstalk.bus.layout import is_safe_relpath
-from crosstalk.bus.message import BusMessage, parse_message
+from crosstalk.bus.message import BusMessage, lenient_fields, parse_message
 from crosstalk.bus.models import ModelSpec, resolve
-from crosstalk.bus.safefs import MESSAGE_LIMIT, UnsafeFile, is_regular_in, load_yaml, read_transport_text
+from crosstalk.bus.safefs import MESSAGE_LIMIT, UnsafeFile, is_regular_in, read_transport_text
 
 CHANNELS_DIR = layout.CHANNELS_DIR
 
@@ -188,33 +187,10 @@ class SenderIndex:
             if text is not None:
                 try:
                     sender = parse_message(text, where=rel).sender
-                except MessageFormatError:
-                    sender = _lenient_fields(text).get("from")
+                except Exception:  # broken or hostile: read leniently (never raises)
+                    sender = lenient_fields(text).get("from")
             self._cache[key] = sender
         return self._cache[key]
-
-
-def _lenient_fields(text: str) -> dict[str, Any]:
-    """The front matter of a broken message as far as it can be read, string fields only (never raises)."""
-    if not text.startswith("---"):
-        return {}
-    parts = text.split("\n---", 1)
-    try:
-        data = load_yaml(parts[0][3:], "front matter", strings_only=True) if len(parts) == 2 else None
-    except Exception:  # any YAML or scalar error: nothing can be read leniently
-        return {}
-    if not isinstance(data, dict):
-        return {}
-    out: dict[str, Any] = {}
-    for key in ("from", "to"):
-        if isinstance(data.get(key), str) and data[key].strip():
-            out[key] = data[key].strip()
-    re_value = data.get("re")
-    if isinstance(re_value, str):
-        out["re"] = (re_value,)
-    elif isinstance(re_value, list) and all(isinstance(r, str) for r in re_value):
-        out["re"] = tuple(re_value)
-    return out
 
 
 def parse_range(
@@ -246,7 +222,7 @@ def parse_range(
         try:
             messages.append(ScannedMessage(channel, rel, parse_message(text, where=path)))
         except MessageFormatError as exc:
-            raw = _lenient_fields(text)
+            raw = lenient_fields(text)
             failures.append(ParseFailure(channel, rel, exc.message, raw.get("from"), raw.get("to"), raw.get("re", ())))
         except Exception as exc:  # a parser bug must not wedge the tick: this file is reported, the rest run
             failures.append(ParseFailure(channel, rel, f"{path}: cannot parse it ({type(exc).__name__}: {exc})"))
@@ -312,37 +288,56 @@ def scan(
 
     batches: dict[tuple[str, str, str | None], Batch] = {}
     for item in messages:
-        msg = item.msg
         try:
-            spec = our_model(msg.to, claimed, alias)
-        except AmbiguousModel as exc:
-            # Only answer the ambiguity when the message would have woken that name at all.
-            name = split_address(msg.to)[0]
-            if wakes(msg, name, sender_in(item.channel)) and not is_answered(
-                result.answered, item.channel, item.rel, name
-            ):
-                result.rejections.append(Rejection(item.channel, (item.rel,), msg.sender, msg.to, name, exc.message))
-            continue
-        if spec is None and msg.type != "workflow":
-            _route_unclaimed(item, alias, live_agent, known_agent, result, sender_in(item.channel))
-            continue
-        if spec is None or msg.type == "workflow" or not wakes(msg, spec.key, sender_in(item.channel)):
-            continue
-        if is_answered(result.answered, item.channel, item.rel, spec.key):
-            result.skipped_answered += 1
-            continue
-        if msg.fanout:
-            result.batches.append(Batch(item.channel, spec, msg.as_, [item]))  # a fanout copy runs alone
-            continue
-        key = (item.channel, spec.key, msg.as_)
-        batches.setdefault(key, Batch(item.channel, spec, msg.as_)).messages.append(item)
+            _classify(item, claimed, alias, live_agent, known_agent, result, batches, sender_in(item.channel))
+        except Exception as exc:  # one message that breaks the scan is reported (and answered if ours), not the tick
+            m = item.msg
+            error = f"{item.path}: cannot dispatch it ({type(exc).__name__}: {exc})"
+            failures.append(ParseFailure(item.channel, item.rel, error, m.sender, m.to, m.re))
     result.batches.extend(batches.values())
     result.batches.sort(key=lambda b: b.messages[0].rel)
     for bad in failures:
-        rejection = _reject_broken(bad, claimed, alias, result.answered, sender_in(bad.channel))
+        try:
+            rejection = _reject_broken(bad, claimed, alias, result.answered, sender_in(bad.channel))
+        except Exception:  # its parse error is logged already; nothing more can be said to its sender
+            continue
         if rejection is not None:
             result.rejections.append(rejection)
     return result
+
+
+def _classify(
+    item: ScannedMessage,
+    claimed: Sequence[ModelSpec],
+    alias: str,
+    live_agent: Callable[[str], str | None] | None,
+    known_agent: Callable[[str], bool] | None,
+    result: ScanResult,
+    batches: dict[tuple[str, str, str | None], Batch],
+    sender_of: Callable[[str], str | None],
+) -> None:
+    """What one parsed message asks of this machine: a batch, a rejection, a live delivery, or nothing."""
+    msg = item.msg
+    try:
+        spec = our_model(msg.to, claimed, alias)
+    except AmbiguousModel as exc:
+        # Only answer the ambiguity when the message would have woken that name at all.
+        name = split_address(msg.to)[0]
+        if wakes(msg, name, sender_of) and not is_answered(result.answered, item.channel, item.rel, name):
+            result.rejections.append(Rejection(item.channel, (item.rel,), msg.sender, msg.to, name, exc.message))
+        return
+    if spec is None and msg.type != "workflow":
+        _route_unclaimed(item, alias, live_agent, known_agent, result, sender_of)
+        return
+    if spec is None or msg.type == "workflow" or not wakes(msg, spec.key, sender_of):
+        return
+    if is_answered(result.answered, item.channel, item.rel, spec.key):
+        result.skipped_answered += 1
+        return
+    if msg.fanout:
+        result.batches.append(Batch(item.channel, spec, msg.as_, [item]))  # a fanout copy runs alone
+        return
+    batches.setdefault((item.channel, spec.key, msg.as_), Batch(item.channel, spec, msg.as_)).messages.append(item)
 
 
 def _route_unclaimed(

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from crosstalk.bus.errors import BusError
+from crosstalk.core.untrusted import UntrustedInput, loads
 from crosstalk.fs.atomic import atomic_write
 from crosstalk.fs.locks import is_locked
 from crosstalk.registry import paths as registry_paths
@@ -120,14 +121,20 @@ def read_text(path: Path) -> str | None:
         return None
 
 
+MAX_STATE_JSON_BYTES = 16 << 20  # heartbeat, workflows.json, held.json, a transport's registration
+
+
 def read_json(path: Path) -> Any | None:
-    """The parsed file, or None when it is missing or not JSON (a reader never fails on a half-made file)."""
-    text = read_text(path)
-    if text is None:
+    """The parsed file, or None when it is missing or not JSON (a reader never fails on a half-made file), or
+    breaks the one rule for untrusted input (too large, too deep: crosstalk.core.untrusted)."""
+    try:
+        with open(path, "rb") as f:
+            data = f.read(MAX_STATE_JSON_BYTES + 1)
+    except FileNotFoundError:
         return None
     try:
-        return json.loads(text)
-    except ValueError:
+        return loads(data, what=str(path), max_bytes=MAX_STATE_JSON_BYTES)
+    except UntrustedInput:
         return None
 
 

@@ -211,7 +211,7 @@ def read_message(root: Path, rel: str) -> BusMessage | None:
     """The message at transport-relative `rel`: never through a symlink, never over MESSAGE_LIMIT."""
     try:
         return parse_message(read_transport_text(root, rel, MESSAGE_LIMIT), where=rel)
-    except (OSError, UnicodeDecodeError, BusError):
+    except (OSError, ValueError, BusError):  # ValueError: UnicodeDecodeError, UntrustedInput
         return None  # an unreadable neighbour is not a reply; the dispatcher logs parse errors
 
 

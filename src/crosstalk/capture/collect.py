@@ -17,6 +17,7 @@ from typing import Any
 from crosstalk import __version__
 from crosstalk.capture import request as rq
 from crosstalk.capture.redact import Redactor, secret_environment
+from crosstalk.core import untrusted
 from crosstalk.core.errors import CrosstalkError
 from crosstalk.fs.atomic import atomic_write
 from crosstalk.fs.procinfo import is_same_process, proc_start_time
@@ -105,7 +106,7 @@ class Running:
         start, records, skipped = self.request.created_at, [], 0
         for line in raw.splitlines():
             try:
-                rec = json.loads(line)
+                rec = untrusted.loads(line, what="a capture spool line", max_bytes=rq.MAX_RECORD_BYTES)
                 ts = float(rec["ts"])
             except (ValueError, TypeError, KeyError):
                 skipped += 1

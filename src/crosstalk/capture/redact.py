@@ -18,6 +18,8 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from crosstalk.core import untrusted
+
 REDACTED = "[redacted]"
 MIN_KNOWN_SECRET = 8  # shorter "secrets" would redact ordinary words
 MIN_CUT = 4  # a frame cut short that ends in this much of a known secret loses that end
@@ -61,8 +63,8 @@ class Redactor:
         if cut:
             text = self._cut_tail(text)
         try:
-            value = json.loads(text)
-        except ValueError:
+            value = untrusted.loads(text, what="a captured frame", max_bytes=MAX_EMBEDDED, max_depth=MAX_DEPTH)
+        except untrusted.UntrustedInput:  # not JSON, or nested deeper than we walk: redacted as text
             return "text", self.text(text)
         return "frame", self.value(value)
 
@@ -101,8 +103,8 @@ class Redactor:
         stripped = text.strip()
         if stripped[:1] in ("{", "[") and len(stripped) <= MAX_EMBEDDED:
             try:
-                inner = json.loads(stripped)
-            except ValueError:
+                inner = untrusted.loads(stripped, what="JSON in a string", max_bytes=MAX_EMBEDDED, max_depth=MAX_DEPTH)
+            except untrusted.UntrustedInput:
                 pass
             else:  # a JSON document carried as a string (a tool result's text): walk it, then say it the same way
                 return json.dumps(self.value(inner, depth + 1), ensure_ascii=False, separators=(",", ":"))

@@ -15,6 +15,7 @@ import stat
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from crosstalk.core import untrusted
 from crosstalk.core.ids import is_agent_id
 
 DIR_NAME = "capture"
@@ -49,7 +50,7 @@ class CaptureRequest:
     def from_bytes(cls, raw: bytes) -> CaptureRequest | None:
         """The request in `raw`, or None when it is not a well-formed one."""
         try:
-            data = json.loads(raw)
+            data = untrusted.loads(raw, what="a capture request", max_bytes=MAX_REQUEST_BYTES)
             req = cls(
                 agent_id=str(data["agent_id"]),
                 pid=int(data["pid"]),

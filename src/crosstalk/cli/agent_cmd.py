@@ -12,6 +12,8 @@ from typing import Any
 
 from crosstalk.cli.common import EXIT_NO_AGENT, EXIT_USAGE, EXIT_WIRE, fail, state_paths
 
+FAKE_KEEP_WRITES = 1000  # the writes a fake agent process keeps in memory (its --inbox file has every one)
+
 
 def run(args: Any) -> int:
     """Register agent NAME, listen on its socket, and deliver into the harness until stopped."""
@@ -89,7 +91,12 @@ def _adapter(args: Any) -> Any:
     except ValueError as exc:
         fail(str(exc), EXIT_USAGE)
     return FakeHarness(
-        script, default=args.fake_default, inbox=args.inbox, answer=args.answer, conformance=args.conformance
+        script,
+        default=args.fake_default,
+        inbox=args.inbox,
+        answer=args.answer,
+        conformance=args.conformance,
+        keep_writes=FAKE_KEEP_WRITES,  # a process: nothing reads its writes but its inbox file, so memory stays flat
     )
 
 

@@ -1,14 +1,22 @@
 """`crosstalk install HARNESS [--scope user|project]` and `crosstalk uninstall HARNESS`: a harness kind that can
 be set up (harness.base.Installable) registers `crosstalk mcp`, by its absolute path, the way the harness's own
-command would, idempotently; a second install changes nothing."""
+command would, idempotently; a second install changes nothing.
+
+Uninstall deletes a config file only when this crosstalk created it (install records each file it created in
+`$CROSSTALK_HOME/installs.json`) and it holds nothing else once crosstalk's entry is out; a file the user had stays,
+even empty. The report says `removed` only for a file deleted, `updated` for one edited, `kept` for one that is the
+user's."""
 
 from __future__ import annotations
 
 import os
 import sys
+from pathlib import Path
 from typing import Any
 
 from crosstalk.cli.common import EXIT_USAGE, echo, fail, print_json, state_paths
+
+MAX_CONFIG_BYTES = 64 * 1024 * 1024
 
 
 def mcp_command() -> list[str]:
@@ -45,6 +53,7 @@ def run_install(args: Any) -> int:
     kind = _kind(args)
     environ = dict(os.environ)
     changes = _apply(lambda: kind.install(args.scope, mcp_command(), environ, os.getcwd(), state_env(environ)))
+    _apply(lambda: _record_created([c.path for c in changes if c.action == "created"]))
     if args.native_peers:
         changes.append(_apply(lambda: _native_peers(kind, args.harness, on=True)))
     return _report(args, changes, "installed", "already installed")
@@ -55,6 +64,7 @@ def run_uninstall(args: Any) -> int:
     from crosstalk.harness.base import PeerPublisher
 
     changes = _apply(lambda: kind.uninstall(args.scope, dict(os.environ), os.getcwd()))
+    changes = _apply(lambda: _remove_created(changes))
     if isinstance(kind, PeerPublisher):
         changes.append(_apply(lambda: _native_peers(kind, args.harness, on=False)))
     return _report(args, changes, "uninstalled", "not installed")
@@ -88,6 +98,80 @@ def _native_peers(kind: Any, harness: str, *, on: bool) -> Any:
     return ConfigChange(str(path), action)
 
 
+RECORD = "installs.json"
+MAX_RECORD_BYTES = 1024 * 1024
+KEPT = "yours: changed since crosstalk wrote it, so left as it is; remove it and install again for crosstalk's"
+
+
+def _created() -> tuple[Any, list[str]]:
+    """(the record's path, the config files crosstalk's installs created); a record that cannot be read is empty."""
+    from crosstalk.core.untrusted import UntrustedInput, loads
+    from crosstalk.fs.reading import read_capped
+
+    path = state_paths().root / RECORD
+    raw = read_capped(path, MAX_RECORD_BYTES)
+    try:
+        data = loads(raw, what=str(path), max_bytes=MAX_RECORD_BYTES) if raw else {}
+    except UntrustedInput:
+        data = {}
+    created = data.get("created") if isinstance(data, dict) else None
+    return path, [p for p in created if isinstance(p, str)] if isinstance(created, list) else []
+
+
+def _save_created(path: Any, created: list[str]) -> None:
+    import json
+
+    from crosstalk.fs.atomic import atomic_write
+    from crosstalk.registry.paths import ensure_private_dir
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    ensure_private_dir(path.parent)
+    atomic_write(path, (json.dumps({"created": created}, indent=2) + "\n").encode())
+
+
+def _record_created(paths: list[str]) -> None:
+    if not paths:
+        return
+    record, created = _created()
+    _save_created(record, created + [p for p in paths if p not in created])
+
+
+def _remove_created(changes: list[Any]) -> list[Any]:
+    """Each edited file crosstalk created that now holds nothing else is deleted (reported `removed`)."""
+    from crosstalk.fs.config_edit import update
+    from crosstalk.harness.base import ConfigChange
+
+    record, created = _created()
+    out = []
+    for change in changes:
+        if change.action == "updated" and change.path in created:
+            created.remove(change.path)
+            _, after = update(Path(change.path), lambda raw: None if _holds_nothing(raw) else raw,
+                              limit=MAX_CONFIG_BYTES)  # fmt: skip
+            change = ConfigChange(change.path, "removed") if after is None else change
+        out.append(change)
+    if len(created) != len(_created()[1]):
+        _save_created(record, created)
+    return out
+
+
+def _holds_nothing(raw: bytes | None) -> bool:
+    """Nothing but whitespace, or JSON of nothing but empty objects and lists (`{"mcpServers": {}}`)."""
+    from crosstalk.core.untrusted import loads
+
+    def empty(value: Any) -> bool:
+        if isinstance(value, dict):
+            return all(empty(v) for v in value.values())
+        return isinstance(value, list) and not value
+
+    if raw is None or not raw.strip():
+        return True
+    try:
+        return empty(loads(raw, what="config", max_bytes=MAX_CONFIG_BYTES))
+    except ValueError:
+        return False
+
+
 def _apply(step: Any) -> Any:
     from crosstalk.core.errors import CrosstalkError
 
@@ -102,8 +186,8 @@ def _report(args: Any, changes: Any, done: str, nothing: str) -> int:
         rows = [{"path": c.path, "action": c.action} for c in changes]
         print_json({"harness": args.harness, "scope": args.scope, "changes": rows})
         return 0
-    touched = [c for c in changes if c.action not in ("unchanged", "absent")]
+    touched = [c for c in changes if c.action not in ("unchanged", "absent", "kept")]
     echo(f"{done if touched else nothing}: crosstalk for {args.harness} ({args.scope} scope)")
     for c in changes:
-        echo(f"  {c.action:<9} {c.path}")
+        echo(f"  {c.action:<9} {c.path}" + (f" ({KEPT})" if c.action == "kept" else ""))
     return 0

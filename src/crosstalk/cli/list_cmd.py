@@ -71,7 +71,9 @@ def run_list(args: Any) -> int:
     if not rows:
         echo(f"no live agents under {paths.root}")
         return 0
-    table = [[str(_cell(r, c)) for c in _COLUMNS] for r in rows]
+    from crosstalk.core.display import NAME_CHARS, TEXT_CHARS, for_display
+
+    table = [[for_display(_cell(r, c), NAME_CHARS if c == "name" else TEXT_CHARS) for c in _COLUMNS] for r in rows]
     widths = [max(len(c), *(len(t[i]) for t in table)) for i, c in enumerate(_COLUMNS)]
     echo("  ".join(c.upper().ljust(w) for c, w in zip(_COLUMNS, widths, strict=True)).rstrip())
     for t, r in zip(table, rows, strict=True):
@@ -82,16 +84,18 @@ def run_list(args: Any) -> int:
 
 def _native_row(s: Any) -> dict[str, object]:
     """A session without crosstalk, as its harness kind discovered it."""
+    from crosstalk.core.display import TEXT_CHARS, for_display
+
     return {
-        "name": s.name,
+        "name": for_display(s.name),  # a harness record's, not a validated agent name: shown safe
         "harness": s.harness,
-        "session_ref": s.session_ref,
-        "cwd": s.cwd,
+        "session_ref": for_display(s.session_ref, TEXT_CHARS),
+        "cwd": None if s.cwd is None else for_display(s.cwd, TEXT_CHARS),
         "status": s.status,
         "pid": s.pid,
         "crosstalk": False,
         "reachable": s.reachable,
-        "reason": s.reason,
+        "reason": None if s.reason is None else for_display(s.reason, TEXT_CHARS),
         "live": True,
     }
 
@@ -119,7 +123,9 @@ def run_who(args: Any) -> int:
     if as_json:
         print_json(data)
         return 0
+    from crosstalk.core.display import TEXT_CHARS, for_display
+
     width = max(len(k) for k in data)
     for key, value in data.items():
-        echo(f"{key.ljust(width)}  {'-' if value is None else value}")
+        echo(f"{key.ljust(width)}  {'-' if value is None else for_display(value, TEXT_CHARS)}")
     return 0

@@ -67,6 +67,35 @@ def build(harness: str, router_spec: str | None = None) -> ToolRouter:
     return build_router(harness)
 
 
+def daemon_executor() -> Any:
+    import concurrent.futures
+    import threading
+
+    class _DaemonExecutor(concurrent.futures.ThreadPoolExecutor):  # asyncio accepts only this type
+        """asyncio.to_thread's executor in the shim: each call on a daemon thread of its own. A blocking call still
+        running when stdin closes (discovery asking an app-server that does not answer) is abandoned, never waited
+        for: the shim exits once its agents are closed. shutdown() does not wait, and nothing joins the threads."""
+
+        def submit(self, fn: Any, /, *args: Any, **kwargs: Any) -> concurrent.futures.Future[Any]:
+            fut: concurrent.futures.Future[Any] = concurrent.futures.Future()
+
+            def call() -> None:
+                if not fut.set_running_or_notify_cancel():
+                    return
+                try:
+                    fut.set_result(fn(*args, **kwargs))
+                except BaseException as exc:
+                    fut.set_exception(exc)
+
+            threading.Thread(target=call, name="crosstalk-blocking", daemon=True).start()
+            return fut
+
+        def shutdown(self, wait: bool = True, *, cancel_futures: bool = False) -> None:
+            return None
+
+    return _DaemonExecutor()
+
+
 def run(args: Any) -> int:
     """`crosstalk mcp`: serve MCP on stdin/stdout until stdin closes."""
     import logging
@@ -81,6 +110,7 @@ def run(args: Any) -> int:
     from crosstalk.shim.protocol import serve_stdio
 
     async def main() -> None:
+        asyncio.get_running_loop().set_default_executor(daemon_executor())
         await serve_stdio(build(args.harness, args.router))
 
     asyncio.run(main())

@@ -145,9 +145,10 @@ def _re_from_env(channel_dir: Path, channel_uuid: str, to: str) -> tuple[str, ..
     a target, so linking a send to somebody else's message would silently never wake its addressee. A send to
     anyone else is new work, and wakes them."""
     from crosstalk.bus.addressing import same_actor
-    from crosstalk.bus.errors import MessageFormatError
+    from crosstalk.bus.errors import BusError
     from crosstalk.bus.layout import is_safe_relpath
     from crosstalk.bus.message import parse_message
+    from crosstalk.bus.safefs import MESSAGE_LIMIT, read_transport_text
 
     raw = os.environ.get("CROSSTALK_RE", "")
     if not raw or os.environ.get("CROSSTALK_CHANNEL", channel_uuid) != channel_uuid:
@@ -159,8 +160,9 @@ def _re_from_env(channel_dir: Path, channel_uuid: str, to: str) -> tuple[str, ..
     linked = []
     for rel in paths:
         try:
-            sender = parse_message((channel_dir / rel).read_text(encoding="utf-8"), where=rel).sender
-        except (OSError, UnicodeDecodeError, MessageFormatError):
+            # Read as the bus reads what others commit: no symlink, capped, parsed under the untrusted-input rule.
+            sender = parse_message(read_transport_text(channel_dir, rel, MESSAGE_LIMIT), where=rel).sender
+        except (OSError, ValueError, BusError):  # ValueError: UnicodeDecodeError
             continue
         if same_actor(sender, to):
             linked.append(rel)

@@ -19,7 +19,8 @@ from crosstalk.policy import BUCKET_NAMES, Role
 
 RESOLVE_EVERY_S = 0.5  # how often a parent given by handle is looked for until it is live
 MAX_SUFFIX = 99
-MAX_SETTINGS = 64 * 1024
+MAX_SETTINGS = 64 * 1024  # a handle is at most 64 characters: a thousand peers fit
+MAX_TAG = 256  # an @scheme:topic acceptFrom entry
 DELIVERED = {"accepted": "immediate", "queued": "queued"}
 
 
@@ -70,7 +71,7 @@ class PiCore:
         from crosstalk.policy import parse_role
 
         saved = self._load()
-        handle = (self.environ.get("PI_CROSSTALK_HANDLE") or "").strip() or saved.get("handle")
+        handle = self._env_handle() or saved.get("handle")
         raw_role = self.environ.get("PI_CROSSTALK_ROLE", "")
         role = None
         if raw_role.strip():
@@ -92,9 +93,7 @@ class PiCore:
             accept = saved.get("accept_from")
             if isinstance(accept, list) and all(isinstance(a, str) for a in accept):
                 self.host.config.accept_from = tuple(accept)
-        peers = saved.get("peers")
-        if isinstance(peers, list) and all(isinstance(p, str) for p in peers):
-            self.host.config.peers = tuple(peers)
+        self.host.config.peers = tuple(saved.get("peers") or ())
         parent = (self.environ.get("PI_CROSSTALK_PARENT") or "").strip() or saved.get("parent") or ""
         if parent and self.host.config.role is Role.WORKER:
             self._set_parent(str(parent))
@@ -108,16 +107,56 @@ class PiCore:
 
         return StatePaths.from_env(self.environ).root / "pi" / f"{agent_id_for('pi', self.session)}.json"
 
+    def _env_handle(self) -> str | None:
+        """PI_CROSSTALK_HANDLE when it is a valid handle; an invalid one is named on stderr and to the user."""
+        from crosstalk.registry.names import InvalidName, validate_name
+
+        raw = (self.environ.get("PI_CROSSTALK_HANDLE") or "").strip()
+        if not raw:
+            return None
+        try:
+            return validate_name(raw)
+        except InvalidName as exc:
+            shown = raw if len(raw) <= 80 else raw[:80] + "…"
+            text = f"PI_CROSSTALK_HANDLE={shown!r} is not a valid handle ({exc.problem}): ignored"
+            print(f"crosstalk pi-agent: {text.encode('utf-8', 'backslashreplace').decode()}", file=sys.stderr)
+            self._notice("warning", text)
+            return None
+
     def _load(self) -> dict[str, Any]:
+        """The saved settings, each entry checked: a bad one is skipped with a warning, never the whole file."""
         from crosstalk.fs.reading import read_json_object
 
         try:
-            return read_json_object(self._settings_path(), MAX_SETTINGS)
+            saved = read_json_object(self._settings_path(), MAX_SETTINGS)
         except ValueError as exc:
             self._notice("warning", f"saved crosstalk settings ignored: {exc}")
             return {}
+        out: dict[str, Any] = {"role": saved.get("role")}
+        for key in ("handle", "parent"):
+            value = saved.get(key)
+            if value is not None and (problem := _bad_handle(value, key)):
+                self._notice("warning", f"saved {problem}: skipped")
+            elif value is not None:
+                out[key] = value
+        for key in ("peers", "accept_from"):
+            entries = saved.get(key)
+            if entries is None:
+                continue
+            if not isinstance(entries, list):
+                self._notice("warning", f"saved {key} is not a list: skipped")
+                continue
+            check = _bad_handle if key == "peers" else _bad_accept
+            out[key] = []
+            for entry in entries:
+                if problem := check(entry, "peer" if key == "peers" else "acceptFrom entry"):
+                    self._notice("warning", f"saved {problem}: skipped")
+                else:
+                    out[key].append(entry)
+        return out
 
-    def _save(self) -> None:
+    def _save(self) -> str | None:
+        """Write this session's settings; the reason when they cannot be (too large: nothing is written)."""
         import json
 
         from crosstalk.fs.atomic import atomic_write
@@ -127,12 +166,16 @@ class PiCore:
         data = {"handle": self.handle, "role": config.role.value, "parent": self.parent_handle,
                 "accept_from": list(config.accept_from) if config.accept_from is not None else None,
                 "peers": list(config.peers)}  # fmt: skip
+        raw = (json.dumps(data) + "\n").encode()
+        if len(raw) > MAX_SETTINGS:
+            return f"this session's settings would be {len(raw)} bytes, over the {MAX_SETTINGS}-byte cap: not saved"
         path = self._settings_path()
         try:
             ensure_private_dir(path.parent)
-            atomic_write(path, (json.dumps(data) + "\n").encode())
+            atomic_write(path, raw)
         except OSError as exc:
             self._notice("warning", f"could not save this session's crosstalk settings: {exc}")
+        return None
 
     def _ctx(self) -> Any:
         from crosstalk.shim.router import CallContext
@@ -198,6 +241,10 @@ class PiCore:
         from crosstalk.policy import parse_role
 
         applied: dict[str, Any] = {}
+        for key in ("handle", "parent", "role"):
+            problem = _bad_handle(str(args[key]), key) if args.get(key) else None
+            if problem and (key != "role" or "surrogate" in problem):  # a role's own words come from parse_role
+                return {"ok": False, "reason": problem}
         if args.get("handle"):
             name = self._free_handle(str(args["handle"]))
             if not self.host.rename(name):
@@ -212,7 +259,8 @@ class PiCore:
             if self.host.config.role is not Role.WORKER:
                 return {"ok": False, "reason": "a parent is only meaningful for a worker (set role worker first)"}
             applied["parent"] = self._set_parent(str(args["parent"]))
-        self._changed()
+        if problem := self._changed():
+            return {"ok": False, "reason": problem, "applied": applied}
         return {"ok": True, "applied": applied, "current": self._state()}
 
     async def _op_allow(self, args: dict[str, Any]) -> dict[str, Any]:
@@ -229,24 +277,28 @@ class PiCore:
 
     # ------------------------------------------------------------------ state
     def _accept(self, entry: str, on: bool) -> dict[str, Any]:
-        from crosstalk.core.sender import is_external_tag
-        from crosstalk.registry.names import is_valid_name
 
-        if not (entry in BUCKET_NAMES or is_external_tag(entry) or is_valid_name(entry)):
-            return {"ok": False, "reason": f"{entry!r} is not a bucket ({', '.join(sorted(BUCKET_NAMES))}), a "
-                                           "handle or an @scheme:topic tag"}  # fmt: skip
+        if problem := _bad_accept(entry, "entry"):
+            return {"ok": False, "reason": problem}
+        before = self.host.config.accept_from
         current = set(self.host.view().effective_accept_from())
         current = current | {entry} if on else current - {entry}
         self.host.config.accept_from = tuple(sorted(current))
-        self._changed()
+        if problem := self._changed():
+            self.host.config.accept_from = before
+            return {"ok": False, "reason": problem}
         return {"ok": True, "current": self._state()}
 
     def _peer(self, handle: str, on: bool) -> dict[str, Any]:
         if not handle:
             return {"ok": False, "reason": "usage: peer add|rm <handle>"}
-        peers = [p for p in self.host.config.peers if p != handle] + ([handle] if on else [])
-        self.host.config.peers = tuple(peers)
-        self._changed()
+        if on and (problem := _bad_handle(handle, "peer handle")):
+            return {"ok": False, "reason": problem}
+        before = self.host.config.peers
+        self.host.config.peers = tuple([p for p in before if p != handle] + ([handle] if on else []))
+        if problem := self._changed():
+            self.host.config.peers = before
+            return {"ok": False, "reason": problem}
         return {"ok": True, "current": self._state()}
 
     def _set_role(self, role: Role) -> Role:
@@ -317,7 +369,46 @@ class PiCore:
             "accept_from": sorted(view.effective_accept_from()),
         }
 
-    def _changed(self) -> None:
-        self._save()
+    def _changed(self) -> str | None:
+        """Save and tell the extension; the reason when the settings could not be saved (the caller undoes)."""
+        if problem := self._save():
+            return problem
         if self.link is not None:
             self.link.send({"t": "state", **self._state()})
+        return None
+
+
+def _bad_handle(value: object, what: str) -> str | None:
+    """Why `value` cannot be a handle (a name or an agent_id), naming it briefly; None when it can."""
+    from crosstalk.core.ids import is_agent_id
+    from crosstalk.core.untrusted import UntrustedInput, text
+    from crosstalk.registry.names import InvalidName, validate_name
+
+    if not isinstance(value, str):
+        return f"{what} {value!r} is not text"
+    shown = repr(value if len(value) <= 40 else value[:40] + "…")
+    try:
+        text(value, what=f"{what} {shown}")
+    except UntrustedInput as exc:
+        return str(exc).encode("utf-8", "backslashreplace").decode()
+    if is_agent_id(value) and what in ("peer", "peer handle", "parent"):
+        return None
+    try:
+        validate_name(value)
+    except InvalidName as exc:
+        return f"{what} {shown} {exc.problem}"
+    return None
+
+
+def _bad_accept(value: object, what: str) -> str | None:
+    """Why `value` cannot be an acceptFrom entry (a bucket, a handle or an @scheme:topic tag); None when it can."""
+    from crosstalk.core.sender import is_external_tag
+
+    if isinstance(value, str) and len(value) <= MAX_TAG and (value in BUCKET_NAMES or is_external_tag(value)):
+        problem = _bad_handle(value, what)
+        return problem if problem and "surrogate" in problem else None
+    if isinstance(value, str) and _bad_handle(value, what) is None:
+        return None
+    shown = repr(value if not isinstance(value, str) or len(value) <= 40 else value[:40] + "…")
+    shown = shown.encode("utf-8", "backslashreplace").decode()
+    return f"{what} {shown} is not a bucket ({', '.join(sorted(BUCKET_NAMES))}), a handle or an @scheme:topic tag"

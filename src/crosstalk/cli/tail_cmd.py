@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from crosstalk.cli.common import EXIT_NO_AGENT, echo, fail, state_paths
+from crosstalk.core import untrusted
 
 POLL_S = 0.05
 
@@ -34,7 +35,12 @@ def run(args: Any) -> int:
     seen = 0
     try:
         for rec, is_new in _follow(path, backlog, deadline):
-            echo(json.dumps(rec, ensure_ascii=False) if as_json else format_record(rec, name))
+            shown = json.dumps(rec, ensure_ascii=False) if as_json else format_record(rec, name)
+            try:  # a lone surrogate (JSON's "\ud800") cannot be printed: damage crosstalk never writes
+                untrusted.text(shown, what="journal record")
+            except untrusted.UntrustedInput:
+                continue
+            echo(shown)
             sys.stdout.flush()
             if is_new:
                 seen += 1
@@ -91,11 +97,11 @@ def _follow(path: Path, backlog: int, deadline: float | None) -> Iterator[tuple[
 
 
 def _parse(line: bytes) -> dict[str, Any] | None:
-    try:
-        rec = json.loads(line)
-    except ValueError:
-        return None
-    return rec if isinstance(rec, dict) else None
+    """The record on one journal line, or None for a damaged one (not JSON, too large or too deep, or not of the
+    shape replay reads): skipped here as the agent's own replay skips it."""
+    from crosstalk.journal.codec import parse_line
+
+    return parse_line(line)
 
 
 def format_record(rec: dict[str, Any], name: str) -> str:
@@ -107,7 +113,8 @@ def format_record(rec: dict[str, Any], name: str) -> str:
         msg = rec.get("message") or {}
         sender = rec.get("sender") or {}
         who = sender.get("name") or sender.get("agent_id") or "?"
-        text = " ".join(p.get("text", "") for p in msg.get("parts", []))
+        parts = msg.get("parts")
+        text = " ".join(str(p.get("text", "")) for p in parts if isinstance(p, dict)) if isinstance(parts, list) else ""
         preview = text if len(text) <= 60 else text[:57] + "..."
         return (
             f"{when} {name} ← {who} ({sender.get('class', '?')}) {msg.get('kind', '?')}/"

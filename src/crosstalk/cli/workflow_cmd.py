@@ -134,6 +134,15 @@ def submit(transport: Any, prose: str, channel_handle: str | None, from_: str | 
     return rel, child.uuid, result.pushed
 
 
+def _failures(p: Any) -> list[str]:
+    """What failed, one line each: the copies and the synthesis, an unreadable plan, and the reason the owner
+    recorded when it ended the workflow (COMPLETE), each once."""
+    out = [*p.failures(), *([p.plan_error] if p.plan_error else [])]
+    if p.reason and p.reason not in out and p.reason != "; ".join(out):
+        out.append(p.reason)
+    return [" ".join(line.split()) for line in out]
+
+
 def run_status(args: argparse.Namespace) -> int:
     from crosstalk.bus.store import normalize_message_path, read_message, sync
     from crosstalk.bus.workflow.progress import engine_name, find_markers, read_progress
@@ -156,7 +165,7 @@ def run_status(args: argparse.Namespace) -> int:
                 "marker": rel, "owner": marker.dispatch_host, "stage": p.stage,
                 "fanout": {"sent": len(p.subs), "answered": len(p.sub_replies),
                            "planned": p.plan.fanout.count if p.plan else None},
-                "failures": p.failures() + ([p.plan_error] if p.plan_error else []),
+                "failures": _failures(p),
             })  # fmt: skip
     if args.as_json:
         print_json(rows)

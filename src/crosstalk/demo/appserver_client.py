@@ -13,6 +13,9 @@ import threading
 from pathlib import Path
 from typing import Any
 
+from crosstalk.core import untrusted
+from crosstalk.harness.codex.appserver import MAX_FRAME
+
 
 class AppServerClientError(RuntimeError):
     """The connection failed or broke, the server gave no answer in time, or it answered with an error."""
@@ -52,7 +55,7 @@ class AppServerClient:
     def _read(self) -> None:
         with contextlib.suppress(Exception):
             while True:
-                message = json.loads(self._ws.recv())
+                message = untrusted.loads(self._ws.recv(), what="an app-server frame", max_bytes=MAX_FRAME)
                 box = self._answers.get(message.get("id")) if "method" not in message else None
                 if box is not None:
                     box.put(message)

@@ -11,11 +11,13 @@ import threading
 from pathlib import Path
 from typing import Any
 
+from crosstalk.core import untrusted
 from crosstalk.demo.harnesses import Harnesses, install_crosstalk, session_env
 from crosstalk.demo.models import RecordedRequest, ScriptedChat
 from crosstalk.demo.models.wiring import MODEL, write_pi_models
 from crosstalk.demo.procs import Procs
 from crosstalk.demo.session import HarnessSession
+from crosstalk.harness.codex.appserver import MAX_FRAME
 
 
 class PiSession(HarnessSession):
@@ -55,8 +57,8 @@ class PiSession(HarnessSession):
         assert self.proc.stdout is not None
         with contextlib.suppress(OSError, ValueError):
             for raw in self.proc.stdout:
-                with contextlib.suppress(ValueError):
-                    self.events.append(json.loads(raw))
+                with contextlib.suppress(ValueError):  # UntrustedInput: a line that is not JSON or nests too deeply
+                    self.events.append(untrusted.loads(raw, what="a pi RPC event", max_bytes=MAX_FRAME))
 
     def say(self, text: str) -> None:
         """One user prompt (an RPC command on stdin)."""

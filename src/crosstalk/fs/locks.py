@@ -2,6 +2,8 @@
 
 flock is per open file description, so two FileLock objects on one path conflict even inside one process.
 Lock files are never unlinked: a later opener of a recreated path would lock another inode than the holder.
+Lock files are opened by fs.reading.open_regular: a FIFO, a device, a directory or a symlink planted under a lock's
+name is refused at once (NotRegularFile, an OSError naming it), never waited on.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from pathlib import Path
 from types import TracebackType
 
 from crosstalk.core.errors import CrosstalkError
+from crosstalk.fs.reading import open_regular
 
 _POLL_SECONDS = 0.002
 
@@ -44,7 +47,7 @@ class FileLock:
             return True
         deadline = time.monotonic() + grace
         while True:
-            fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW, 0o600)
+            fd = open_regular(self.path, os.O_RDWR | os.O_CREAT, 0o600)
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:
@@ -95,9 +98,10 @@ def _same_inode(fd: int, path: Path) -> bool:
 
 
 def is_locked(path: Path | str) -> bool:
-    """True when some open file holds path's lock; never creates the file (absent means unlocked)."""
+    """True when some open file holds path's lock; never creates the file (absent means unlocked). NotRegularFile
+    when something else is planted there."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NOFOLLOW)
+        fd = open_regular(path)
     except FileNotFoundError:
         return False
     try:

@@ -1,26 +1,74 @@
-"""Reading a file someone else may have planted: never through a symlink, never blocking on a FIFO, never more
-than a cap."""
+"""Opening a file someone else may have planted: never through a symlink, never blocking on a FIFO or a device,
+regular files only (open_regular); reading never more than a cap (read_capped). Every open of a path in the state
+root goes through open_regular."""
 
 from __future__ import annotations
 
-import json
+import errno
 import os
 import stat
 from pathlib import Path
 from typing import Any
+
+from crosstalk.core import untrusted
+
+_KINDS = (
+    (stat.S_ISDIR, "a directory"),
+    (stat.S_ISFIFO, "a FIFO"),
+    (stat.S_ISSOCK, "a socket"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+    (stat.S_ISLNK, "a symlink"),
+)
+
+
+class NotRegularFile(OSError):
+    """The path names something other than a regular file (a FIFO, a device, a directory, a symlink): refused, one
+    line naming the path and what it is. An OSError, so a caller that treats "cannot open" as "absent" still does."""
+
+    def __init__(self, path: object, what: str) -> None:
+        super().__init__(f"{path} is {what}, not a regular file; refusing to open it (remove it, then try again)")
+        self.path = path
+        self.what = what
+
+
+def describe_mode(mode: int) -> str:
+    return next((what for test, what in _KINDS if test(mode)), "not a regular file")
+
+
+def open_regular(path: Path | str, flags: int = os.O_RDONLY, mode: int = 0o600) -> int:
+    """os.open(path, flags) for a regular file only: never follows a symlink (the last component), never blocks on a
+    FIFO or a device (O_NONBLOCK: no effect on a regular file), and refuses anything that is not a regular file with
+    NotRegularFile. Other errors (FileNotFoundError, PermissionError) propagate; the caller closes the fd."""
+    try:
+        fd = os.open(path, flags | os.O_CLOEXEC | os.O_NOFOLLOW | os.O_NONBLOCK, mode)
+    except OSError as exc:
+        if exc.errno in (errno.ELOOP, errno.EISDIR, errno.ENXIO, errno.EOPNOTSUPP):
+            try:
+                what = describe_mode(os.lstat(path).st_mode)
+            except OSError:
+                raise exc from None
+            raise NotRegularFile(path, what) from None
+        raise
+    try:
+        st_mode = os.fstat(fd).st_mode
+    except BaseException:
+        os.close(fd)
+        raise
+    if not stat.S_ISREG(st_mode):
+        os.close(fd)
+        raise NotRegularFile(path, describe_mode(st_mode))
+    return fd
 
 
 def read_capped(path: Path | str, limit: int) -> bytes | None:
     """The whole file at `path`, or None when it is missing, unreadable, not a regular file, a symlink, or larger
     than `limit` bytes."""
     try:
-        # O_NONBLOCK: a FIFO planted under the name must not hang the reader.
-        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NOFOLLOW | os.O_NONBLOCK)
+        fd = open_regular(path)
     except OSError:
         return None
     try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            return None
         return read_fd_capped(fd, limit)
     except OSError:
         return None
@@ -52,9 +100,9 @@ def read_json_object(path: Path | str, limit: int) -> dict[str, Any]:
     if raw is None:
         raise ValueError(f"{path}: cannot read it (not a regular file, a symlink, or over {limit} bytes)")
     try:
-        data = json.loads(raw) if raw.strip() else {}
-    except ValueError as exc:
-        raise ValueError(f"{path}: not valid JSON ({exc}); fix it, then try again") from None
+        data = untrusted.loads(raw, what=str(path), max_bytes=limit) if raw.strip() else {}
+    except untrusted.UntrustedInput as exc:  # not JSON, or nested too deeply
+        raise ValueError(f"{exc}; fix it, then try again") from None
     if not isinstance(data, dict):
         raise ValueError(f"{path}: not a JSON object; fix it, then try again")
     return data

@@ -132,6 +132,11 @@ def deliver_native(
         hint = f"{to} runs without crosstalk: it takes informs only, and cannot answer an ask or take a command"
         return {"state": "rejected", "reason": "kind:native_inform_only", "to": to, "native": True, "hint": hint}
     harness, row = found[0]
+    if row.endpoint and _crosstalk_socket(paths, descs, row.endpoint):
+        # A session record (planted, or stale) naming an agent's own socket: a native write there would be taken by
+        # no session, and journaled by no agent. Crosstalk agents are reached by name through their descriptors.
+        hint = f"{to}'s session record names a crosstalk agent's socket ({row.endpoint}), not a session's own"
+        return {"state": "rejected", "reason": "native:crosstalk_socket", "to": to, "native": True, "hint": hint}
     out = harness.deliver_native(  # type: ignore[attr-defined]
         row, text, from_name=from_name, sender_pid=sender_pid, environ=environ, message_id=message_id,
         on_settled=on_settled,
@@ -142,3 +147,15 @@ def deliver_native(
     if out.reason:
         result["reason"] = out.reason
     return result
+
+
+def _crosstalk_socket(paths: StatePaths, descs: list[Descriptor], endpoint: str) -> bool:
+    """Whether `endpoint` is a crosstalk agent's own socket: a path under the state root, or one a live descriptor
+    names (compared after resolving symlinks)."""
+    import os
+
+    real = os.path.realpath(endpoint)
+    root = os.path.realpath(paths.root)
+    if real == root or real.startswith(root + os.sep):
+        return True
+    return any(real == os.path.realpath(d.uds_path) for d in descs)

@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
+from crosstalk.core import untrusted
 from crosstalk.core.errors import CrosstalkError
 from crosstalk.core.message import Message
 from crosstalk.core.states import Outcome, State
@@ -60,9 +61,9 @@ def parse_line(raw: bytes) -> AuthLine | UserLine:
     except UnicodeDecodeError as exc:
         raise FrameError(f"frame line is not JSON: not valid UTF-8 ({exc})") from None
     try:
-        obj = json.loads(text)
-    except (ValueError, RecursionError) as exc:  # RecursionError: nesting too deep
-        raise FrameError(f"frame line is not JSON: {exc}") from None
+        obj = untrusted.loads(text, what="frame line", max_bytes=MAX_LINE_BYTES)
+    except untrusted.UntrustedInput as exc:  # not JSON, or nested too deeply
+        raise FrameError(f"frame line is not JSON: {exc.problem}") from None
     _check_unicode(obj)
     if not isinstance(obj, dict):
         raise FrameError("frame line must be a JSON object")
@@ -98,7 +99,7 @@ def parse_line(raw: bytes) -> AuthLine | UserLine:
 
 def _check_unicode(obj: object) -> None:
     """Refuse a lone surrogate anywhere in the line (JSON lets "\\ud800" through; UTF-8 cannot hold it, so the
-    journal and the harness could not either). Iterative: json.loads already bounded the depth, but not our stack."""
+    journal and the harness could not either). Iterative: untrusted.loads bounded the depth, but not our stack."""
     stack = [obj]
     while stack:
         item = stack.pop()
@@ -114,9 +115,9 @@ def _check_unicode(obj: object) -> None:
             continue
         for value in strings:
             try:
-                value.encode("utf-8")
-            except UnicodeEncodeError as exc:
-                bad = value[exc.start]
+                untrusted.text(value, what="frame line")
+            except untrusted.UntrustedInput:
+                bad = next(c for c in value if 0xD800 <= ord(c) <= 0xDFFF)
                 raise FrameError(
                     f"frame line holds a lone surrogate (\\u{ord(bad):04x}) in a string: not valid Unicode"
                 ) from None
@@ -180,9 +181,9 @@ def encode_error_answer(reason: str, message_id: str | None = None) -> bytes:
 
 def parse_answer(raw: bytes) -> Outcome:
     try:
-        obj = json.loads(raw)
-    except (ValueError, UnicodeDecodeError, RecursionError):
-        raise FrameError("the agent's answer is not JSON") from None
+        obj = untrusted.loads(raw, what="the agent's answer", max_bytes=MAX_LINE_BYTES)
+    except untrusted.UntrustedInput as exc:
+        raise FrameError(f"the agent's answer is not JSON: {exc.problem}") from None
     if not isinstance(obj, dict) or "state" not in obj:
         raise FrameError("the agent's answer has no state")
     try:

@@ -8,10 +8,14 @@ import stat
 from dataclasses import dataclass, field
 from typing import Any
 
+from crosstalk.core import untrusted
 from crosstalk.journal import shape
 from crosstalk.journal.errors import JournalError
 
 MAX_RECORD_BYTES = 512 * 1024  # the persisted-record cap equals the reader's limit, so every record stays readable
+# A record carries input bounded at untrusted.MAX_DEPTH (a message, a task's artifacts) a few levels down: twice that
+# keeps every record crosstalk writes readable while a line of outside damage nesting deeper is skipped.
+MAX_RECORD_DEPTH = 2 * untrusted.MAX_DEPTH
 
 
 def encode(record: dict[str, Any]) -> bytes:
@@ -53,13 +57,22 @@ def read_journal(path: str | os.PathLike[str]) -> ReadResult:
     for line in data[:end].splitlines():
         if not line.strip():
             continue
-        try:
-            record = json.loads(line)
-        except (ValueError, RecursionError):  # RecursionError: outside damage nesting too deep
+        record = parse_line(line)
+        if record is None:
             result.bad_lines += 1
-            continue
-        if isinstance(record, dict) and shape.problem(record) is None:
+        else:
             result.records.append(record)
-        else:  # not a record, or one whose fields replay cannot read (journal/shape.py)
-            result.bad_lines += 1
     return result
+
+
+def parse_line(line: bytes) -> dict[str, Any] | None:
+    """The record on one complete journal line, or None when the line is damage: not JSON, over the record cap,
+    nested deeper than MAX_RECORD_DEPTH, not an object, or a record whose fields replay cannot read (shape.py).
+    Every reader of journals (replay, tail, watch) skips such a line the same way."""
+    try:
+        record = untrusted.loads(line, what="journal line", max_bytes=MAX_RECORD_BYTES, max_depth=MAX_RECORD_DEPTH)
+    except untrusted.UntrustedInput:
+        return None
+    if isinstance(record, dict) and shape.problem(record) is None:
+        return record
+    return None

@@ -25,6 +25,7 @@ OBLIGATION = "obligation"  # a reply owed for an inbound ask; or a reply made to
 NUDGE = "nudge"  # the send-count nudge fired for a peer
 BOUNCED = "bounced"  # a native reply bounced back into this agent's own session
 HELD_SEND = "held_send"  # an outbound message the receiving harness held for its user, until its final word
+CHECKPOINT = "checkpoint"  # written by compaction: dedupe answers of settled messages whose records it dropped
 
 
 def _base(rtype: str, binding: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -160,4 +161,13 @@ def held_send(
         rec["task_id"] = task_id
     if notified:
         rec["notified"] = True
+    return rec
+
+
+def checkpoint(entries: list[Any]) -> dict[str, Any]:
+    """Compaction's summary of settled messages whose records it dropped (journal/window.py): `entries` is flat,
+    five values an entry (message_id, dedupe_key, state, reason, ts). It names no message itself, so retention never
+    groups it."""
+    rec = _base(CHECKPOINT)
+    rec["entries"] = entries
     return rec

@@ -4,16 +4,26 @@ unresolved work: the original bodies, dedupe records, routes, obligations and ta
 Records are grouped by the ids they mention (message_id, in_reply_to, task_id); a group is kept whole when any of
 its records is recent or any of its ids is unresolved. The latest claim record is always kept: it is the agent's
 current role.
+
+Recent is not enough to keep a settled message the agent has let go of (journal/window.py): its dedupe answer goes
+into checkpoint records at the head of the file, and its own records go (`compact_records`), so a journal holds
+what the agent holds in memory, not its whole day.
 """
 
 from __future__ import annotations
 
 import time
-from typing import Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 from crosstalk.journal import records as R
+from crosstalk.journal.window import checkpoint_chunks
+
+if TYPE_CHECKING:
+    from crosstalk.journal.replay import JournalState
 
 RETENTION_SECONDS = 24 * 3600
+APPLY_MARGIN_S = 120.0  # far past the longest an append waits (writer.APPEND_TIMEOUT_S) before it is applied
 
 
 def _ids_of(rec: dict[str, Any]) -> list[str]:
@@ -54,8 +64,10 @@ def select_retained(
     *,
     now: float | None = None,
     window_s: float = RETENTION_SECONDS,
+    collapsed: set[str] | frozenset[str] = frozenset(),
 ) -> list[dict[str, Any]]:
-    """The records to keep, in their original order."""
+    """The records to keep, in their original order. A recent record whose ids are all `collapsed` (settled and
+    summarized elsewhere) does not keep its group."""
     now = time.time() if now is None else now
     cutoff = now - window_s
     uf = _UnionFind()
@@ -69,7 +81,7 @@ def select_retained(
             uf.union(ids[0], other)
     keep_roots: set[str] = {uf.find(i) for i in unresolved_ids if i in uf.parent}
     for rec, ids in zip(records, rec_ids, strict=True):
-        if ids and float(rec.get("ts", 0)) >= cutoff:
+        if ids and float(rec.get("ts", 0)) >= cutoff and not all(i in collapsed for i in ids):
             keep_roots.add(uf.find(ids[0]))
     last_claim = max((i for i, r in enumerate(records) if r.get("type") == R.CLAIM), default=-1)
     kept: list[dict[str, Any]] = []
@@ -87,3 +99,52 @@ def select_retained(
 def ids_in(records: list[dict[str, Any]]) -> set[str]:
     """Every id the records mention: what a compaction kept, for pruning the in-memory state to match."""
     return {i for rec in records for i in _ids_of(rec)}
+
+
+@dataclass(frozen=True, slots=True)
+class Plan:
+    """What compaction needs of the agent's state, taken on its event loop before the flusher thread compacts."""
+
+    unresolved: set[str]  # whose whole dependency set stays
+    collapsed: set[str]  # settled ids the state let go of: their records go, whatever their age
+    present: set[str]  # the messages and tasks the state holds
+    window_entries: list[list[Any]]  # the dedupe window, for the checkpoint records
+    taken_at: float
+
+    @classmethod
+    def of(cls, state: JournalState) -> Plan:
+        return cls(
+            state.unresolved_ids(),
+            state.collapsible_ids(),
+            set(state.messages) | set(state.tasks),
+            state.window.snapshot(),
+            time.time(),
+        )
+
+    def forgotten(self, records: list[dict[str, Any]]) -> set[str]:
+        """Messages and tasks in `records` the state no longer holds at all (let go, then past the window's count):
+        their records go too. Only records older than a margin count: a record just written may not be applied
+        to the state yet."""
+        settled_before = self.taken_at - APPLY_MARGIN_S
+        ids: set[str] = set()
+        for rec in records:
+            rtype = rec.get("type")
+            if rtype not in (R.RECEIVED, R.TASK) or float(rec.get("ts", 0)) >= settled_before:
+                continue
+            rid = R.message_id_of(rec) if rtype == R.RECEIVED else rec.get("task_id")
+            if isinstance(rid, str) and rid not in self.present:
+                ids.add(rid)
+        return ids
+
+
+def compact_records(
+    records: list[dict[str, Any]], plan: Plan, *, now: float | None = None, window_s: float = RETENTION_SECONDS
+) -> list[dict[str, Any]]:
+    """The compacted journal: checkpoint records of the dedupe window (its entries within retention) first, then
+    the retained records without the old checkpoints and without the records of collapsed or forgotten ids."""
+    now = time.time() if now is None else now
+    rest = [r for r in records if r.get("type") != R.CHECKPOINT]
+    collapsed = plan.collapsed | plan.forgotten(rest)
+    kept = select_retained(rest, plan.unresolved, now=now, window_s=window_s, collapsed=collapsed)
+    fresh = [e for e in plan.window_entries if e[4] >= now - window_s]
+    return [R.checkpoint(chunk) for chunk in checkpoint_chunks(fresh)] + kept

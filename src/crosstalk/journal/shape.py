@@ -61,6 +61,8 @@ def problem(rec: dict[str, Any]) -> str | None:
             return "deadline_at is not a number"
         if rec.get("artifacts") is not None and not isinstance(rec["artifacts"], list):
             return "artifacts is not a list"
+    elif rtype == R.CHECKPOINT and not isinstance(rec.get("entries"), list):
+        return "entries is not a list"
     elif rtype == R.CLAIM and not all(isinstance(rec.get(k), str | None) for k in ("action", "owner", "role")):
         return "a claim field is not a string"
     return None

@@ -118,7 +118,7 @@ class Receiver:
             if prior is not None:
                 self.stats.duplicates += 1
                 return _outcome_of(prior, duplicate=True)
-            if msg.message_id in self.state.messages or any(k[1] == msg.message_id for k in self._inflight):
+            if self.state.knows(msg.message_id) or any(k[1] == msg.message_id for k in self._inflight):
                 return self.reject(inbound, "message_id_in_use")
             fut: asyncio.Future[Outcome] = asyncio.get_running_loop().create_future()
             self._inflight[key] = fut

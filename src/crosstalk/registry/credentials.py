@@ -10,6 +10,7 @@ import stat
 from pathlib import Path
 
 from crosstalk.fs.atomic import atomic_write
+from crosstalk.fs.reading import NotRegularFile, open_regular
 from crosstalk.registry.errors import KeyFileError
 
 KEY_BYTES = 32
@@ -46,7 +47,9 @@ def read_key(path: Path | str) -> str:
         raise KeyFileError(path, f"cannot be examined ({e.strerror})") from None
     _check_key_stat(path, st)  # before open: opening a FIFO would block
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NOFOLLOW | os.O_NONBLOCK)
+        fd = open_regular(path)
+    except NotRegularFile as e:
+        raise KeyFileError(path, f"is {e.what}, not a regular file") from None
     except OSError as e:
         raise KeyFileError(path, f"cannot be opened ({e.strerror})") from None
     try:

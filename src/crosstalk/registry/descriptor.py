@@ -10,6 +10,7 @@ import os
 from dataclasses import dataclass, fields
 from pathlib import Path
 
+from crosstalk.core import untrusted
 from crosstalk.core.ids import is_agent_id, is_message_id
 from crosstalk.fs.atomic import atomic_write
 from crosstalk.fs.reading import read_capped
@@ -181,6 +182,6 @@ def read_descriptor(path: Path | str) -> Descriptor | None:
     if raw is None:
         return None
     try:
-        return Descriptor.from_dict(json.loads(raw))
-    except (ValueError, RecursionError, RegistryError):  # JSON and UTF-8 errors are ValueErrors
+        return Descriptor.from_dict(untrusted.loads(raw, what=str(path), max_bytes=MAX_DESCRIPTOR_BYTES))
+    except (ValueError, RegistryError):  # UntrustedInput (not JSON, too deep) is a ValueError
         return None

@@ -14,8 +14,9 @@ from crosstalk.core.ids import is_agent_id
 from crosstalk.fs.atomic import temp_writer_pid
 from crosstalk.fs.locks import FileLock, is_locked
 from crosstalk.fs.procinfo import is_same_process, pid_alive, proc_start_time
+from crosstalk.fs.reading import NotRegularFile
 from crosstalk.registry.descriptor import Descriptor, read_descriptor
-from crosstalk.registry.errors import AmbiguousName, NoSuchAgent
+from crosstalk.registry.errors import AgentLockUnusable, AmbiguousName, NoSuchAgent
 from crosstalk.registry.paths import StatePaths
 
 _SUFFIX = ".json"
@@ -42,12 +43,25 @@ def _read_all(paths: StatePaths) -> Iterator[Descriptor]:
 
 
 def is_live(paths: StatePaths, desc: Descriptor) -> bool:
+    """Its process runs and its agent lock is held. A lock path that is not a regular file (a FIFO, a device, a
+    directory or a symlink planted there) proves nothing: not live (lock_problem says why)."""
     if not is_same_process(desc.pid, desc.started_at):  # cheap /proc read first
         return False
     try:
         return is_locked(paths.agent_lock(desc.agent_id))
     except OSError:
         return False
+
+
+def lock_problem(paths: StatePaths, desc: Descriptor) -> str | None:
+    """Why a descriptor whose process runs cannot be proven live: its lock path cannot be probed (None otherwise)."""
+    if not is_same_process(desc.pid, desc.started_at):
+        return None
+    try:
+        is_locked(paths.agent_lock(desc.agent_id))
+    except OSError as exc:
+        return str(exc) if isinstance(exc, NotRegularFile) else f"{paths.agent_lock(desc.agent_id)}: {exc.strerror}"
+    return None
 
 
 def list_descriptors(paths: StatePaths, *, include_stale: bool = False) -> list[Descriptor]:
@@ -73,15 +87,25 @@ def resolve(paths: StatePaths, name_or_agent_id: str) -> Descriptor:
         desc = read_descriptor(paths.descriptor(name_or_agent_id))
         if desc is not None and desc.agent_id == name_or_agent_id and is_live(paths, desc):
             return desc
+        _raise_lock_problem(paths, name_or_agent_id, [desc] if desc is not None else [])
         raise NoSuchAgent(name_or_agent_id, desc.pid if desc is not None else None)
     named = [d for d in _read_all(paths) if d.name == name_or_agent_id or d.agent_id == name_or_agent_id]
     matches = [d for d in named if d.name == name_or_agent_id and is_live(paths, d)]
     if len(matches) == 1:
         return matches[0]
     if not matches:
+        _raise_lock_problem(paths, name_or_agent_id, [d for d in named if d.name == name_or_agent_id])
         raise NoSuchAgent(name_or_agent_id, named[0].pid if named else None)
     matches.sort(key=lambda d: d.agent_id)
     raise AmbiguousName(name_or_agent_id, [(d.agent_id, d.name, d.harness, d.cwd) for d in matches])
+
+
+def _raise_lock_problem(paths: StatePaths, target: str, descs: list[Descriptor]) -> None:
+    """An agent whose process runs but whose lock path is planted is not "gone": say what is wrong with it."""
+    for d in descs:
+        problem = lock_problem(paths, d)
+        if problem is not None:
+            raise AgentLockUnusable(target, d.pid, problem)
 
 
 def find_by_peer(paths: StatePaths, pid: int) -> Descriptor | None:

@@ -26,6 +26,17 @@ class NoSuchAgent(RegistryError):
         self.stopped_pid = stopped_pid
 
 
+class AgentLockUnusable(NoSuchAgent):
+    """The agent's process runs, but its lock path is not a lock file (something was planted there): its liveness
+    cannot be proven, so nothing is delivered to it."""
+
+    def __init__(self, name: str, pid: int, problem: str) -> None:
+        RegistryError.__init__(self, f"agent {name!r} (pid {pid}) cannot be proven live: {problem}")
+        self.name = name
+        self.stopped_pid = None
+        self.problem = problem
+
+
 class AmbiguousName(RegistryError):
     reason = "ambiguous_name"
 

@@ -8,6 +8,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from crosstalk import harness as kinds
+from crosstalk.core.display import TEXT_CHARS, for_display
 from crosstalk.registry.descriptor import Descriptor
 from crosstalk.registry.discovery import list_descriptors, recorded_endpoints
 from crosstalk.registry.paths import StatePaths
@@ -38,15 +39,15 @@ def agent_rows(paths: StatePaths, environ: Mapping[str, str], me: str | None) ->
         rows.append(row)
     for s in sessions.values():
         native: dict[str, Any] = {
-            "name": s.name,
+            "name": for_display(s.name),  # a harness record's, not a validated agent name: shown safe
             "harness": s.harness,
-            "cwd": s.cwd,
+            "cwd": None if s.cwd is None else for_display(s.cwd, TEXT_CHARS),
             "status": s.status,
             "crosstalk": False,
             "reachable": s.reachable,
         }
         if not s.reachable and s.reason:
-            native["reason"] = s.reason
+            native["reason"] = for_display(s.reason, TEXT_CHARS)
         rows.append(native)
     return rows
 

@@ -2,8 +2,9 @@
 
 Entries are the inbound messages the journal holds, ordered by their journal position (`seq`); the cursor is the
 last seq a page showed. The state filter always applies, the default `unresolved` included, so a page may skip
-entries, but the cursor walks the full journal. `replies` shows the answers to asks this agent sent: inbound
-messages whose in_reply_to names one of its journaled `sent` asks.
+entries, but the cursor walks every message the agent holds: each one still owed something, and the newest settled
+ones (an agent keeps a bounded number of those whole: journal/window.py). `replies` shows the answers to asks this
+agent sent: inbound messages whose in_reply_to names one of its journaled `sent` asks.
 """
 
 from __future__ import annotations

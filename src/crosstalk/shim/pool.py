@@ -154,20 +154,25 @@ class AgentPool:
         return await AgentHost.start(self.paths, config)
 
     async def close(self) -> None:
+        """Stop every agent this pool started, all at once: one slow agent never holds up the others, and a shim
+        serving many sessions closes them all within the time one close takes (the shim bounds close as a whole)."""
         self._closed = True
         futures = list(self._agents.values())
         self._agents.clear()
         self._idents.clear()
-        for fut in futures:
-            if not fut.done():
-                with contextlib.suppress(BaseException):
-                    await asyncio.wait_for(asyncio.shield(fut), 30)
-            host = _started(fut)
-            if host is not None:
-                try:
-                    await host.close()
-                except Exception:
-                    log.exception("closing agent failed")
+        await asyncio.gather(*(_close_one(fut) for fut in futures))
+
+
+async def _close_one(fut: asyncio.Future[AgentHost]) -> None:
+    if not fut.done():
+        with contextlib.suppress(BaseException):
+            await asyncio.wait_for(asyncio.shield(fut), 30)
+    host = _started(fut)
+    if host is not None:
+        try:
+            await host.close()
+        except Exception:
+            log.exception("closing agent failed")
 
 
 def _started(fut: asyncio.Future[AgentHost]) -> AgentHost | None:

@@ -10,7 +10,8 @@ Spec decisions (MCP 2024-11-05 … 2025-11-25, the versions reachable through th
   (2025-11-25); a 2026-07-28 client probes `server/discover` first, gets -32601 and falls back to `initialize`.
 - Requests other than `initialize` and `ping` before `initialize` is answered: -32602 (as the official SDK's server).
 - Unknown method -32601; bad params (and an unknown tool name, per the spec's tools/error-handling) -32602;
-  unparseable JSON -32700 with id null; a message that is not a request object -32600.
+  unparseable JSON (not UTF-8, nested deeper than core.untrusted allows, or over the line limit: such a line is
+  dropped whole) -32700 with id null, naming the problem; a message that is not a request object -32600.
 - A tool that fails (the router returns is_error, or raises) is a tool execution error: a normal result with
   `isError: true`, so the model sees the reason.
 - JSON-RPC batches exist only in 2025-03-26: served there, answered -32600 in every other version.
@@ -28,8 +29,9 @@ import logging
 import os
 
 from crosstalk import __version__
+from crosstalk.core import untrusted
 from crosstalk.shim.router import CallContext, ToolResult
-from crosstalk.shim.stdio import stdin_reader, stdout_writer
+from crosstalk.shim.stdio import LineReader, stdin_reader, stdout_writer
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -122,9 +124,10 @@ class _Server:
     # ------------------------------------------------------------------ loop
     async def run(self, reader: asyncio.StreamReader, stop: asyncio.Event) -> None:
         stop_wait = asyncio.ensure_future(stop.wait())
+        lines = LineReader(reader)
         try:
             while True:
-                read = asyncio.ensure_future(reader.readline())
+                read = asyncio.ensure_future(lines.next())
                 done, _ = await asyncio.wait({read, stop_wait}, return_when=asyncio.FIRST_COMPLETED)
                 if read not in done:
                     read.cancel()
@@ -132,12 +135,13 @@ class _Server:
                     break
                 try:
                     line = read.result()
-                except ValueError:  # longer than LINE_LIMIT: the line was dropped
-                    self._send({"jsonrpc": "2.0", "id": None, "error": _err(PARSE_ERROR, "message too large")})
-                    continue
                 except (ConnectionError, OSError) as exc:
                     log.info("stdin: %s", exc)
                     break
+                if line is None:  # over the reader's limit: the whole line is dropped, up to its newline
+                    message = "Parse error: the request line is over the size limit (dropped)"
+                    self._send({"jsonrpc": "2.0", "id": None, "error": _err(PARSE_ERROR, message)})
+                    continue
                 if not line:
                     log.info("stdin closed")
                     break
@@ -171,10 +175,10 @@ class _Server:
         if not line:
             return
         try:
-            msg = json.loads(line)
-        except (ValueError, UnicodeDecodeError) as exc:
+            msg = untrusted.loads(line, what="the request line", max_bytes=LINE_LIMIT)
+        except untrusted.UntrustedInput as exc:  # not JSON, not UTF-8, or nested too deeply
             log.debug("unparseable line: %s", exc)
-            self._send({"jsonrpc": "2.0", "id": None, "error": _err(PARSE_ERROR, "Parse error")})
+            self._send({"jsonrpc": "2.0", "id": None, "error": _err(PARSE_ERROR, f"Parse error: {exc}")})
             return
         log.debug("<- %s", line[:500])
         if isinstance(msg, list):

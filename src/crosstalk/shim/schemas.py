@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from crosstalk.core import untrusted
+
 PAGE_SIZE = 20
 MAX_DEADLINE_S = 7 * 24 * 3600
 MAILBOX_FILTERS = ("unresolved", "all", "recovered", "bounced", "replies")
@@ -119,6 +121,10 @@ def check_arguments(schema: dict[str, Any], arguments: Any) -> tuple[dict[str, A
         if spec["type"] == "string":
             if not isinstance(value, str):
                 return {}, f"{key} must be a string"
+            try:  # JSON lets a lone surrogate through; it would fail far away, on the first write
+                untrusted.text(value, what=key)
+            except untrusted.UntrustedInput as exc:
+                return {}, str(exc)
             if len(value.strip()) < spec.get("minLength", 0):
                 return {}, f"{key} must not be empty"
         elif spec["type"] == "integer":

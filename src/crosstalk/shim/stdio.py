@@ -1,7 +1,7 @@
 """The shim process's own stdio for the MCP server: stdin as a StreamReader, and fd 1 reserved for the protocol
 (duplicated for it, then pointed at stderr, so a stray print or a child process cannot corrupt the stream). Pipes
 and sockets go through asyncio's pipe transports; a file, a tty or /dev/null is read on a thread and written with
-plain blocking writes."""
+plain blocking writes. `LineReader` reads request lines, dropping an over-limit line whole."""
 
 from __future__ import annotations
 
@@ -70,3 +70,32 @@ async def stdin_reader(loop: asyncio.AbstractEventLoop, limit: int) -> asyncio.S
 
         threading.Thread(target=pump, name="stdin", daemon=True).start()
     return reader
+
+
+class LineReader:
+    """Request lines from a StreamReader. An over-limit line is reported once, as soon as the limit is passed, and
+    then all of it, up to and including its newline, is dropped however many writes it arrives in.
+
+    StreamReader.readline cannot do this: past the limit it clears what it holds and returns, so the rest of the
+    line, arriving later, would be read as a line of its own (and run as a request)."""
+
+    def __init__(self, reader: asyncio.StreamReader) -> None:
+        self.reader = reader
+        self._dropping = False  # inside an over-limit line: read up to its newline and drop it
+
+    async def next(self) -> bytes | None:
+        """The next line with its newline (the last may lack it; b"" at EOF), or None for a line over the limit."""
+        while True:
+            try:
+                line = await self.reader.readuntil(b"\n")
+            except asyncio.IncompleteReadError as exc:  # EOF
+                return b"" if self._dropping else exc.partial
+            except asyncio.LimitOverrunError as exc:
+                await self.reader.readexactly(exc.consumed)  # already buffered: drop it
+                if not self._dropping:
+                    self._dropping = True
+                    return None
+                continue
+            if not self._dropping:
+                return line
+            self._dropping = False  # that was the over-limit line's tail

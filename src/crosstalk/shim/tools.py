@@ -17,6 +17,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from crosstalk import harness as kinds
+from crosstalk.core import untrusted
 from crosstalk.core.errors import CrosstalkError
 from crosstalk.registry.paths import StatePaths
 from crosstalk.shim.claiming import CLAIM_TOOLS
@@ -136,6 +137,12 @@ class ShimRouter:
         if problem is not None:
             return _result({"state": "invalid_arguments", "reason": problem})
         ident = self._identify(ctx)
+        if ident is not None:  # from _meta: a lone surrogate there would fail on the first write, far from here
+            try:
+                for field in (ident.session_ref, ident.preferred_name or ""):
+                    untrusted.text(field, what="_meta (the session's identity)")
+            except untrusted.UntrustedInput as exc:
+                return _result({"state": "invalid_arguments", "reason": str(exc)})
         if name == "list_agents":
             return _result(await self._list_agents(ident))
         if ident is None:

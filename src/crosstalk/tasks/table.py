@@ -2,6 +2,9 @@
 
 Every change to a task is one `task` record in the agent's journal; `TaskTable.apply` folds a record into the table
 the same way during replay and live, so a restarted agent knows exactly what the running one knew.
+
+The table is bounded like the journal state (journal/window.py): every unfinished task is kept, and of the
+terminal ones only the newest `MAX_SETTLED` (GetTask on an older one answers not found, as past retention).
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ from crosstalk.core.message import Message
 from crosstalk.core.sender import Sender
 from crosstalk.core.tasks import TERMINAL, Artifact, HistoryEntry, TaskError, TaskPage, TaskState, TaskView
 from crosstalk.journal import records as R
+from crosstalk.journal.window import MAX_SETTLED, trim_settled
 
 
 @dataclass(slots=True)
@@ -33,10 +37,12 @@ class TaskEntry:
 class TaskTable:
     """Tasks by id, and the task each message id belongs to."""
 
-    def __init__(self, text_of: Callable[[str], str]) -> None:
+    def __init__(self, text_of: Callable[[str], str], *, max_terminal: int = MAX_SETTLED) -> None:
         self.tasks: dict[str, TaskEntry] = {}
         self.task_of_message: dict[str, str] = {}
         self._text_of = text_of  # the text of a received message, for history entries that only reference it
+        self.max_terminal = max_terminal  # terminal tasks kept, the newest
+        self._trim_at = max_terminal  # the table size at which the next trim runs
 
     def get(self, task_id: str) -> TaskEntry | None:
         return self.tasks.get(task_id)
@@ -59,10 +65,19 @@ class TaskTable:
             if t.view.terminal and t.view.updated_at < cutoff and tid not in keep_ids
         ]
         for tid in gone:
-            task = self.tasks.pop(tid)
-            for mid in task.messages:
-                self.task_of_message.pop(mid, None)
+            self._forget(tid, self.tasks.pop(tid))
         return len(gone)
+
+    def _forget(self, _tid: str, task: TaskEntry) -> None:
+        for mid in task.messages:
+            self.task_of_message.pop(mid, None)
+
+    def _trim(self) -> None:
+        """Let go of the oldest terminal tasks past `max_terminal`; again only after the table grew by a slack."""
+        if len(self.tasks) <= self._trim_at:
+            return
+        trim_settled(self.tasks, self.max_terminal, lambda _tid, t: t.view.terminal, self._forget)
+        self._trim_at = max(self.max_terminal, len(self.tasks)) + max(16, self.max_terminal // 8)
 
     def apply(self, rec: dict[str, Any]) -> TaskEntry:
         """Fold one task record into the in-memory task (during replay and live)."""
@@ -96,6 +111,7 @@ class TaskTable:
                 direct=bool(rec.get("direct")),
             )
             task = TaskEntry(view)
+            self._trim()  # before the new one joins: it is never the one let go
             self.tasks[tid] = task
         else:
             history = task.view.history

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 
+from crosstalk.core.display import NAME_CHARS, TEXT_CHARS, for_display
 from crosstalk.watch.records import AgentView, MessageView, Snapshot, TransportView
 
 AGENT_COLUMNS = ("NAME", "HARNESS", "ROLE", "OWNER", "REACHABLE", "OWES", "WAITING", "UNREAD", "PID")
@@ -13,10 +14,16 @@ TRANSPORT_COLUMNS = (
 )  # fmt: skip
 
 
+def _safe(cells: tuple[str, ...], names: tuple[int, ...]) -> tuple[str, ...]:
+    """Every cell shown safe (core.display): names capped short, the rest at TEXT_CHARS."""
+    return tuple(for_display(c, NAME_CHARS if i in names else TEXT_CHARS) for i, c in enumerate(cells))
+
+
 def agent_row(a: AgentView) -> tuple[str, ...]:
     owner = a.owner_name or (a.owner[:8] if a.owner else "-")
     reach = "yes" if a.reachable else f"no: {a.reason}"
-    return (a.name, a.harness, a.role, owner, reach, str(a.open_asks), str(a.asks_waiting), str(a.unread), str(a.pid))
+    cells = (a.name, a.harness, a.role, owner, reach, str(a.open_asks), str(a.asks_waiting), str(a.unread), str(a.pid))
+    return _safe(cells, (0, 3))
 
 
 def traffic_row(m: MessageView) -> tuple[str, ...]:
@@ -24,7 +31,7 @@ def traffic_row(m: MessageView) -> tuple[str, ...]:
     sender = m.sender if m.sender_class == "verified" else f"{m.sender} ({m.sender_class})"
     state = f"{m.state} ({m.reason})" if m.reason else m.state
     latency = "-" if m.latency_s is None else format_latency(m.latency_s)
-    return (when, sender, m.to, m.kind, state, latency, m.text)
+    return _safe((when, sender, m.to, m.kind, state, latency, m.text), (1, 2))
 
 
 def transport_row(t: TransportView) -> tuple[str, ...]:
@@ -33,7 +40,7 @@ def transport_row(t: TransportView) -> tuple[str, ...]:
     pending = "?" if t.unscanned_commits is None else f"{t.unscanned_commits} commits"
     note = t.problem or (f"halted: {t.halted}" if t.halted else "")
     counts = (str(t.held), str(t.dispatched), str(t.failed), str(t.errors))
-    return (t.name, dispatcher, beat, pending, *counts, note)
+    return _safe((t.name, dispatcher, beat, pending, *counts, note), (0,))
 
 
 def format_latency(seconds: float) -> str:

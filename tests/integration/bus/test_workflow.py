@@ -152,9 +152,9 @@ def test_every_failure_ends_the_workflow_with_a_failed_reply(bus, plan, fail: bo
     [result] = [m for m in channel_messages(a.root, marker.split("/")[2]).values() if m.workflow_step == "result"]
     assert result.failed and error in (result.error or ""), result.error
     child = _child(a, marker)["uuid"]
-    assert (a.root / "data" / "channels" / child / "COMPLETE").read_text() == "failed\n"
+    assert (a.root / "data" / "channels" / child / "COMPLETE").read_text() == f"failed: {result.error}\n"
     res = a.cli("workflow", "status", marker)
-    assert "failed" in res.stdout, res.stdout
+    assert "failed" in res.stdout and error in res.stdout, res.stdout
 
 
 @pytest.mark.parametrize("when", ["workflow_compiled", "workflow_fanout", "workflow_synthesize"])

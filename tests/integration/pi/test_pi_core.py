@@ -211,3 +211,20 @@ def test_pi_crosstalk_keeps_the_exit_codes_scripts_were_written_for(started, hom
     assert denied.returncode == 3 and "acl:external" in denied.stdout + denied.stderr, denied
     assert pc("send", "nobody", "hi").returncode == 1  # no such session: a wire error here
     assert pc("send").returncode == 2 and pc("frobnicate").returncode == 2
+
+
+def test_a_deeply_nested_line_is_dropped_and_the_core_serves_on(started):
+    ext = started("s-deep", PI_CROSSTALK_HANDLE="deep")
+    assert ext.proc.stdin is not None
+    deep = b'{"t": "call", "id": "deep-1", "op": "status", "args": {"x": ' + b"[" * 1000 + b"]" * 1000 + b"}}\n"
+    ext.proc.stdin.write(
+        deep + b'{"t": "call", "id": "deep-2", "op": "status", "args": {"x": ' + b"[" * 100_000 + b"\n"
+    )
+    ext.proc.stdin.flush()
+    assert ext.call("status")["name"] == "deep"  # still serving
+    assert ext.proc.poll() is None
+    dropped = ("deep-1", "deep-2")  # never run
+    assert not [m for m in ext.seen if m.get("t") == "result" and m.get("id") in dropped]
+    out = ext.call("send", to="deep", text="hi \ud800", mode="auto")
+    assert out["ok"] is False and out["state"] == "invalid_arguments", out
+    assert out["reason"].startswith("text:") and "surrogate" in out["reason"]

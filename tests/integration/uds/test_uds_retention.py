@@ -41,3 +41,27 @@ def test_live_compaction_keeps_recent_messages_and_their_dedupe(host: HostThread
     retry = send(host.paths, new_message(host.name, "recent", from_=SENDER, message_id=first.message_id)).outcome
     assert retry.evidence.get("duplicate") is True
     assert len(host.fake.writes) == 1
+
+
+def test_a_busy_agent_compacts_on_growth_and_its_memory_and_journal_stay_bounded(start_host) -> None:
+    """Many messages well inside the 24 h window: the journal is compacted each time it grew by
+    `compact_after_bytes` (not only hourly), settled messages collapse into checkpoint records, and memory holds
+    the newest `max_settled`. After a restart every one of them is still answered as a duplicate, never injected
+    again."""
+    bound, n = 20, 400
+    host = start_host(config={"max_settled": bound, "compact_after_bytes": 64 * 1024})
+    sent = [send(host.paths, new_message(host.name, f"m{i}", from_=SENDER)).outcome for i in range(n)]
+    assert {o.state.value for o in sent} == {"accepted"}
+    assert len(host.host.state.messages) <= bound + 16
+    journal = host.journal_path
+    records = host.records()
+    assert any(r["type"] == "checkpoint" for r in records)  # a growth compaction ran
+    assert journal.stat().st_size < 64 * 1024 + 3 * 1024 * (bound + 16) + 32 * 1024  # not n messages' records
+
+    host.close()
+    again = start_host(config={"max_settled": bound, "compact_after_bytes": 64 * 1024})
+    assert again.agent_id == host.agent_id
+    for o in (sent[0], sent[n // 2], sent[-1]):
+        retry = send(again.paths, new_message(again.name, "again", from_=SENDER, message_id=o.message_id)).outcome
+        assert retry.state.value == "accepted" and retry.evidence.get("duplicate") is True
+    assert again.fake.writes == []  # nothing injected twice

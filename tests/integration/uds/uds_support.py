@@ -66,6 +66,7 @@ class HostThread:
         role: Role = Role.PRIMARY,
         owner: str | None = None,
         inbox_dir: Path | None = None,
+        config: dict[str, Any] | None = None,
     ) -> None:
         from crosstalk.agent import AgentConfig, AgentHost
 
@@ -84,6 +85,7 @@ class HostThread:
             owner=owner,
             limits=limits or Limits(),
             inject_timeout_s=inject_timeout_s,
+            **(config or {}),
         )
         try:
             self.host = self.call(AgentHost.start(self.paths, self.config))

@@ -8,6 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from crosstalk.core import untrusted
 from crosstalk.core.untrusted import UntrustedInput, check_depth, json_depth, loads, text
 
 pytestmark = pytest.mark.unit
@@ -67,3 +68,15 @@ def test_parsed_values_are_checked_without_recursion_and_lone_surrogates_are_nam
 
 def test_a_lone_bracket_inside_a_string_is_no_depth() -> None:
     assert json_depth(b'"{"') == 0 and json_depth(b'["["]') == 1
+
+
+def test_a_document_with_few_brackets_is_parsed_without_the_depth_scan(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Depth never exceeds the number of opening brackets: a journal line (a handful of them) skips the scan, which
+    cost three times the parse itself and made a restart's replay and `crosstalk watch` slow on a big journal."""
+
+    def scan(_raw: bytes) -> int:
+        raise AssertionError("the depth scan ran")
+
+    monkeypatch.setattr(untrusted, "json_depth", scan)
+    line = b'{"type":"received","message":{"message_id":"m","parts":[{"type":"text","text":"[[[{{{"}]}}'
+    assert untrusted.loads(line, what="line", max_bytes=1024, max_depth=16)["message"]["message_id"] == "m"

@@ -80,7 +80,7 @@ def test_uninstall_removes_only_crosstalk(tmp_path: Path):
     data = json.loads(path.read_text())
     data["mcpServers"]["other"] = {"command": "x"}
     path.write_text(json.dumps(data))
-    assert actions(KIND.uninstall("user", env(tmp_path), str(tmp_path))) == ["removed", "removed"]
+    assert actions(KIND.uninstall("user", env(tmp_path), str(tmp_path))) == ["updated", "removed"]
     assert json.loads(path.read_text()) == {"mcpServers": {"other": {"command": "x"}}}
     assert not (tmp_path / "cfg" / "skills" / "crosstalk").exists()
     assert actions(KIND.uninstall("user", env(tmp_path), str(tmp_path))) == ["absent", "absent"]

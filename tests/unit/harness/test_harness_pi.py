@@ -143,7 +143,7 @@ def test_install_adds_the_package_keeps_the_rest_and_is_idempotent(tmp_path: Pat
     rel = os.path.relpath(setup.package_dir(), settings.parent)
     settings.write_text(json.dumps({"packages": [rel]}))
     assert setup.install("user", ["/opt/xt/crosstalk"], env(tmp_path), tmp_path)[0].action == "unchanged"
-    assert [c.action for c in setup.uninstall("user", env(tmp_path), tmp_path)] == ["removed"]
+    assert [c.action for c in setup.uninstall("user", env(tmp_path), tmp_path)] == ["updated"]
     assert json.loads(settings.read_text())["packages"] == []
     assert [c.action for c in setup.uninstall("user", env(tmp_path), tmp_path)] == ["absent"]
 

@@ -234,3 +234,26 @@ def test_retry_after_a_failed_outcome_write_is_unknown_not_dispatching(make_rig)
     assert retry.state in SEND_STATES
     assert retry.state is State.UNKNOWN
     assert len(rig.fake.writes) == 1
+
+
+def test_a_retry_of_a_message_whose_body_was_let_go_is_still_a_duplicate(make_rig):
+    """The state keeps only the newest settled messages whole (journal/window.py); an older one's retry is answered
+    from the dedupe window, never injected again, and its id stays taken for any other sender."""
+    rig = make_rig()
+    rig.state.max_settled = 4
+    first = msg("the first")
+
+    async def body():
+        out = [await rig.receiver.receive(inbound(first))]
+        for i in range(40):
+            out.append(await rig.receiver.receive(inbound(msg(f"later {i}"))))
+        assert first.message_id not in rig.state.messages  # let go: only its dedupe answer is left
+        retry = await rig.receiver.receive(inbound(first))
+        stolen = await rig.receiver.receive(inbound(first, CAROL))
+        return out, retry, stolen
+
+    out, retry, stolen = run(body())
+    assert {o.state for o in out} == {State.ACCEPTED}
+    assert retry.state is State.ACCEPTED and retry.evidence == {"duplicate": True}
+    assert stolen.state is State.REJECTED and stolen.reason == "message_id_in_use"
+    assert [w["message_id"] for w in rig.fake.writes].count(first.message_id) == 1

@@ -233,3 +233,21 @@ def test_rendered_envelope_uses_verified_identity(make_rig):
     assert 'from-name="alice"' in w["rendered"]
     assert "&lt;cross-session-message" in w["rendered"]
     assert w["rendered"].count("<cross-session-message") == 1
+
+
+def test_a_fake_that_keeps_writes_to_a_bound_stays_bounded_and_its_inbox_holds_every_one(make_rig, rx_root):
+    """`crosstalk agent run --harness fake` is a long-running process: it keeps only its newest writes in memory
+    (every one is in its --inbox file), so a soak measures the agent, not the fake's list."""
+    from crosstalk.cli.agent_cmd import FAKE_KEEP_WRITES
+    from crosstalk.harness.fake import FakeHarness
+
+    inbox = rx_root / "inbox.jsonl"
+    rig = make_rig(fake=FakeHarness(inbox=inbox, keep_writes=5))
+
+    async def body():
+        return [await rig.receiver.receive(inbound(msg(f"m{i}"))) for i in range(40)]
+
+    assert {o.state for o in run(body())} == {State.ACCEPTED}
+    assert 5 <= len(rig.fake.writes) <= 10 and rig.fake.writes[-1]["text"] == "m39"
+    assert inbox.read_bytes().count(b"\n") == 40
+    assert FAKE_KEEP_WRITES > 0

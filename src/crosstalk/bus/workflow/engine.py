@@ -28,14 +28,14 @@ from crosstalk.bus.addressing import WORKFLOW_ADDRESS, split_address
 from crosstalk.bus.claimers import parse_claimers, placed
 from crosstalk.bus.errors import BusError
 from crosstalk.bus.invoke import Interrupted, run_model
-from crosstalk.bus.message import BusMessage, new_message_name, render_message, utc_timestamp
+from crosstalk.bus.message import MAX_BODY_BYTES, BusMessage, fit_body, new_message_name, render_message, utc_timestamp
 from crosstalk.bus.models import ModelSpec
 from crosstalk.bus.scan import ScannedMessage
 from crosstalk.bus.state import read_json, write_json_atomic
 from crosstalk.bus.store import publish, read_message
 from crosstalk.bus.transports import Transport
 from crosstalk.bus.workflow.plan import Plan, PlanError, compile_prompt, parse_plan_output
-from crosstalk.bus.workflow.progress import COMPLETE_FILE, Progress, engine_name, read_progress
+from crosstalk.bus.workflow.progress import COMPLETE_FILE, FAILURE_CHARS, Progress, engine_name, read_progress
 
 Log = Callable[..., None]
 
@@ -67,6 +67,10 @@ class WorkflowEngine:
         raw = raw if isinstance(raw, dict) else {}
         self.open: list[str] = [m for m in raw.get("open", []) if isinstance(m, str)]
         self.claimers: dict[str, list[str]] = parse_claimers(raw.get("claimers"))
+        failing = raw.get("failing")
+        self.failing: dict[str, str] = {  # marker -> why it failed, until that is committed
+            m: r for m, r in (failing.items() if isinstance(failing, dict) else ()) if isinstance(r, str)
+        }
 
     # ------------------------------------------------------------------ what the scans bring
     def learn(self, messages: Sequence[ScannedMessage]) -> None:
@@ -87,19 +91,45 @@ class WorkflowEngine:
             self._save()
 
     def advance_all(self) -> None:
+        """Advance every open workflow. One that breaks (anything but a git or file error, which a later tick
+        retries) fails on its own, with the reason in its reply, and the others go on."""
         for marker_rel in list(self.open):
             if self.cancel.is_set():
                 return
             try:
-                done = self.advance(marker_rel)
+                reason = self.failing.get(marker_rel)
+                done = self.advance(marker_rel) if reason is None else self._fail(marker_rel, reason)
+            except Interrupted:
+                return
             except BusError as exc:
                 self.error("workflow_error", marker=marker_rel, error=exc.message)
                 continue
-            except Interrupted:
-                return
+            except Exception as exc:  # hostile content or a bug: this workflow fails, never the tick
+                reason = f"the workflow broke: {type(exc).__name__}: {exc}"
+                self.error("workflow_error", marker=marker_rel, error=reason)
+                done = self._settle(marker_rel, reason)
             if done:
                 self.open.remove(marker_rel)
+                self.failing.pop(marker_rel, None)
                 self._save()
+
+    def _settle(self, marker_rel: str, reason: str) -> bool:
+        """Fail the workflow now; when even that cannot be committed, remember the reason (machine-local) so the
+        next ticks only retry the failed reply and never run its steps (the compile model) again."""
+        try:
+            return self._fail(marker_rel, reason)
+        except Exception as exc:
+            self.error("workflow_error", marker=marker_rel, error=f"cannot record its failure: {exc}")
+            self.failing[marker_rel] = reason
+            self._save()
+            return False
+
+    def _fail(self, marker_rel: str, reason: str) -> bool:
+        marker = read_message(self.root, marker_rel)
+        if marker is None or marker.type != "workflow":
+            self.error("workflow_error", marker=marker_rel, error="the marker is gone or unreadable")
+            return True
+        return self._finish(Progress(marker_rel, marker), None, reason)
 
     # ------------------------------------------------------------------ one workflow
     def advance(self, marker_rel: str) -> bool:
@@ -170,8 +200,11 @@ class WorkflowEngine:
         targets = self._placed(plan.synthesize.to)
         if not targets:
             return self._finish(p, None, f"no machine is known to claim {plan.synthesize.to!r}")
+        # Every candidate gets an equal share of what one message may hold, so the synthesis is never too large
+        # to be read (16 answers of 1 MiB each would be).
+        share = max(1024, (MAX_BODY_BYTES - len(plan.synthesize.body.encode()) - 256 * len(p.subs)) // len(p.subs))
         candidates = "\n\n".join(
-            f"--- Candidate {i} of {len(p.subs)} ---\n{p.sub_replies[c.rel].msg.body.strip()}"
+            f"--- Candidate {i} of {len(p.subs)} ---\n{_cut(p.sub_replies[c.rel].msg.body.strip(), share)}"
             for i, c in enumerate(p.subs, 1)
         )
         msg = BusMessage(sender=self.engine, to=targets[0], timestamp=utc_timestamp(), workflow_step="synthesize",
@@ -182,7 +215,12 @@ class WorkflowEngine:
         return False
 
     def _finish(self, p: Progress, answer: str | None, failure: str | None) -> bool:
-        """The reply to the marker in its channel and COMPLETE in the child channel, in one commit."""
+        """The reply to the marker in its channel and COMPLETE in the child channel (`complete`, or `failed: <why>`
+        for `workflow status`), in one commit. The reason is one line, bounded: it may quote files others wrote."""
+        if failure is not None:
+            failure = " ".join(failure.split())[:FAILURE_CHARS] or "failed"
+        elif answer is not None:
+            answer = _cut(answer, MAX_BODY_BYTES - 256)  # an answer read from another machine's reply
         parent = p.marker_rel.split("/")[2]
         marker_in_channel = "/".join(p.marker_rel.split("/")[3:])
         reply = BusMessage(sender=self.engine, to=p.marker.sender, timestamp=utc_timestamp(), re=(marker_in_channel,),
@@ -190,9 +228,17 @@ class WorkflowEngine:
                            body=answer if failure is None else f"the workflow failed: {failure}")  # fmt: skip
         files = {f"{layout.CHANNELS_DIR}/{parent}/{new_message_name()}": render_message(reply)}
         if p.child:
-            done = "failed\n" if failure else "complete\n"
+            done = f"failed: {failure}\n" if failure else "complete\n"
             files[f"{layout.CHANNELS_DIR}/{p.child}/{COMPLETE_FILE}"] = done
-        publish(self.transport, files, f"crosstalk: workflow {'failed' if failure else 'complete'} ({p.marker_rel})")
+        try:
+            publish(
+                self.transport, files, f"crosstalk: workflow {'failed' if failure else 'complete'} ({p.marker_rel})"
+            )
+        except BusError:
+            if failure is not None:  # the next ticks retry this reply only, never the workflow's steps
+                self.failing[p.marker_rel] = failure
+                self._save()
+            raise
         self.log("workflow_done", "warn" if failure else "info", marker=p.marker_rel, failed=bool(failure),
                  error=failure or "-")  # fmt: skip
         return True
@@ -203,4 +249,12 @@ class WorkflowEngine:
         return placed(model, list(self.claimed()), self.claimers, self.alias)
 
     def _save(self) -> None:
-        write_json_atomic(self.path, {"open": self.open, "claimers": self.claimers})
+        write_json_atomic(self.path, {"open": self.open, "claimers": self.claimers, "failing": self.failing})
+
+
+def _cut(text: str, limit: int) -> str:
+    """`text` within `limit` bytes (and a note), saying so when it was cut."""
+    kept, dropped = fit_body(text, limit)
+    return kept + (
+        f"\n[crosstalk: this text was cut at {limit} bytes; {dropped} more bytes dropped]" if dropped else ""
+    )

@@ -7,12 +7,14 @@ candidates. Models are named as `to:` names them, without `@machine` (the runtim
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass
 from typing import Any
 
 from crosstalk.bus.errors import BusError
+from crosstalk.core.untrusted import UntrustedInput, loads
+
+MAX_PLAN_BYTES = 256 << 10  # two bodies of MAX_BODY_CHARS, escaped, with room to spare
 
 MAX_COUNT = 16
 MAX_BODY_CHARS = 32 * 1024
@@ -76,7 +78,7 @@ def _step(data: Any, name: str, *, counted: bool = False) -> Step:
     if counted:
         count = data["count"]
         if isinstance(count, bool) or not isinstance(count, int) or not 1 <= count <= MAX_COUNT:
-            raise PlanError(f"plan.{name}.count must be a whole number from 1 to {MAX_COUNT}, not {count!r}")
+            raise PlanError(f"plan.{name}.count must be a whole number from 1 to {MAX_COUNT}, not {count!r:.60}")
     return Step(to, body.strip(), count)
 
 
@@ -86,12 +88,18 @@ def compile_prompt(prose: str, models: list[str]) -> str:
 
 def parse_plan_output(text: str) -> Plan:
     """The plan in a model's answer: the JSON object it holds (a ```json fence or prose around it is allowed);
-    PlanError when there is none or it is not a valid plan."""
+    PlanError when there is none or it is not a valid plan (too large or too deep included)."""
     start, end = text.find("{"), text.rfind("}")
     if start < 0 or end < start:
         raise PlanError("the compile answer holds no JSON object")
+    return parse_plan_json(text[start : end + 1], "the compile answer")
+
+
+def parse_plan_json(raw: str | bytes, what: str) -> Plan:
+    """A plan from JSON someone else wrote (a model's answer, a committed PLAN.json), read through the one rule for
+    untrusted input (crosstalk.core.untrusted); PlanError naming `what` and the problem."""
     try:
-        data = json.loads(text[start : end + 1])
-    except ValueError as exc:
-        raise PlanError(f"the compile answer is not valid JSON ({exc.msg} at character {exc.pos})") from None
+        data = loads(raw, what=what, max_bytes=MAX_PLAN_BYTES)
+    except UntrustedInput as exc:
+        raise PlanError(str(exc)) from None
     return Plan.from_dict(data)

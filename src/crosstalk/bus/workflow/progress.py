@@ -4,7 +4,6 @@ writes."""
 
 from __future__ import annotations
 
-import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -12,11 +11,12 @@ from pathlib import Path
 from crosstalk.bus import layout
 from crosstalk.bus.addressing import WORKFLOW_ADDRESS
 from crosstalk.bus.message import BusMessage
-from crosstalk.bus.safefs import SMALL_LIMIT, TEXT_LIMIT, UnsafeFile, read_transport_text
+from crosstalk.bus.safefs import SMALL_LIMIT, TEXT_LIMIT, UnsafeFile, read_transport_bytes, read_transport_text
 from crosstalk.bus.store import message_names, read_message
-from crosstalk.bus.workflow.plan import Plan, PlanError
+from crosstalk.bus.workflow.plan import Plan, PlanError, parse_plan_json
 
 COMPLETE_FILE = "COMPLETE"
+FAILURE_CHARS = 2000  # a workflow's failure as it is recorded (one line; the reasons come from files others wrote)
 
 
 def engine_name(alias: str) -> str:
@@ -39,6 +39,7 @@ class Progress:
     plan_error: str | None = None  # PLAN.json is there and unreadable
     complete: bool = False
     failed: bool = False  # COMPLETE says the workflow failed
+    reason: str | None = None  # why, as COMPLETE says it (`failed: <reason>`; older owners wrote only `failed`)
     subs: list[Child] = field(default_factory=list)  # the fanout copies, in order
     sub_replies: dict[str, Child] = field(default_factory=dict)  # fanout copy rel -> its first reply
     synthesis: Child | None = None
@@ -83,11 +84,13 @@ def read_progress(root: Path, marker_rel: str, marker: BusMessage, engine: str) 
     base = f"{layout.CHANNELS_DIR}/{child}"
     done = _text(root, f"{base}/{COMPLETE_FILE}")
     p.complete, p.failed = done is not None, (done or "").startswith("failed")
+    if p.failed:
+        p.reason = " ".join(done[len("failed") :].lstrip(":").split())[:FAILURE_CHARS] or None  # type: ignore[index]
     try:
-        p.plan = Plan.from_dict(json.loads(read_transport_text(root, f"{base}/{layout.PLAN_FILE}", TEXT_LIMIT)))
+        p.plan = parse_plan_json(read_transport_bytes(root, f"{base}/{layout.PLAN_FILE}", TEXT_LIMIT), layout.PLAN_FILE)
     except FileNotFoundError:
         pass
-    except (OSError, UnsafeFile, ValueError, PlanError) as exc:
+    except (OSError, UnsafeFile, PlanError) as exc:
         p.plan_error = f"{layout.PLAN_FILE} is unreadable: {getattr(exc, 'message', None) or exc}"
     names = message_names(child_dir(root, child))
     children = [Child(rel, msg) for rel in names if (msg := read_message(root, f"{base}/{rel}")) is not None]

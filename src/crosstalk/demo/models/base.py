@@ -13,10 +13,13 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, ClassVar
 
+from crosstalk.core import untrusted
+
 REPLY_PREFIX = "MOCK-REPLY: "
 CALL_RE = re.compile(r"^CALL (\S+) (\{.*\})\s*$", re.MULTILINE)
 SLEEP_RE = re.compile(r"^SLEEP (\d+(?:\.\d+)?)\s*$", re.MULTILINE)
 MAX_SLEEP_S = 30.0
+MAX_BODY_BYTES = 64 * 1024 * 1024  # a harness's request body (the whole conversation so far) parsed, at most
 
 
 @dataclass(frozen=True)
@@ -64,8 +67,8 @@ def scripted_call_args(text: str, placeholders: dict[str, re.Pattern[str]]) -> t
         return None
     name, raw = call
     try:
-        args = json.loads(raw)
-    except ValueError:
+        args = untrusted.loads(raw, what="a scripted call's arguments", max_bytes=MAX_BODY_BYTES)
+    except untrusted.UntrustedInput:
         return None
     return (name, args) if isinstance(args, dict) else None
 
@@ -103,8 +106,8 @@ class _Handler(BaseHTTPRequestHandler):
         length = int(self.headers.get("content-length") or 0)
         raw = self.rfile.read(length).decode("utf-8", "replace") if length else ""
         try:
-            body = json.loads(raw) if raw else {}
-        except ValueError:
+            body = untrusted.loads(raw, what="the request body", max_bytes=MAX_BODY_BYTES) if raw else {}
+        except untrusted.UntrustedInput:
             body = {}
         req = RecordedRequest(
             self.command, self.path, dict(self.headers), raw, body if isinstance(body, dict) else {}, time.time()

@@ -6,12 +6,12 @@ crosstalk agents that are gone. Reading never creates anything."""
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import stat
 from collections.abc import Mapping
 from pathlib import Path
 
+from crosstalk.core import untrusted
 from crosstalk.core.ids import is_agent_id
 from crosstalk.doctor.facts import (
     AgentLeftovers,
@@ -146,7 +146,8 @@ def peer_dirs(paths: StatePaths, environ: Mapping[str, str]) -> tuple[Path, ...]
     dirs = [sessions_dir(environ)]
     settings = read_capped(paths.native_peers / "claude.json", 64 * 1024)
     with contextlib.suppress(ValueError):
-        chosen = json.loads(settings).get("config_dir") if settings else None
+        data = untrusted.loads(settings, what="native peers settings", max_bytes=64 * 1024) if settings else None
+        chosen = data.get("config_dir") if isinstance(data, dict) else None
         if isinstance(chosen, str) and chosen:
             dirs.append(Path(chosen) / "sessions")
     return tuple(dict.fromkeys(dirs))

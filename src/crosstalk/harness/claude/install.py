@@ -9,25 +9,48 @@ crosstalk skill. Idempotent: an install that finds everything in place writes no
 The entry is `{"type": "stdio", "command": <absolute path>, "args": ["mcp"], "env": {}}`, as `claude mcp add -s
 user crosstalk -- <path> mcp` writes it. Other settings in the file are kept as they are (the file is rewritten
 with Claude's own indentation only when the entry changes). A config file that is not a JSON object is an error
-that names it, and nothing is written.
+that names it, and nothing is written. Claude Code rewrites `.claude.json` constantly: the edit holds the lock
+Claude Code takes for its own saves and is replaced only if nobody wrote it meanwhile (fs/config_edit.py).
+
+The skill folder may hold the user's own files, and SKILL.md may be the user's: crosstalk writes SKILL.md only when
+it is absent or a version crosstalk wrote (its sha256 is one crosstalk shipped, or the one recorded in the folder's
+`.crosstalk-skill` marker), and uninstall removes only such a SKILL.md, the marker, and the folder if then empty.
+A SKILL.md the user changed is `kept`, by install and by uninstall.
 """
 
 from __future__ import annotations
 
+import contextlib
+import errno
+import hashlib
 import json
-import shutil
-from collections.abc import Mapping, Sequence
+import os
+import stat
+import time
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from crosstalk.fs.atomic import atomic_write, replace_keeping_mode
-from crosstalk.fs.reading import read_capped, read_json_object
+from crosstalk.core.untrusted import UntrustedInput, loads
+from crosstalk.fs.atomic import atomic_write
+from crosstalk.fs.config_edit import ConfigRefused, read_config, update
 from crosstalk.harness.base import ConfigChange, InstallError
 
 SERVER = "crosstalk"
 SKILL = Path(__file__).with_name("SKILL.md")
+MARKER = ".crosstalk-skill"  # beside SKILL.md: the sha256 of the SKILL.md crosstalk last wrote there
 MAX_CONFIG_BYTES = 64 * 1024 * 1024
 SCOPES = ("user", "project")
+LOCK_WAIT_S = 10.0  # Claude Code holds its config lock for one save: milliseconds
+LOCK_STALE_S = 30.0  # a lock directory untouched this long was left by a process that died (Claude Code refreshes it)
+
+
+def digest(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+# Every SKILL.md crosstalk has shipped: an install from before the marker existed left one of these.
+SHIPPED = frozenset({digest(SKILL.read_bytes()), "ed7075647087d6ff2788467eb1976801b97a7e6791de67e808334ee5ee8d8fd8"})
 
 
 def _home(environ: Mapping[str, str]) -> Path:
@@ -59,55 +82,159 @@ def install(scope: str, command: Sequence[str], environ: Mapping[str, str], cwd:
     """Register `command` (argv, absolute) as the crosstalk MCP server, and install the skill."""
     _check_scope(scope)
     path = config_file(scope, environ, cwd)
-    config = _read_config(path)
-    servers = config.setdefault("mcpServers", {})
-    if not isinstance(servers, dict):
-        raise InstallError(f"{path}: mcpServers is not a JSON object; fix or remove it, then install again")
     wanted = entry(command)
-    changes = [ConfigChange(str(path), "unchanged")]
-    if servers.get(SERVER) != wanted:
-        changes[0] = ConfigChange(str(path), "updated" if path.exists() else "created")
+
+    def add(raw: bytes | None) -> bytes | None:
+        config = _parse(path, raw)
+        servers = config.setdefault("mcpServers", {})
+        if not isinstance(servers, dict):
+            raise InstallError(f"{path}: mcpServers is not a JSON object; fix or remove it, then install again")
+        if servers.get(SERVER) == wanted:
+            return raw
         servers[SERVER] = wanted
-        replace_keeping_mode(path, (json.dumps(config, indent=2, ensure_ascii=False) + "\n").encode())
-    skill = skill_file(scope, environ, cwd)
-    text = SKILL.read_bytes()
-    if read_capped(skill, len(text) + 1) == text:
-        changes.append(ConfigChange(str(skill), "unchanged"))
-    else:
-        changes.append(ConfigChange(str(skill), "updated" if skill.exists() else "created"))
-        skill.parent.mkdir(parents=True, exist_ok=True)
-        atomic_write(skill, text, mode=0o644)
+        return _dump(config)
+
+    changes = [_change(path, *_edit(path, add))]
+    changes.append(_install_skill(skill_file(scope, environ, cwd)))
     return changes
 
 
 def uninstall(scope: str, environ: Mapping[str, str], cwd: Path) -> list[ConfigChange]:
-    """Remove the crosstalk entry (other servers and settings stay) and the skill."""
+    """Remove the crosstalk entry (other servers and settings stay) and crosstalk's skill."""
     _check_scope(scope)
     path = config_file(scope, environ, cwd)
-    changes = [ConfigChange(str(path), "absent")]
-    if path.exists():
-        config = _read_config(path)
+
+    def remove(raw: bytes | None) -> bytes | None:
+        if raw is None:
+            return None
+        config = _parse(path, raw)
         servers = config.get("mcpServers")
-        if isinstance(servers, dict) and SERVER in servers:
-            del servers[SERVER]
-            replace_keeping_mode(path, (json.dumps(config, indent=2, ensure_ascii=False) + "\n").encode())
-            changes[0] = ConfigChange(str(path), "removed")
-    skill = skill_file(scope, environ, cwd)
-    if skill.parent.is_dir() and not skill.parent.is_symlink():
-        shutil.rmtree(skill.parent)
-        changes.append(ConfigChange(str(skill), "removed"))
-    else:
-        changes.append(ConfigChange(str(skill), "absent"))
+        if not isinstance(servers, dict) or SERVER not in servers:
+            return raw
+        del servers[SERVER]
+        return _dump(config)
+
+    change = _change(path, *_edit(path, remove))
+    changes = [ConfigChange(change.path, "absent") if change.action == "unchanged" else change]
+    changes.append(_uninstall_skill(skill_file(scope, environ, cwd)))
     return changes
 
 
+def _change(path: Path, before: bytes | None, after: bytes | None) -> ConfigChange:
+    if before == after:
+        return ConfigChange(str(path), "unchanged" if after is not None else "absent")
+    return ConfigChange(str(path), "created" if before is None else "updated")
+
+
+def _edit(path: Path, edit: Any) -> tuple[bytes | None, bytes | None]:
+    try:
+        return update(path, edit, limit=MAX_CONFIG_BYTES, lock=lambda: claude_lock(path))
+    except ConfigRefused as exc:
+        raise InstallError(str(exc)) from None
+
+
+@contextlib.contextmanager
+def claude_lock(path: Path) -> Iterator[None]:
+    """The lock Claude Code takes around its own saves of a config file: the directory `<file>.lock`, made with
+    mkdir (proper-lockfile's protocol). One older than LOCK_STALE_S was left by a dead process and is taken over."""
+    lock = path.with_name(path.name + ".lock")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    deadline = time.monotonic() + LOCK_WAIT_S
+    delay = 0.001
+    while True:
+        try:
+            os.mkdir(lock, 0o700)
+            break
+        except FileExistsError:
+            with contextlib.suppress(FileNotFoundError):
+                if time.time() - os.lstat(lock).st_mtime > LOCK_STALE_S:
+                    with contextlib.suppress(OSError):
+                        os.rmdir(lock)
+                    continue
+            if time.monotonic() > deadline:
+                held = f"Claude Code's lock on {path.name} has been held for over {LOCK_WAIT_S:.0f} s"
+                raise InstallError(f"{lock}: {held}; try again (remove it if no claude is running)") from None
+            time.sleep(delay)  # the holder is another program: nothing to wait on but the directory
+            delay = min(delay * 2, 0.05)
+    try:
+        yield
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            os.rmdir(lock)
+
+
+# ------------------------------------------------------------------ the skill
+def _regular(path: Path) -> bytes | None:
+    """The file's bytes when it is a regular file (None: absent); a symlink or anything else is the user's."""
+    try:
+        return read_config(path, MAX_CONFIG_BYTES)
+    except ConfigRefused:
+        return b""  # never crosstalk's: kept
+
+
+def _ours(skill: Path, data: bytes) -> bool:
+    recorded = _regular(skill.with_name(MARKER)) or b""
+    return digest(data) in SHIPPED or digest(data) == recorded.decode("ascii", "replace").strip()
+
+
+def _install_skill(skill: Path) -> ConfigChange:
+    text = SKILL.read_bytes()
+    current = _regular(skill)
+    if current == text:
+        _mark(skill, text)
+        return ConfigChange(str(skill), "unchanged")
+    if current is not None and not _ours(skill, current):
+        return ConfigChange(str(skill), "kept")  # the user's: install_cmd says why
+    skill.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write(skill, text, mode=0o644)
+    _mark(skill, text)
+    return ConfigChange(str(skill), "created" if current is None else "updated")
+
+
+def _mark(skill: Path, text: bytes) -> None:
+    marker = skill.with_name(MARKER)
+    record = (digest(text) + "\n").encode()
+    if _regular(marker) != record:
+        atomic_write(marker, record, mode=0o644)
+
+
+def _uninstall_skill(skill: Path) -> ConfigChange:
+    current = _regular(skill)
+    if current is None:
+        action = "absent"
+    elif _ours(skill, current) and stat.S_ISREG(os.lstat(skill).st_mode):
+        skill.unlink()
+        action = "removed"
+    else:
+        action = "kept"
+    marker = skill.with_name(MARKER)
+    if _regular(marker) not in (None, b""):
+        marker.unlink()
+    try:
+        skill.parent.rmdir()  # only when nothing else is in it
+    except OSError as exc:
+        if exc.errno not in (errno.ENOENT, errno.ENOTEMPTY, errno.EEXIST, errno.ENOTDIR):
+            raise
+    return ConfigChange(str(skill), action)
+
+
+# ------------------------------------------------------------------ the config
 def _check_scope(scope: str) -> None:
     if scope not in SCOPES:
         raise InstallError(f"unknown scope {scope!r} (expected one of: {', '.join(SCOPES)})")
 
 
-def _read_config(path: Path) -> dict[str, Any]:
+def _parse(path: Path, raw: bytes | None) -> dict[str, Any]:
+    if raw is None or not raw.strip():
+        return {}
     try:
-        return read_json_object(path, MAX_CONFIG_BYTES)
-    except ValueError as exc:
-        raise InstallError(str(exc)) from None
+        data = loads(raw, what=str(path), max_bytes=MAX_CONFIG_BYTES)
+    except UntrustedInput as exc:
+        raise InstallError(f"{exc}; fix it, then try again") from None
+    if not isinstance(data, dict):
+        raise InstallError(f"{path}: not a JSON object; fix it, then try again")
+    return data
+
+
+def _dump(config: dict[str, Any]) -> bytes:
+    return (json.dumps(config, indent=2, ensure_ascii=False) + "\n").encode()

@@ -29,7 +29,7 @@ import uuid
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
-from crosstalk.core import envelope
+from crosstalk.core import envelope, untrusted
 from crosstalk.core.states import State
 from crosstalk.fs.reading import read_capped
 from crosstalk.harness.base import InjectResult
@@ -88,8 +88,8 @@ def peer_token(environ: Mapping[str, str], pid: int, socket_path: str) -> str | 
         return None
     raw = read_capped(path, MAX_KEY_BYTES)
     try:
-        data = json.loads(raw) if raw else None
-    except ValueError:
+        data = untrusted.loads(raw, what="a Claude peer key", max_bytes=MAX_KEY_BYTES) if raw else None
+    except untrusted.UntrustedInput:
         return None
     token = data.get("peerToken") if isinstance(data, dict) else None
     return token if isinstance(token, str) and token else None

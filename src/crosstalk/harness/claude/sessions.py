@@ -8,17 +8,17 @@ never follows a symlink and never blocks on a FIFO planted under a record's name
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
+from crosstalk.core import untrusted
 from crosstalk.fs.procinfo import is_same_process
 from crosstalk.fs.reading import read_capped
 
 MAX_RECORD_BYTES = 256 * 1024
-MAX_RECORDS = 4096  # a directory with more entries is read only this far
+MAX_RECORDS = 4096  # records of this user's running processes read, at most
 
 
 def config_dir(environ: Mapping[str, str]) -> Path:
@@ -36,8 +36,8 @@ def sessions_dir(environ: Mapping[str, str]) -> Path:
 def parse_record(raw: bytes) -> dict[str, Any] | None:
     """A record as Claude writes it, or None: it must be a JSON object with a non-empty string `sessionId`."""
     try:
-        data = json.loads(raw)
-    except (ValueError, RecursionError):
+        data = untrusted.loads(raw, what="a Claude session record", max_bytes=MAX_RECORD_BYTES)
+    except untrusted.UntrustedInput:
         return None
     if not isinstance(data, dict):
         return None
@@ -66,17 +66,35 @@ def is_live(record: Mapping[str, Any], pid: int) -> bool:
 
 
 def live_records(environ: Mapping[str, str]) -> Iterator[tuple[int, dict[str, Any]]]:
-    """(pid, record) for every live session record, in pid order."""
+    """(pid, record) for every live session record of this user's processes, in pid order.
+
+    Only `<pid>.json` names of running processes this user owns are candidates (a stat of /proc/<pid> each, no file
+    read), and MAX_RECORDS caps the candidates, never the directory: junk, or records of processes that do not run
+    or are another user's, cannot push a real record out. Another user's process is never a session of ours."""
     try:
-        entries = sorted(os.scandir(sessions_dir(environ)), key=lambda e: e.name)[:MAX_RECORDS]
+        with os.scandir(sessions_dir(environ)) as entries:
+            pids = sorted(pid for pid in (_record_pid(e.name) for e in entries) if pid is not None)
     except OSError:
         return
-    for entry in entries:
-        stem, dot, ext = entry.name.partition(".")
-        if ext != "json" or not dot or not stem.isdigit():
-            continue  # <pid>.<hash>.key files and anything else
-        pid = int(stem)
-        raw = read_capped(entry.path, MAX_RECORD_BYTES)
+    for pid in [pid for pid in pids if _own_process(pid)][:MAX_RECORDS]:
+        raw = read_capped(sessions_dir(environ) / f"{pid}.json", MAX_RECORD_BYTES)
         record = None if raw is None else parse_record(raw)
         if record is not None and record.get("pid") in (pid, None) and is_live(record, pid):
             yield pid, record
+
+
+def _record_pid(name: str) -> int | None:
+    """The pid a `<pid>.json` record name carries; None for anything else (`<pid>.<hash>.key` files, junk)."""
+    stem, dot, ext = name.partition(".")
+    if ext != "json" or not dot or not stem.isdigit() or len(stem) > 10:
+        return None
+    pid = int(stem)
+    return pid if pid > 0 else None
+
+
+def _own_process(pid: int) -> bool:
+    """A running process owned by this user (/proc/<pid> belongs to the process's uid)."""
+    try:
+        return os.stat(f"/proc/{pid}").st_uid == os.geteuid()
+    except OSError:
+        return False

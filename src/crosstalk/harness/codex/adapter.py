@@ -16,6 +16,7 @@ queued; a connection that broke or a request unanswered after it was sent → un
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Mapping
 from typing import Any
 
@@ -37,6 +38,8 @@ from crosstalk.harness.codex.appserver import AppServer, AppServerError, AppServ
 from crosstalk.harness.codex.endpoints import endpoints
 
 NAME = "codex"
+BIND_DEADLINE_S = 10.0  # asking every endpoint whether it has the thread loaded
+CALL_DEADLINE_S = 30.0  # one delivery: up to four requests (thread/read, thread/turns/list, turn/steer, turn/start)
 
 
 class CodexAdapter:
@@ -54,22 +57,12 @@ class CodexAdapter:
     async def bind(self, agent: AgentInfo) -> BindResult:
         holding: list[tuple[str, AppServer]] = []
         problems: list[str] = []
-        for path in endpoints(self._environ, agent.known_endpoints):
-            try:
-                server = await AppServer.connect(path)
-            except (AppServerGone, AppServerError) as exc:
-                problems.append(str(exc))
-                continue
-            try:
-                loaded = await loaded_threads(server)
-            except (AppServerGone, AppServerError) as exc:
-                problems.append(f"the Codex app-server at {path} did not list its threads: {exc}")
-                loaded = []
-            if self.thread_id in loaded:
-                holding.append((path, server))
-            else:
-                problems.append(f"the Codex app-server at {path} does not have this thread loaded")
-                await server.close()
+        try:
+            async with asyncio.timeout(BIND_DEADLINE_S):  # every endpoint together, whatever each one does
+                for path in endpoints(self._environ, agent.known_endpoints):
+                    await self._ask(path, holding, problems)
+        except TimeoutError:
+            problems.append(f"the Codex app-servers did not all answer within {BIND_DEADLINE_S:.0f} s")
         if len(holding) == 1:
             self.endpoint, self._server = holding[0]
             return BindResult(endpoint=self.endpoint)
@@ -83,6 +76,29 @@ class CodexAdapter:
             self.reason += "; `codex exec` takes no input"
         return BindResult(inbound_reachable=False, reason=self.reason)
 
+    async def _ask(self, path: str, holding: list[tuple[str, AppServer]], problems: list[str]) -> None:
+        """Whether the app-server at `path` has this thread loaded: its connection is kept in `holding` if so."""
+        try:
+            server = await AppServer.connect(path)
+        except (AppServerGone, AppServerError) as exc:
+            problems.append(str(exc))
+            return
+        kept = False
+        try:
+            try:
+                loaded = await loaded_threads(server)
+            except (AppServerGone, AppServerError) as exc:
+                problems.append(f"the Codex app-server at {path} did not list its threads: {exc}")
+                loaded = []
+            if self.thread_id in loaded:
+                holding.append((path, server))
+                kept = True
+            else:
+                problems.append(f"the Codex app-server at {path} does not have this thread loaded")
+        finally:
+            if not kept:
+                await server.close()
+
     def status(self) -> str:
         return "unknown"  # asked per delivery, never guessed
 
@@ -95,6 +111,14 @@ class CodexAdapter:
     async def inject(self, request: InjectRequest) -> InjectResult:
         if self.endpoint is None:
             raise PreSendFailure(self.reason or "not bound to a Codex app-server")
+        try:
+            async with asyncio.timeout(CALL_DEADLINE_S):  # every request of this delivery together
+                return await self._inject(request)
+        except TimeoutError:
+            # Something may have been written: the outcome is unknown, and the message is never resent.
+            raise HarnessDisconnected(f"the Codex app-server did not finish within {CALL_DEADLINE_S:.0f} s") from None
+
+    async def _inject(self, request: InjectRequest) -> InjectResult:
         text = self.render(request)
         append = (
             request.meta

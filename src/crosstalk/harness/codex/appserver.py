@@ -14,10 +14,14 @@ import json
 from collections.abc import Callable
 from typing import Any
 
+from crosstalk.core import untrusted
 from crosstalk.core.errors import CrosstalkError
 
 CONNECT_TIMEOUT_S = 3.0
 REQUEST_TIMEOUT_S = 10.0
+LIST_DEADLINE_S = 5.0  # listing the loaded threads, every page together
+MAX_PAGES = 50
+MAX_LOADED = 5000  # thread ids kept from one server's listing
 MAX_FRAME = 16 * 1024 * 1024
 CLIENT = {"name": "crosstalk", "title": None, "version": "1"}
 # Told each message sent ("out") and received ("in"); crosstalk.capture sets it (this layer imports nothing above).
@@ -53,6 +57,11 @@ class AppServer:
     async def connect(cls, path: str) -> AppServer:
         from websockets.asyncio.client import unix_connect
 
+        from crosstalk.harness.codex.endpoints import socket_problem
+
+        problem = socket_problem(path)  # another user's socket never gets a message's content
+        if problem is not None:
+            raise AppServerGone(f"cannot connect to the Codex app-server: {problem}", sent=False)
         try:
             ws = await asyncio.wait_for(
                 unix_connect(path, uri="ws://localhost/", max_size=MAX_FRAME, open_timeout=CONNECT_TIMEOUT_S),
@@ -108,8 +117,8 @@ class AppServer:
             async for frame in self._ws:
                 if frame_observer is not None:
                     frame_observer("in", frame)
-                with contextlib.suppress(ValueError, TypeError, AttributeError):
-                    message = json.loads(frame)
+                with contextlib.suppress(ValueError, TypeError, AttributeError):  # a bad frame is dropped
+                    message = untrusted.loads(frame, what="a Codex app-server frame", max_bytes=MAX_FRAME)
                     fut = self._pending.get(message.get("id")) if "method" not in message else None
                     if fut is not None and not fut.done():
                         fut.set_result(message)
@@ -128,15 +137,21 @@ class AppServer:
             await asyncio.wait_for(self._ws.close(), 2.0)
 
 
-async def loaded_threads(server: AppServer) -> list[str]:
-    """Every thread id the server has loaded (all pages)."""
+async def loaded_threads(server: AppServer, deadline_s: float = LIST_DEADLINE_S) -> list[str]:
+    """The thread ids the server has loaded: every page, within one overall deadline (AppServerGone when it
+    passes), at most MAX_PAGES pages and MAX_LOADED ids (a server that pages on forever is read this far)."""
     ids: list[str] = []
     cursor: str | None = None
-    for _ in range(1000):
-        result = await server.request("thread/loaded/list", {"cursor": cursor} if cursor else {})
-        data = result.get("data") if isinstance(result, dict) else None
-        ids += [t for t in data or [] if isinstance(t, str)]
-        cursor = result.get("nextCursor") if isinstance(result, dict) else None
-        if not cursor:
-            break
+    try:
+        async with asyncio.timeout(deadline_s):
+            for _ in range(MAX_PAGES):
+                result = await server.request("thread/loaded/list", {"cursor": cursor} if cursor else {})
+                data = result.get("data") if isinstance(result, dict) else None
+                page = [t for t in data if isinstance(t, str)] if isinstance(data, list) else []
+                ids += page[: MAX_LOADED - len(ids)]
+                cursor = result.get("nextCursor") if isinstance(result, dict) else None
+                if not isinstance(cursor, str) or not cursor or len(ids) >= MAX_LOADED:
+                    break
+    except TimeoutError:
+        raise AppServerGone(f"thread/loaded/list: not done within {deadline_s:.0f} s", sent=True) from None
     return ids

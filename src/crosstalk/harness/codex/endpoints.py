@@ -7,8 +7,9 @@
    variables, so an entry without the user's CODEX_HOME still finds the user's app-server.
 3. The endpoints other live Codex agents are bound to, as their descriptors record them (the host passes them in).
 
-2 and 3 are asked only when they are a unix socket owned by this user (a descriptor is ours, but the file it names
-may have been replaced since). Duplicates (the same socket by another path) are asked once.
+Every endpoint is connected to only when it is a unix socket owned by this user, not reached through a symlink
+(own_socket: listings and the adapter alike; a descriptor is ours, but the file it names may have been replaced
+since). 2 and 3 are left out of the list otherwise. Duplicates (the same socket by another path) are asked once.
 """
 
 from __future__ import annotations
@@ -54,14 +55,24 @@ def parent_control_socket(pid: int | None = None) -> str | None:
 
 
 def own_socket(path: str) -> bool:
-    """An absolute path to a unix socket this user owns (following the link, as connecting does)."""
+    """An absolute path to a unix socket this user owns, itself and not through a symlink (lstat): the one check
+    made before anything connects to an app-server socket, to list threads or to write a message into one."""
+    return socket_problem(path) is None
+
+
+def socket_problem(path: str) -> str | None:
+    """Why `path` is not an app-server socket crosstalk may connect to (None when it is: own_socket)."""
     if not os.path.isabs(path):
-        return False
+        return f"{path} is not an absolute path"
     try:
-        st = os.stat(path)
-    except OSError:
-        return False
-    return stat.S_ISSOCK(st.st_mode) and st.st_uid == os.geteuid()
+        st = os.lstat(path)
+    except OSError as exc:
+        return f"{path}: {exc.strerror or exc}"
+    if not stat.S_ISSOCK(st.st_mode):
+        return f"{path} is not a unix socket"
+    if st.st_uid != os.geteuid():
+        return f"{path} is owned by uid {st.st_uid}, not by you (uid {os.geteuid()}); refusing to connect"
+    return None
 
 
 def endpoints(environ: Mapping[str, str], known: Iterable[str] = (), *, parent: bool = True) -> list[str]:

@@ -114,6 +114,7 @@ class FakeHarness:
         inbox_dir: str | os.PathLike[str] | None = None,
         answer: str | None = None,
         conformance: bool = False,
+        keep_writes: int | None = None,
     ) -> None:
         for s in [*(script or []), default]:
             if s not in STEPS:
@@ -124,6 +125,7 @@ class FakeHarness:
         self._inbox_dir = Path(inbox_dir) if inbox_dir else None  # inbox <dir>/<agent name>.jsonl, named at bind
         self._lock = threading.Lock()
         self.writes: list[dict[str, Any]] = []
+        self.keep_writes = keep_writes  # None: every write (tests read them); else about the newest this many
         self.attempts = 0
         self._release = asyncio.Event()
         self.blocked = asyncio.Event()  # set while an injection waits in a `block` step
@@ -215,6 +217,8 @@ class FakeHarness:
         }
         with self._lock:
             self.writes.append(line)
+            if self.keep_writes is not None and len(self.writes) > 2 * self.keep_writes:
+                del self.writes[: -self.keep_writes]  # a long-running fake agent: its inbox file holds them all
             if self._inbox is not None:
                 # One write(2) of a whole line in append mode: concurrent lines never interleave, and a kill -9
                 # after it returns still leaves the line in the file.

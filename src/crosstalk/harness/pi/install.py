@@ -6,7 +6,9 @@ core's command in the extension's config file. Idempotent: an install that finds
     both           $HOME/.config/pi-agent-extensions/crosstalk/config.json  "command": [<crosstalk>]
 
 The package is `integrations/pi` of a source checkout, or the copy a wheel carries next to this module. Other
-settings and other packages stay as they are; a settings file that is not a JSON object is an error naming it.
+settings and other packages stay as they are; a settings file that is not a JSON object is an error naming it, and
+one that is not a plain file an error naming exactly why. Each edit is replaced only if nobody (pi) wrote the file
+meanwhile (fs/config_edit.py); uninstall reports the settings file it edited `updated`.
 """
 
 from __future__ import annotations
@@ -17,8 +19,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from crosstalk.fs.atomic import replace_keeping_mode
-from crosstalk.fs.reading import read_json_object
+from crosstalk.core.untrusted import UntrustedInput, loads
+from crosstalk.fs.config_edit import ConfigRefused, update
 from crosstalk.harness.base import ConfigChange, InstallError
 
 SCOPES = ("user", "project")
@@ -56,15 +58,18 @@ def config_file(environ: Mapping[str, str]) -> Path:
 def install(scope: str, command: Sequence[str], environ: Mapping[str, str], cwd: Path) -> list[ConfigChange]:
     settings_path = settings_file(scope, environ, cwd)
     package = str(package_dir())
-    settings = _read(settings_path)
-    packages = settings.setdefault(KEY, [])
-    if not isinstance(packages, list):
-        raise InstallError(f"{settings_path}: {KEY!r} is not a list; fix or remove it, then install again")
-    changes = [ConfigChange(str(settings_path), "unchanged")]
-    if not any(_same(entry, package, settings_path) for entry in packages):
-        changes[0] = ConfigChange(str(settings_path), "updated" if settings_path.exists() else "created")
+
+    def add(raw: bytes | None) -> bytes | None:
+        settings = _parse(settings_path, raw)
+        packages = settings.setdefault(KEY, [])
+        if not isinstance(packages, list):
+            raise InstallError(f"{settings_path}: {KEY!r} is not a list; fix or remove it, then install again")
+        if any(_same(entry, package, settings_path) for entry in packages):
+            return raw
         packages.append(package)
-        _write(settings_path, settings)
+        return _dump(settings)
+
+    changes = [_change(settings_path, *_edit(settings_path, add))]
     changes.append(_set_command(config_file(environ), list(command)))
     return changes
 
@@ -72,16 +77,20 @@ def install(scope: str, command: Sequence[str], environ: Mapping[str, str], cwd:
 def uninstall(scope: str, environ: Mapping[str, str], cwd: Path) -> list[ConfigChange]:
     """Remove the package from pi's settings (the extension's config file, with the user's tool flags, stays)."""
     settings_path = settings_file(scope, environ, cwd)
-    if not settings_path.exists():
-        return [ConfigChange(str(settings_path), "absent")]
-    settings = _read(settings_path)
-    packages = settings.get(KEY)
     package = str(package_dir())
-    if not isinstance(packages, list) or not any(_same(e, package, settings_path) for e in packages):
-        return [ConfigChange(str(settings_path), "absent")]
-    settings[KEY] = [e for e in packages if not _same(e, package, settings_path)]
-    _write(settings_path, settings)
-    return [ConfigChange(str(settings_path), "removed")]
+
+    def remove(raw: bytes | None) -> bytes | None:
+        if raw is None:
+            return None
+        settings = _parse(settings_path, raw)
+        packages = settings.get(KEY)
+        if not isinstance(packages, list) or not any(_same(e, package, settings_path) for e in packages):
+            return raw
+        settings[KEY] = [e for e in packages if not _same(e, package, settings_path)]
+        return _dump(settings)
+
+    before, after = _edit(settings_path, remove)
+    return [ConfigChange(str(settings_path), "absent" if before == after else "updated")]
 
 
 def _same(entry: Any, package: str, settings_path: Path) -> bool:
@@ -95,22 +104,39 @@ def _same(entry: Any, package: str, settings_path: Path) -> bool:
 
 
 def _set_command(path: Path, command: list[str]) -> ConfigChange:
-    config = _read(path)
-    if config.get("command") == command:
-        return ConfigChange(str(path), "unchanged")
-    action = "updated" if path.exists() else "created"
-    config["command"] = command
-    _write(path, config)
+    def put(raw: bytes | None) -> bytes | None:
+        config = _parse(path, raw)
+        if config.get("command") == command:
+            return raw
+        config["command"] = command
+        return _dump(config)
+
+    return _change(path, *_edit(path, put))
+
+
+def _change(path: Path, before: bytes | None, after: bytes | None) -> ConfigChange:
+    action = "unchanged" if before == after else "created" if before is None else "updated"
     return ConfigChange(str(path), action)
 
 
-def _read(path: Path) -> dict[str, Any]:
+def _edit(path: Path, edit: Any) -> tuple[bytes | None, bytes | None]:
     try:
-        return read_json_object(path, MAX_SETTINGS_BYTES)
-    except ValueError as exc:
+        return update(path, edit, limit=MAX_SETTINGS_BYTES)
+    except ConfigRefused as exc:
         raise InstallError(str(exc)) from None
 
 
-def _write(path: Path, data: dict[str, Any]) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    replace_keeping_mode(path, (json.dumps(data, indent=2, ensure_ascii=False) + "\n").encode())
+def _parse(path: Path, raw: bytes | None) -> dict[str, Any]:
+    if raw is None or not raw.strip():
+        return {}
+    try:
+        data = loads(raw, what=str(path), max_bytes=MAX_SETTINGS_BYTES)
+    except UntrustedInput as exc:
+        raise InstallError(f"{exc}; fix it, then try again") from None
+    if not isinstance(data, dict):
+        raise InstallError(f"{path}: not a JSON object; fix it, then try again")
+    return data
+
+
+def _dump(data: dict[str, Any]) -> bytes:
+    return (json.dumps(data, indent=2, ensure_ascii=False) + "\n").encode()

@@ -2,7 +2,8 @@
 ours on stdout. `deliver` waits for the extension's `delivered`; `call` requests are handed to one handler.
 
 The link is asyncio on the core's event loop; every line written is flushed at once (the extension reads them as
-they come), and a line from the extension is capped at MAX_LINE bytes.
+they come), and a line from the extension is capped at MAX_LINE bytes (an over-limit line is dropped whole) and parsed
+by core.untrusted (a line nesting too deeply is dropped like one that is not JSON).
 """
 
 from __future__ import annotations
@@ -13,6 +14,8 @@ import json
 import logging
 from collections.abc import Awaitable, Callable
 from typing import Any
+
+from crosstalk.core import untrusted
 
 log = logging.getLogger(__name__)
 
@@ -91,9 +94,9 @@ class PiLink:
 
     def _on_line(self, line: bytes) -> None:
         try:
-            msg = json.loads(line)
-        except ValueError:
-            log.warning("an unreadable line from the pi extension: %r", line[:200])
+            msg = untrusted.loads(line, what="a line from the pi extension", max_bytes=MAX_LINE)
+        except untrusted.UntrustedInput as exc:  # not JSON, or nested too deeply: dropped, the link serves on
+            log.warning("%s: %r", exc, line[:200])
             return
         if not isinstance(msg, dict):
             return

@@ -29,6 +29,7 @@ from a2a.utils.errors import (
     UnsupportedOperationError,
 )
 
+from crosstalk.core import untrusted
 from crosstalk.core.message import Message
 from crosstalk.core.tasks import TaskError, TaskPage, TaskState, TaskView
 from crosstalk.ingress.a2a.convert import STATE_TO_A2A, message_to_a2a, reply_message_to_view, task_from_a2a
@@ -37,6 +38,7 @@ from crosstalk.ingress.a2a.errors import A2AAuthError, A2AOutcomeUnknown, A2APro
 T = TypeVar("T")
 
 CONNECT_TIMEOUT_S = 5.0
+MAX_CARD_BYTES = 1024 * 1024  # an agent card is a few KiB; a larger body is not one
 # A pooled connection is reused only this long after its last response. An agent closes an idle one after
 # protocol.KEEP_ALIVE_S (10 s): with httpx's default (5 s, uvicorn's default too) a send picked a connection the
 # agent closed before reading the request, and failed as an unknown outcome (seen under load, many at once).
@@ -231,7 +233,7 @@ async def fetch_card(url: str, *, timeout: float = 10.0) -> dict[str, Any]:
     if response.status_code != 200:
         raise A2AProtocolError(f"agent card at {target}: HTTP {response.status_code}", status=response.status_code)
     try:
-        card = response.json()
+        card = untrusted.loads(response.content, what=f"agent card at {target}", max_bytes=MAX_CARD_BYTES)
         parse_agent_card(copy.deepcopy(card))
     except Exception as exc:
         raise A2AProtocolError(f"agent card at {target} is not a valid A2A card: {exc}") from exc

@@ -4,7 +4,8 @@ The card path is public; anything else needs `Authorization: Bearer <token>` tha
 Sender (else 401), and a body within `body_limit` (else a JSON-RPC InvalidRequest error, id null, read with the cap
 before anything decodes it) that arrives whole within `body_timeout` seconds (else 408 and the connection closed:
 neither uvicorn nor h11 bounds a body read, so a false Content-Length would hold the connection forever) and is
-UTF-8 (else a JSON-RPC parse error, as JSON that is not UTF-8 is not JSON: RFC 8259 §8.1).
+UTF-8 JSON within crosstalk's depth bound (else a JSON-RPC parse error, as JSON that is not UTF-8 is not JSON: RFC
+8259 §8.1; the SDK would answer both with an internal error).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from a2a.server.request_handlers.response_helpers import build_error_response
 from a2a.utils.constants import AGENT_CARD_WELL_KNOWN_PATH, VERSION_HEADER
 from a2a.utils.errors import InvalidRequestError
 
+from crosstalk.core import untrusted
 from crosstalk.core.sender import Sender, SenderClass
 from crosstalk.ingress.a2a.handler import SENDER_STATE_KEY
 
@@ -92,12 +94,10 @@ class EdgeGate:
             err = InvalidRequestError(message=f"request body is over the {self.body_limit}-byte limit")
             await _send_json(send, 200, build_error_response(None, err))
             return
-        try:
-            body.decode("utf-8")  # the SDK's json.loads would raise UnicodeDecodeError, answered -32603
-        except UnicodeDecodeError as exc:
-            message = f"Parse error: the request body is not valid UTF-8 ({exc})"
+        problem = _parse_problem(body)
+        if problem is not None:
             await _send_json(
-                send, 200, {"jsonrpc": "2.0", "id": None, "error": {"code": PARSE_ERROR_CODE, "message": message}}
+                send, 200, {"jsonrpc": "2.0", "id": None, "error": {"code": PARSE_ERROR_CODE, "message": problem}}
             )
             return
         started = False
@@ -175,6 +175,19 @@ async def _drain(receive: Any, budget: int) -> None:
         budget -= len(message.get("body", b""))
         if not message.get("more_body", False):
             return
+
+
+def _parse_problem(body: bytes) -> str | None:
+    """Why the body is not acceptable JSON (a JSON-RPC parse error), or None. The SDK would answer -32603 for a body
+    that is not UTF-8 (UnicodeDecodeError) or nests deeply (RecursionError), so both are bounded here first."""
+    try:
+        body.decode("utf-8")  # strict: json.loads(bytes) would let encoded surrogates through
+    except UnicodeDecodeError as exc:
+        return f"Parse error: the request body is not valid UTF-8 ({exc})"
+    # Depth only: whether the body is JSON at all (and what it means) stays the SDK's to answer.
+    if untrusted.json_depth(body) > untrusted.MAX_DEPTH:
+        return f"Parse error: the request body is nested deeper than {untrusted.MAX_DEPTH} levels"
+    return None
 
 
 def _replay(body: bytes, receive: Any) -> Callable[[], Awaitable[dict[str, Any]]]:

@@ -1,0 +1,156 @@
+"""Editing a config file that its own program also rewrites (Claude Code writes `~/.claude.json` many times a
+minute): read it refusing anything but a plain file, with the exact reason (read_config), and replace it so that a
+write the other program made meanwhile is never lost (update).
+
+update is optimistic: read the file, compute the new bytes from them, write a temp file, and rename it over the file
+only if the file is still exactly what was read (same inode, size, mtime and bytes); otherwise start again from the
+new bytes. After the rename the file is read again: when the other program replaced it from a copy read before ours
+landed, our change is made again. The window between the last check and the rename is a few microseconds; a program
+that takes a lock around its own writes closes it when the caller takes the same lock (`lock`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import stat
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager
+from pathlib import Path
+
+from crosstalk.fs.atomic import fsync_dir, temp_name_for
+
+ATTEMPTS = 200
+Edit = Callable[[bytes | None], bytes | None]  # the file's bytes (None: absent) -> new bytes (None: delete it)
+_KINDS = ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO"), (stat.S_ISSOCK, "a socket"),
+          (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"))  # fmt: skip
+
+
+class ConfigRefused(ValueError):
+    """A config file crosstalk will not read or write; the message names the file and the exact reason."""
+
+    def __init__(self, path: Path | str, reason: str) -> None:
+        super().__init__(f"{path}: {reason}; nothing was changed")
+        self.path = str(path)
+        self.reason = reason
+
+
+def _refuse_kind(path: Path | str, st: os.stat_result, limit: int) -> None:
+    if stat.S_ISLNK(st.st_mode):
+        try:
+            target = os.readlink(path)
+        except OSError:
+            target = "?"
+        raise ConfigRefused(path, f"is a symlink (to {target}); crosstalk edits only a regular file")
+    if not stat.S_ISREG(st.st_mode):
+        what = next((name for test, name in _KINDS if test(st.st_mode)), "not a regular file")
+        raise ConfigRefused(path, f"is {what}, not a regular file")
+    if st.st_size > limit:
+        raise ConfigRefused(path, f"is {st.st_size} bytes, over the {limit}-byte limit for a config file")
+
+
+def _snapshot(path: Path | str, limit: int) -> tuple[bytes | None, tuple[int, ...] | None]:
+    """(bytes, identity) of the file, (None, None) when it is absent; ConfigRefused says exactly why it cannot be."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except FileNotFoundError:
+        return None, None
+    except OSError as exc:
+        try:
+            _refuse_kind(path, os.lstat(path), limit)
+        except FileNotFoundError:
+            return None, None
+        raise ConfigRefused(path, f"cannot be read ({exc.strerror or exc})") from None
+    try:
+        st = os.fstat(fd)
+        _refuse_kind(path, st, limit)
+        chunks: list[bytes] = []
+        size = 0
+        while size <= limit:
+            chunk = os.read(fd, limit + 1 - size)
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+        if size > limit:
+            raise ConfigRefused(path, f"is over the {limit}-byte limit for a config file")
+    except OSError as exc:
+        raise ConfigRefused(path, f"cannot be read ({exc.strerror or exc})") from None
+    finally:
+        os.close(fd)
+    return b"".join(chunks), (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+
+
+def read_config(path: Path | str, limit: int) -> bytes | None:
+    """The file's bytes, None when it does not exist; ConfigRefused naming the reason when it is a symlink, not a
+    regular file, over `limit` bytes, or unreadable."""
+    return _snapshot(path, limit)[0]
+
+
+def update(
+    path: Path,
+    edit: Edit,
+    *,
+    limit: int,
+    new_mode: int = 0o600,
+    lock: Callable[[], AbstractContextManager[object]] | None = None,
+    attempts: int = ATTEMPTS,
+) -> tuple[bytes | None, bytes | None]:
+    """Replace the file with edit(its bytes), losing no write another program makes meanwhile (module docstring).
+    edit returning the bytes it was given writes nothing; returning None deletes the file. Returns (the bytes first
+    read, the bytes written). Exceptions from edit propagate with nothing written; ConfigRefused when the file is
+    not a plain file or kept changing for `attempts` tries."""
+    first: bytes | None = None
+    for attempt in range(attempts):
+        with lock() if lock is not None else contextlib.nullcontext():
+            before, ident = _snapshot(path, limit)
+            first = before if attempt == 0 else first
+            after = edit(before)
+            if after == before:
+                return first, after
+            if not _swap(path, after, before, ident, limit, new_mode):
+                continue
+            now, _ = _snapshot(path, limit)
+            # Our bytes are there, or a later write kept our change: done. Else that write dropped it: again.
+            if now == after or (now is not None and after is not None and edit(now) == now):
+                return first, after
+    raise ConfigRefused(path, f"kept changing while crosstalk edited it ({attempts} tries); try again")
+
+
+def _swap(path: Path, data: bytes | None, before: bytes | None, ident: object, limit: int, new_mode: int) -> bool:
+    """Put `data` (None: no file) at path if the file is still `before` with identity `ident`; False if it is not."""
+    if data is None:
+        if _snapshot(path, limit) != (before, ident):
+            return False
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(path)
+        fsync_dir(path.parent)
+        return True
+    mode = stat.S_IMODE(os.stat(path).st_mode) if before is not None else new_mode
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with _temp_file(path, data, mode) as tmp:
+        if _snapshot(path, limit) != (before, ident):
+            return False
+        os.replace(tmp, path)
+    fsync_dir(path.parent)
+    return True
+
+
+@contextlib.contextmanager
+def _temp_file(path: Path, data: bytes, mode: int) -> Iterator[Path]:
+    """A synced temp file beside path holding data, exactly `mode`; removed on exit unless renamed away."""
+    tmp = temp_name_for(path)
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC | os.O_NOFOLLOW, mode)
+    try:
+        try:
+            os.fchmod(fd, mode)
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view) :]
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        yield tmp
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)

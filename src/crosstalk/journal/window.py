@@ -1,0 +1,129 @@
+"""The bounds of an agent's in-memory state, and the dedupe window that outlives a settled message's body.
+
+An agent keeps every message still owed something whole; of the settled ones (final delivery, nothing owed) only
+the newest `MAX_SETTLED`. An older settled message keeps only its dedupe answer (message_id → sender key, final
+state, reason, when it arrived) in the dedupe window: the newest `DEDUPE_WINDOW` of them, none older than the 24 h
+retention. A retry of a message in the window is answered as the duplicate it is; a retry of a message older than
+that (past the 24 h, or `DEDUPE_WINDOW` messages ago) is a new message, as it always was past retention.
+
+Compaction writes the window into the journal as `checkpoint` records, each under the record cap, and drops the
+records of the messages it holds: the file, like the memory, stays bounded by these numbers, not by the history.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import OrderedDict
+from collections.abc import Callable, Iterable
+from typing import Any, NamedTuple
+
+MAX_SETTLED = 1000  # settled messages (and terminal tasks, settled routes, ...) kept whole, the newest
+DEDUPE_WINDOW = 20_000  # settled messages whose dedupe answer is kept after their body is let go, the newest
+CHECKPOINT_CHUNK_BYTES = 256 * 1024  # one checkpoint record's entries, well under the journal's record cap
+CHECKPOINT_CHUNK_ENTRIES = 1000  # entries a checkpoint record takes at most (about 110 KB of plain ids)
+
+
+class Known(NamedTuple):
+    dedupe_key: str | None
+    state: str
+    reason: str | None
+    ts: float
+
+
+class DedupeWindow:
+    """message_id → Known, oldest first, at most `limit` of them."""
+
+    __slots__ = ("_items", "limit")
+
+    def __init__(self, limit: int = DEDUPE_WINDOW) -> None:
+        self._items: OrderedDict[str, Known] = OrderedDict()
+        self.limit = limit
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def __contains__(self, message_id: object) -> bool:
+        return message_id in self._items
+
+    def get(self, message_id: str) -> Known | None:
+        return self._items.get(message_id)
+
+    def ids(self) -> set[str]:
+        return set(self._items)
+
+    def add(self, message_id: str, dedupe_key: str | None, state: str, reason: str | None, ts: float) -> None:
+        self._items[message_id] = Known(dedupe_key, state, reason, ts)
+        self._items.move_to_end(message_id)
+        while len(self._items) > self.limit:
+            self._items.popitem(last=False)
+
+    def expire(self, cutoff: float) -> None:
+        """Forget answers older than `cutoff` (retention's)."""
+        for mid in [m for m, k in self._items.items() if k.ts < cutoff]:
+            del self._items[mid]
+
+    def load(self, entries: Any, *, skip: Iterable[str] = ()) -> int:
+        """Fold in a checkpoint record's entries (flat: five values an entry, see `snapshot`); a malformed entry
+        (outside damage) is skipped. Returns how many were taken."""
+        if not isinstance(entries, list):
+            return 0
+        taken = 0
+        for i in range(0, len(entries) - len(entries) % 5, 5):
+            mid, key, state, reason, ts = entries[i : i + 5]
+            if (
+                isinstance(mid, str)
+                and isinstance(key, str | None)
+                and isinstance(state, str)
+                and isinstance(reason, str | None)
+                and isinstance(ts, int | float)
+                and not isinstance(ts, bool)
+                and mid not in skip
+            ):
+                self.add(mid, key, state, reason, float(ts))
+                taken += 1
+        return taken
+
+    def snapshot(self) -> list[list[Any]]:
+        """The entries, oldest first: [message_id, dedupe_key, state, reason, ts] each."""
+        return [[mid, k.dedupe_key, k.state, k.reason, k.ts] for mid, k in self._items.items()]
+
+
+def checkpoint_chunks(entries: list[list[Any]]) -> list[list[Any]]:
+    """A window's entries as checkpoint records carry them: flat (five values an entry, no list per entry, so a
+    replay parses a checkpoint fast), in groups whose JSON stays under CHECKPOINT_CHUNK_BYTES each."""
+    chunks: list[list[Any]] = []
+    pending = [entries[i : i + CHECKPOINT_CHUNK_ENTRIES] for i in range(0, len(entries), CHECKPOINT_CHUNK_ENTRIES)]
+    pending.reverse()
+    while pending:
+        group = pending.pop()
+        flat = [value for item in group for value in item]
+        if len(group) > 1 and len(json.dumps(flat, ensure_ascii=False).encode("utf-8")) > CHECKPOINT_CHUNK_BYTES:
+            half = len(group) // 2  # long keys or reasons: split until each half fits
+            pending += [group[half:], group[:half]]
+            continue
+        chunks.append(flat)
+    return chunks
+
+
+def trim_settled(
+    table: dict[str, Any],
+    keep: int,
+    settled: Callable[[str, Any], bool],
+    let_go: Callable[[str, Any], None] | None = None,
+) -> int:
+    """Remove the oldest settled items of `table` (insertion order) until at most `keep` remain or none of the
+    rest is settled. Returns how many were removed."""
+    excess = len(table) - keep
+    if excess <= 0:
+        return 0
+    gone = []
+    for key, value in table.items():
+        if settled(key, value):
+            gone.append((key, value))
+            if len(gone) == excess:
+                break
+    for key, value in gone:
+        del table[key]
+        if let_go is not None:
+            let_go(key, value)
+    return len(gone)
