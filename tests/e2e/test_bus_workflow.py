@@ -222,7 +222,8 @@ def test_every_failure_path_of_a_workflow_of_real_harnesses_ends_in_one_failed_r
             assert len(results) == 1 and results[0].failed, f"{case}: {results}"
             assert error in (results[0].error or ""), f"{case}: {results[0].error}"
             child = pair.read(markers[case]).child_channel
-            assert (pair.ops.root / "data" / "channels" / str(child) / "COMPLETE").read_text() == "failed\n"
+            done = (pair.ops.root / "data" / "channels" / str(child) / "COMPLETE").read_text()
+            assert done.startswith("failed: ") and done.count("\n") == 1 and len(done) > 10, f"{case}: {done!r}"
             if case in ("copyfail", "synthfail"):  # the failing run was a real harness refused by its API
                 failed = [m for m in steps if m.failed]
                 assert failed and all("mock refuses" in m.body for m in failed), f"{case}: {failed}"

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
 TMP_SUFFIX = ".tmp"
@@ -30,26 +32,31 @@ def temp_writer_pid(name: str) -> int | None:
     return int(parts[-3]) if len(parts) >= 4 and parts[-3].isdigit() else None
 
 
-def atomic_write(path: Path, data: bytes, *, mode: int = 0o600) -> None:
-    """Write data to path via temp file + fsync + rename + directory fsync; the file ends up exactly mode."""
+@contextlib.contextmanager
+def synced_temp(path: Path, data: bytes, mode: int) -> Iterator[Path]:
+    """A temp file beside path holding `data`, synced to disk, exactly `mode` (the umask may have narrowed it;
+    readers check the exact mode); removed on exit unless the caller renamed it away."""
     tmp = temp_name_for(path)
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC | os.O_NOFOLLOW, mode)
     try:
         try:
-            os.fchmod(fd, mode)  # the umask may have narrowed it; readers check the exact mode
+            os.fchmod(fd, mode)
             view = memoryview(data)
             while view:
                 view = view[os.write(fd, view) :]
             os.fsync(fd)
         finally:
             os.close(fd)
-        os.replace(tmp, path)
-    except BaseException:
-        try:
+        yield tmp
+    finally:
+        with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
-        except FileNotFoundError:
-            pass
-        raise
+
+
+def atomic_write(path: Path, data: bytes, *, mode: int = 0o600) -> None:
+    """Write data to path via temp file + fsync + rename + directory fsync; the file ends up exactly mode."""
+    with synced_temp(path, data, mode) as tmp:
+        os.replace(tmp, path)
     fsync_dir(path.parent)
 
 

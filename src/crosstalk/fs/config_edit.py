@@ -12,18 +12,20 @@ that takes a lock around its own writes closes it when the caller takes the same
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import stat
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from contextlib import AbstractContextManager
 from pathlib import Path
+from typing import Any
 
-from crosstalk.fs.atomic import fsync_dir, temp_name_for
+from crosstalk.core.untrusted import UntrustedInput, loads
+from crosstalk.fs.atomic import fsync_dir, synced_temp
+from crosstalk.fs.reading import describe_mode, read_fd_capped
 
 ATTEMPTS = 200
 Edit = Callable[[bytes | None], bytes | None]  # the file's bytes (None: absent) -> new bytes (None: delete it)
-_KINDS = ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO"), (stat.S_ISSOCK, "a socket"),
-          (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"))  # fmt: skip
 
 
 class ConfigRefused(ValueError):
@@ -43,8 +45,7 @@ def _refuse_kind(path: Path | str, st: os.stat_result, limit: int) -> None:
             target = "?"
         raise ConfigRefused(path, f"is a symlink (to {target}); crosstalk edits only a regular file")
     if not stat.S_ISREG(st.st_mode):
-        what = next((name for test, name in _KINDS if test(st.st_mode)), "not a regular file")
-        raise ConfigRefused(path, f"is {what}, not a regular file")
+        raise ConfigRefused(path, f"is {describe_mode(st.st_mode)}, not a regular file")
     if st.st_size > limit:
         raise ConfigRefused(path, f"is {st.st_size} bytes, over the {limit}-byte limit for a config file")
 
@@ -64,21 +65,14 @@ def _snapshot(path: Path | str, limit: int) -> tuple[bytes | None, tuple[int, ..
     try:
         st = os.fstat(fd)
         _refuse_kind(path, st, limit)
-        chunks: list[bytes] = []
-        size = 0
-        while size <= limit:
-            chunk = os.read(fd, limit + 1 - size)
-            if not chunk:
-                break
-            chunks.append(chunk)
-            size += len(chunk)
-        if size > limit:
+        data = read_fd_capped(fd, limit)
+        if data is None:
             raise ConfigRefused(path, f"is over the {limit}-byte limit for a config file")
     except OSError as exc:
         raise ConfigRefused(path, f"cannot be read ({exc.strerror or exc})") from None
     finally:
         os.close(fd)
-    return b"".join(chunks), (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+    return data, (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
 
 
 def read_config(path: Path | str, limit: int) -> bytes | None:
@@ -128,7 +122,7 @@ def _swap(path: Path, data: bytes | None, before: bytes | None, ident: object, l
         return True
     mode = stat.S_IMODE(os.stat(path).st_mode) if before is not None else new_mode
     path.parent.mkdir(parents=True, exist_ok=True)
-    with _temp_file(path, data, mode) as tmp:
+    with synced_temp(path, data, mode) as tmp:
         if _snapshot(path, limit) != (before, ident):
             return False
         os.replace(tmp, path)
@@ -136,21 +130,20 @@ def _swap(path: Path, data: bytes | None, before: bytes | None, ident: object, l
     return True
 
 
-@contextlib.contextmanager
-def _temp_file(path: Path, data: bytes, mode: int) -> Iterator[Path]:
-    """A synced temp file beside path holding data, exactly `mode`; removed on exit unless renamed away."""
-    tmp = temp_name_for(path)
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC | os.O_NOFOLLOW, mode)
+def json_object(path: Path | str, raw: bytes | None, limit: int) -> dict[str, Any]:
+    """The JSON object a config file holds ({} when it is absent or blank), parsed as untrusted input (bounded in
+    size and depth); ConfigRefused naming the file when it is not JSON or not an object."""
+    if raw is None or not raw.strip():
+        return {}
     try:
-        try:
-            os.fchmod(fd, mode)
-            view = memoryview(data)
-            while view:
-                view = view[os.write(fd, view) :]
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-        yield tmp
-    finally:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
+        data = loads(raw, what=str(path), max_bytes=limit)
+    except UntrustedInput as exc:
+        raise ConfigRefused(path, f"{exc.problem}; fix it, then try again") from None
+    if not isinstance(data, dict):
+        raise ConfigRefused(path, "is not a JSON object; fix it, then try again")
+    return data
+
+
+def json_bytes(data: dict[str, Any]) -> bytes:
+    """A JSON config file's bytes as Claude Code and pi write theirs: two-space indent, UTF-8, a final newline."""
+    return (json.dumps(data, indent=2, ensure_ascii=False) + "\n").encode()

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from crosstalk.fs.atomic import atomic_write
+from crosstalk.fs.reading import NotRegularFile, open_regular
 from crosstalk.journal.codec import ReadResult, encode, read_journal
 from crosstalk.journal.errors import JournalError, JournalLocked, JournalWriteError
 
@@ -93,7 +94,11 @@ class Journal:
         lock = Path(lock_path) if lock_path else path.with_suffix(".lock")
         path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
         # The lock lives in its own file, never unlinked, because compaction replaces the journal's inode.
-        lock_fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o600)
+        # Regular files only, never through a symlink, never blocking on a FIFO planted where the lock should be.
+        try:
+            lock_fd = open_regular(lock, os.O_RDWR | os.O_CREAT)
+        except NotRegularFile as exc:
+            raise JournalError(f"journal lock {lock} is {exc.what}, not a regular file: move it away") from None
         try:
             fcntl.flock(lock_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
@@ -101,7 +106,7 @@ class Journal:
             raise JournalLocked(f"journal {path} is held by another writer") from None
         try:
             result = read_journal(path)
-            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+            fd = open_regular(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND)
             if result.torn_tail_bytes:
                 os.ftruncate(fd, result.good_size)
                 os.fsync(fd)
@@ -265,7 +270,7 @@ class Journal:
         data = b"".join(encode(r) for r in records)  # before the temp file, so a refused record leaves none
         atomic_write(self.path, data)
         os.close(self._fd)
-        self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND)
+        self._fd = open_regular(self.path, os.O_WRONLY | os.O_APPEND)
         self._size = len(data)
         self._truncate_to = None  # a pending undo belonged to the old file; the new one holds no partial bytes
 

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 from bus_machines import init_and_clone
 from dispatch_helpers import (
+    GIT_ID,
     Daemon,
     commit_files,
     log_text,
@@ -80,6 +81,21 @@ def as_alice(a, body) -> Any:
     return asyncio.run(main())
 
 
+def task_for_alice_down(a, b, text: str) -> str:
+    """Alice registers on a (a known name) and goes down; b sends her a task, which a holds. Its path."""
+
+    async def register(router):
+        return None
+
+    as_alice(a, register)
+    res = b.cli("channel", "create", "general")
+    assert res.returncode == 0, res.stderr
+    out = b.cli("message", "send", "--to", "alice@a", "--channel", "general", text)
+    assert out.returncode == 0, out.stderr
+    wait_for(lambda: " held " in log_text(a), WAIT_S, "the task held on machine a")
+    return out.stdout.strip()
+
+
 def test_a_reply_to_an_agent_that_went_down_is_delivered_when_it_comes_back(machines) -> None:
     a, _b, gate = machines
 
@@ -106,17 +122,7 @@ def test_a_reply_to_an_agent_that_went_down_is_delivered_when_it_comes_back(mach
 
 def test_a_task_for_a_known_agent_that_is_down_waits_for_it_and_is_answered(machines) -> None:
     a, b, _gate = machines
-
-    async def register(router):
-        return None
-
-    as_alice(a, register)  # alice has registered on a: a known name, now down
-    res = b.cli("channel", "create", "general")
-    assert res.returncode == 0, res.stderr
-    out = b.cli("message", "send", "--to", "alice@a", "--channel", "general", "what is the build status?")
-    assert out.returncode == 0, out.stderr
-    path = out.stdout.strip()
-    wait_for(lambda: " held " in log_text(a), WAIT_S, "the task held on machine a")
+    path = task_for_alice_down(a, b, "what is the build status?")
     res = b.cli("message", "replies", path, "--pull", "--json")
     assert res.returncode == 2 and json.loads(res.stdout)[0]["state"] == "PENDING", res.stdout  # no failed reply
 
@@ -174,3 +180,32 @@ def test_a_bus_asks_deadline_survives_the_session_going_away(machines) -> None:
 
     [notice] = as_alice(a, back)
     assert "no answer within its 1 s deadline" in notice["text"]
+
+
+def test_a_held_message_rewritten_into_a_symlink_is_refused_and_the_next_one_still_delivered(machines) -> None:
+    """A held task whose file a later (hostile) commit turns into a symlink out of the transport is refused when it
+    is offered again (never read through the link, never a crash of the tick), and the dispatcher goes on: a task
+    sent after it reaches alice once she is back."""
+    a, b, _gate = machines
+    path = task_for_alice_down(a, b, "first, soon rewritten")
+    assert b.root is not None
+    target = b.root / path
+    assert target.is_file(), path
+    secret = b.base / "secret.txt"
+    secret.write_text("SECRET-NOT-FOR-ALICE\n")
+    target.unlink()
+    target.symlink_to(secret)
+    b.git("add", "--", path)
+    b.git(*GIT_ID, "commit", "-q", "-m", "test: rewrite a held message into a symlink")
+    b.git("push", "-q", "origin", "HEAD:main")
+    out = b.cli("message", "send", "--to", "alice@a", "--channel", "general", "second, the good one")
+    assert out.returncode == 0, out.stderr
+    wait_for(lambda: log_text(a).count(" held ") >= 2, WAIT_S, "the second task held on machine a")
+
+    async def back(router):
+        return await until(lambda: [m for m in inbox(a) if "second, the good one" in m.get("text", "")], "delivery")
+
+    got = as_alice(a, back)
+    assert len(got) == 1
+    wait_for(lambda: "held_unreadable" in log_text(a), WAIT_S, "the rewritten message refused")
+    assert not [m for m in inbox(a) if "SECRET" in m.get("text", "") or "soon rewritten" in m.get("text", "")]

@@ -57,3 +57,21 @@ def test_a_journal_that_is_not_a_regular_file_is_a_clear_error(tmp_path: Path, s
         os.mkfifo(path)
     with pytest.raises(JournalError, match=r"j\.jsonl .*move it away"):
         read_journal(path)
+
+
+@pytest.mark.parametrize("shape", ["symlink", "fifo"])
+def test_a_journal_lock_that_is_not_a_regular_file_is_a_clear_error_not_a_hang(tmp_path: Path, shape: str) -> None:
+    """A FIFO planted where the writer's lock file goes was taken as the lock, and a symlink there was followed (a
+    dangling one created its target outside the state root): both are refused with the path and what it is."""
+    import os
+
+    from crosstalk.journal import Journal, JournalError
+
+    lock = tmp_path / "j.lock"
+    if shape == "fifo":
+        os.mkfifo(lock)
+    else:
+        lock.symlink_to(tmp_path / "elsewhere")
+    with pytest.raises(JournalError, match=r"j\.lock is (a FIFO|a symlink).*move it away"):
+        Journal.open(tmp_path / "j.jsonl")
+    assert not (tmp_path / "elsewhere").exists()

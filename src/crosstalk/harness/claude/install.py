@@ -23,7 +23,6 @@ from __future__ import annotations
 import contextlib
 import errno
 import hashlib
-import json
 import os
 import stat
 import time
@@ -31,9 +30,8 @@ from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from crosstalk.core.untrusted import UntrustedInput, loads
 from crosstalk.fs.atomic import atomic_write
-from crosstalk.fs.config_edit import ConfigRefused, read_config, update
+from crosstalk.fs.config_edit import ConfigRefused, json_bytes, json_object, read_config, update
 from crosstalk.harness.base import ConfigChange, InstallError
 
 SERVER = "crosstalk"
@@ -92,7 +90,7 @@ def install(scope: str, command: Sequence[str], environ: Mapping[str, str], cwd:
         if servers.get(SERVER) == wanted:
             return raw
         servers[SERVER] = wanted
-        return _dump(config)
+        return json_bytes(config)
 
     changes = [_change(path, *_edit(path, add))]
     changes.append(_install_skill(skill_file(scope, environ, cwd)))
@@ -112,7 +110,7 @@ def uninstall(scope: str, environ: Mapping[str, str], cwd: Path) -> list[ConfigC
         if not isinstance(servers, dict) or SERVER not in servers:
             return raw
         del servers[SERVER]
-        return _dump(config)
+        return json_bytes(config)
 
     change = _change(path, *_edit(path, remove))
     changes = [ConfigChange(change.path, "absent") if change.action == "unchanged" else change]
@@ -225,16 +223,7 @@ def _check_scope(scope: str) -> None:
 
 
 def _parse(path: Path, raw: bytes | None) -> dict[str, Any]:
-    if raw is None or not raw.strip():
-        return {}
     try:
-        data = loads(raw, what=str(path), max_bytes=MAX_CONFIG_BYTES)
-    except UntrustedInput as exc:
-        raise InstallError(f"{exc}; fix it, then try again") from None
-    if not isinstance(data, dict):
-        raise InstallError(f"{path}: not a JSON object; fix it, then try again")
-    return data
-
-
-def _dump(config: dict[str, Any]) -> bytes:
-    return (json.dumps(config, indent=2, ensure_ascii=False) + "\n").encode()
+        return json_object(path, raw, MAX_CONFIG_BYTES)
+    except ConfigRefused as exc:
+        raise InstallError(str(exc)) from None

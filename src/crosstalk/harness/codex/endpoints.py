@@ -55,23 +55,27 @@ def parent_control_socket(pid: int | None = None) -> str | None:
 
 
 def own_socket(path: str) -> bool:
-    """An absolute path to a unix socket this user owns, itself and not through a symlink (lstat): the one check
-    made before anything connects to an app-server socket, to list threads or to write a message into one."""
+    """An absolute path to a unix socket this user owns: the one check made before anything connects to an
+    app-server socket, to list threads or to write a message into one."""
     return socket_problem(path) is None
 
 
 def socket_problem(path: str) -> str | None:
-    """Why `path` is not an app-server socket crosstalk may connect to (None when it is: own_socket)."""
+    """Why `path` is not an app-server socket crosstalk may connect to (None when it is: own_socket).
+
+    Codex itself makes the control socket a symlink (into /tmp/codex-daemon-<uid>/), so a link is followed as
+    connecting follows it, but only a link this user owns, to a socket this user owns."""
     if not os.path.isabs(path):
         return f"{path} is not an absolute path"
     try:
-        st = os.lstat(path)
+        link, st = os.lstat(path), os.stat(path)
     except OSError as exc:
         return f"{path}: {exc.strerror or exc}"
     if not stat.S_ISSOCK(st.st_mode):
         return f"{path} is not a unix socket"
-    if st.st_uid != os.geteuid():
-        return f"{path} is owned by uid {st.st_uid}, not by you (uid {os.geteuid()}); refusing to connect"
+    for what, owner in (("is a symlink owned", link.st_uid), ("is owned", st.st_uid)):
+        if owner != os.geteuid():
+            return f"{path} {what} by uid {owner}, not by you (uid {os.geteuid()}); refusing to connect"
     return None
 
 

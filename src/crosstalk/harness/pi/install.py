@@ -13,14 +13,12 @@ meanwhile (fs/config_edit.py); uninstall reports the settings file it edited `up
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from crosstalk.core.untrusted import UntrustedInput, loads
-from crosstalk.fs.config_edit import ConfigRefused, update
+from crosstalk.fs.config_edit import ConfigRefused, json_bytes, json_object, update
 from crosstalk.harness.base import ConfigChange, InstallError
 
 SCOPES = ("user", "project")
@@ -67,7 +65,7 @@ def install(scope: str, command: Sequence[str], environ: Mapping[str, str], cwd:
         if any(_same(entry, package, settings_path) for entry in packages):
             return raw
         packages.append(package)
-        return _dump(settings)
+        return json_bytes(settings)
 
     changes = [_change(settings_path, *_edit(settings_path, add))]
     changes.append(_set_command(config_file(environ), list(command)))
@@ -87,7 +85,7 @@ def uninstall(scope: str, environ: Mapping[str, str], cwd: Path) -> list[ConfigC
         if not isinstance(packages, list) or not any(_same(e, package, settings_path) for e in packages):
             return raw
         settings[KEY] = [e for e in packages if not _same(e, package, settings_path)]
-        return _dump(settings)
+        return json_bytes(settings)
 
     before, after = _edit(settings_path, remove)
     return [ConfigChange(str(settings_path), "absent" if before == after else "updated")]
@@ -109,7 +107,7 @@ def _set_command(path: Path, command: list[str]) -> ConfigChange:
         if config.get("command") == command:
             return raw
         config["command"] = command
-        return _dump(config)
+        return json_bytes(config)
 
     return _change(path, *_edit(path, put))
 
@@ -127,16 +125,7 @@ def _edit(path: Path, edit: Any) -> tuple[bytes | None, bytes | None]:
 
 
 def _parse(path: Path, raw: bytes | None) -> dict[str, Any]:
-    if raw is None or not raw.strip():
-        return {}
     try:
-        data = loads(raw, what=str(path), max_bytes=MAX_SETTINGS_BYTES)
-    except UntrustedInput as exc:
-        raise InstallError(f"{exc}; fix it, then try again") from None
-    if not isinstance(data, dict):
-        raise InstallError(f"{path}: not a JSON object; fix it, then try again")
-    return data
-
-
-def _dump(data: dict[str, Any]) -> bytes:
-    return (json.dumps(data, indent=2, ensure_ascii=False) + "\n").encode()
+        return json_object(path, raw, MAX_SETTINGS_BYTES)
+    except ConfigRefused as exc:
+        raise InstallError(str(exc)) from None
