@@ -123,7 +123,7 @@ def processes(count: int, tmp: Path) -> dict[str, Any]:
     root.mkdir()
     agents = [FakeAgent(root, f"a{i}", inbox=False) for i in range(count)]
     try:
-        with ThreadPoolExecutor(8) as pool:  # starting is not what is measured: overlap it
+        with ThreadPoolExecutor(4) as pool:  # starting is not what is measured: overlap it (2 at a time per core)
             list(pool.map(FakeAgent.start, agents))
         rss = statistics.median(proc_status_kb(a.pid, "VmRSS")["VmRSS"] / 1024 for a in agents)
         t0 = time.perf_counter()
