@@ -15,7 +15,8 @@ every 0.5 s for 120 s after traffic, a window fixed in src), runs on a and on b 
 
 1. Round trip during activity: N times back to back (20; --quick 8), a runs `crosstalk message send --to
    bench/pong@b` as a fresh process; the round trip is from just before the send until the reply is in a's work
-   tree (a's own dispatcher pulls it on one of its ticks; polled in-process with crosstalk.bus.store.replies_status).
+   tree (a's own dispatcher pulls it on one of its ticks; polled in-process with
+   crosstalk.bus.transport.store.replies_status).
    Target (issue 15): p50 <= 1.5 s. The breakdown uses the remote's ref file (when b's reply was pushed) and b's
    dispatcher log (when b's tick that ran the model started and how long it took).
 2. Round trip after idle: K rounds (3; --quick 1), each after a 125 s quiet period (more than the 120 s active
@@ -74,7 +75,7 @@ NAME = "bus"
 MODEL = "bench/pong"
 INTERVAL_S = 5.0  # the CLI's defaults (crosstalk.cli.daemon_cmd); the bench passes no interval flags
 ACTIVE_INTERVAL_S = 0.5
-ACTIVE_FOR_S = 120.0  # fixed in src (crosstalk.bus.dispatcher.ACTIVE_FOR_S)
+ACTIVE_FOR_S = 120.0  # fixed in src (crosstalk.bus.dispatch.dispatcher.ACTIVE_FOR_S)
 QUIET_S = 125.0
 QUIET_CONFIRM_TIMEOUT_S = 20.0
 POLL_S = 0.005
@@ -194,7 +195,7 @@ class Bus:
         self.floor_n = 0
 
     def setup(self) -> None:
-        from crosstalk.bus.transports import resolve_transport
+        from crosstalk.bus.transport.transports import resolve_transport
 
         a, b, c = self.a, self.b, self.c
         run(["git", "init", "--bare", "-q", "--initial-branch=main", str(self.bare)], clean_env())
@@ -231,7 +232,7 @@ class Bus:
     def round_trip(self, i: int, kind: str) -> dict[str, float]:
         """One send on a -> reply in a's work tree. Seconds of: the round trip, the send CLI, until b's tick that
         ran the model started, that tick, until the reply was pushed, pushed -> in a's work tree, the model run."""
-        from crosstalk.bus.store import REPLIED, replies_status
+        from crosstalk.bus.transport.store import REPLIED, replies_status
 
         self.b.new_log()
         before = remote_head(self.bare)
@@ -297,9 +298,9 @@ class IdleTicks:
     """An in-process Dispatcher on machine c whose git subprocesses are counted and timed (bench/bus_tick.py)."""
 
     def __init__(self, c: Machine) -> None:
-        from crosstalk.bus.dispatcher import Dispatcher
-        from crosstalk.bus.eventlog import EventLog
-        from crosstalk.bus.transports import resolve_transport
+        from crosstalk.bus.dispatch.dispatcher import Dispatcher
+        from crosstalk.bus.dispatch.eventlog import EventLog
+        from crosstalk.bus.transport.transports import resolve_transport
 
         self.c = c
         transport = resolve_transport(c.root, str(c.root), environ=c.env)

@@ -1,9 +1,9 @@
 """Build big transports fast for the bus benchmarks: `crosstalk transport init`, then N message files committed in
 one `git fast-import` stream (adding 100k files through `git add` takes minutes; fast-import takes seconds).
 
-The messages are real v7 message files (crosstalk.bus.message.render_message), spread over channels and days the
-way a long-lived transport accumulates them: most are answered operator tasks, so a dispatcher that started after
-them has nothing to do — exactly the idle tick the benchmark measures.
+The messages are real v7 message files (crosstalk.bus.protocol.message.render_message), spread over channels and
+days the way a long-lived transport accumulates them: most are answered operator tasks, so a dispatcher that started
+after them has nothing to do — exactly the idle tick the benchmark measures.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from crosstalk.bus.message import BusMessage, render_message
+from crosstalk.bus.protocol.message import BusMessage, render_message
 
 GIT_TIMEOUT_S = 600.0
 MESSAGES_PER_CHANNEL = 1000

@@ -7,9 +7,9 @@ registry (data/crosstalk.yaml, committed and pushed) with one instant model, an 
 absolute path that prints "pong". Starts the real dispatcher, `python -m crosstalk daemon dispatch --transport ROOT
 --interval 30`, so only the wake that `message send` sends triggers a tick (the product path). Then N times (30;
 --quick 10): run `crosstalk message send --to bench/pong ...` as a fresh process and poll the reply in-process with
-crosstalk.bus.store.replies_status until it is REPLIED; the round trip is from just before the send to the reply
-seen. Before the next send, it waits until the reply is pushed and the dispatcher has settled (its cursor at the
-remote's head), so each sample starts from an idle bus. Target (issue 5): median round trip <= 1.5 s.
+crosstalk.bus.transport.store.replies_status until it is REPLIED; the round trip is from just before the send to
+the reply seen. Before the next send, it waits until the reply is pushed and the dispatcher has settled (its cursor at
+the remote's head), so each sample starts from an idle bus. Target (issue 5): median round trip <= 1.5 s.
 
 Baselines, interleaved with the round trips: (a) the floor of bench/floor.py (unix-socket round trip to a process that
 fsyncs); (b) the git floor, `git add` + `git commit` of a new small file + `git push` to the same bare remote (another
@@ -81,7 +81,7 @@ class Bus:
         self.log_pos = 0
 
     def setup(self) -> None:
-        from crosstalk.bus.transports import resolve_transport
+        from crosstalk.bus.transport.transports import resolve_transport
 
         git(self.tmp, "init", "--bare", "-q", "--initial-branch=main", str(self.bare))
         cli(["transport", "init", NAME, "--dir", str(self.root), "--remote", str(self.bare)], self.env)
@@ -143,7 +143,7 @@ class Bus:
 
     def round_trip(self, i: int) -> dict[str, float]:
         """One send -> reply; seconds of: the whole round trip, the send CLI, reply pushed, model run, tick."""
-        from crosstalk.bus.store import REPLIED, replies_status
+        from crosstalk.bus.transport.store import REPLIED, replies_status
 
         self.new_log_durations()
         before = remote_head(self.bare)

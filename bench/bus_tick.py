@@ -4,8 +4,8 @@
 
 Builds two transports with bus_fixture.build_transport (1,000 and 100,000 messages; --quick: 1,000 and 20,000),
 each a bare remote on loopback (a local path) plus a checked-out clone registered in a temp CROSSTALK_HOME. For each,
-constructs crosstalk.bus.dispatcher.Dispatcher in-process and runs a first tick with the cursor removed, which scans
-the whole tree once (reported as info: what a dispatcher with no cursor pays — an unregistered transport, or lost
+constructs crosstalk.bus.dispatch.dispatcher.Dispatcher in-process and runs a first tick with the cursor removed, which
+scans the whole tree once (reported as info: what a dispatcher with no cursor pays — an unregistered transport, or lost
 state; a machine that joined with `transport clone` starts at the commit it joined at instead), then times M idle
 ticks (default 30). The transports have a remote, so every
 idle tick fetches. The two transports' ticks are interleaved (1k, 100k, 1k, ... with the order flipped every round)
@@ -53,9 +53,9 @@ class Side:
     """One transport under test: its Dispatcher, git timer and samples."""
 
     def __init__(self, label: str, count: int, root: Path, env: dict[str, str]) -> None:
-        from crosstalk.bus.dispatcher import Dispatcher
-        from crosstalk.bus.eventlog import EventLog
-        from crosstalk.bus.transports import resolve_transport
+        from crosstalk.bus.dispatch.dispatcher import Dispatcher
+        from crosstalk.bus.dispatch.eventlog import EventLog
+        from crosstalk.bus.transport.transports import resolve_transport
 
         self.label, self.count, self.root = label, count, root
         transport = resolve_transport(root, str(root), environ=env)

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from crosstalk.bus.message import BusMessage, parse_message
+from crosstalk.bus.protocol.message import BusMessage, parse_message
 
 _BUS_TESTS = str(Path(__file__).resolve().parents[1] / "integration" / "bus")
 if _BUS_TESTS not in sys.path:

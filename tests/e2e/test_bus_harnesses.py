@@ -25,7 +25,7 @@ from bus_fixtures import (
     wait_replied,
 )
 
-from crosstalk.bus.message import BusMessage
+from crosstalk.bus.protocol.message import BusMessage
 
 if TYPE_CHECKING:  # the fixture module is not imported at run time: several test dirs have a conftest.py
     from conftest import HarnessRun

@@ -19,7 +19,7 @@ from bus_fixtures import REPLY_TIMEOUT, BusPair, Daemon, bus_pair, harness_provi
 from dispatch_helpers import channel_messages, channel_rel, log_text, wait_for
 from terminal import Terminal
 
-from crosstalk.bus.message import BusMessage
+from crosstalk.bus.protocol.message import BusMessage
 
 if TYPE_CHECKING:  # the fixture module is not imported at run time: several test dirs have a conftest.py
     from conftest import HarnessRun

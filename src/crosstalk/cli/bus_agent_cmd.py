@@ -13,7 +13,7 @@ _COLUMNS = ("MODEL", "CLAIMED", "COMMAND", "REASON")
 
 def run_list(args: Any) -> int:
     from crosstalk.bus.errors import BusError
-    from crosstalk.bus.models import claim, load_registry
+    from crosstalk.bus.protocol.models import claim, load_registry
     from crosstalk.cli.bus_common import open_transport
 
     transport = open_transport(args)

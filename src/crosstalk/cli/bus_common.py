@@ -10,7 +10,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from crosstalk.bus.errors import AmbiguousModel, BusError, ChannelError, UnknownModel, UnknownTransport
-from crosstalk.bus.transports import Transport, resolve_transport
+from crosstalk.bus.transport.transports import Transport, resolve_transport
 from crosstalk.cli.common import EXIT_USAGE, EXIT_WIRE, Fail
 
 # Problems the user fixes by changing the command line (exit 2); everything else is exit 1.

@@ -52,7 +52,7 @@ def _warn_push(result: Any) -> None:
 
 
 def run_create(args: argparse.Namespace) -> int:
-    from crosstalk.bus.channels import create_channel
+    from crosstalk.bus.transport.channels import create_channel
 
     transport = open_transport(args)
     with bus_errors():
@@ -66,7 +66,7 @@ def run_create(args: argparse.Namespace) -> int:
 
 
 def run_list(args: argparse.Namespace) -> int:
-    from crosstalk.bus.channels import list_channels
+    from crosstalk.bus.transport.channels import list_channels
 
     transport = open_transport(args)
     with bus_errors():
@@ -85,7 +85,7 @@ def run_list(args: argparse.Namespace) -> int:
 
 
 def run_rename(args: argparse.Namespace) -> int:
-    from crosstalk.bus.channels import rename_channel
+    from crosstalk.bus.transport.channels import rename_channel
 
     transport = open_transport(args)
     with bus_errors():
@@ -99,7 +99,7 @@ def run_rename(args: argparse.Namespace) -> int:
 
 
 def run_delete(args: argparse.Namespace) -> int:
-    from crosstalk.bus.channels import delete_channel, find_channel
+    from crosstalk.bus.transport.channels import delete_channel, find_channel
 
     transport = open_transport(args)
     with bus_errors():

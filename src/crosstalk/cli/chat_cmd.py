@@ -66,9 +66,9 @@ class Spinner:
 
 
 def run(args: argparse.Namespace) -> int:
-    from crosstalk.bus import chat
-    from crosstalk.bus.addressing import validate_address
     from crosstalk.bus.errors import BusError
+    from crosstalk.bus.protocol.addressing import validate_address
+    from crosstalk.bus.transport import chat
     from crosstalk.cli.message_cmd import sender_name
 
     try:

@@ -11,7 +11,7 @@ from crosstalk.cli.bus_common import add_transport_option, bus_errors, open_tran
 from crosstalk.cli.main import non_negative_int, positive_float
 from crosstalk.cli.settings_cmd import DEFAULT_INTERVAL_S, DEFAULT_JOBS  # what `settings show` reports
 
-ACTIVE_INTERVAL_S, ACTIVE_FOR_S = 0.5, 120.0  # crosstalk.bus.dispatcher's (not imported: --help stays light)
+ACTIVE_INTERVAL_S, ACTIVE_FOR_S = 0.5, 120.0  # crosstalk.bus.dispatch.dispatcher's (not imported: --help stays light)
 
 
 def add_parser(sub: Any) -> None:
@@ -53,8 +53,8 @@ def add_parser(sub: Any) -> None:
 
 
 def run_dispatch(args: argparse.Namespace) -> int:
-    from crosstalk.bus.dispatcher import Dispatcher
-    from crosstalk.bus.eventlog import EventLog, same_file
+    from crosstalk.bus.dispatch.dispatcher import Dispatcher
+    from crosstalk.bus.dispatch.eventlog import EventLog, same_file
 
     transport = open_transport(args)
     with bus_errors():

@@ -33,7 +33,7 @@ def add_parser(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from crosstalk.bus.eventlog import follow, tail_lines
+    from crosstalk.bus.dispatch.eventlog import follow, tail_lines
 
     transport = open_transport(args)
     path = transport.state().log

@@ -81,7 +81,7 @@ def add_parser(sub: Any) -> None:
 
 
 def _read_body(arg: str) -> str:
-    from crosstalk.bus.message import MAX_BODY_BYTES
+    from crosstalk.bus.protocol.message import MAX_BODY_BYTES
 
     if arg == "-":
         data = sys.stdin.buffer.read(MAX_BODY_BYTES + 1)
@@ -111,8 +111,8 @@ def _read_body(arg: str) -> str:
 def pick_channel(transport: Any, handle: str | None) -> Any:
     """--channel, else $CROSSTALK_CHANNEL, else the only channel people made (the ones crosstalk makes for chats,
     workflows and the bridge are never a default); ChannelError naming the choices."""
-    from crosstalk.bus.channels import find_channel, list_channels
     from crosstalk.bus.errors import ChannelError
+    from crosstalk.bus.transport.channels import find_channel, list_channels
 
     handle = handle or os.environ.get("CROSSTALK_CHANNEL") or None
     if handle:
@@ -144,11 +144,11 @@ def _re_from_env(channel_dir: Path, channel_uuid: str, to: str) -> tuple[str, ..
     channel-relative). Only those: the activation rule wakes an addressee for a message with re: only when it sent
     a target, so linking a send to somebody else's message would silently never wake its addressee. A send to
     anyone else is new work, and wakes them."""
-    from crosstalk.bus.addressing import same_actor
     from crosstalk.bus.errors import BusError
-    from crosstalk.bus.layout import is_safe_relpath
-    from crosstalk.bus.message import parse_message
-    from crosstalk.bus.safefs import MESSAGE_LIMIT, read_transport_text
+    from crosstalk.bus.protocol.addressing import same_actor
+    from crosstalk.bus.protocol.layout import is_safe_relpath
+    from crosstalk.bus.protocol.message import parse_message
+    from crosstalk.bus.protocol.safefs import MESSAGE_LIMIT, read_transport_text
 
     raw = os.environ.get("CROSSTALK_RE", "")
     if not raw or os.environ.get("CROSSTALK_CHANNEL", channel_uuid) != channel_uuid:
@@ -170,12 +170,12 @@ def _re_from_env(channel_dir: Path, channel_uuid: str, to: str) -> tuple[str, ..
 
 
 def run_send(args: argparse.Namespace) -> int:
-    from crosstalk.bus import layout
-    from crosstalk.bus.addressing import validate_address
     from crosstalk.bus.errors import BusError
-    from crosstalk.bus.message import BusMessage, new_message_name, render_message, utc_timestamp
-    from crosstalk.bus.models import NAME_RE as PERSONA_RE  # a persona is named like a model
-    from crosstalk.bus.store import publish
+    from crosstalk.bus.protocol import layout
+    from crosstalk.bus.protocol.addressing import validate_address
+    from crosstalk.bus.protocol.message import BusMessage, new_message_name, render_message, utc_timestamp
+    from crosstalk.bus.protocol.models import NAME_RE as PERSONA_RE
+    from crosstalk.bus.transport.store import publish
 
     if not args.to:
         raise Fail("message send needs --to ADDR (a model: MODEL, PROVIDER/MODEL, optionally @MACHINE)", EXIT_USAGE)
@@ -235,11 +235,11 @@ def _check_claimed(transport: Any, to: str, *, strict: bool) -> None:
     """Warn (or with --strict refuse) when no known machine claims `to`: such a message stays PENDING until one
     does. Known: this machine's claimed models, the machines whose replies its dispatcher has seen (what workflows
     place copies by), and a live agent here for NAME@<this machine>."""
-    from crosstalk.bus.addressing import WORKFLOW_ADDRESS, split_address
-    from crosstalk.bus.bridge import live_agent_name
-    from crosstalk.bus.claimers import HOW_MACHINES_CLAIM, known_claimer, load_claimers
     from crosstalk.bus.errors import ModelError
-    from crosstalk.bus.models import claim, load_registry
+    from crosstalk.bus.live.bridge import live_agent_name
+    from crosstalk.bus.protocol.addressing import WORKFLOW_ADDRESS, split_address
+    from crosstalk.bus.protocol.models import claim, load_registry
+    from crosstalk.bus.runs.claimers import HOW_MACHINES_CLAIM, known_claimer, load_claimers
     from crosstalk.cli.common import state_paths
 
     actor, machine = split_address(to)
@@ -263,7 +263,7 @@ def open_transport_of(args: argparse.Namespace, given: Sequence[str]) -> Any:
     """The transport of the message paths given: --transport / $CROSSTALK_TRANSPORT when set, else the transport an
     absolute path lies in (so it works from any directory), else the usual choice (the current directory's, else
     the only one known)."""
-    from crosstalk.bus import layout
+    from crosstalk.bus.protocol import layout
 
     if getattr(args, "transport", None) or os.environ.get("CROSSTALK_TRANSPORT"):
         return open_transport(args)
@@ -278,7 +278,7 @@ def open_transport_of(args: argparse.Namespace, given: Sequence[str]) -> Any:
 
 
 def run_replies(args: argparse.Namespace) -> int:
-    from crosstalk.bus.store import PENDING, normalize_message_path, replies_status, sync
+    from crosstalk.bus.transport.store import PENDING, normalize_message_path, replies_status, sync
 
     transport = open_transport_of(args, args.paths)
     with bus_errors():

@@ -12,7 +12,7 @@ from crosstalk.cli.message_cmd import open_transport_of
 
 
 def run_show(args: argparse.Namespace) -> int:
-    from crosstalk.bus.store import normalize_message_path, read_message, replies_status, sync
+    from crosstalk.bus.transport.store import normalize_message_path, read_message, replies_status, sync
 
     transport = open_transport_of(args, [args.path])
     with bus_errors():

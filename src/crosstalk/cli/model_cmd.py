@@ -77,7 +77,7 @@ def _no_command(args: argparse.Namespace, verb: str) -> None:
 
 def _claimed_here(transport: Any, key: str) -> str | None:
     """None when this machine claims `key` now, else why not."""
-    from crosstalk.bus.models import claim, load_registry
+    from crosstalk.bus.protocol.models import claim, load_registry
 
     _, skipped = claim(load_registry(transport.root), os.environ.get("PATH"))
     return next((s.reason.removeprefix("not claimed: ") for s in skipped if s.what == key), None)
@@ -87,7 +87,7 @@ def _edit(args: argparse.Namespace, edit: Any, summary: str) -> tuple[Any, Any, 
     """Check PROVIDER/NAME, then apply `edit` to the transport's registry text under its lock, commit and push it:
     (transport, the change, the publish result). A bad name or registry is one usage error."""
     from crosstalk.bus.errors import ModelError
-    from crosstalk.bus.registry_edit import edit_registry, parse_key
+    from crosstalk.bus.transport.registry_edit import edit_registry, parse_key
 
     try:
         parse_key(args.key)
@@ -105,7 +105,7 @@ def _edit(args: argparse.Namespace, edit: Any, summary: str) -> tuple[Any, Any, 
 
 def run_add(args: argparse.Namespace) -> int:
     from crosstalk.bus.errors import ModelError
-    from crosstalk.bus.registry_edit import add_model, command_line
+    from crosstalk.bus.transport.registry_edit import add_model, command_line
 
     if args.command_argv is None:
         raise Fail(f"no command given: crosstalk model add {args.key} -- COMMAND...", EXIT_USAGE)
@@ -138,7 +138,7 @@ def run_add(args: argparse.Namespace) -> int:
 
 
 def run_remove(args: argparse.Namespace) -> int:
-    from crosstalk.bus.registry_edit import remove_model
+    from crosstalk.bus.transport.registry_edit import remove_model
 
     _no_command(args, "remove")
     _, change, result = _edit(args, lambda text: remove_model(text, args.key), f"crosstalk: model remove {args.key}")
@@ -150,8 +150,8 @@ def run_remove(args: argparse.Namespace) -> int:
 
 
 def run_list(args: argparse.Namespace) -> int:
-    from crosstalk.bus.claimers import load_claimers, placed
-    from crosstalk.bus.models import claim, load_registry
+    from crosstalk.bus.protocol.models import claim, load_registry
+    from crosstalk.bus.runs.claimers import load_claimers, placed
 
     _no_command(args, "list")
     transport = open_transport(args)

@@ -220,7 +220,7 @@ def _send_bus(target: str, text: str, sender_tag: str, as_json: bool, transport:
     task in this machine's live-<alias> channel."""
     import os
 
-    from crosstalk.bus.bridge import is_bus_address, send_from_live
+    from crosstalk.bus.live.bridge import is_bus_address, send_from_live
 
     if not is_bus_address(target):
         fail(f"no live agent is named {target!r}, and it is not a NAME@MACHINE bus address", EXIT_NO_AGENT)

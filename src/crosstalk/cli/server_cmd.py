@@ -54,7 +54,7 @@ def add_parser(sub: Any) -> None:
 
 
 def _start(args: argparse.Namespace, transport: Any) -> int:
-    from crosstalk.bus import server
+    from crosstalk.bus.dispatch import server
 
     with bus_errors():
         pid, started = server.start(transport, interval=args.interval, jobs=args.jobs, model_timeout=args.model_timeout)
@@ -72,7 +72,7 @@ def run_start(args: argparse.Namespace) -> int:
 
 
 def run_restart(args: argparse.Namespace) -> int:
-    from crosstalk.bus import server
+    from crosstalk.bus.dispatch import server
 
     transport = open_transport(args)
     with bus_errors():
@@ -81,7 +81,7 @@ def run_restart(args: argparse.Namespace) -> int:
 
 
 def run_stop(args: argparse.Namespace) -> int:
-    from crosstalk.bus import server
+    from crosstalk.bus.dispatch import server
 
     transport = open_transport(args)
     with bus_errors():
@@ -96,7 +96,7 @@ def run_stop(args: argparse.Namespace) -> int:
 
 
 def run_status(args: argparse.Namespace) -> int:
-    from crosstalk.bus import server
+    from crosstalk.bus.dispatch import server
 
     transport = open_transport(args)
     st = server.status(transport)
@@ -123,7 +123,7 @@ def run_status(args: argparse.Namespace) -> int:
 
 
 def run_unit(args: argparse.Namespace) -> int:
-    from crosstalk.bus import server
+    from crosstalk.bus.dispatch import server
 
     transport = open_transport(args)
     if not args.install:

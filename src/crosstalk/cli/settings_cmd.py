@@ -23,7 +23,7 @@ def add_parser(sub: Any) -> None:
 
 
 def _alias_source(transport: Any) -> str:
-    from crosstalk.bus.transports import get_entry
+    from crosstalk.bus.transport.transports import get_entry
 
     if os.environ.get("CROSSTALK_ALIAS"):
         return "CROSSTALK_ALIAS"
@@ -35,8 +35,8 @@ def _alias_source(transport: Any) -> str:
 
 def collect(transport: Any) -> dict[str, Any]:
     from crosstalk.bus.errors import BusError
-    from crosstalk.bus.models import CONFIG_PATH, DEFAULT_TIMEOUT_S, claim, load_registry
-    from crosstalk.bus.state import bus_root, dispatcher_pid, read_json
+    from crosstalk.bus.protocol.models import CONFIG_PATH, DEFAULT_TIMEOUT_S, claim, load_registry
+    from crosstalk.bus.transport.state import bus_root, dispatcher_pid, read_json
 
     try:
         claimed, skipped = claim(load_registry(transport.root), os.environ.get("PATH"))

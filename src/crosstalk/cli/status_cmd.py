@@ -23,10 +23,11 @@ def add_parser(sub: Any) -> None:
 
 
 def collect(transport: Any) -> dict[str, Any]:
-    from crosstalk.bus import layout, server
-    from crosstalk.bus.channels import list_channels
+    from crosstalk.bus.dispatch import server
     from crosstalk.bus.errors import BusError
-    from crosstalk.bus.state import read_cursor
+    from crosstalk.bus.protocol import layout
+    from crosstalk.bus.transport.channels import list_channels
+    from crosstalk.bus.transport.state import read_cursor
 
     repo = transport.git()
     remote = repo.run("config", "--get", "remote.origin.url", check=False).strip() or None
@@ -39,7 +40,7 @@ def collect(transport: Any) -> dict[str, Any]:
     cursor = read_cursor(transport.state())
     claimed, skipped = beat.get("claimed"), beat.get("skipped")
     if claimed is None:  # no dispatcher has run here yet: say what one would claim
-        from crosstalk.bus.models import claim, load_registry
+        from crosstalk.bus.protocol.models import claim, load_registry
 
         try:
             specs, skips = claim(load_registry(transport.root), os.environ.get("PATH"))

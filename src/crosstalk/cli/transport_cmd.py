@@ -44,7 +44,7 @@ def add_parser(sub: Any) -> None:
 
 
 def run_init(args: argparse.Namespace) -> int:
-    from crosstalk.bus.transports import init_transport
+    from crosstalk.bus.transport.transports import init_transport
 
     with bus_errors():
         result = init_transport(
@@ -64,7 +64,7 @@ def run_init(args: argparse.Namespace) -> int:
 
 
 def run_clone(args: argparse.Namespace) -> int:
-    from crosstalk.bus.transports import clone_transport
+    from crosstalk.bus.transport.transports import clone_transport
 
     with bus_errors():
         t = clone_transport(
@@ -83,7 +83,7 @@ def run_clone(args: argparse.Namespace) -> int:
 
 
 def run_list(args: argparse.Namespace) -> int:
-    from crosstalk.bus.transports import list_transports
+    from crosstalk.bus.transport.transports import list_transports
 
     with bus_errors():
         infos = list_transports(os.environ)
@@ -102,7 +102,7 @@ def run_list(args: argparse.Namespace) -> int:
 
 
 def run_rm(args: argparse.Namespace) -> int:
-    from crosstalk.bus.transports import check_not_running, get_entry, remove_transport, validate_name
+    from crosstalk.bus.transport.transports import check_not_running, get_entry, remove_transport, validate_name
 
     with bus_errors():
         entry = get_entry(validate_name(args.name), os.environ)

@@ -8,7 +8,7 @@ from crosstalk import __version__
 from crosstalk.cli.common import echo, print_json
 
 # The git bus protocol this crosstalk reads and writes (CROSSTALK-VERSION in a transport). Kept here as well as in
-# crosstalk.bus.layout so `crosstalk version` stays an import of nothing heavy; a test keeps the two equal.
+# crosstalk.bus.protocol.layout so `crosstalk version` stays an import of nothing heavy; a test keeps the two equal.
 PROTOCOL_VERSION = 7
 
 

@@ -58,7 +58,7 @@ def add_parser(sub: Any) -> None:
 
 def _document(path: str) -> str:
     """The prose of a workflow document; Fail naming what is wrong with it."""
-    from crosstalk.bus.safefs import load_yaml
+    from crosstalk.bus.protocol.safefs import load_yaml
 
     try:
         with open(path, "rb") as f:
@@ -107,12 +107,12 @@ def submit(transport: Any, prose: str, channel_handle: str | None, from_: str | 
     the same commit, so the owner does not compile again. (marker path, child channel uuid, pushed)."""
     import json
 
-    from crosstalk.bus import layout
-    from crosstalk.bus.addressing import WORKFLOW_ADDRESS
-    from crosstalk.bus.channels import create_channel
-    from crosstalk.bus.message import BusMessage, new_message_name, render_message, utc_timestamp
-    from crosstalk.bus.models import NAME_RE as PERSONA_RE  # a persona is named like a model
-    from crosstalk.bus.store import publish
+    from crosstalk.bus.protocol import layout
+    from crosstalk.bus.protocol.addressing import WORKFLOW_ADDRESS
+    from crosstalk.bus.protocol.message import BusMessage, new_message_name, render_message, utc_timestamp
+    from crosstalk.bus.protocol.models import NAME_RE as PERSONA_RE
+    from crosstalk.bus.transport.channels import create_channel
+    from crosstalk.bus.transport.store import publish
     from crosstalk.cli.message_cmd import pick_channel, sender_name
 
     sender = sender_name(from_)
@@ -144,7 +144,7 @@ def _failures(p: Any) -> list[str]:
 
 
 def run_status(args: argparse.Namespace) -> int:
-    from crosstalk.bus.store import normalize_message_path, read_message, sync
+    from crosstalk.bus.transport.store import normalize_message_path, read_message, sync
     from crosstalk.bus.workflow.progress import engine_name, find_markers, read_progress
 
     transport = open_transport(args)

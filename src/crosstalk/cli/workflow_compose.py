@@ -22,8 +22,8 @@ def run_compose(args: argparse.Namespace) -> int:
     import threading
 
     from crosstalk.bus.errors import ModelError
-    from crosstalk.bus.invoke import run_model
-    from crosstalk.bus.models import claim, load_registry, resolve
+    from crosstalk.bus.protocol.models import claim, load_registry, resolve
+    from crosstalk.bus.runs.invoke import run_model
     from crosstalk.bus.workflow.plan import PlanError, compile_prompt, parse_plan_output
     from crosstalk.cli.workflow_cmd import submit
 
@@ -88,7 +88,7 @@ def _yaml(plan: Any) -> str:
 
 def _edit(plan: Any) -> Any:
     """The plan as the person left it in their editor; PlanError when it is not a valid plan any more."""
-    from crosstalk.bus.safefs import load_yaml
+    from crosstalk.bus.protocol.safefs import load_yaml
     from crosstalk.bus.workflow.plan import Plan, PlanError
 
     editor = shlex.split(os.environ.get("VISUAL") or os.environ.get("EDITOR") or "vi")

@@ -22,7 +22,7 @@ async def send_over_bus(
     host: AgentHost, paths: StatePaths, to: str, text: str, *, kind: str = "inform", deadline_seconds: int = 0
 ) -> dict[str, Any]:
     """The bus's answer to a send (queued with via: bus, or why not); an ask is journaled before it is sent."""
-    from crosstalk.bus.bridge import send_from_live
+    from crosstalk.bus.live.bridge import send_from_live
     from crosstalk.core.message import new_message
     from crosstalk.journal import records as R
 

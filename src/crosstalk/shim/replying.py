@@ -178,7 +178,7 @@ def _from_bus(entry: MessageEntry) -> bool:
     """Whether the bus bridge delivered `entry`: an external sender tagged `@bus:…`, in a bus context."""
     if entry.sender.get("class") != "external":
         return False  # decided before the import: the bus (PyYAML, git helpers) loads only for a possible bus message
-    from crosstalk.bus.bridge import parse_context, parse_sender_tag
+    from crosstalk.bus.live.bridge import parse_context, parse_sender_tag
 
     return (
         parse_sender_tag(entry.sender.get("name")) is not None
@@ -187,8 +187,8 @@ def _from_bus(entry: MessageEntry) -> bool:
 
 
 async def _publish(host: AgentHost, tag: str, context_id: str, text: str) -> dict[str, Any]:
-    """A reply to a message that came over the git bus: a channel message re: it (crosstalk.bus.bridge)."""
-    from crosstalk.bus.bridge import reply_from_live
+    """A reply to a message that came over the git bus: a channel message re: it (crosstalk.bus.live.bridge)."""
+    from crosstalk.bus.live.bridge import reply_from_live
 
     return await asyncio.to_thread(reply_from_live, host.paths, host.name, tag, context_id, text)
 

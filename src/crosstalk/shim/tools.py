@@ -223,7 +223,7 @@ class ShimRouter:
             if target.get("reason") != "no_such_agent":
                 return target
             # Imported here: the bus (PyYAML, git helpers) loads only for an address no live agent here has.
-            from crosstalk.bus.bridge import is_bus_address
+            from crosstalk.bus.live.bridge import is_bus_address
 
             if is_bus_address(to):
                 # model@machine or name@machine: no live agent here has that address, the git bus carries it.

@@ -14,9 +14,10 @@ from pathlib import Path
 from typing import Any
 
 from crosstalk.bus.errors import BusError
-from crosstalk.bus.gitops import git_dir, run_git
-from crosstalk.bus.state import TransportState, dispatcher_pid, read_cursor, read_json, transport_state
-from crosstalk.bus.transports import TransportInfo, list_transports
+from crosstalk.bus.git.command import run_git
+from crosstalk.bus.git.locks import git_dir
+from crosstalk.bus.transport.state import TransportState, dispatcher_pid, read_cursor, read_json, transport_state
+from crosstalk.bus.transport.transports import TransportInfo, list_transports
 from crosstalk.watch.records import TransportView
 
 GIT_TIMEOUT_S = 5.0

@@ -21,7 +21,7 @@ from typing import Any
 from bus_machines import GIT_TIMEOUT, Machine, clean_env, remote_git
 
 from crosstalk.bus.errors import MessageFormatError
-from crosstalk.bus.message import BusMessage, parse_message
+from crosstalk.bus.protocol.message import BusMessage, parse_message
 
 GIT_ID = ("-c", "user.name=test", "-c", "user.email=test@example.invalid")
 
@@ -106,17 +106,17 @@ def machine_with_models(make_machine: Callable[[str], Machine], **bodies: str) -
 
 def run_spec(spec: Any, prompt: str, *, timeout: float | None = None, **kw: Any) -> Any:
     """Run a registry ModelSpec as the dispatcher does: its argv, its own timeout unless one is given."""
-    from crosstalk.bus.runner import run_headless
+    from crosstalk.bus.runs.runner import run_headless
 
     return run_headless(spec.argv, prompt, timeout=spec.timeout if timeout is None else timeout, **kw)
 
 
 def in_process_dispatcher(machine: Machine, monkeypatch: Any) -> Any:
-    """A crosstalk.bus.dispatcher.Dispatcher in this process, for `machine` (registry loaded). The store wakes
+    """A crosstalk.bus.dispatch.dispatcher.Dispatcher in this process, for `machine` (registry loaded). The store wakes
     and git runs with the process env, so this process is made to look like the machine (monkeypatch undoes it)."""
-    from crosstalk.bus.dispatcher import Dispatcher
-    from crosstalk.bus.eventlog import EventLog
-    from crosstalk.bus.transports import resolve_transport
+    from crosstalk.bus.dispatch.dispatcher import Dispatcher
+    from crosstalk.bus.dispatch.eventlog import EventLog
+    from crosstalk.bus.transport.transports import resolve_transport
 
     for key in ("CROSSTALK_HOME", "CROSSTALK_ALIAS", "HOME", "GIT_CONFIG_GLOBAL", "GIT_CONFIG_NOSYSTEM"):
         monkeypatch.setenv(key, machine.env[key])

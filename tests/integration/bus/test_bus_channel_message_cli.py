@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from bus_machines import TwoMachines, remote_git
 
-from crosstalk.bus.message import BusMessage, parse_message, render_message, utc_timestamp
+from crosstalk.bus.protocol.message import BusMessage, parse_message, render_message, utc_timestamp
 
 pytestmark = pytest.mark.integration
 
@@ -268,9 +268,9 @@ def test_send_push_failure_warns_and_still_exits_0(two_machines: TwoMachines) ->
 
 def _write_reply(machine_root: Path, uuid: str, target_inner: str, *, failed: bool, sender: str) -> None:
     """A reply as a dispatcher would commit it, written through the store so the commit is real."""
-    from crosstalk.bus.message import new_message_name
-    from crosstalk.bus.store import publish
-    from crosstalk.bus.transports import Transport
+    from crosstalk.bus.protocol.message import new_message_name
+    from crosstalk.bus.transport.store import publish
+    from crosstalk.bus.transport.transports import Transport
 
     msg = BusMessage(
         sender=sender,

@@ -16,7 +16,7 @@ from dispatch_helpers import Daemon, wait_for, wait_replied, write_model
 
 pytestmark = pytest.mark.integration
 
-TEMPLATE = files("crosstalk.bus").joinpath("template/data/crosstalk.yaml").read_text(encoding="utf-8")
+TEMPLATE = files("crosstalk.bus.protocol").joinpath("template/data/crosstalk.yaml").read_text(encoding="utf-8")
 WAIT_S = 60.0
 ECHO = 'import sys\nprint("echo: " + sys.argv[-1].strip().splitlines()[-1])'
 

@@ -27,9 +27,9 @@ from dispatch_helpers import (
     write_model,
 )
 
-from crosstalk.bus.message import MAX_BODY_BYTES
-from crosstalk.bus.safefs import MESSAGE_LIMIT
-from crosstalk.bus.state import read_cursor, transport_state
+from crosstalk.bus.protocol.message import MAX_BODY_BYTES
+from crosstalk.bus.protocol.safefs import MESSAGE_LIMIT
+from crosstalk.bus.transport.state import read_cursor, transport_state
 
 pytestmark = pytest.mark.integration
 

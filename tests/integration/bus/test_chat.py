@@ -103,7 +103,7 @@ def test_bad_arguments_are_named(make_machine, args: list[str], error: str) -> N
 
 
 def _chat_messages(m: Machine) -> list[tuple[str, object]]:
-    from crosstalk.bus.channels import find_channel
+    from crosstalk.bus.transport.channels import find_channel
 
     channel = find_channel(m.root, "chat-local-echo")
     return sorted(channel_messages(m.root, channel.uuid).items())

@@ -20,7 +20,7 @@ from dispatch_helpers import (
     write_model,
 )
 
-from crosstalk.bus.message import BusMessage, new_message_name, render_message, utc_timestamp
+from crosstalk.bus.protocol.message import BusMessage, new_message_name, render_message, utc_timestamp
 
 pytestmark = pytest.mark.integration
 

@@ -23,7 +23,7 @@ from dispatch_helpers import (
     write_model,
 )
 
-from crosstalk.bus.state import read_cursor, transport_state
+from crosstalk.bus.transport.state import read_cursor, transport_state
 
 pytestmark = pytest.mark.integration
 

@@ -30,11 +30,12 @@ from dispatch_helpers import (
     write_model,
 )
 
-import crosstalk.bus.dispatcher as dispatcher_module
+import crosstalk.bus.dispatch.dispatcher as dispatcher_module
 from crosstalk.bus.errors import GitError
-from crosstalk.bus.gitops import GitRepo, clear_stale_git_locks, git_running_in
-from crosstalk.bus.store import move_orphans, publish
-from crosstalk.bus.transports import resolve_transport
+from crosstalk.bus.git.locks import clear_stale_git_locks, git_running_in
+from crosstalk.bus.git.repo import GitRepo
+from crosstalk.bus.transport.store import move_orphans, publish
+from crosstalk.bus.transport.transports import resolve_transport
 
 pytestmark = pytest.mark.integration
 
@@ -181,7 +182,7 @@ def test_an_idle_tick_fetches_nothing_and_new_work_is_fetched(two_machines: TwoM
 
 
 def test_the_loop_ticks_fast_after_traffic_and_at_the_interval_when_quiet(make_machine, monkeypatch) -> None:
-    from crosstalk.bus.dispatcher import Dispatcher
+    from crosstalk.bus.dispatch.dispatcher import Dispatcher
 
     m, _, _ = machine_with_models(make_machine, echo="")
     base = in_process_dispatcher(m, monkeypatch)
@@ -199,7 +200,7 @@ def test_the_loop_ticks_fast_after_traffic_and_at_the_interval_when_quiet(make_m
 
 
 def test_the_cli_defaults_match_the_dispatchers() -> None:
-    from crosstalk.bus import dispatcher
+    from crosstalk.bus.dispatch import dispatcher
     from crosstalk.cli import daemon_cmd
 
     assert (daemon_cmd.ACTIVE_INTERVAL_S, daemon_cmd.ACTIVE_FOR_S) == (

@@ -20,7 +20,7 @@ from dispatch_helpers import (
     write_model,
 )
 
-from crosstalk.bus.state import transport_state, write_cursor
+from crosstalk.bus.transport.state import transport_state, write_cursor
 
 pytestmark = pytest.mark.integration
 
@@ -63,14 +63,14 @@ def test_bare_name_work_answered_elsewhere_meanwhile_is_skipped(two_machines: Tw
     b.git("pull", "-q")
     [path] = send(a, "echo", "first grab wins", sender="op-m1")
     dispatcher = in_process_dispatcher(a, monkeypatch)
-    original = dispatcher._drop_taken
+    original = dispatcher.batches.drop_taken
 
     def b_answers_first(batch, head, report):  # B's dispatcher takes the job after A's tick scanned it
         res = b.cli("daemon", "dispatch", "--once", timeout=90)
         assert res.returncode == 0, res.stderr
         return original(batch, head, report)
 
-    monkeypatch.setattr(dispatcher, "_drop_taken", b_answers_first)
+    monkeypatch.setattr(dispatcher.batches, "drop_taken", b_answers_first)
     report = dispatcher.tick()
     assert report.skipped_taken == 1 and report.dispatched == 0 and report.replies == 0
     [run] = runs(echo)

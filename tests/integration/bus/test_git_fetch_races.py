@@ -15,7 +15,8 @@ from pathlib import Path
 import pytest
 from bus_machines import GIT_TIMEOUT, clean_env, init_bare_remote
 
-from crosstalk.bus.gitops import GitRepo, git_dir
+from crosstalk.bus.git.locks import git_dir
+from crosstalk.bus.git.repo import GitRepo
 
 pytestmark = pytest.mark.integration
 

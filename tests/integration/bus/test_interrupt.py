@@ -28,9 +28,9 @@ from dispatch_helpers import (
     write_model,
 )
 
-from crosstalk.bus.models import ModelSpec
-from crosstalk.bus.runner import INTERRUPTED
-from crosstalk.bus.state import read_cursor
+from crosstalk.bus.protocol.models import ModelSpec
+from crosstalk.bus.runs.runner import INTERRUPTED
+from crosstalk.bus.transport.state import read_cursor
 
 pytestmark = pytest.mark.integration
 

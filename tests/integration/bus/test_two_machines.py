@@ -25,16 +25,16 @@ from dispatch_helpers import (
     write_model,
 )
 
-from crosstalk.bus.message import parse_message
+from crosstalk.bus.protocol.message import parse_message
 
 pytestmark = pytest.mark.integration
 
 SENDER = """
 import sys
 from pathlib import Path
-from crosstalk.bus.message import BusMessage, new_message_name, render_message, utc_timestamp
-from crosstalk.bus.store import publish
-from crosstalk.bus.transports import resolve_transport
+from crosstalk.bus.protocol.message import BusMessage, new_message_name, render_message, utc_timestamp
+from crosstalk.bus.transport.store import publish
+from crosstalk.bus.transport.transports import resolve_transport
 
 root, sender, count, burst = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
 channels = sys.argv[5].split(",")

@@ -54,7 +54,7 @@ from dispatch_helpers import (
     write_model,
 )
 
-from crosstalk.bus.message import parse_message
+from crosstalk.bus.protocol.message import parse_message
 
 ITERATIONS = int(os.environ.get("CROSSTALK_CRASH_ITERATIONS", "10"))
 # A life takes 5-15 s on a loaded machine, later ones longer as the remote grows: a 1,000-life run outlasted a fixed

@@ -12,7 +12,7 @@ import time
 import pytest
 from doctor_machine import Machine, findings, problems
 
-from crosstalk.bus.layout import PROTOCOL_VERSION
+from crosstalk.bus.protocol.layout import PROTOCOL_VERSION
 from crosstalk.fs.procinfo import pid_alive
 
 pytestmark = pytest.mark.integration

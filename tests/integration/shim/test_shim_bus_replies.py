@@ -10,7 +10,7 @@ import pytest
 from test_shim_inform_replies import BOB, receive_at, run_with_bob
 from xt_shim_tools import call
 
-from crosstalk.bus import bridge
+from crosstalk.bus.live import bridge
 from crosstalk.core.ids import new_message_id
 from crosstalk.core.message import new_message
 from crosstalk.core.sender import Sender

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from crosstalk.bus.addressing import actor_of, same_actor, split_address, validate_address, wakes
 from crosstalk.bus.errors import BusError
-from crosstalk.bus.message import BusMessage
+from crosstalk.bus.protocol.addressing import actor_of, same_actor, split_address, validate_address, wakes
+from crosstalk.bus.protocol.message import BusMessage
 
 pytestmark = pytest.mark.unit
 

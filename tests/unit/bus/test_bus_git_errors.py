@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from crosstalk.bus.errors import GitError
-from crosstalk.bus.gitops import GitRepo, error_line, run_git
+from crosstalk.bus.git.command import error_line, run_git
+from crosstalk.bus.git.repo import GitRepo
 
 pytestmark = pytest.mark.unit
 

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from crosstalk.bus.errors import GitError
-from crosstalk.bus.gitops import git_dir, transport_lock
-from crosstalk.bus.state import transport_state, wake
+from crosstalk.bus.git.locks import git_dir, transport_lock
+from crosstalk.bus.transport.state import transport_state, wake
 
 pytestmark = pytest.mark.unit
 

@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from crosstalk.bus import layout
-from crosstalk.bus.channels import parse_channel, render_channel, validate_channel_name
 from crosstalk.bus.errors import ChannelError, NotATransport, VersionMismatch
+from crosstalk.bus.protocol import layout
+from crosstalk.bus.transport.channels import parse_channel, render_channel, validate_channel_name
 
 pytestmark = pytest.mark.unit
 

@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from crosstalk.bus.errors import MessageFormatError
-from crosstalk.bus.message import (
+from crosstalk.bus.protocol.message import (
     MESSAGE_NAME_RE,
     BusMessage,
     new_message_name,

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from crosstalk.bus import layout
 from crosstalk.bus.errors import AmbiguousTransport, BusError, UnknownTransport, VersionMismatch
-from crosstalk.bus.transports import (
+from crosstalk.bus.protocol import layout
+from crosstalk.bus.transport.transports import (
     effective_alias,
     load_entries,
     register,

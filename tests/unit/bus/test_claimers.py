@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from crosstalk.bus.claimers import STATE_FILE, known_claimer, load_claimers, parse_claimers, placed
-from crosstalk.bus.models import ModelSpec
+from crosstalk.bus.protocol.models import ModelSpec
+from crosstalk.bus.runs.claimers import STATE_FILE, known_claimer, load_claimers, parse_claimers, placed
 
 pytestmark = pytest.mark.unit
 

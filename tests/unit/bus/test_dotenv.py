@@ -1,4 +1,5 @@
-"""The env_file dotenv reader: KEY=value, # comments, blank lines, literal values, errors naming file and line."""
+"""The env_file dotenv reader (crosstalk.bus.protocol.models): KEY=value, # comments, blank lines, literal values,
+errors naming file and line."""
 
 from __future__ import annotations
 
@@ -8,8 +9,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from crosstalk.bus.dotenv import parse_dotenv, read_dotenv
 from crosstalk.bus.errors import ModelError
+from crosstalk.bus.protocol.models import ModelSpec, parse_dotenv, spawn_env
 
 pytestmark = pytest.mark.unit
 
@@ -49,15 +50,22 @@ def test_malformed_line_names_where_and_line(text: str, line: int) -> None:
     assert "\n" not in info.value.message
 
 
-def test_read_dotenv_file_and_errors(tmp: Path) -> None:
-    path = tmp / "a.env"
+def test_env_file_is_read_inside_the_transport_and_errors_name_it(tmp: Path) -> None:
+    def read(rel: str) -> dict[str, str]:
+        return spawn_env(ModelSpec("p", "m", ("m",), env_file=Path(rel)), {}, tmp)
+
+    (tmp / "auth").mkdir()
+    path = tmp / "auth" / "a.env"
     path.write_text("\ufeffTOKEN=abc#def\n", encoding="utf-8")
-    assert read_dotenv(path, display="auth/a.env") == {"TOKEN": "abc#def"}
-    with pytest.raises(ModelError, match=r"auth/missing\.env is missing"):
-        read_dotenv(tmp / "missing.env", display="auth/missing.env")
+    assert read("auth/a.env") == {"TOKEN": "abc#def"}
+    with pytest.raises(ModelError, match=r"env_file auth/missing\.env of provider p is missing"):
+        read("auth/missing.env")
     path.write_bytes(b"A=1\nB=\xff\n")
-    with pytest.raises(ModelError, match=r"a.env line 2: not valid UTF-8"):
-        read_dotenv(path)
+    with pytest.raises(ModelError, match=r"auth/a\.env line 2: not valid UTF-8"):
+        read("auth/a.env")
+    (tmp / "auth" / "link.env").symlink_to(path)
+    with pytest.raises(ModelError, match=r"env_file of provider p"):
+        read("auth/link.env")
 
 
 @given(st.dictionaries(KEYS, VALUES, max_size=8), st.lists(st.sampled_from(["", "# c", "  ", "#K=v"]), max_size=4))

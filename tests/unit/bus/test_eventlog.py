@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from crosstalk.bus.eventlog import MAX_LOG_BYTES, EventLog, follow, rotated_path, tail_lines
+from crosstalk.bus.dispatch.eventlog import MAX_LOG_BYTES, EventLog, follow, rotated_path, tail_lines
 
 pytestmark = pytest.mark.unit
 

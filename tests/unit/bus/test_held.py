@@ -1,4 +1,4 @@
-"""The held set (bus/held.py): kept across restarts, offered until the agent is back, given up after HOLD_S."""
+"""The held set (bus/live/held.py): kept across restarts, offered until the agent is back, given up after HOLD_S."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from crosstalk.bus import held as held_mod
-from crosstalk.bus.held import Held, HeldMessages, release
+from crosstalk.bus.live import held as held_mod
+from crosstalk.bus.live.held import Held, HeldMessages, release
 
 
 def entry(rel: str, agent: str = "alice", *, since: float | None = None, reply: bool = False) -> Held:

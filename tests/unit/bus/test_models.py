@@ -10,7 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from crosstalk.bus.errors import AmbiguousModel, ModelError, UnknownModel
-from crosstalk.bus.models import (
+from crosstalk.bus.protocol.models import (
     DEFAULT_TIMEOUT_S,
     ModelSpec,
     Registry,

@@ -9,7 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from crosstalk.bus.errors import ModelError
-from crosstalk.bus.prompt import PromptItem, build_prompt, load_persona
+from crosstalk.bus.runs.prompt import PromptItem, build_prompt, load_persona
 
 pytestmark = pytest.mark.unit
 

@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from crosstalk.bus.errors import ModelError
-from crosstalk.bus.models import Registry, parse_registry
+from crosstalk.bus.protocol.models import Registry, parse_registry
 
 pytestmark = pytest.mark.unit
 

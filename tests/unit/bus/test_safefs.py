@@ -1,4 +1,4 @@
-"""crosstalk.bus.safefs: transport files are read without following any symlink, never block, never exceed a
+"""crosstalk.bus.protocol.safefs: transport files are read without following any symlink, never block, never exceed a
 cap; YAML aliases are refused before anything is built. Also the readers built on it (registry, env_file,
 persona, CROSSTALK-VERSION)."""
 
@@ -12,10 +12,10 @@ import pytest
 import yaml
 
 from crosstalk.bus.errors import ModelError, NotATransport
-from crosstalk.bus.layout import read_version
-from crosstalk.bus.models import ModelSpec, load_registry, parse_registry, spawn_env
-from crosstalk.bus.prompt import load_persona
-from crosstalk.bus.safefs import UnsafeFile, is_regular_in, load_yaml, read_transport_bytes
+from crosstalk.bus.protocol.layout import read_version
+from crosstalk.bus.protocol.models import ModelSpec, load_registry, parse_registry, spawn_env
+from crosstalk.bus.protocol.safefs import UnsafeFile, is_regular_in, load_yaml, read_transport_bytes
+from crosstalk.bus.runs.prompt import load_persona
 
 BOMB = "a: &a [x, x, x, x, x, x, x, x, x]\n" + "".join(
     f"{chr(98 + i)}: &{chr(98 + i)} [{', '.join([f'*{chr(97 + i)}'] * 9)}]\n" for i in range(8)

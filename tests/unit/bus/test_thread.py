@@ -1,4 +1,4 @@
-"""The thread a batch answers (bus/thread.py): followed back through `re:`, oldest first, bounded, never through a
+"""The thread a batch answers (bus/runs/thread.py): followed back through `re:`, oldest first, bounded, never through a
 symlink; and how the prompt shows it."""
 
 from __future__ import annotations
@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from crosstalk.bus.message import BusMessage, render_message
-from crosstalk.bus.prompt import EARLIER_HEADING, PromptItem, build_prompt
-from crosstalk.bus.scan import ScannedMessage
-from crosstalk.bus.thread import THREAD_BYTES, THREAD_MESSAGES, earlier_in_thread
+from crosstalk.bus.protocol.message import BusMessage, render_message
+from crosstalk.bus.runs.prompt import EARLIER_HEADING, PromptItem, build_prompt
+from crosstalk.bus.runs.reader import ScannedMessage
+from crosstalk.bus.runs.thread import THREAD_BYTES, THREAD_MESSAGES, earlier_in_thread
 
 pytestmark = pytest.mark.unit
 CHANNEL = "0b5c3a8e-1d2f-4a6b-9c7d-112233445566"

@@ -23,17 +23,24 @@ import threading
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
-from crosstalk.bus import layout
-from crosstalk.bus.addressing import WORKFLOW_ADDRESS, split_address
-from crosstalk.bus.claimers import parse_claimers, placed
 from crosstalk.bus.errors import BusError
-from crosstalk.bus.invoke import Interrupted, run_model
-from crosstalk.bus.message import MAX_BODY_BYTES, BusMessage, fit_body, new_message_name, render_message, utc_timestamp
-from crosstalk.bus.models import ModelSpec
-from crosstalk.bus.scan import ScannedMessage
-from crosstalk.bus.state import read_json, write_json_atomic
-from crosstalk.bus.store import publish, read_message
-from crosstalk.bus.transports import Transport
+from crosstalk.bus.protocol import layout
+from crosstalk.bus.protocol.addressing import WORKFLOW_ADDRESS, split_address
+from crosstalk.bus.protocol.message import (
+    MAX_BODY_BYTES,
+    BusMessage,
+    fit_body,
+    new_message_name,
+    render_message,
+    utc_timestamp,
+)
+from crosstalk.bus.protocol.models import ModelSpec
+from crosstalk.bus.runs.claimers import parse_claimers, placed
+from crosstalk.bus.runs.invoke import Interrupted, run_model
+from crosstalk.bus.runs.reader import ScannedMessage
+from crosstalk.bus.transport.state import read_json, write_json_atomic
+from crosstalk.bus.transport.store import publish, read_message
+from crosstalk.bus.transport.transports import Transport
 from crosstalk.bus.workflow.plan import Plan, PlanError, compile_prompt, parse_plan_output
 from crosstalk.bus.workflow.progress import COMPLETE_FILE, FAILURE_CHARS, Progress, engine_name, read_progress
 

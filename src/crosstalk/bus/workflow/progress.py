@@ -8,11 +8,11 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from crosstalk.bus import layout
-from crosstalk.bus.addressing import WORKFLOW_ADDRESS
-from crosstalk.bus.message import BusMessage
-from crosstalk.bus.safefs import SMALL_LIMIT, TEXT_LIMIT, UnsafeFile, read_transport_bytes, read_transport_text
-from crosstalk.bus.store import message_names, read_message
+from crosstalk.bus.protocol import layout
+from crosstalk.bus.protocol.addressing import WORKFLOW_ADDRESS
+from crosstalk.bus.protocol.message import BusMessage
+from crosstalk.bus.protocol.safefs import SMALL_LIMIT, TEXT_LIMIT, UnsafeFile, read_transport_bytes, read_transport_text
+from crosstalk.bus.transport.store import message_names, read_message
 from crosstalk.bus.workflow.plan import Plan, PlanError, parse_plan_json
 
 COMPLETE_FILE = "COMPLETE"

@@ -7,10 +7,11 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 
-from crosstalk.bus import layout, server
+from crosstalk.bus.dispatch import server
 from crosstalk.bus.errors import BusError
-from crosstalk.bus.gitops import GitRepo
-from crosstalk.bus.transports import Transport, TransportInfo, effective_alias, list_transports
+from crosstalk.bus.git.repo import GitRepo
+from crosstalk.bus.protocol import layout
+from crosstalk.bus.transport.transports import Transport, TransportInfo, effective_alias, list_transports
 from crosstalk.doctor.facts import TransportFacts
 
 GIT_TIMEOUT_S = 15.0
