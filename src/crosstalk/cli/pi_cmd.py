@@ -27,7 +27,12 @@ async def _serve(session: str, cwd: str, environ: dict[str, str]) -> int:
     reader = asyncio.StreamReader(limit=MAX_LINE)
     await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin)
     out = sys.stdout.buffer
-    link = PiLink(reader, lambda data: (out.write(data), out.flush()))
+
+    def write(data: bytes) -> None:
+        out.write(data)
+        out.flush()
+
+    link = PiLink(reader, write)
     router = ShimRouter("pi", StatePaths.from_env(environ), adapters=lambda _ident: PiAdapter(link), environ=environ,
                         cwd=cwd)  # fmt: skip
     pi = ExtensionHarness(name="pi", env_prefix="PI_CROSSTALK", program="crosstalk pi-agent")

@@ -23,7 +23,8 @@ from crosstalk.exthost.settings import bad_accept, bad_handle, load_settings, sa
 from crosstalk.harness.base import SessionIdentity
 from crosstalk.policy import Role, parse_role
 from crosstalk.registry.discovery import list_descriptors
-from crosstalk.registry.names import InvalidName, validate_name
+from crosstalk.registry.errors import InvalidName
+from crosstalk.registry.names import validate_name
 from crosstalk.registry.paths import StatePaths
 
 RESOLVE_EVERY_S = 0.5  # how often a parent given by handle is looked for until it is live
@@ -73,6 +74,8 @@ class SessionTools(Protocol):
 
 
 class ExtensionCore:
+    """One session's core: `await ExtensionCore(...).run()` serves it until the extension closes the link."""
+
     def __init__(
         self,
         harness: ExtensionHarness,

@@ -18,7 +18,8 @@ from crosstalk.core.untrusted import UntrustedInput, text
 from crosstalk.fs.atomic import atomic_write
 from crosstalk.fs.reading import read_json_object
 from crosstalk.policy import BUCKET_NAMES
-from crosstalk.registry.names import InvalidName, validate_name
+from crosstalk.registry.errors import InvalidName
+from crosstalk.registry.names import validate_name
 from crosstalk.registry.paths import StatePaths, ensure_private_dir
 
 MAX_SETTINGS = 64 * 1024  # a handle is at most 64 characters: a thousand peers fit
