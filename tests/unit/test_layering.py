@@ -17,8 +17,9 @@ pytestmark = pytest.mark.unit
 
 SRC = Path(crosstalk.__file__).parent
 TOP = ("shim", "cli", "demo")  # nothing below these imports them
-BELOW_TOP = ("core", "fs", "policy", "registry", "journal", "harness", "receiver", "tasks", "ingress", "bus", "agent")
 BELOW_TASKS = ("core", "fs", "policy", "registry", "journal", "harness", "receiver", "ingress")
+BELOW_EXTHOST = (*BELOW_TASKS, "tasks", "agent", "bus")
+BELOW_TOP = (*BELOW_EXTHOST, "exthost")  # the extension-harness host sits above agent and bus, below shim
 
 Graph = dict[str, set[str]]
 
@@ -82,6 +83,8 @@ def _limits(mod: str) -> tuple[tuple[str, ...] | None, str, list[tuple[str, str]
     forbidden = []
     if unit(mod) in BELOW_TOP:
         forbidden += [(p, f"{unit(mod)} sits below {unit(p)}") for p in at(*TOP)]
+    if unit(mod) in BELOW_EXTHOST:
+        forbidden.append((f"{root}.exthost", f"{unit(mod)} sits below exthost"))
     if unit(mod) in BELOW_TASKS:
         forbidden.append((f"{root}.tasks", f"{unit(mod)} sits below tasks"))
     return only, why, forbidden
@@ -166,6 +169,7 @@ BAD = {
     "bus/b.py": "from crosstalk.bus.a import A\n",
     "registry/x.py": "import crosstalk.journal.y\n",
     "journal/y.py": "from crosstalk.registry import x\n",
+    "agent/host.py": "from crosstalk.exthost.core import ExtensionCore\n",
 }
 
 
@@ -180,6 +184,7 @@ def test_checker_passes_a_clean_tree_and_names_each_violation(tmp_path: Path) ->
     assert check(build_graph(_tree(tmp_path / "clean", FAKE_TREE))) == []
     problems = check(build_graph(_tree(tmp_path / "bad", {**FAKE_TREE, **BAD})))
     assert problems == [
+        "crosstalk.agent.host imports crosstalk.exthost.core: agent sits below exthost",
         "crosstalk.core.bad imports crosstalk.shim: core imports only core",
         "crosstalk.core.bad imports crosstalk.shim: core sits below shim",
         "crosstalk.harness.bar imports crosstalk.tasks.service: a harness imports only core, fs, harness.base and "

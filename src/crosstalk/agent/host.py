@@ -5,20 +5,20 @@ order of seed 000 §3 and stopped in reverse.
     → confirm the harness binding → publish the descriptor (with what the binding learned)
 
 The descriptor is written last, so an agent that others can find is always one that can receive. The shim, the
-CLI and the claim desk use the narrow methods below, never the parts inside.
+CLI, the extension host (exthost/) and the claim desk use the narrow methods below, never the parts inside.
 """
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import replace
 from typing import Any, TypeVar
 
 from crosstalk.agent.claims import ClaimDesk
+from crosstalk.agent.compaction import Compactor
 from crosstalk.agent.config import AgentConfig
 from crosstalk.agent.peers import publish_native_peers
 from crosstalk.agent.routes import INFORM_ROUTE_TTL_S, open_inbound
@@ -32,7 +32,7 @@ from crosstalk.harness.base import AgentInfo, BindResult, SessionModel
 from crosstalk.ingress.uds import UdsIngress
 from crosstalk.journal import Journal, JournalState
 from crosstalk.journal import records as R
-from crosstalk.journal.retention import RETENTION_SECONDS, Plan, compact_records, ids_in
+from crosstalk.journal.retention import Plan, compact_records
 from crosstalk.policy import ReceiverView, Role
 from crosstalk.receiver import AgentIdentity, Listener, Receiver
 from crosstalk.registry.credentials import create_key, remove_key
@@ -66,9 +66,7 @@ class AgentHost:
         self._claims: ClaimDesk | None = None
         self._a2a: Any = None  # crosstalk.ingress.a2a.server.A2AServer, imported only when enabled
         self._children: tuple[float, frozenset[str]] = (0.0, frozenset())
-        self._retention_task: asyncio.Task[None] | None = None
-        self._growth_task: asyncio.Task[Any] | None = None  # a compaction the journal's growth started
-        self._compacted_size = 0  # the journal's size after the last compaction
+        self._compactor: Compactor | None = None  # the journal kept bounded while the agent runs
         self._unpublish: list[Callable[[], None]] = []
 
     # ------------------------------------------------------------------ who and where
@@ -187,7 +185,7 @@ class AgentHost:
         else:
             kept = read.records
         self.state = state
-        self._compacted_size = journal.size
+        compacted_size = journal.size
         identity = AgentIdentity(
             agent_id=agent_id,
             name=self.name,
@@ -205,7 +203,6 @@ class AgentHost:
             inject_timeout_s=self.config.inject_timeout_s,
             open_messages=self.open_inbound,
         )
-        self._receiver.add_listener(self._compact_if_grown)
         reconciled = self._receiver.reconcile()
         self.replay_report = {
             "records": len(read.records),
@@ -216,6 +213,11 @@ class AgentHost:
         }
         self._tasks = TaskService(self._receiver)
         self._tasks.load(kept)
+        self._compactor = Compactor(
+            journal, state, self._tasks, interval_s=self.config.retention_interval_s,
+            after_bytes=self.config.compact_after_bytes, compacted_size=compacted_size, name=f"retention-{agent_id}",
+        )  # fmt: skip
+        self._receiver.add_listener(self._compactor.on_message)
         self._claims = ClaimDesk(self)  # claim/release of this agent, arriving as A2A ops (agent/claims.py)
 
         # 2. the socket and its key; the A2A server and this agent's bearer token.
@@ -253,7 +255,7 @@ class AgentHost:
         )
         self._unpublish = publish_native_peers(self.paths, self.harness_name, info, token)  # opt-in (agent/peers.py)
         await self._tasks.start()  # resumes tasks a restart interrupted: only now is the harness bound
-        self._retention_task = asyncio.create_task(self._retention_loop(), name=f"retention-{agent_id}")
+        self._compactor.start()
 
     async def _start_a2a(self) -> None:
         from crosstalk.ingress.a2a.server import A2AServer
@@ -277,49 +279,9 @@ class AgentHost:
         await self._a2a.start()
 
     # ------------------------------------------------------------------ while running
-    async def _retention_loop(self) -> None:
-        while True:
-            await asyncio.sleep(self.config.retention_interval_s)
-            try:
-                await self.compact()
-            except Exception:  # retention must never take the agent down; the next round tries again
-                log.exception("journal retention failed")
-
-    def _compact_if_grown(self, *_: object) -> None:
-        """After each message: once the journal has grown by `compact_after_bytes` since the last compaction,
-        compact it now rather than at the next hourly round, so its size (and a restart's replay) stays bounded
-        however fast messages come."""
-        if self._journal is None or self.journal.size - self._compacted_size < self.config.compact_after_bytes:
-            return
-        if self._growth_task is None or self._growth_task.done():
-            self._growth_task = asyncio.get_running_loop().create_task(self._compact_logged())
-
-    async def _compact_logged(self) -> None:
-        try:
-            await self.compact()
-        except Exception:  # retention must never take the agent down; the next round tries again
-            log.exception("journal compaction failed")
-
     async def compact(self, *, now: float | None = None) -> tuple[int, int]:
-        """Apply the retention rule to the live journal (settled messages the state let go of collapse into the
-        checkpoint) and forget in memory what it dropped. Returns (records before, records after)."""
-        now = time.time() if now is None else now
-        plan = Plan.of(self.state)  # taken here, on the loop: the flusher thread that runs `select` never reads it
-        kept_ids: set[str] = set()
-        self._compacted_size = self.journal.size  # no second growth compaction while this one is queued
-
-        def select(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
-            kept = compact_records(records, plan, now=now)
-            kept_ids.update(ids_in(kept))
-            return kept
-
-        before, after = await asyncio.wrap_future(self.journal.compact(select))
-        self._compacted_size = self.journal.size
-        if after < before:
-            self.state.prune(kept_ids, now - RETENTION_SECONDS)
-            if self._tasks is not None:
-                self._tasks.prune(kept_ids, now - RETENTION_SECONDS)
-        return before, after
+        """Apply the retention rule to the live journal now (agent/compaction.py): (records before, after)."""
+        return await _started(self._compactor, "journal upkeep").compact(now=now)
 
     def rename(self, new_name: str) -> bool:
         """Follow a harness rename (seed 000 §3): the new alias is taken under its lock, the descriptor rewritten,
@@ -348,6 +310,28 @@ class AgentHost:
             log.exception("could not rewrite the descriptor of %s after a claim change", self.name)
             return False
         return True
+
+    # ------------------------------------------------------------------ whom it hears (an extension host sets these)
+    def set_role(self, role: Role) -> None:
+        """Take `role`: acceptFrom goes back to the role's defaults and only a worker keeps its owner. The
+        descriptor is rewritten with the new role."""
+        self.config.role, self.config.accept_from = role, None
+        if role is not Role.WORKER:
+            self.config.owner = None
+        self.republish(role.value, self.config.owner)
+
+    def set_owner(self, owner: str | None) -> None:
+        """The agent_id this agent works for (a worker's parent); the descriptor is rewritten with it."""
+        self.config.owner = owner
+        self.republish(self.config.role.value, owner)
+
+    def set_peers(self, peers: Iterable[str]) -> None:
+        """The agents this one hears as peers (names or agent_ids), from the next message on."""
+        self.config.peers = tuple(peers)
+
+    def set_accept_from(self, entries: Iterable[str] | None) -> None:
+        """Whom this agent accepts messages from (buckets, names, @scheme:topic tags); None: its role's defaults."""
+        self.config.accept_from = None if entries is None else tuple(entries)
 
     def view(self) -> ReceiverView:
         """What the policy needs to know about this agent, current as of this message."""
@@ -381,12 +365,8 @@ class AgentHost:
             with contextlib.suppress(Exception):
                 undo()
         self._unpublish = []
-        for task in (self._retention_task, self._growth_task):
-            if task is not None:
-                task.cancel()
-                with contextlib.suppress(asyncio.CancelledError, Exception):
-                    await task
-        self._retention_task = self._growth_task = None
+        if self._compactor is not None:
+            await self._compactor.stop()
         if self._a2a is not None:
             with contextlib.suppress(Exception):
                 await self._a2a.close()

@@ -130,13 +130,31 @@ class ShimRouter:
             await self._pool.close()
 
     async def call(self, name: str, arguments: Mapping[str, Any], ctx: CallContext) -> ToolResult:
+        """One MCP tools/call: the caller's session is bound from the call's own evidence."""
+        args = self._checked(name, arguments)
+        if isinstance(args, ToolResult):
+            return args
+        return await self._serve(name, args, self._identify(ctx))
+
+    async def call_as(self, ident: SessionIdentity, name: str, arguments: Mapping[str, Any]) -> ToolResult:
+        """One tool for a session its caller names itself: an extension host (exthost/) runs in-process for one
+        session and has no MCP call to bind it from."""
+        args = self._checked(name, arguments)
+        if isinstance(args, ToolResult):
+            return args
+        return await self._serve(name, args, ident)
+
+    def _checked(self, name: str, arguments: Mapping[str, Any] | None) -> dict[str, Any] | ToolResult:
+        """The arguments, checked against the tool's schema; the error result when the tool or they are wrong."""
         schema = self._schemas.get(name)
         if schema is None:
             return _result({"state": "error", "reason": "unknown_tool", "hint": f"tools: {', '.join(self._schemas)}"})
         args, problem = check_arguments(schema, dict(arguments) if arguments is not None else None)
         if problem is not None:
             return _result({"state": "invalid_arguments", "reason": problem})
-        ident = self._identify(ctx)
+        return args
+
+    async def _serve(self, name: str, args: dict[str, Any], ident: SessionIdentity | None) -> ToolResult:
         if ident is not None:  # from _meta: a lone surrogate there would fail on the first write, far from here
             try:
                 for field in (ident.session_ref, ident.preferred_name or ""):
@@ -154,7 +172,7 @@ class ShimRouter:
                     "restart the MCP connection from inside a Claude Code session or a Codex thread",
                 }
             )
-        bound = await self._bind(ident)
+        bound = await self.bind(ident)
         if isinstance(bound, dict):
             return _result(bound)
         host, created = bound
@@ -170,7 +188,8 @@ class ShimRouter:
 
         return kinds.identify(self.harness, CallEvidence(ctx.meta, ctx.parent_pid, self.environ))
 
-    async def _bind(self, ident: SessionIdentity) -> tuple[AgentHost, bool] | dict[str, Any]:
+    async def bind(self, ident: SessionIdentity) -> tuple[AgentHost, bool] | dict[str, Any]:
+        """The session's agent, registered on first use: (host, created by this call), or why it could not be."""
         from crosstalk.shim.pool import PoolClosed
 
         try:
@@ -199,7 +218,7 @@ class ShimRouter:
         out: dict[str, Any] = {"state": "ok"}
         me: str | None = None
         if ident is not None:
-            bound = await self._bind(ident)
+            bound = await self.bind(ident)
             if isinstance(bound, dict):
                 out["note"] = f"your session is not registered: {bound.get('detail') or bound['reason']}"
             else:
