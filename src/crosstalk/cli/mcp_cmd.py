@@ -1,4 +1,4 @@
-"""`crosstalk mcp`: the stdio MCP server a harness session starts (the shim; ARCHITECTURE.md decision 9).
+"""`crosstalk mcp`: the stdio MCP server a harness session starts (the shim, docs/dev/mcp-shim.md).
 
 The router is `crosstalk.shim.tools.build_router(harness)`. `--router MODULE:ATTR` (hidden; for tests) serves another
 router instead: ATTR is a ToolRouter, or a class or callable taking the harness string and returning one.

@@ -2,7 +2,7 @@
 (docs/dev/pi-link.md). It hosts the session's agent through the same tools a shim serves (send_message, ask, reply,
 list_agents), delivers into the session over the pi link, and answers the extension's slash commands and tools.
 
-Seed 004's environment, read once at start: PI_CROSSTALK_HANDLE (the name; taken → `-2`, `-3`, …),
+The environment pi-crosstalk users set, read once at start: PI_CROSSTALK_HANDLE (the name; taken → `-2`, `-3`, …),
 PI_CROSSTALK_ROLE (exact lowercase orchestrator | worker | peer; anything else warns and falls through),
 PI_CROSSTALK_PARENT (only for a worker: its parent's handle, resolved to the live agent when there is one).
 """
@@ -65,7 +65,7 @@ class PiCore:
         return 0
 
     async def _register(self) -> None:
-        """The environment first (seed 004: applied once at session start), then what this session had set
+        """The environment first (applied once, at session start), then what this session had set
         before (its saved settings, when pi resumes it), then the defaults."""
         from crosstalk.core.errors import CrosstalkError
         from crosstalk.policy import parse_role
@@ -335,7 +335,7 @@ class PiCore:
             await asyncio.sleep(RESOLVE_EVERY_S)
 
     def _free_handle(self, handle: str) -> str:
-        """`handle`, else `handle-2`, `handle-3`, … : the first no other live agent holds (seed 004)."""
+        """`handle`, else `handle-2`, `handle-3`, … : the first no other live agent holds."""
         from crosstalk.registry.discovery import list_descriptors
         from crosstalk.registry.paths import StatePaths
 

@@ -1,4 +1,4 @@
-"""The task service over the real receiver chain, journal and fake harness (seed 000 tests 17, 20, 22, 23, 25)."""
+"""The task service over the real receiver chain, journal and fake harness."""
 
 from __future__ import annotations
 
