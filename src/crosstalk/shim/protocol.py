@@ -115,7 +115,6 @@ class _Server:
         self.instructions = instructions
         self.version: str | None = None  # negotiated by initialize
         self.client_info: dict[str, Any] = {}
-        self.initialized_notified = False
         self.inflight: dict[str | int, asyncio.Task[Any]] = {}
         self.cancelled: set[str | int] = set()
         self.tasks: set[asyncio.Task[Any]] = set()
@@ -257,9 +256,7 @@ class _Server:
         return self._tools_call(rid, params)
 
     def _on_notification(self, method: str, params: Any) -> None:
-        if method == "notifications/initialized":
-            self.initialized_notified = True
-        elif method == "notifications/cancelled":
+        if method == "notifications/cancelled":
             rid = params.get("requestId") if isinstance(params, dict) else None
             task = self.inflight.pop(rid, None) if isinstance(rid, str | int) else None
             if task is not None:

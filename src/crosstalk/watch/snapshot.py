@@ -60,11 +60,6 @@ class Reader:
         )
 
 
-def take_snapshot(paths: StatePaths, environ: Mapping[str, str] = os.environ) -> Snapshot:
-    """One snapshot from nothing remembered (`crosstalk watch --once`)."""
-    return Reader(paths, environ).take()
-
-
 def _agent(d: Descriptor, tail: JournalTail, names: dict[str, str]) -> AgentView:
     reachable = d.reachable()
     return AgentView(
