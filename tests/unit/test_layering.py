@@ -17,6 +17,7 @@ pytestmark = pytest.mark.unit
 
 SRC = Path(crosstalk.__file__).parent
 TOP = ("shim", "cli", "demo")  # nothing below these imports them
+TOP_UNITS = ("cli", "demo", "watch", "doctor", "capture")  # the top row: no unit below it imports them
 BELOW_TOP = ("core", "fs", "policy", "registry", "journal", "harness", "receiver", "tasks", "ingress", "bus", "agent")
 BELOW_TASKS = ("core", "fs", "policy", "registry", "journal", "harness", "receiver", "ingress")
 
@@ -82,6 +83,8 @@ def _limits(mod: str) -> tuple[tuple[str, ...] | None, str, list[tuple[str, str]
     forbidden = []
     if unit(mod) in BELOW_TOP:
         forbidden += [(p, f"{unit(mod)} sits below {unit(p)}") for p in at(*TOP)]
+    if unit(mod) not in (*TOP_UNITS, "__main__"):
+        forbidden += [(p, f"{unit(mod)} sits below {unit(p)}") for p in at(*TOP_UNITS)]
     if unit(mod) in BELOW_TASKS:
         forbidden.append((f"{root}.tasks", f"{unit(mod)} sits below tasks"))
     return only, why, forbidden

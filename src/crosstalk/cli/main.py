@@ -97,6 +97,8 @@ _MODULE_NOUNS = (
     "capture",
     "model",
 )  # fmt: skip
+# Subcommands whose process serves agents: `crosstalk capture` may record their traffic with the harness.
+_SERVES_AGENTS = ("agent", "mcp", "pi-agent", "demo")
 
 
 def build_parser(only: str | None = None) -> Parser:
@@ -436,6 +438,10 @@ def main(argv: Sequence[str] | None = None) -> None:
         sub = parser if args.command is None else parser._subparsers._group_actions[0].choices[args.command]  # type: ignore[union-attr]
         sub.print_help(sys.stderr)
         sys.exit(EXIT_USAGE)
+    if args.command in _SERVES_AGENTS:
+        from crosstalk.capture.tap import install
+
+        install()
     module, attr = target.split(":")
     try:
         code = getattr(importlib.import_module(module), attr)(args)

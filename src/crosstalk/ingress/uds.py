@@ -19,7 +19,6 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from crosstalk.capture import tap as capture
 from crosstalk.core import envelope
 from crosstalk.core.errors import EnvelopeError, MessageError
 from crosstalk.core.ids import new_message_id
@@ -27,6 +26,7 @@ from crosstalk.core.message import Message, TextPart
 from crosstalk.core.sender import Sender, SenderClass
 from crosstalk.core.states import Outcome, State
 from crosstalk.fs.procinfo import login_name, proc_start_time
+from crosstalk.ingress import taps
 from crosstalk.ingress.frames import (
     MAX_LINE_BYTES,
     AuthLine,
@@ -179,7 +179,7 @@ class UdsIngress:
         await self._on_connect(reader, writer)
 
     async def _on_connect(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        capture.tap_connection(reader, writer, self.path)  # `crosstalk capture`: costs a clock read when off
+        taps.tap_connection(reader, writer, self.path)  # `crosstalk capture`: costs a clock read when off
         try:
             try:
                 answer = await self._serve(reader, writer)
