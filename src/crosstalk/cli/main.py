@@ -284,7 +284,6 @@ def _mcp(sub: Any) -> None:
         default=harness_kinds.AUTO,
         help="Which harness started this server (default auto: told apart per call by what it sends).",
     )
-    p.add_argument("--router", help=argparse.SUPPRESS)  # tests: serve MODULE:ATTR instead of the crosstalk tools
     p.add_argument("-v", "--verbose", action="store_true", help="Log every message to stderr.")
     p.set_defaults(run="crosstalk.cli.mcp_cmd:run")
 
