@@ -9,7 +9,7 @@ scans the whole tree once (reported as info: what a dispatcher with no cursor pa
 state; a machine that joined with `transport clone` starts at the commit it joined at instead), then times M idle
 ticks (default 30). The transports have a remote, so every
 idle tick fetches. The two transports' ticks are interleaved (1k, 100k, 1k, ... with the order flipped every round)
-so machine noise hits both alike. Target (issue 5): median idle tick at 100k <= 1.2x the median at 1k.
+so machine noise hits both alike. Target (docs/performance.md): median idle tick at 100k <= 1.2x the median at 1k.
 
 Baselines in the same run, interleaved with the ticks: a `git rev-parse HEAD` subprocess and a `git fetch` of the
 unchanged remote, in each repository; the fetch also with --no-recurse-submodules, which spares git reading the index

@@ -168,13 +168,12 @@ def main() -> int:
     extra: dict = {}
     try:
         env = {**os.environ, "CROSSTALK_HOME": str(tmp / "home")}
-        env.pop("CROSSTALK_MCP_ROUTER", None)
         env_pyc = pyc_env(env, tmp)
         script = [CROSSTALK, "mcp"]
         module = [PYTHON, "-m", "crosstalk", "mcp"]
-        from crosstalk.cli.mcp_cmd import build
+        from crosstalk.shim.tools import build_router
 
-        router = type(build("auto")).__name__
+        router = type(build_router("auto")).__name__
         print(f"router served: {router}")
         extra["router"] = router
 
@@ -207,9 +206,10 @@ def main() -> int:
                 )
             extra[label] = {"bare": sb, "crosstalk_mcp": ss, "python_m": sm}
 
-        # What the protocol layer alone costs: the same command serving a router with no tools.
-        env_bare_router = {**env_pyc, "CROSSTALK_MCP_ROUTER": "crosstalk.cli.mcp_cmd:_NoTools"}
-        b, p = alternate(n, partial(bare, env_pyc), partial(to_initialize, script, env_bare_router), warm=1)
+        # What the protocol layer alone costs: the same server (mcp_cmd.serve) with a router that has no tools, from
+        # a script, so without the command line's argument parsing either.
+        no_tools = [PYTHON, str(Path(__file__).resolve().parent / "mcp_no_tools.py")]
+        b, p = alternate(n, partial(bare, env_pyc), partial(to_initialize, no_tools, env_pyc), warm=1)
         sb, sp = stats(b), stats(p)
         added = extra["pyc"]["crosstalk_mcp"]["p50"] - sp["p50"]
         print(
@@ -223,7 +223,7 @@ def main() -> int:
                 sb["p50"],
                 "ms",
                 "python -c pass median",
-                summary="the protocol layer alone (CROSSTALK_MCP_ROUTER=crosstalk.cli.mcp_cmd:_NoTools)",
+                summary="the protocol layer alone (bench/mcp_no_tools.py)",
             )
         )
         extra["protocol_only"] = {"bare": sb, "shim": sp}

@@ -1,4 +1,4 @@
-"""Workflows and chat run by real harness CLIs as bus models (issue 15 item 5), across two simulated machines sharing
+"""Workflows and chat run by real harness CLIs as bus models, across two simulated machines sharing
 a bare remote. `claude -p` compiles the prose (its mock answers with the JSON plan), `codex exec` runs draft, placed
 round-robin over both machines, and `pi -p` synthesizes; the owner (ops) replies to the marker with pi's answer.
 Also: a kill -9 of the owner after each stage, every failure path, and `crosstalk chat` through a terminal."""

@@ -1,6 +1,6 @@
 """pi for real: the pinned pi 0.73.1 in RPC mode with the crosstalk pi extension (`crosstalk install pi`, enabled by
 PI_CROSSTALK=1), a mock chat-completions server logging every request; messages from other pi sessions, the CLI,
-Claude Code and Codex land in the session as seed 004's tagged user turns, and the tests assert what the model saw."""
+Claude Code and Codex land in the session as tagged user turns, and the tests assert what the model saw."""
 
 from __future__ import annotations
 

@@ -17,6 +17,7 @@ pytestmark = pytest.mark.unit
 
 SRC = Path(crosstalk.__file__).parent
 TOP = ("shim", "cli", "demo")  # nothing below these imports them
+TOP_UNITS = ("cli", "demo", "watch", "doctor", "capture")  # the top row: no unit below it imports them
 BELOW_TASKS = ("core", "fs", "policy", "registry", "journal", "harness", "receiver", "ingress")
 BELOW_EXTHOST = (*BELOW_TASKS, "tasks", "agent", "bus")
 BELOW_TOP = (*BELOW_EXTHOST, "exthost")  # the extension-harness host sits above agent and bus, below shim
@@ -85,6 +86,8 @@ def _limits(mod: str) -> tuple[tuple[str, ...] | None, str, list[tuple[str, str]
         forbidden += [(p, f"{unit(mod)} sits below {unit(p)}") for p in at(*TOP)]
     if unit(mod) in BELOW_EXTHOST:
         forbidden.append((f"{root}.exthost", f"{unit(mod)} sits below exthost"))
+    if unit(mod) not in (*TOP_UNITS, "__main__"):
+        forbidden += [(p, f"{unit(mod)} sits below {unit(p)}") for p in at(*TOP_UNITS)]
     if unit(mod) in BELOW_TASKS:
         forbidden.append((f"{root}.tasks", f"{unit(mod)} sits below tasks"))
     return only, why, forbidden

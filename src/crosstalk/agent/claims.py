@@ -1,4 +1,4 @@
-"""Claims on this agent, handled in the agent's own process (seed 000 §7; ARCHITECTURE.md decision 4).
+"""Claims on this agent, handled in the agent's own process.
 
 An agent's journal has exactly one writer, its own process, so a claim travels to the target: the claimer sends an
 A2A SendMessage carrying `metadata.crosstalk.op = "claim"` (or "release") under its own bearer token, and the

@@ -1,5 +1,5 @@
 """One live agent: registration, journal, receiver chain, uds ingress and its harness adapter, started in the
-order of seed 000 §3 and stopped in reverse.
+order below (each step needs the one before) and stopped in reverse.
 
     take the agent and name locks → replay the journal (retention, reconcile) → bind the uds socket and key
     → confirm the harness binding → publish the descriptor (with what the binding learned)
@@ -284,7 +284,7 @@ class AgentHost:
         return await _started(self._compactor, "journal upkeep").compact(now=now)
 
     def rename(self, new_name: str) -> bool:
-        """Follow a harness rename (seed 000 §3): the new alias is taken under its lock, the descriptor rewritten,
+        """Follow a harness rename: the new alias is taken under its lock, the descriptor rewritten,
         the old alias released. agent_id, socket, journal, tasks, claims and routes are unchanged. False when the
         name is held by another live agent or is not a valid name (the agent keeps its current name)."""
         if new_name == self.name:

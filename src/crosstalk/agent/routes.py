@@ -1,4 +1,4 @@
-"""Which inbound messages a session may still answer with the reply tool (seed 000 §4/§5, R7). Pure: no I/O.
+"""Which inbound messages a session may still answer with the reply tool. Pure: no I/O.
 
 The inform route: an inform delivered from a verified agent may be answered for an hour after its delivery.
 Delivery outcomes that put it into the session (the model may have read it) open it: unknown counts, since an

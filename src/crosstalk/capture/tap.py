@@ -1,5 +1,5 @@
-"""The agent-process side of `crosstalk capture`: the hooks the MCP stdio, the socket ingress and the Codex
-app-server client call, and the recorder behind them.
+"""The agent-process side of `crosstalk capture`: the taps the MCP stdio and the socket ingress call (installed
+into ingress/taps.py by `install`), the Codex app-server client's observer, and the recorder behind them.
 
 Off, a hook costs a clock read per frame: the capture dir is stat'ed at most once per CHECK_INTERVAL_S, and only
 when a frame passes; it is read only when its mtime changed. On (a live request names this process), each frame is
@@ -246,6 +246,27 @@ def _wrap(obj: Any, method: str, lines: _Lines) -> Any:
 
     setattr(obj, method, tapped)  # on the instance: whoever feeds or writes it already holds this object
     return obj
+
+
+class _CaptureTaps:
+    """This recorder behind ingress/taps.py's hook points."""
+
+    def reader(self, reader: Any, channel: str) -> Any:
+        return tap_reader(reader, channel)
+
+    def writer(self, writer: Any, channel: str) -> Any:
+        return tap_writer(writer, channel)
+
+    def connection(self, reader: Any, writer: Any, socket_path: Path) -> None:
+        tap_connection(reader, writer, socket_path)
+
+
+def install() -> None:
+    """Record this process's MCP stdio and socket connections whenever a capture request names it (a process that
+    serves agents calls it once, before it opens them)."""
+    from crosstalk.ingress import taps
+
+    taps.install(_CaptureTaps())
 
 
 def observe_app_server(direction: str, frame: str | bytes) -> None:

@@ -96,7 +96,10 @@ _MODULE_NOUNS = (
     "watch",
     "capture",
     "model",
+    "agent",
 )  # fmt: skip
+# Subcommands whose process serves agents: `crosstalk capture` may record their traffic with the harness.
+_SERVES_AGENTS = ("agent", "mcp", "pi-agent", "demo")
 
 
 def build_parser(only: str | None = None) -> Parser:
@@ -112,7 +115,7 @@ def build_parser(only: str | None = None) -> Parser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=Parser)
 
     adders = {
-        "send": _send, "list": _list, "who": _who, "tail": _tail, "agent": _agent, "demo": _demo, "mcp": _mcp,
+        "send": _send, "list": _list, "who": _who, "tail": _tail, "demo": _demo, "mcp": _mcp,
         "install": _install, "uninstall": _uninstall, "pi-agent": _pi_agent,
     }  # fmt: skip
     for name, adder in adders.items():
@@ -250,98 +253,6 @@ def _tail(sub: Any) -> None:
     p.set_defaults(run="crosstalk.cli.tail_cmd:run")
 
 
-def _agent(sub: Any) -> None:
-    agent = sub.add_parser("agent", help="Run a standalone agent.")
-    agent_sub = agent.add_subparsers(dest="agent_command", metavar="COMMAND", parser_class=Parser)
-    p = agent_sub.add_parser("run", help="Register an agent and deliver into its harness until SIGTERM/SIGINT.")
-    p.add_argument(
-        "--harness",
-        choices=harness_kinds.standalone(),
-        required=True,
-        help="The harness adapter. 'fake' writes each injected message to --inbox.",
-    )
-    p.add_argument("--name", required=True, help="The agent name (the fallback rule applies if it is taken).")
-    p.add_argument(
-        "--session",
-        dest="session_ref",
-        help="The session the agent_id derives from (default: the name); the same session finds the "
-        "same journal after a restart.",
-    )
-    p.add_argument("--inbox", help="Append each injected message to this file as one JSON line.")
-    p.add_argument(
-        "--script",
-        dest="fake_script",
-        default="",
-        help="Fake outcomes, one per injection, comma-separated (accept, queue, race, fallback, "
-        "malformed, refuse, presend, disconnect, block, hang, hold, decline); then --default repeats.",
-    )
-    p.add_argument(
-        "--default",
-        dest="fake_default",
-        default="accept",
-        help="The fake outcome once the script runs out (default accept).",
-    )
-    p.add_argument(
-        "--role",
-        choices=["primary", "orchestrator", "worker", "peer"],
-        default="primary",
-        help="The agent's role; decides whom it accepts messages from (default primary).",
-    )
-    p.add_argument("--parent", help="For --role worker: the live agent (name or agent_id) that owns it.")
-    p.add_argument(
-        "--peer", dest="peers", action="append", default=[], help="A peer agent (name or agent_id); repeatable."
-    )
-    p.add_argument(
-        "--accept-from",
-        dest="accept_from",
-        action="append",
-        default=[],
-        help="Override the role's acceptFrom: a bucket (parent, children, peers, agents, external, "
-        "unknown) or a handle (@ci:build, a name, an agent_id); repeatable.",
-    )
-    p.add_argument("--cwd", help="The working directory to record (default: the current one).")
-    p.add_argument("--json", dest="as_json", action="store_true", help="Print the ready line as JSON.")
-    p.add_argument(
-        "--answer",
-        metavar="TEXT",
-        help="Fake harness: answer every injected ask with TEXT, as the session's reply would.",
-    )
-    p.add_argument(
-        "--conformance",
-        action="store_true",
-        help="Fake harness: answer the A2A conformance kit's magic message ids (tck-complete-task, "
-        "tck-artifact-*, tck-message-response, tck-input-required, tck-reject-task) as its reference system "
-        "under test does (opt-in; for running a2a-tck against this agent).",
-    )
-    p.add_argument(
-        "--inject-timeout",
-        dest="inject_timeout",
-        type=positive_float(0.1, 86400),
-        default=30.0,
-        help="Seconds an injection into the session may take before its outcome is unknown (default 30).",
-    )
-    p.add_argument(
-        "--no-a2a",
-        dest="no_a2a",
-        action="store_true",
-        help="Do not serve A2A (the uds socket only; starts faster, no SDK import).",
-    )
-    p.add_argument("-v", "--verbose", action="store_true", help="Log each delivery to stderr.")
-    p.set_defaults(run="crosstalk.cli.agent_cmd:run")
-
-    lp = agent_sub.add_parser(
-        "list",
-        help="List the bus models of a transport: which this machine claims, and why the others are skipped.",
-    )
-    lp.add_argument(
-        "--transport",
-        metavar="NAME|DIR",
-        help="The transport (default: the one containing the current directory, else the only one known).",
-    )
-    lp.add_argument("--json", dest="as_json", action="store_true", help="Print JSON.")
-    lp.set_defaults(run="crosstalk.cli.bus_agent_cmd:run_list")
-
-
 def _demo(sub: Any) -> None:
     p = sub.add_parser(
         "demo",
@@ -373,7 +284,6 @@ def _mcp(sub: Any) -> None:
         default=harness_kinds.AUTO,
         help="Which harness started this server (default auto: told apart per call by what it sends).",
     )
-    p.add_argument("--router", help=argparse.SUPPRESS)  # tests: serve MODULE:ATTR instead of the crosstalk tools
     p.add_argument("-v", "--verbose", action="store_true", help="Log every message to stderr.")
     p.set_defaults(run="crosstalk.cli.mcp_cmd:run")
 
@@ -436,6 +346,10 @@ def main(argv: Sequence[str] | None = None) -> None:
         sub = parser if args.command is None else parser._subparsers._group_actions[0].choices[args.command]  # type: ignore[union-attr]
         sub.print_help(sys.stderr)
         sys.exit(EXIT_USAGE)
+    if args.command in _SERVES_AGENTS:
+        from crosstalk.capture.tap import install
+
+        install()
     module, attr = target.split(":")
     try:
         code = getattr(importlib.import_module(module), attr)(args)

@@ -1,70 +1,24 @@
-"""`crosstalk mcp`: the stdio MCP server a harness session starts (the shim; ARCHITECTURE.md decision 9).
+"""`crosstalk mcp`: the stdio MCP server a harness session starts (the shim, docs/dev/mcp-shim.md).
 
-The router is `crosstalk.shim.tools.build_router(harness)`. `--router MODULE:ATTR` (hidden; for tests) serves another
-router instead: ATTR is a ToolRouter, or a class or callable taking the harness string and returning one.
-`CROSSTALK_MCP_ROUTER=MODULE:ATTR` does the same (bench/shim_startup.py serves `_NoTools` that way to time the
-protocol layer alone).
+It serves `crosstalk.shim.tools.build_router(harness)` through `serve`, which sets up what every MCP server process
+of crosstalk needs (logs on stderr, blocking calls on daemon threads) around shim.protocol.serve_stdio.
 """
 
 from __future__ import annotations
 
-import os
 import sys
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Mapping
+    from collections.abc import Callable
     from typing import Any
 
-    from crosstalk.shim.router import CallContext, ToolResult, ToolRouter
+    from crosstalk.shim.router import ToolRouter
 
-ROUTER_ENV = "CROSSTALK_MCP_ROUTER"
 # How a person registers this server with a harness: the one source for `crosstalk mcp --help`, and the lines the
 # README shows (a test holds them to it).
 SETUP_COMMANDS = ("crosstalk install claude", "crosstalk install codex")
 SETUP = f"`{SETUP_COMMANDS[0]}` (Claude Code) or `{SETUP_COMMANDS[1]}` (Codex)"
-
-
-class _NoTools:
-    """A router with no tools (the protocol layer alone): lists nothing, answers every call with an error."""
-
-    def __init__(self, harness: str = "auto") -> None:
-        self.harness = harness
-
-    def tools(self) -> list[dict[str, Any]]:
-        return []
-
-    async def call(self, name: str, arguments: Mapping[str, Any], ctx: CallContext) -> ToolResult:
-        from crosstalk.shim.router import ToolResult
-
-        return ToolResult({"state": "error", "reason": "no tools", "tool": name}, is_error=True)
-
-    async def close(self) -> None:
-        return None
-
-
-def _load(spec: str, harness: str) -> ToolRouter:
-    import importlib
-
-    module, _, attr = spec.partition(":")
-    if not module or not attr:
-        from crosstalk.cli.common import EXIT_USAGE, fail
-
-        fail(f"--router {spec!r}: expected MODULE:ATTR", EXIT_USAGE)
-    obj = getattr(importlib.import_module(module), attr)
-    if isinstance(obj, type) or (callable(obj) and not hasattr(obj, "tools")):
-        obj = obj(harness)  # a class or a factory
-    return obj
-
-
-def build(harness: str, router_spec: str | None = None) -> ToolRouter:
-    """The router `crosstalk mcp` serves."""
-    spec = router_spec or os.environ.get(ROUTER_ENV)
-    if spec:
-        return _load(spec, harness)
-    from crosstalk.shim.tools import build_router
-
-    return build_router(harness)
 
 
 def daemon_executor() -> Any:
@@ -96,13 +50,13 @@ def daemon_executor() -> Any:
     return _DaemonExecutor()
 
 
-def run(args: Any) -> int:
-    """`crosstalk mcp`: serve MCP on stdin/stdout until stdin closes."""
+def serve(make_router: Callable[[], ToolRouter], *, verbose: bool = False) -> int:
+    """Serve MCP on stdin/stdout until stdin closes, with the router `make_router` builds inside the event loop."""
     import logging
 
     logging.basicConfig(
         stream=sys.stderr,
-        level=logging.DEBUG if args.verbose else logging.WARNING,
+        level=logging.DEBUG if verbose else logging.WARNING,
         format="crosstalk mcp[%(process)d] %(levelname)s %(name)s: %(message)s",
     )
     import asyncio
@@ -111,7 +65,14 @@ def run(args: Any) -> int:
 
     async def main() -> None:
         asyncio.get_running_loop().set_default_executor(daemon_executor())
-        await serve_stdio(build(args.harness, args.router))
+        await serve_stdio(make_router())
 
     asyncio.run(main())
     return 0
+
+
+def run(args: Any) -> int:
+    """`crosstalk mcp`: serve the crosstalk tools for `--harness`."""
+    from crosstalk.shim.tools import build_router
+
+    return serve(lambda: build_router(args.harness), verbose=args.verbose)

@@ -1,10 +1,10 @@
-"""`pi-crosstalk`: the command scripts written for pi's crosstalk CLI call (seed 004), on crosstalk's own CLI.
+"""`pi-crosstalk`: the command scripts written for the pi-crosstalk extension's CLI call, on crosstalk's own CLI.
 
     pi-crosstalk list [--json] | who HANDLE | send PEER [TEXT] [--mode auto|steer|followUp]
                  [--kind user|meta|ping] [--from @scheme:topic] | tail PEER
 
-Every verb is `crosstalk VERB` with the same arguments. Exit codes as seed 004 gives them: 0 ok, 1 wire or protocol
-error (crosstalk's 4, no such agent or unreachable, is one here), 2 usage, 3 ACL denial (a rejection).
+Every verb is `crosstalk VERB` with the same arguments. Exit codes as those scripts expect them: 0 ok, 1 wire or
+protocol error (crosstalk's 4, no such agent or unreachable, is one here), 2 usage, 3 ACL denial (a rejection).
 """
 
 from __future__ import annotations

@@ -36,7 +36,7 @@ def _default_from() -> str:
 def run(args: Any) -> int:
     """`crosstalk send`: see the parser in cli/main.py for the options."""
     target, text, kind, delivery, mode = args.target, args.text, args.kind, args.delivery, args.mode
-    kind = "inform" if kind == "user" else kind  # seed 004 (pi-crosstalk) calls an ordinary message "user"
+    kind = "inform" if kind == "user" else kind  # pi-crosstalk calls an ordinary message "user"
     from_, timeout, as_json = args.from_, args.timeout, args.as_json
     from crosstalk.core.errors import MessageError
     from crosstalk.core.message import new_message

@@ -46,7 +46,7 @@ def is_message_id(value: object) -> bool:
 
 
 def agent_id_for(harness: str, session_ref: str) -> str:
-    """agent_id = first 16 hex of sha256("<harness>:<session_ref>") (ARCHITECTURE.md decision 1)."""
+    """agent_id = first 16 hex of sha256("<harness>:<session_ref>") so a session keeps its id across restarts."""
     if not harness or not session_ref:
         raise ValueError("agent_id needs a harness and a session_ref")
     import hashlib  # not at module level: `crosstalk send` never hashes, and hashlib costs ~2 ms to import

@@ -21,10 +21,10 @@ class Delivery(StrEnum):
     NEXT_TURN = "next_turn"  # after the current turn; never wakes an idle session where avoidable
 
 
-KIND_ALIASES: dict[str, Kind] = {"user": Kind.INFORM}  # seed 004 calls an ordinary user turn "user"
+KIND_ALIASES: dict[str, Kind] = {"user": Kind.INFORM}  # pi-crosstalk calls an ordinary user turn "user"
 DELIVERY_ALIASES: dict[str, Delivery] = {
-    "immediate": Delivery.AUTO,  # seed 000
-    "followUp": Delivery.NEXT_TURN,  # seed 004 / pi deliverAs
+    "immediate": Delivery.AUTO,  # pi's word for a message that starts a turn now
+    "followUp": Delivery.NEXT_TURN,  # pi's deliverAs spelling
     "follow_up": Delivery.NEXT_TURN,
 }
 

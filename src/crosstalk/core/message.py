@@ -1,4 +1,4 @@
-"""The one message record (ARCHITECTURE.md §3) and its strict validation.
+"""The one message record and its strict validation.
 
 This is the internal record every ingress decodes into and the journal stores; it is not a wire format.
 """

@@ -58,14 +58,3 @@ def atomic_write(path: Path, data: bytes, *, mode: int = 0o600) -> None:
     with synced_temp(path, data, mode) as tmp:
         os.replace(tmp, path)
     fsync_dir(path.parent)
-
-
-def replace_keeping_mode(path: Path, data: bytes, *, new_mode: int = 0o600) -> None:
-    """atomic_write that keeps an existing file's mode (a config file the user set up); a new file gets
-    `new_mode`. Parent directories are created."""
-    try:
-        mode = os.stat(path).st_mode & 0o777
-    except FileNotFoundError:
-        mode = new_mode
-    path.parent.mkdir(parents=True, exist_ok=True)
-    atomic_write(path, data, mode=mode)

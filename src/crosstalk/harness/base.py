@@ -1,4 +1,4 @@
-"""The harness seam (ARCHITECTURE.md §8): everything harness-specific lives behind it, in two parts.
+"""The harness seam (docs/dev/harness-seam.md): everything harness-specific lives behind it, in two parts.
 
 - A **harness kind** (`HarnessKind`, one object per harness, registered in `crosstalk/harness/__init__.py`) knows the
   harness as a whole: who a tool call comes from (`identify`), which sessions exist (`discover`), whether a session was

@@ -8,7 +8,7 @@ Two connection shapes reach an agent's socket:
       because Claude's sender treats any reply bytes as an error.
 An auth line may precede a native frame too (Claude authenticates when it has our key); the answer is still EOF.
 Claude's frame is told apart by its own top-level fields (msgV, msg_id): an auth line followed by a plain user line
-without them is seed 000 §5's shape (a) as a plain script writes it, a crosstalk client answered with its state.
+without them is shape (a) as a plain script writes it, a crosstalk client answered with its state.
 """
 
 from __future__ import annotations

@@ -19,7 +19,6 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from crosstalk.capture import tap as capture
 from crosstalk.core import envelope
 from crosstalk.core.errors import EnvelopeError, MessageError
 from crosstalk.core.ids import new_message_id
@@ -27,6 +26,7 @@ from crosstalk.core.message import Message, TextPart
 from crosstalk.core.sender import Sender, SenderClass
 from crosstalk.core.states import Outcome, State
 from crosstalk.fs.procinfo import login_name, proc_start_time
+from crosstalk.ingress import taps
 from crosstalk.ingress.frames import (
     MAX_LINE_BYTES,
     AuthLine,
@@ -179,7 +179,7 @@ class UdsIngress:
         await self._on_connect(reader, writer)
 
     async def _on_connect(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        capture.tap_connection(reader, writer, self.path)  # `crosstalk capture`: costs a clock read when off
+        taps.tap_connection(reader, writer, self.path)  # `crosstalk capture`: costs a clock read when off
         try:
             try:
                 answer = await self._serve(reader, writer)
@@ -232,7 +232,7 @@ class UdsIngress:
             if not (authed or peer):
                 return encode_error_answer("auth: send an auth line with the agent's key first")
             if user.is_native:
-                # The key, then a plain user line (seed 000 §5 shape (a) as a script writes it): a crosstalk client.
+                # The key, then a plain user line (frames.py's shape (a) from a script): a crosstalk client.
                 return encode_answer(await self._receive_plain(user, peer))
             return encode_answer(await self._receive_crosstalk(user, peer))
         except FrameError as exc:
@@ -250,7 +250,7 @@ class UdsIngress:
 
     async def _receive_plain(self, user: UserLine, peer: Descriptor | None) -> Outcome:
         """A keyed user line without crosstalk metadata. The key proves only that the sender runs as this user, so
-        unless its pid matches a registered agent it is an unverified inform (seed 000 §5), named @uds:<user> the
+        unless its pid matches a registered agent it is an unverified inform, named @uds:<user> the
         way `crosstalk send` names itself @cli:<user>. The content is the body; an envelope in it asking to be
         another kind is refused, as on every uds frame."""
         kind = None
@@ -283,7 +283,7 @@ class UdsIngress:
         if kind not in (None, "", "inform"):
             # A native frame is an inform; one that asks to be anything else is refused, whatever the sender.
             return self._receiver.reject(inbound, "kind:native_inform_only")
-        # Our own session answering natively (ADR 0009) is bounced back by the chain, never forwarded.
+        # Our own session answering natively names no message: the chain bounces it back, never forwards it.
         return await self._receiver.receive(inbound)
 
 

@@ -1,4 +1,4 @@
-"""Retention (ARCHITECTURE.md §6): drop records older than 24 h, except the whole dependency set of any
+"""Retention: drop journal records older than 24 h, except the whole dependency set of any
 unresolved work: the original bodies, dedupe records, routes, obligations and tasks that still matter.
 
 Records are grouped by the ids they mention (message_id, in_reply_to, task_id); a group is kept whole when any of

@@ -11,7 +11,8 @@ def sender_handles(sender: Sender) -> frozenset[str]:
     """The handles an acceptFrom entry may name this sender by.
 
     Verified: its descriptor name and agent_id (both proven by the transport). External: its @scheme:topic
-    tag (seed 004 lets a worker allow one trigger by tag). Unverified: none; its claimed name proves nothing.
+    tag (so a worker can allow one trigger, such as a CI job, by its tag). Unverified: none; its claimed
+    name proves nothing.
     """
     if sender.sender_class is SenderClass.VERIFIED:
         if not sender.agent_id:
@@ -27,8 +28,9 @@ def check_acl(sender: Sender, bucket: Bucket, view: ReceiverView) -> str | None:
     accept_from = view.effective_accept_from()
     if bucket.value in accept_from:
         return None
-    # Seed 004: explicit handle entries override bucket rules. An entry spelled like a bucket is always the
-    # bucket, so an agent that names itself "parent" cannot ride on a bucket entry.
+    # Explicit handle entries override bucket rules (a handle may admit one sender its bucket would refuse).
+    # An entry spelled like a bucket is always the bucket, so an agent that names itself "parent" cannot ride
+    # on a bucket entry.
     handles = accept_from - BUCKET_NAMES
     if handles & sender_handles(sender):
         return None

@@ -1,4 +1,4 @@
-"""Admission limits (seed 000 C9): answer whether one more message fits. It never evicts accepted work."""
+"""Admission limits (per sender and in total): answer whether one more message fits. It never evicts accepted work."""
 
 from __future__ import annotations
 

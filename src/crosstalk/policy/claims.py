@@ -1,4 +1,4 @@
-"""claim / release transitions (seed 000 §7, ARCHITECTURE.md decision 4). Pure: the caller journals them."""
+"""claim / release transitions: who may take an agent as a worker and give it back. Pure: the caller journals them."""
 
 from __future__ import annotations
 

@@ -1,4 +1,7 @@
-"""Hop guard: refuse a message that has looped or travelled too far (seed 000 §5 receiver order)."""
+"""Hop guard: refuse a message that has looped or travelled too far.
+
+The chain runs it before policy, so a loop is refused whoever sent it.
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,7 @@
-"""The kind table: which kinds may reach the model from which sender (ARCHITECTURE.md decision 4)."""
+"""The kind table: which kinds may reach the model from which sender.
+
+By the sender's class and bucket, the receiver's role and the transport the message came on.
+"""
 
 from __future__ import annotations
 
@@ -7,7 +10,7 @@ from crosstalk.core.sender import Sender, SenderClass
 from crosstalk.policy.roles import Bucket, Role
 from crosstalk.policy.view import ReceiverView
 
-# Seed 000 §5: the uds frame has no kind encoding beyond inform, so nothing that opens an obligation or
+# The uds frame has no kind encoding beyond inform, so nothing that opens an obligation or
 # carries work may arrive on it, whoever the sender is.
 UDS_TRANSPORT = "uds"
 UDS_KINDS: frozenset[Kind] = frozenset({Kind.INFORM, Kind.META, Kind.PING})

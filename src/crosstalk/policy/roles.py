@@ -1,4 +1,4 @@
-"""Roles, ACL buckets and each role's default acceptFrom (seed 004 "ACL Buckets", architecture decision 4)."""
+"""Roles, ACL buckets and each role's default acceptFrom: which buckets of senders an agent listens to."""
 
 from __future__ import annotations
 
@@ -13,9 +13,9 @@ class PolicyError(CrosstalkError, ValueError):
 
 class Role(StrEnum):
     PRIMARY = "primary"  # every agent's role until claimed; accepts every bucket but unknown
-    ORCHESTRATOR = "orchestrator"  # seed 004: runs workers, talks to peers and external triggers
+    ORCHESTRATOR = "orchestrator"  # runs workers, talks to peers and external triggers
     WORKER = "worker"  # claimed (or configured) under a parent; listens to the parent only by default
-    PEER = "peer"  # seed 004: a top-level agent that gossips with its peer list
+    PEER = "peer"  # a top-level agent that gossips with its peer list
 
 
 class Bucket(StrEnum):
@@ -29,11 +29,11 @@ class Bucket(StrEnum):
     UNKNOWN = "unknown"  # unverified and unnamed: usually denied
 
 
-# Only primary and the seed 004 roles are listed; a new role must choose its defaults here on purpose.
+# Every role is listed; a new role must choose its defaults here on purpose.
 DEFAULT_ACCEPT_FROM: dict[Role, frozenset[Bucket]] = {
     Role.PRIMARY: frozenset(Bucket) - {Bucket.UNKNOWN},
     Role.ORCHESTRATOR: frozenset({Bucket.CHILDREN, Bucket.EXTERNAL, Bucket.PEERS}),
-    Role.WORKER: frozenset({Bucket.PARENT}),  # seed 004: a worker opts in to external explicitly
+    Role.WORKER: frozenset({Bucket.PARENT}),  # a worker opts in to external explicitly
     Role.PEER: frozenset({Bucket.PEERS, Bucket.EXTERNAL}),
 }
 
@@ -41,7 +41,7 @@ BUCKET_NAMES: frozenset[str] = frozenset(b.value for b in Bucket)
 
 
 def parse_role(value: str) -> Role:
-    """Exact lowercase names only: seed 004 treats "Worker" or " worker " as invalid, not as worker."""
+    """Exact lowercase names only: "Worker" or " worker " is invalid, not a guess at worker."""
     try:
         return Role(value)
     except ValueError:

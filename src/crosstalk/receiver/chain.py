@@ -1,4 +1,4 @@
-"""The one receiver chain (ARCHITECTURE.md §5). Every ingress feeds it; it answers one Outcome per message.
+"""The one receiver chain. Every ingress feeds it; it answers one Outcome per message.
 
     dedupe → hop guard → policy → admission → journal (fsync) → inject → outcome (fsync)
 
@@ -305,9 +305,9 @@ class Receiver:
         return inbound.native and own and inbound.transport != NOTICE_TRANSPORT
 
     async def _bounce(self, inbound: Inbound) -> Outcome:
-        """A native reply carries no correlation (ADR 0009): it is never forwarded. Journal it as bounced, then tell
-        the session, listing the open inbound messages it may answer with the reply tool. A bounce opens no route,
-        and its notice is crosstalk's own, so it is never bounced."""
+        """A native reply (the session writing to our address itself) names no message, so it is never forwarded.
+        Journal it as bounced, then tell the session, listing the open inbound messages it may answer with the
+        reply tool. A bounce opens no route, and its notice is crosstalk's own, so it is never bounced."""
         msg = inbound.message
         settled = R.outcome(msg.message_id, State.BOUNCED, "native_reply_bounced", self.identity.binding)
         failed = await self._record_or_unreachable(msg, [self._received_record(inbound), settled], "for a bounce")
@@ -393,7 +393,7 @@ def _outcome_of(entry: MessageEntry, *, duplicate: bool) -> Outcome:
         # Claimed but no durable outcome (its outcome write failed, or the call died): ambiguous, never resent.
         return Outcome(entry.message_id, State.UNKNOWN, entry.reason or "no_durable_outcome", evidence)
     if entry.state is State.RECOVERED:
-        # A mailbox-only state (§8): it was journaled before a crash and never dispatched. The sender learns
+        # A mailbox-only state: it was journaled before a crash and never dispatched. The sender learns
         # only that delivery is not proven; the receiving agent finds the message in its mailbox.
         return Outcome(entry.message_id, State.UNKNOWN, "recovered_to_mailbox", evidence)
     return Outcome(entry.message_id, entry.state, entry.reason, evidence)

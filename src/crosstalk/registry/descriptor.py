@@ -1,4 +1,4 @@
-"""The agent descriptor (seed 000 §3): agents/<agent_id>.json, published atomically, read forgivingly.
+"""The agent descriptor: agents/<agent_id>.json, published atomically, read forgivingly.
 
 A descriptor holds where and who an agent is, never a secret: credential_ref is a path to the 0600 token file.
 """
@@ -64,6 +64,14 @@ class Descriptor:
         """Whether a message sent to this agent can be delivered into its session now: its harness binding says
         inbound delivery works, and it serves A2A (how sessions send) on a socket that is there."""
         return self.inbound_reachable and bool(self.a2a_url) and os.path.exists(self.uds_path)
+
+    def unreachable_reason(self) -> str:
+        """Why reachable() is false, in words a listing shows (list_agents, `crosstalk watch`)."""
+        if not self.inbound_reachable:
+            return self.inbound_reason or "its harness binding cannot deliver into the session"
+        if not self.a2a_url:
+            return "it serves no A2A endpoint"
+        return "its socket is gone"
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {f.name: getattr(self, f.name) for f in fields(self)}

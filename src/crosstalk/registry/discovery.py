@@ -1,4 +1,6 @@
-"""Live agents from the descriptor directory: list, resolve a name, identify a peer pid, sweep the dead.
+"""Live agents from the descriptor directory: list, resolve a name, identify a peer pid.
+
+`crosstalk doctor --fix` (doctor/prune.py) removes what a dead registration left.
 
 A descriptor is live only when its process is running with the recorded start time (pid reuse) AND its agent
 lock is held (the registration has not ended). Reading never creates files or directories.
@@ -11,9 +13,8 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from crosstalk.core.ids import is_agent_id
-from crosstalk.fs.atomic import temp_writer_pid
-from crosstalk.fs.locks import FileLock, is_locked
-from crosstalk.fs.procinfo import is_same_process, pid_alive, proc_start_time
+from crosstalk.fs.locks import is_locked
+from crosstalk.fs.procinfo import is_same_process, proc_start_time
 from crosstalk.fs.reading import NotRegularFile
 from crosstalk.registry.descriptor import Descriptor, read_descriptor
 from crosstalk.registry.errors import AgentLockUnusable, AmbiguousName, NoSuchAgent
@@ -118,51 +119,3 @@ def find_by_peer(paths: StatePaths, pid: int) -> Descriptor | None:
         return None
     matches = [d for d in _read_all(paths) if d.served_by(pid, started_at) and is_live(paths, d)]
     return matches[0] if len(matches) == 1 else None
-
-
-def sweep_stale(paths: StatePaths) -> int:
-    """Remove descriptors whose registration is gone; returns how many were removed.
-
-    Each removal happens under that agent's lock, taken non-blocking (held means a live or registering
-    owner), after re-reading that the file is still the stale instance first seen: a newcomer's descriptor is
-    never removed.
-    """
-    removed = 0
-    for agent_id, path in list(_descriptor_files(paths)):
-        seen = read_descriptor(path)
-        if seen is not None and is_live(paths, seen):
-            continue
-        lock = FileLock(paths.agent_lock(agent_id))
-        if not lock.try_acquire():
-            continue
-        try:
-            now = read_descriptor(path)
-            same = (now is None and seen is None) or (
-                now is not None and seen is not None and now.instance_id == seen.instance_id
-            )
-            # With the agent lock ours, no registration owns this file: it is stale (or unreadable) for good.
-            if same and path.exists():
-                path.unlink()
-                removed += 1
-        except FileNotFoundError:
-            pass
-        finally:
-            lock.release()
-    for directory in (paths.agents, paths.sock):  # descriptor and key-file temp files
-        _sweep_temp_files(directory)
-    return removed
-
-
-def _sweep_temp_files(directory: Path) -> None:
-    """Temp files left by a writer that died between create and rename."""
-    try:
-        entries = list(os.scandir(directory))
-    except OSError:
-        return
-    for entry in entries:
-        pid = temp_writer_pid(entry.name)
-        if pid is not None and not pid_alive(pid):
-            try:
-                os.unlink(entry.path)
-            except FileNotFoundError:
-                pass

@@ -1,4 +1,4 @@
-"""The agent name rule (seed 000 §3): preferred name if free, else <harness>-<cwd basename>-<agent_id hex>."""
+"""The agent name rule: preferred name if free, else <harness>-<cwd basename>-<agent_id hex>."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Where crosstalk keeps machine-local state (ARCHITECTURE.md decision 2), and making it private."""
+"""Where crosstalk keeps machine-local state (one root per user), and making it private."""
 
 from __future__ import annotations
 

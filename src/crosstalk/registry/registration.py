@@ -1,4 +1,4 @@
-"""One agent registration's lifetime, in seed 000 §3 order: agent lock, name lock, publish, rename, close.
+"""One agent registration's lifetime, in this order: agent lock, name lock, publish, rename, close.
 
 Both locks are taken first and held until close; every descriptor write happens while they are held, and
 close removes the descriptor only if it is still this instance's, so a loser or a late exit path can never

@@ -1,4 +1,4 @@
-"""The claim and release tools (seed 000 §7): take another session as your worker, and give it back.
+"""The claim and release tools: take another session as your worker, and give it back.
 
 The target's journal has one writer, its own process, so the shim does not change the target: it sends the target
 an A2A SendMessage with `metadata.crosstalk.op` = "claim" | "release" as the calling agent, and the target checks the

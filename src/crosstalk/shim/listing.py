@@ -9,7 +9,6 @@ from typing import Any
 
 from crosstalk import harness as kinds
 from crosstalk.core.display import TEXT_CHARS, for_display
-from crosstalk.registry.descriptor import Descriptor
 from crosstalk.registry.discovery import list_descriptors, recorded_endpoints
 from crosstalk.registry.paths import StatePaths
 
@@ -33,7 +32,7 @@ def agent_rows(paths: StatePaths, environ: Mapping[str, str], me: str | None) ->
             "owner": names.get(d.owner, d.owner) if d.owner else None,
         }
         if not row["reachable"]:
-            row["reason"] = unreachable_reason(d)
+            row["reason"] = d.unreachable_reason()
         if d.agent_id == me:
             row["self"] = True
         rows.append(row)
@@ -50,11 +49,3 @@ def agent_rows(paths: StatePaths, environ: Mapping[str, str], me: str | None) ->
             native["reason"] = for_display(s.reason, TEXT_CHARS)
         rows.append(native)
     return rows
-
-
-def unreachable_reason(d: Descriptor) -> str:
-    if not d.inbound_reachable:
-        return d.inbound_reason or "its harness binding cannot deliver into the session"
-    if not d.a2a_url:
-        return "it serves no A2A endpoint"
-    return "its socket is gone"

@@ -1,4 +1,4 @@
-"""receive_message: a cursor over the bound agent's whole journal mailbox (seed 000 §8, R17).
+"""receive_message: a cursor over the bound agent's whole journal mailbox.
 
 Entries are the inbound messages the journal holds, ordered by their journal position (`seq`); the cursor is the
 last seq a page showed. The state filter always applies, the default `unresolved` included, so a page may skip

@@ -2,7 +2,7 @@
 
 Concurrent first calls for one session share one creation (one future per key), so they reuse one listener, journal
 and lock; two sessions never share an agent. close() stops every agent: descriptor, sockets and keys go, journals
-and lock files stay (seed 000 §9).
+and lock files stay, so the next start replays the journal under the same locks.
 
 What differs per harness comes from its kind (crosstalk/harness/): the agent's adapter (`kind.adapter`), whether a
 session follows renames (`kind.follows_renames`), and supersession: before a new session gets its agent, an agent

@@ -3,7 +3,8 @@
 Why not the official `mcp` SDK: importing it costs ~0.5 s, and every harness session starts a shim (docs/dev/mcp-shim.md
 has the numbers). What a harness needs from a tools-only server is small: `initialize` (version negotiation),
 `notifications/initialized`, `ping`, `tools/list`, `tools/call`, `notifications/cancelled`. Conformance is proved by
-driving `crosstalk mcp` with the official SDK's client (tests/integration/shim).
+driving `crosstalk mcp` with the official SDK's client (tests/integration/shim). What makes a JSON-RPC message well
+formed, and the error codes, are jsonrpc.py's.
 
 Spec decisions (MCP 2024-11-05 … 2025-11-25, the versions reachable through the `initialize` handshake):
 - `initialize`: the client's `protocolVersion` is echoed when we speak it, else we answer with our latest
@@ -30,6 +31,7 @@ import os
 
 from crosstalk import __version__
 from crosstalk.core import untrusted
+from crosstalk.shim import jsonrpc as rpc
 from crosstalk.shim.router import CallContext, ToolResult
 from crosstalk.shim.stdio import LineReader, stdin_reader, stdout_writer
 
@@ -46,12 +48,6 @@ log = logging.getLogger("crosstalk.shim")
 PROTOCOL_VERSIONS = ("2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05")
 LATEST_VERSION = PROTOCOL_VERSIONS[0]
 BATCH_VERSIONS = frozenset({"2025-03-26"})  # JSON-RPC batching was added in 2025-03-26 and removed in 2025-06-18
-
-PARSE_ERROR = -32700
-INVALID_REQUEST = -32600
-METHOD_NOT_FOUND = -32601
-INVALID_PARAMS = -32602
-INTERNAL_ERROR = -32603
 
 SERVER_NAME = "crosstalk"
 INSTRUCTIONS = (
@@ -115,7 +111,6 @@ class _Server:
         self.instructions = instructions
         self.version: str | None = None  # negotiated by initialize
         self.client_info: dict[str, Any] = {}
-        self.initialized_notified = False
         self.inflight: dict[str | int, asyncio.Task[Any]] = {}
         self.cancelled: set[str | int] = set()
         self.tasks: set[asyncio.Task[Any]] = set()
@@ -140,7 +135,7 @@ class _Server:
                     break
                 if line is None:  # over the reader's limit: the whole line is dropped, up to its newline
                     message = "Parse error: the request line is over the size limit (dropped)"
-                    self._send({"jsonrpc": "2.0", "id": None, "error": _err(PARSE_ERROR, message)})
+                    self._send(rpc.error(None, rpc.PARSE_ERROR, message))
                     continue
                 if not line:
                     log.info("stdin closed")
@@ -178,7 +173,7 @@ class _Server:
             msg = untrusted.loads(line, what="the request line", max_bytes=LINE_LIMIT)
         except untrusted.UntrustedInput as exc:  # not JSON, not UTF-8, or nested too deeply
             log.debug("unparseable line: %s", exc)
-            self._send({"jsonrpc": "2.0", "id": None, "error": _err(PARSE_ERROR, f"Parse error: {exc}")})
+            self._send(rpc.error(None, rpc.PARSE_ERROR, f"Parse error: {exc}"))
             return
         log.debug("<- %s", line[:500])
         if isinstance(msg, list):
@@ -195,24 +190,16 @@ class _Server:
 
     def _on_batch(self, batch: list[Any]) -> None:
         if not batch:
-            self._send({"jsonrpc": "2.0", "id": None, "error": _err(INVALID_REQUEST, "empty batch")})
+            self._send(rpc.error(None, rpc.INVALID_REQUEST, "empty batch"))
             return
         if self.version not in BATCH_VERSIONS:
-            self._send(
-                {
-                    "jsonrpc": "2.0",
-                    "id": None,
-                    "error": _err(
-                        INVALID_REQUEST,
-                        "JSON-RPC batches are not supported in this protocol version (removed in MCP 2025-06-18)",
-                    ),
-                }
-            )
+            removed = "JSON-RPC batches are not supported in this protocol version (removed in MCP 2025-06-18)"
+            self._send(rpc.error(None, rpc.INVALID_REQUEST, removed))
             return
         answers = []
         for msg in batch:
             if isinstance(msg, dict) and msg.get("method") == "initialize":
-                answers.append(_error(msg.get("id"), INVALID_REQUEST, "initialize must not be part of a batch"))
+                answers.append(rpc.error(msg.get("id"), rpc.INVALID_REQUEST, "initialize must not be part of a batch"))
                 continue
             answer = self._on_message(msg)
             if isinstance(answer, tuple):
@@ -224,42 +211,27 @@ class _Server:
 
     def _on_message(self, msg: Any) -> dict[str, Any] | tuple[str | int, Coroutine[Any, Any, Any]] | None:
         """A response dict to send now, (id, coroutine) for a call to run as a task, or None (notification)."""
-        if not isinstance(msg, dict):
-            return _error(None, INVALID_REQUEST, "Invalid Request: not a JSON object")
-        rid = msg.get("id")
-        valid_id = isinstance(rid, str) or (isinstance(rid, int) and not isinstance(rid, bool))
-        if msg.get("jsonrpc", "2.0") != "2.0":
-            return _error(rid if valid_id else None, INVALID_REQUEST, "Invalid Request: jsonrpc must be '2.0'")
-        method = msg.get("method")
-        if method is None and ("result" in msg or "error" in msg):
-            return None  # a response from the client; this server sends no requests
-        if not isinstance(method, str):
-            return _error(rid if valid_id else None, INVALID_REQUEST, "Invalid Request: method must be a string")
-        params = msg.get("params")
-        if "id" not in msg:
-            self._on_notification(method, params)
+        found = rpc.classify(msg)
+        if isinstance(found, rpc.Notification):
+            self._on_notification(found.method, found.params)
             return None
-        if not valid_id:
-            return _error(None, INVALID_REQUEST, "Invalid Request: id must be a string or an integer")
-        if params is not None and not isinstance(params, dict):
-            return _error(rid, INVALID_PARAMS, "Invalid params: params must be an object")
-        params = params or {}
+        if not isinstance(found, rpc.Request):
+            return found
+        rid, method, params = found.rid, found.method, found.params
         if method == "initialize":
             return self._initialize(rid, params)
         if method == "ping":
-            return _result(rid, {})
+            return rpc.result(rid, {})
         if method not in ("tools/list", "tools/call"):
-            return _error(rid, METHOD_NOT_FOUND, "Method not found", method)
+            return rpc.error(rid, rpc.METHOD_NOT_FOUND, "Method not found", method)
         if self.version is None:
-            return _error(rid, INVALID_PARAMS, "Invalid request parameters", "server not initialized")
+            return rpc.error(rid, rpc.INVALID_PARAMS, "Invalid request parameters", "server not initialized")
         if method == "tools/list":
             return self._tools_list(rid, params)
         return self._tools_call(rid, params)
 
     def _on_notification(self, method: str, params: Any) -> None:
-        if method == "notifications/initialized":
-            self.initialized_notified = True
-        elif method == "notifications/cancelled":
+        if method == "notifications/cancelled":
             rid = params.get("requestId") if isinstance(params, dict) else None
             task = self.inflight.pop(rid, None) if isinstance(rid, str | int) else None
             if task is not None:
@@ -272,10 +244,10 @@ class _Server:
     # ------------------------------------------------------------------ methods
     def _initialize(self, rid: str | int, params: Mapping[str, Any]) -> dict[str, Any]:
         if self.version is not None:
-            return _error(rid, INVALID_REQUEST, "Invalid Request: already initialized")
+            return rpc.error(rid, rpc.INVALID_REQUEST, "Invalid Request: already initialized")
         wanted = params.get("protocolVersion")
         if not isinstance(wanted, str):
-            return _error(rid, INVALID_PARAMS, "Invalid params: protocolVersion must be a string")
+            return rpc.error(rid, rpc.INVALID_PARAMS, "Invalid params: protocolVersion must be a string")
         self.version = wanted if wanted in PROTOCOL_VERSIONS else LATEST_VERSION
         info = params.get("clientInfo")
         self.client_info = dict(info) if isinstance(info, dict) else {}
@@ -287,44 +259,44 @@ class _Server:
         }
         if self.instructions:
             result["instructions"] = self.instructions
-        return _result(rid, result)
+        return rpc.result(rid, result)
 
     def _tools_list(self, rid: str | int, params: Mapping[str, Any]) -> dict[str, Any]:
         cursor = params.get("cursor")
         if cursor is not None:  # one page, so no cursor of ours exists
-            return _error(rid, INVALID_PARAMS, "Invalid params: unknown cursor", cursor)
+            return rpc.error(rid, rpc.INVALID_PARAMS, "Invalid params: unknown cursor", cursor)
         try:
             tools = list(self.router.tools())
         except Exception:
             log.exception("router.tools() failed")
-            return _error(rid, INTERNAL_ERROR, "Internal error")
-        return _result(rid, {"tools": tools})
+            return rpc.error(rid, rpc.INTERNAL_ERROR, "Internal error")
+        return rpc.result(rid, {"tools": tools})
 
     def _tools_call(
         self, rid: str | int, params: Mapping[str, Any]
     ) -> dict[str, Any] | tuple[str | int, Coroutine[Any, Any, Any]]:
         name = params.get("name")
         if not isinstance(name, str):
-            return _error(rid, INVALID_PARAMS, "Invalid params: name must be a string")
+            return rpc.error(rid, rpc.INVALID_PARAMS, "Invalid params: name must be a string")
         arguments = params.get("arguments")
         if arguments is None:
             arguments = {}
         if not isinstance(arguments, dict):
-            return _error(rid, INVALID_PARAMS, "Invalid params: arguments must be an object")
+            return rpc.error(rid, rpc.INVALID_PARAMS, "Invalid params: arguments must be an object")
         meta = params.get("_meta")
         if meta is None:
             meta = {}
         if not isinstance(meta, dict):
-            return _error(rid, INVALID_PARAMS, "Invalid params: _meta must be an object")
+            return rpc.error(rid, rpc.INVALID_PARAMS, "Invalid params: _meta must be an object")
         try:
             known = {t.get("name") for t in self.router.tools()}
         except Exception:
             log.exception("router.tools() failed")
-            return _error(rid, INTERNAL_ERROR, "Internal error")
+            return rpc.error(rid, rpc.INTERNAL_ERROR, "Internal error")
         if name not in known:
-            return _error(rid, INVALID_PARAMS, f"Unknown tool: {name}", {"known": sorted(str(n) for n in known)})
+            return rpc.error(rid, rpc.INVALID_PARAMS, f"Unknown tool: {name}", {"known": sorted(str(n) for n in known)})
         if rid in self.inflight:
-            return _error(rid, INVALID_REQUEST, "Invalid Request: a request with this id is still running")
+            return rpc.error(rid, rpc.INVALID_REQUEST, "Invalid Request: a request with this id is still running")
         ctx = CallContext(meta=meta, client_info=self.client_info, parent_pid=os.getppid(), request_id=rid)
         return rid, self._call(rid, name, arguments, ctx)
 
@@ -343,7 +315,7 @@ class _Server:
             data = {"state": "error", "reason": "internal_error", "detail": f"{type(exc).__name__}: {exc}"[:500]}
             text = json.dumps(data, ensure_ascii=False, separators=(",", ":"))
             is_error = True
-        return _result(
+        return rpc.result(
             rid, {"content": [{"type": "text", "text": text}], "structuredContent": data, "isError": is_error}
         )
 
@@ -415,18 +387,3 @@ class _Server:
         except (ConnectionError, OSError, RuntimeError) as exc:
             log.info("stdout: %s", exc)
             self.out_broken = True
-
-
-def _result(rid: str | int, result: dict[str, Any]) -> dict[str, Any]:
-    return {"jsonrpc": "2.0", "id": rid, "result": result}
-
-
-def _err(code: int, message: str, data: Any = None) -> dict[str, Any]:
-    error: dict[str, Any] = {"code": code, "message": message}
-    if data is not None:
-        error["data"] = data
-    return error
-
-
-def _error(rid: Any, code: int, message: str, data: Any = None) -> dict[str, Any]:
-    return {"jsonrpc": "2.0", "id": rid, "error": _err(code, message, data)}

@@ -1,4 +1,4 @@
-"""reply to an inbound inform (seed 000 §4/§5, R7): the inform route.
+"""reply to an inbound inform: the inform route.
 
 An inform delivered into this agent's session from a verified agent opens a route back to that agent for
 INFORM_ROUTE_TTL_S (1 h), counted from its delivery: the journal's first `outcome` record for it, so the window
@@ -87,7 +87,7 @@ def _route_problem(host: AgentHost, entry: MessageEntry, *, bus: bool = False) -
     bind = host.binding
     mine = entry.binding or {}
     if mine.get("session_ref") != bind.get("session_ref") or mine.get("endpoint") != bind.get("endpoint"):
-        return "no_such_message"  # delivered into another conversation: never routed from this one (§5)
+        return "no_such_message"  # delivered into another conversation: never routed from this one
     opened = entry.outcome_ts if entry.outcome_ts is not None else entry.ts
     if not bus and now() - opened > INFORM_ROUTE_TTL_S:
         return "route_expired"

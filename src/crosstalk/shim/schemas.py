@@ -1,4 +1,4 @@
-"""The tool definitions the model reads: names, descriptions and JSON Schemas (seed 000 §8)."""
+"""The tool definitions the model reads: names, descriptions and JSON Schemas."""
 
 from __future__ import annotations
 

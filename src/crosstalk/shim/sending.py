@@ -1,4 +1,4 @@
-"""Sending as a bound agent over A2A, the answer as a model reads it, and the per-peer nudge (seed 000 §4)."""
+"""Sending as a bound agent over A2A, the answer as a model reads it, and the per-peer nudge."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from crosstalk.registry.errors import AmbiguousName, KeyFileError, NoSuchAgent
 from crosstalk.registry.paths import StatePaths
 
 NUDGE_FIRST = 30
-UNCOUNTED = frozenset({"rejected", "unreachable"})  # sends that reached no peer are not counted (§4)
+UNCOUNTED = frozenset({"rejected", "unreachable"})  # sends that reached no peer are not counted
 NUDGE_HINT = (
     "You have now sent {count} messages to {peer}. Check whether this exchange is still making progress; if it "
     "is not, you may stop, or tell your user."

@@ -10,7 +10,7 @@ import os
 import sys
 from typing import Any
 
-from crosstalk.capture import tap as capture
+from crosstalk.ingress import taps
 
 
 class _BlockingWriter:
@@ -37,9 +37,9 @@ async def stdout_writer(loop: asyncio.AbstractEventLoop) -> Any:
     sys.stdout = sys.stderr
     pipe = os.fdopen(fd, "wb", buffering=0)
     if not _is_pollable(fd):  # a file, a tty, /dev/null
-        return capture.tap_writer(_BlockingWriter(pipe), "mcp")
+        return taps.tap_writer(_BlockingWriter(pipe), "mcp")
     transport, protocol = await loop.connect_write_pipe(asyncio.streams.FlowControlMixin, pipe)
-    return capture.tap_writer(asyncio.StreamWriter(transport, protocol, None, loop), "mcp")
+    return taps.tap_writer(asyncio.StreamWriter(transport, protocol, None, loop), "mcp")
 
 
 def _is_pollable(fd: int) -> bool:
@@ -52,7 +52,7 @@ def _is_pollable(fd: int) -> bool:
 
 async def stdin_reader(loop: asyncio.AbstractEventLoop, limit: int) -> asyncio.StreamReader:
     """This process's stdin as a StreamReader whose lines may be `limit` bytes long."""
-    reader = capture.tap_reader(asyncio.StreamReader(limit=limit), "mcp")
+    reader = taps.tap_reader(asyncio.StreamReader(limit=limit), "mcp")
     pipe = os.fdopen(os.dup(0), "rb", buffering=0)
     if _is_pollable(pipe.fileno()):
         await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), pipe)

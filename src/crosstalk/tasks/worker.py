@@ -45,11 +45,6 @@ class DispatchWorker:
                 await self._task
             self._task = None
 
-    def crash(self) -> None:
-        """Stop at once, whatever is dispatching (tests: a crash without the outcome written)."""
-        if self._task is not None:
-            self._task.cancel()
-
     @property
     def idle(self) -> bool:
         """Started, and nothing queued or dispatching: a message queued now is dispatched next."""

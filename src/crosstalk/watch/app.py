@@ -55,7 +55,6 @@ class WatchApp(App[int]):
         self.reader = reader
         self._tick_s = tick_s
         self.snapshot: Snapshot | None = None
-        self.snapshots_taken = 0
         self._inotify = Inotify.create() if use_inotify else None
         self._busy = False
         self._again = False
@@ -119,7 +118,6 @@ class WatchApp(App[int]):
     def show(self, snap: Snapshot) -> None:
         """Put the snapshot on screen, repainting only the headings and tables whose text changed."""
         self.snapshot = snap
-        self.snapshots_taken += 1
         live = f"Agents ({len(snap.agents)} live)  ·  live updates: {self.live_updates}"
         self._set_heading("agents", live)
         self._set_heading("transports", f"Transports ({len(snap.transports)})")

@@ -99,10 +99,6 @@ class Inotify:
                     self._path.pop(path, None)
         return None if overflow else changed
 
-    @property
-    def watched(self) -> list[Path]:
-        return sorted(self._path)
-
     def close(self) -> None:
         if self.fd >= 0:
             os.close(self.fd)

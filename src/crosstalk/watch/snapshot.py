@@ -16,7 +16,6 @@ from pathlib import Path
 from crosstalk.registry.descriptor import Descriptor
 from crosstalk.registry.discovery import list_descriptors
 from crosstalk.registry.paths import StatePaths
-from crosstalk.shim.listing import unreachable_reason
 from crosstalk.watch.bus import BusReader
 from crosstalk.watch.journals import JournalTail
 from crosstalk.watch.records import AgentView, MessageView, Snapshot
@@ -60,11 +59,6 @@ class Reader:
         )
 
 
-def take_snapshot(paths: StatePaths, environ: Mapping[str, str] = os.environ) -> Snapshot:
-    """One snapshot from nothing remembered (`crosstalk watch --once`)."""
-    return Reader(paths, environ).take()
-
-
 def _agent(d: Descriptor, tail: JournalTail, names: dict[str, str]) -> AgentView:
     reachable = d.reachable()
     return AgentView(
@@ -77,7 +71,7 @@ def _agent(d: Descriptor, tail: JournalTail, names: dict[str, str]) -> AgentView
         pid=d.pid,
         cwd=d.cwd,
         reachable=reachable,
-        reason=None if reachable else unreachable_reason(d),
+        reason=None if reachable else d.unreachable_reason(),
         open_asks=tail.open_asks(),
         asks_waiting=tail.asks_waiting(),
         unread=tail.unread(),

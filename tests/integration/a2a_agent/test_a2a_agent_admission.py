@@ -1,4 +1,4 @@
-"""Seed 000 test 25 (admission) and the A2A edge limits, against a real stalled agent.
+"""Admission limits and the A2A edge limits, against a real stalled agent.
 
 Bob runs with small limits (2 pending tasks, 1 open ask, 1 concurrent default-wait SendMessage) and a fake harness
 that blocks until released. Each limit exceeded answers a deterministic JSON-RPC error before acceptance: no task,

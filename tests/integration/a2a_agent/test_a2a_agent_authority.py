@@ -1,4 +1,4 @@
-"""Seed 000 test 23, continuation and authority, between real agents over A2A.
+"""Continuation and authority between real agents over A2A.
 
 Identity is each agent's own bearer token; bob is the receiver. A continuation (SendMessage with a taskId) is only
 its creator's, and is policy-checked again; an ask carries inform's permissions and never command authority; a

@@ -1,4 +1,4 @@
-"""Seed 000 test 22, the cancel race, against a real agent over A2A: CancelTask in the dequeue-to-write window is
+"""The cancel race, against a real agent over A2A: CancelTask in the dequeue-to-write window is
 never both canceled and written. Either canceled with zero writes, or TaskNotCancelable with exactly one."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Seed 000 test 17 (a)–(j): the A2A conformance matrix against REAL agents over loopback.
+"""The A2A conformance matrix, sections (a)–(j) below, against REAL agents over loopback.
 
 Alice, bob (and carol where a second or third sender is needed) are real AgentHosts sharing one state root; the
 official a2a-sdk client resolves bob's card and presents alice's own bearer token (her 0600 credential file), so

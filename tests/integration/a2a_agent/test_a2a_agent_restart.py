@@ -1,4 +1,5 @@
-"""Seed 000 test 20 over A2A, and a receiver restart between acceptance and delivery.
+"""Nothing acknowledged is lost or injected twice across a crash, over A2A, and a receiver restart between
+acceptance and delivery.
 
 The receiver (bob) is a real AgentHost; "restart" closes it and starts a new AgentHost on the same state root with
 the same session, so it replays the same journal (a new port, so a new URL). Bob's fake writes every injection to

@@ -1,4 +1,4 @@
-"""The bridge between live agents and the bus (issue 5 item 6), end to end on loopback: two machines (a bare remote,
+"""The bridge between live agents and the bus, end to end on loopback: two machines (a bare remote,
 two clones, two real dispatcher processes), a live fake-harness agent `alice` bound through the real shim tools on
 machine a, and a script model `t/echo` claimed on machine b.
 

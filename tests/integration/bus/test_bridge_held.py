@@ -1,5 +1,5 @@
-"""Bus messages for a live agent that is down are held and delivered when it comes back, exactly once (issue 15
-item 4): two machines (a bare remote, two clones, two real dispatcher processes), the live fake-harness agent
+"""Bus messages for a live agent that is down are held and delivered when it comes back, exactly once:
+two machines (a bare remote, two clones, two real dispatcher processes), the live fake-harness agent
 `alice` on machine a bound through the real shim tools, and a gated script model `t/echo` on machine b (it answers
 once the test lets it, so alice is surely down when the reply lands)."""
 

@@ -1,4 +1,4 @@
-"""`crosstalk chat MODEL[@machine]` (issue 15 item 2), driven as a person would: through a pseudo-terminal, and
+"""`crosstalk chat MODEL[@machine]`, driven as a person would: through a pseudo-terminal, and
 from a pipe. Real git (a bare remote and two clones for the cross-machine case), real dispatcher processes, script
 models."""
 

@@ -1,4 +1,4 @@
-"""Workflows end to end (issue 15 item 1): real git (a bare remote, two clones as machines a and b), real dispatcher
+"""Workflows end to end: real git (a bare remote, two clones as machines a and b), real dispatcher
 processes, script models on each machine's PATH. Machine a claims the compile model `t/compile`, `t/draft` and the
 judge `t/judge`; machine b claims `t/draft` only. `crosstalk workflow run` on a makes a the owner: it compiles, fans
 three drafts out round-robin over a and b, has the judge synthesize, and replies to the marker."""

@@ -76,7 +76,7 @@ def test_mcp_frames_and_socket_lines_of_a_shim_hosted_agent_are_captured_redacte
     root = Path(tempfile.mkdtemp(prefix="xt", dir="/tmp"))
     home, cwd = root / "h", root / "proj"
     cwd.mkdir()
-    env = {k: v for k, v in os.environ.items() if k not in ("CROSSTALK_MCP_ROUTER", "CROSSTALK_FAKE_ANSWER")}
+    env = {k: v for k, v in os.environ.items() if k != "CROSSTALK_FAKE_ANSWER"}
     env.update(CROSSTALK_HOME=str(home), CROSSTALK_FAKE_INBOX_DIR=str(root), CLAUDE_CONFIG_DIR=str(root / "claude"),
                CODEX_HOME=str(root / "codex"))  # fmt: skip
     shim = Shim({**env, "OPENAI_API_KEY": SECRET}, cwd)  # a key in the shim's own environment

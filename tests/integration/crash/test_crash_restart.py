@@ -333,6 +333,6 @@ def test_crash_torn_tail_mid_batch_recovers_and_is_reported(xt: Procs) -> None:
     assert second.inbox_ids() == [msg.message_id]  # never injected
     answer = send(xt.paths, new_message("halfway", "x", from_=SENDER, message_id=ghost.message_id)).outcome
     assert answer.evidence.get("duplicate") is True
-    # recovered is a mailbox-only state (§8): the retry learns only that delivery is not proven.
+    # recovered is a mailbox-only state: the retry learns only that delivery is not proven.
     assert (answer.state.value, answer.reason) == ("unknown", "recovered_to_mailbox")
     assert second.inbox_ids() == [msg.message_id]

@@ -1,6 +1,6 @@
 """`crosstalk pi-agent`, the core the pi extension starts, driven over its real pipes by this test playing the
-extension (docs/dev/pi-link.md): registration from seed 004's environment, delivery with tags and outcomes, the ACL as
-pi users know it, and the slash-command ops. The real pi with the real extension is tests/e2e/test_pi_live.py."""
+extension (docs/dev/pi-link.md): registration from the PI_CROSSTALK_* environment, delivery with tags and outcomes, the
+ACL as pi users know it, and the slash-command ops. The real pi with the real extension is tests/e2e/test_pi_live.py."""
 
 from __future__ import annotations
 

@@ -11,11 +11,20 @@ import time
 from pathlib import Path
 from typing import Any
 
+from crosstalk.doctor.prune import prune_agent
 from crosstalk.fs.locks import FileLock
-from crosstalk.registry.discovery import sweep_stale
 from crosstalk.registry.errors import RegistryError
 from crosstalk.registry.paths import StatePaths
 from crosstalk.registry.registration import Registration
+
+
+def prune_stale(paths: StatePaths) -> int:
+    """`crosstalk doctor --fix`'s removal, run over every descriptor: each agent whose registration is gone loses
+    its files, re-checked under its agent lock. Returns how many descriptors went."""
+    removed: list[str] = []
+    for path in sorted(paths.agents.glob("*.json")):
+        prune_agent(paths, path.stem, removed, [])
+    return sum(1 for p in removed if p.endswith(".json"))
 
 
 def main() -> None:
@@ -53,7 +62,7 @@ def main() -> None:
                 reg.close()
             out = {"closed": len(regs)}
         elif op == "sweep":
-            out = {"swept": sweep_stale(StatePaths(Path(cmd["root"])))}
+            out = {"swept": prune_stale(StatePaths(Path(cmd["root"])))}
         else:
             out = {"error": "unknown op", "message": op}
         print(json.dumps(out), flush=True)

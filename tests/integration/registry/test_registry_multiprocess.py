@@ -5,12 +5,13 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
+from registry_child import prune_stale
 
 from crosstalk.core.ids import agent_id_for
 from crosstalk.fs.locks import FileLock, is_locked
 from crosstalk.fs.procinfo import pid_alive
 from crosstalk.registry.descriptor import read_descriptor
-from crosstalk.registry.discovery import find_by_peer, is_live, list_descriptors, resolve, sweep_stale
+from crosstalk.registry.discovery import find_by_peer, is_live, list_descriptors, resolve
 from crosstalk.registry.names import fallback_names
 from crosstalk.registry.paths import StatePaths
 from crosstalk.registry.registration import Registration
@@ -117,17 +118,17 @@ def test_sweep_after_kill_9(state: StatePaths, spawn: Any) -> None:
     assert list_descriptors(state) == []
     assert [d.agent_id for d in list_descriptors(state, include_stale=True)] == [aid]
     assert find_by_peer(state, child.pid) is None
-    assert sweep_stale(state) == 1
+    assert prune_stale(state) == 1
     assert not state.descriptor(aid).exists()
     assert state.agent_lock(aid).exists() and state.name_lock("alice").exists()
-    assert sweep_stale(state) == 0
+    assert prune_stale(state) == 0
     # The session comes back under its name: the dead holder's name lock went with it.
     with Registration.acquire(state, harness="fake", session_ref="s-1", preferred_name="alice", cwd="/w") as again:
         assert (again.agent_id, again.name, again.name_notice) == (aid, "alice", None)
 
 
 def test_replacement_survives_old_exit_path(state: StatePaths, spawn: Any) -> None:
-    # Seed 000 §11 test 15: a second process cannot take a held agent; after the first dies it registers,
+    # A second process cannot take a held agent; after the first dies it registers,
     # and a late cleanup (sweep by anyone) never removes the second's descriptor.
     first, second, bystander = spawn(), spawn(), spawn()
     r1 = first.ask(**acquire_cmd(state, "s-1"))
@@ -137,7 +138,7 @@ def test_replacement_survives_old_exit_path(state: StatePaths, spawn: Any) -> No
     r2 = second.ask(**acquire_cmd(state, "s-1"))
     assert r2["name"] == "alice" and r2["agent_id"] == r1["agent_id"]
     assert bystander.ask(op="sweep", root=str(state.root)) == {"swept": 0}
-    assert sweep_stale(state) == 0
+    assert prune_stale(state) == 0
     desc = resolve(state, "alice")
     assert desc.instance_id == r2["instance_id"] and desc.pid == second.pid
 

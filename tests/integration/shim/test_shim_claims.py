@@ -1,5 +1,5 @@
-"""claim and release through router.call between real shim-hosted agents (fake harness) over A2A (seed 000 §7,
-test 28). The target's own process journals the claim, rewrites its descriptor and announces it in its session."""
+"""claim and release through router.call between real shim-hosted agents (fake harness) over A2A.
+The target's own process journals the claim, rewrites its descriptor and announces it in its session."""
 
 from __future__ import annotations
 
@@ -59,7 +59,7 @@ def test_claim_release_and_the_rules():
             out, err = await call(a, "send_message", ALICE, to="bob", text="run the tests", kind="command")
             assert not err and out["state"] == "accepted", out
             out, err = await call(c, "send_message", CAROL, to="bob", text="run mine", kind="command")
-            # A worker listens to its parent only (ARCHITECTURE.md decision 4): refused by the ACL before the
+            # A worker listens to its parent only (policy/roles.py): refused by the ACL before the
             # kind table, which would refuse the command anyway.
             assert err and out["state"] == "rejected" and out["reason"] == "acl:agents", out
 

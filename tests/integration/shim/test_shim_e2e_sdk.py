@@ -1,6 +1,6 @@
 """End to end: real `crosstalk mcp --harness fake|codex` subprocesses, several at once over one state root, driven
-by the official MCP SDK client over stdio (issue 4, item 6; seed 000 tests 6, 8, 15, 20, 24, 27, 28, 29, 33 as far as
-they need no real harness). The in-process semantics are in test_shim_tools_*.py and test_shim_claims.py; these
+by the official MCP SDK client over stdio (as far as the behaviour needs no real
+harness). The in-process semantics are in test_shim_tools_*.py and test_shim_claims.py; these
 tests check that the same behaviour holds across processes and over the wire."""
 
 from __future__ import annotations
@@ -153,7 +153,7 @@ def test_every_tool_over_the_wire_between_three_shims() -> None:
         seqs = [e["seq"] for e in page1["entries"] + page2["entries"]]
         assert seqs == sorted(seqs)
 
-        # claim / release (seed 000 test 28, test 8): role and owner in list_agents; only the owner commands.
+        # claim / release: role and owner in list_agents; only the owner commands.
         out, err = await a.call("claim", ALICE, name="bob")
         assert not err and out["state"] == "claimed", out
         assert [x["from"] for x in root.inbox("bob")][-1] == "crosstalk"
@@ -216,7 +216,7 @@ def test_scripted_answer_completes_an_ask_across_processes() -> None:
 
 
 def test_pooled_codex_threads_in_one_process_never_cross_bind() -> None:
-    """Seed 000 test 27 (and 12's unbound call): one `--harness codex` process serves two threadIds."""
+    """One `--harness codex` process serves two threadIds."""
 
     async def go(root: Root) -> None:
         pool, bob = await root.shim("codex"), await root.shim()
@@ -265,7 +265,7 @@ def test_pooled_codex_threads_in_one_process_never_cross_bind() -> None:
 
 
 def test_two_processes_binding_one_name_at_once() -> None:
-    """Seed 000 tests 24 and 15: exactly one wins the name, the other gets a fallback with a notice; closing (or
+    """Two shims race for one name: exactly one wins it, the other gets a fallback with a notice; closing (or
     killing) the loser never removes the winner's descriptor."""
 
     async def go(root: Root) -> None:
@@ -306,7 +306,7 @@ def test_two_processes_binding_one_name_at_once() -> None:
 
 
 def test_shim_restart_replays_the_journal_and_injects_nothing_twice() -> None:
-    """Seed 000 tests 6 and 20 as far as the tools reach: SIGKILL bob's shim after it received messages (and an
+    """Crash and restart as far as the tools reach: SIGKILL bob's shim after it received messages (and an
     ask it still owes), start a new shim for the same session → same agent_id and name, the pre-crash messages
     in receive_message, the owed ask still answerable, and no inbox line written twice."""
 
@@ -345,8 +345,8 @@ def test_shim_restart_replays_the_journal_and_injects_nothing_twice() -> None:
         await asyncio.sleep(0.5)  # replay is done at bind; give any stray re-injection time to show up
         assert root.inbox("bob") == before  # nothing re-injected by the replay
 
-        # The pre-crash ask is still owed and answerable once; the answer routes to alice (seed 000 test 21's
-        # reply-tool half).
+        # The pre-crash ask is still owed and answerable once; the answer routes to alice (through
+        # the reply tool).
         assert texts[ask_id]["kind"] == "ask" and texts[ask_id].get("reply_owed") is True, texts[ask_id]
         rep, err = await b2.call("reply", BOB, message_id=ask_id, text="yes")
         assert not err and rep["state"] == "replied" and rep["task_id"] == asked["task_id"], rep
@@ -367,7 +367,7 @@ def test_shim_restart_replays_the_journal_and_injects_nothing_twice() -> None:
 
 
 def test_superseded_claude_session_is_retired_across_processes() -> None:
-    """Seed 000 §3 / test 32 as far as no real Claude is needed: the shim's parent (this test process) has a registry
+    """Claude's /clear as far as no real Claude is needed: the shim's parent (this test process) has a registry
     record; /clear rewrites it with a new sessionId → the next call binds a new agent that keeps the name without a
     notice, and the old one is gone (no_such_agent by its agent_id, descriptor removed). A peer shim checks it from
     outside."""
@@ -410,7 +410,7 @@ def test_superseded_claude_session_is_retired_across_processes() -> None:
 
 
 # Two codex threadIds that both begin 01a1a3 and whose agent_ids share their first 8 hex digits (7cfdb439): the
-# second to register cannot have the 8-hex fallback name and must get a longer one (seed 000 test 29).
+# second to register cannot have the 8-hex fallback name and must get a longer one.
 COLLIDING = ("01a1a3d0-0000-7000-8000-000000008ec6", "01a1a3d0-0000-7000-8000-00000000a52e")
 
 
@@ -482,7 +482,7 @@ def _plant_twins(root: Root) -> dict[str, Any]:
 
 
 def test_a_renamed_claude_session_keeps_its_agent_journal_asks_and_claims() -> None:
-    """Seed 000 test 30 as far as no real Claude is needed: the session's registry record changes its name while an
+    """A session rename as far as no real Claude is needed: the session's registry record changes its name while an
     owner holds a claim on it. Same agent_id; the old alias is no_such_agent; the claim still binds and is released
     under the new name. (The open-ask half needs delivery into a live Claude session: the Claude adapter.)"""
 

@@ -34,7 +34,7 @@ META = {"crosstalk/session": "hostile-1", "crosstalk/name": "mallory"}
 
 class Mcp:
     def __init__(self, root: Path) -> None:
-        env = {k: v for k, v in os.environ.items() if k not in ("CROSSTALK_MCP_ROUTER", "CROSSTALK_FAKE_ANSWER")}
+        env = {k: v for k, v in os.environ.items() if k != "CROSSTALK_FAKE_ANSWER"}
         env.update(CROSSTALK_HOME=str(root / "h"), CROSSTALK_FAKE_INBOX_DIR=str(root / "in"))
         env.update(CLAUDE_CONFIG_DIR=str(root / "claude"), CODEX_HOME=str(root / "codex"))
         (root / "proj").mkdir()

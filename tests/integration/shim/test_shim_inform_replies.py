@@ -1,4 +1,4 @@
-"""reply to an inbound inform (seed 000 §4/§5, R7): a 1 h route back to the verified sender, one reply per inbound
+"""reply to an inbound inform: a 1 h route back to the verified sender, one reply per inbound
 message, journaled so both survive a restart. In-process routers over fake-harness agents on loopback."""
 
 from __future__ import annotations

@@ -147,12 +147,10 @@ def test_close_on_stdin_eof(tmp_path: Path) -> None:
 def test_sdk_client_auto_mode_falls_back_to_initialize(tmp_path: Path) -> None:
     """mcp 2.3.0's `Client` probes 2026-07-28 `server/discover` first; -32601 makes it use the handshake."""
     from mcp import Client, StdioServerParameters
-    from xt_shim import CROSSTALK, HERE, ROUTER, kill_pid_file, shim_env
+    from xt_shim import HERE, SHIM, kill_pid_file, shim_env
 
     async def go() -> None:
-        params = StdioServerParameters(
-            command=CROSSTALK, args=["mcp", "--router", ROUTER], env=shim_env(tmp_path), cwd=str(HERE)
-        )
+        params = StdioServerParameters(command=SHIM[0], args=SHIM[1:], env=shim_env(tmp_path), cwd=str(HERE))
         try:
             async with Client(params) as client:
                 assert client.session.initialize_result is not None

@@ -1,4 +1,4 @@
-"""Superseded sessions (seed 000 §3): after Claude's /clear the same process calls with a new session id; the agent
+"""Superseded sessions: after Claude's /clear the same process calls with a new session id; the agent
 of the old session is retired only when the registry record proves it (parses and names another session)."""
 
 from __future__ import annotations

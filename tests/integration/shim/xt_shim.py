@@ -1,5 +1,5 @@
-"""Helpers for the shim protocol tests: run `crosstalk mcp --router xt_shim_router:make` under the official SDK
-client, or as a raw subprocess speaking JSON lines; every process is killed by pid in a finally."""
+"""Helpers for the shim protocol tests: serve xt_shim_router's tools as `crosstalk mcp` serves its own, under the
+official SDK client, or as a raw subprocess speaking JSON lines; every process is killed by pid in a finally."""
 
 from __future__ import annotations
 
@@ -16,12 +16,11 @@ from pathlib import Path
 from typing import Any
 
 HERE = Path(__file__).resolve().parent
-CROSSTALK = str(Path(sys.executable).parent / "crosstalk")
-ROUTER = "xt_shim_router:make"
+SHIM = [sys.executable, str(HERE / "xt_shim_router.py")]  # crosstalk.cli.mcp_cmd.serve with the test router
 
 
 def shim_env(marks: Path) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if k not in ("CROSSTALK_MCP_ROUTER",)}
+    env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(HERE), env.get("PYTHONPATH", "")) if p)
     env["XT_SHIM_DIR"] = str(marks)
     return env
@@ -38,9 +37,7 @@ async def sdk_session(marks: Path, *args: str, client_name: str = "codex-sim") -
     """A ClientSession of the official mcp SDK, initialized, over `crosstalk mcp` as a subprocess."""
     from mcp import ClientSession, StdioServerParameters, stdio_client, types
 
-    params = StdioServerParameters(
-        command=CROSSTALK, args=["mcp", "--router", ROUTER, *args], env=shim_env(marks), cwd=str(HERE)
-    )
+    params = StdioServerParameters(command=SHIM[0], args=[*SHIM[1:], *args], env=shim_env(marks), cwd=str(HERE))
     try:
         async with (
             stdio_client(params) as (read, write),
@@ -53,11 +50,11 @@ async def sdk_session(marks: Path, *args: str, client_name: str = "codex-sim") -
 
 
 class RawShim:
-    """`crosstalk mcp` as a subprocess: write JSON lines, read JSON lines with a timeout."""
+    """The test router's MCP server as a subprocess: write JSON lines, read JSON lines with a timeout."""
 
     def __init__(self, marks: Path, *args: str) -> None:
         self.proc = subprocess.Popen(
-            [CROSSTALK, "mcp", "--router", ROUTER, *args],
+            [*SHIM, *args],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,

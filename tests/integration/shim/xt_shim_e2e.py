@@ -38,7 +38,7 @@ class Root:
         self.shims: list[Shim] = []
 
     def env(self, answer: str | None = None) -> dict[str, str]:
-        drop = ("CROSSTALK_MCP_ROUTER", "CROSSTALK_FAKE_ANSWER", "CLAUDE_CONFIG_DIR", "CODEX_HOME")
+        drop = ("CROSSTALK_FAKE_ANSWER", "CLAUDE_CONFIG_DIR", "CODEX_HOME")
         env = {k: v for k, v in os.environ.items() if k not in drop}
         env["CROSSTALK_HOME"] = str(self.home)
         env["CROSSTALK_FAKE_INBOX_DIR"] = str(self.inbox_dir)

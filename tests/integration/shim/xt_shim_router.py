@@ -1,4 +1,6 @@
-"""A ToolRouter for driving `crosstalk mcp --router xt_shim_router:make` in tests (not crosstalk's tools).
+"""A ToolRouter served the way `crosstalk mcp` serves its own (crosstalk.cli.mcp_cmd.serve), for the protocol tests.
+
+Run as `python xt_shim_router.py [--harness H] [-v]`.
 
 Tools: echo, fail (is_error result), boom (raises), slow (sleeps; records its cancellation), whoami (returns the
 CallContext). Marks go to files in $XT_SHIM_DIR: `pid` at import, `cancelled-<request id>`, `closed` on close().
@@ -95,3 +97,16 @@ class FakeRouter:
 
 def make(harness: str) -> FakeRouter:
     return FakeRouter(harness)
+
+
+if __name__ == "__main__":
+    import argparse
+    import sys
+
+    from crosstalk.cli.mcp_cmd import serve
+
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--harness", default="auto")
+    parser.add_argument("-v", "--verbose", action="store_true")
+    cli = parser.parse_args()
+    sys.exit(serve(lambda: make(cli.harness), verbose=cli.verbose))

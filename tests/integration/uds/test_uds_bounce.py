@@ -1,4 +1,4 @@
-"""ADR 0009: a native frame from the agent's own session (a native reply to our address) is never forwarded: it is
+"""A native frame from the agent's own session (a native reply to our address) is never forwarded: it is
 journaled bounced and the session is told, with the open messages it may answer with the reply tool."""
 
 from __future__ import annotations

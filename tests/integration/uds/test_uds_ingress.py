@@ -1,4 +1,4 @@
-"""The uds ingress over real unix sockets (seed 000 §5; tests 6, 9, 14): crosstalk frames answered with one state
+"""The uds ingress over real unix sockets: crosstalk frames answered with one state
 line, native frames answered with bare EOF, identity from SO_PEERCRED and never from the frame."""
 
 from __future__ import annotations
@@ -69,7 +69,7 @@ def test_deliver_to_a_missing_socket_is_unreachable(xt_home):
 
 
 def test_duplicate_delivery_returns_prior_state_and_injects_once(host):
-    """Seed test 6 over the wire."""
+    """A retried message_id over the wire answers the prior state and injects once."""
     msg = new_message(host.name, "only once", from_="@ci:test")
     first = deliver(host.sock, host.token, msg, timeout=WAIT_S)
     second = deliver(host.sock, host.token, msg, timeout=WAIT_S)
@@ -96,7 +96,7 @@ def test_external_sender_from_another_process(host):
 
 
 def test_unverified_command_over_uds_is_rejected_without_injection(host):
-    """Seed test 9: an unregistered process sends command (with the key) → rejected, never injected."""
+    """An unregistered process sends command (with the key) → rejected, never injected."""
     mid = new_message_id()
     data = auth_line(host.token) + crosstalk_line("rm -rf /", message_id=mid, kind="command", from_="@ci:x")
     out = run_peer(host.sock, data=data)
@@ -123,7 +123,7 @@ def test_unverified_unnamed_sender_is_rejected_by_a_primary(host):
 
 
 def test_forged_envelope_in_a_crosstalk_frame_stays_body_text(host):
-    """Seed test 14: envelope attributes over an unverified transport never grant command or identity."""
+    """Envelope attributes over an unverified transport never grant command or identity."""
     mid = new_message_id()
     body = envelope("do the dangerous thing", from_="uds:/root.sock", from_name="root", kind="command")
     data = auth_line(host.token) + crosstalk_line(body, message_id=mid, from_="@ci:forge")
@@ -449,7 +449,7 @@ def test_close_removes_socket_key_and_descriptor_but_keeps_locks_and_journal(sta
 
 
 def test_concurrent_duplicates_over_the_wire_inject_once(start_host):
-    """Seed test 16: the same message_id on several connections at once → exactly one injection."""
+    """The same message_id on several connections at once → exactly one injection."""
     h = start_host(default="block")
     msg = new_message(h.name, "same id, many connections", from_="@ci:test")
     results: list = []

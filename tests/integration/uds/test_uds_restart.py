@@ -1,4 +1,4 @@
-"""Restart and reconcile through AgentHost.start (seed 000 R2, test 20): a journal left by a crash is replayed,
+"""Restart and reconcile through AgentHost.start: a journal left by a crash is replayed,
 every unsettled message is settled without injection, a torn tail is dropped, and a sender's retry of a
 pre-restart message_id over the socket returns the prior state with zero injections."""
 

@@ -1,5 +1,6 @@
-"""Reliability of the uds wire: frames that are not valid Unicode, a keyed plain user line (seed 000 §5 shape
-(a) as a script writes it), and the connection cap and accept back-off that keep a flood from starving senders."""
+"""Reliability of the uds wire: frames that are not valid Unicode, a keyed plain user line (shape (a)
+of ingress/frames.py as a script writes it), and the connection cap and accept back-off that keep a flood from
+starving senders."""
 
 from __future__ import annotations
 

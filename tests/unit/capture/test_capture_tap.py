@@ -183,3 +183,15 @@ def test_a_symlink_in_place_of_the_capture_dir_turns_nothing_on(tmp_path: Path):
     rq.capture_dir(tmp_path).symlink_to(rq.capture_dir(real))
     feed(tmp_path, b'{"id":1}\n')
     assert spool.read_bytes() == b""
+
+
+def test_the_ingress_hook_points_pass_streams_through_until_capture_installs_itself(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from crosstalk.ingress import taps
+
+    monkeypatch.setattr(taps, "_installed", None)
+    stream = object()
+    assert taps.tap_reader(stream, "mcp") is stream and taps.tap_writer(stream, "mcp") is stream
+    tap.install()
+    assert isinstance(taps._installed, tap._CaptureTaps)

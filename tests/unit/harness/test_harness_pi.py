@@ -1,5 +1,5 @@
-"""The pi harness without pi: seed 004's tags, the adapter's outcomes over a link whose other end is this test,
-and `crosstalk install pi` (pi's settings and the extension's config, idempotent, the user's settings kept)."""
+"""The pi harness without pi: the tags a message reads with, the adapter's outcomes over a link whose other end is this
+test, and `crosstalk install pi` (pi's settings and the extension's config, idempotent, the user's settings kept)."""
 
 from __future__ import annotations
 

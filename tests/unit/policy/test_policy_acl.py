@@ -17,7 +17,7 @@ CHILD = "2" * 16
 PEER_ID = "3" * 16
 OTHER = "4" * 16
 
-# Plain copy of the defaults (seed 004 + architecture decision 4), independent of the code under test.
+# Plain copy of the defaults, independent of the code under test.
 DEFAULTS = {
     "primary": {"parent", "children", "peers", "agents", "external"},
     "orchestrator": {"children", "external", "peers"},

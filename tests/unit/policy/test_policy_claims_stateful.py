@@ -57,7 +57,7 @@ class Claims(RuleBasedStateMachine):
 
     @rule(agent=agents, role=st.sampled_from([Role.PRIMARY, Role.ORCHESTRATOR, Role.PEER]))
     def set_own_role(self, agent: str, role: Role) -> None:
-        # seed 004 lets an unclaimed agent pick orchestrator or peer; a claimed one stays a worker.
+        # An unclaimed agent may pick orchestrator or peer; a claimed one stays a worker.
         if self.states[agent].owner is None:
             self.states[agent] = ClaimState(role, None)
 

@@ -83,7 +83,7 @@ def test_uds_kind_rule_after_acl() -> None:
 
 
 NAMED: list[tuple[str, dict[str, Any], str | None, Bucket]] = [
-    # Seed 000 test 8: a non-owner primary sends command to a subagent → rejected.
+    # A non-owner primary sends command to a subagent → rejected.
     ("non-owner command to worker", {"kind": Kind.COMMAND, "sender": NON_OWNER}, "acl:agents", Bucket.AGENTS),
     (
         "non-owner command to worker that accepts agents",
@@ -102,7 +102,7 @@ NAMED: list[tuple[str, dict[str, Any], str | None, Bucket]] = [
         Bucket.AGENTS,
     ),
     ("owner command over uds", {"kind": Kind.COMMAND, "transport": "uds"}, "kind:not_on_uds", Bucket.PARENT),
-    # Seed 000 §7: unverified ask rejected, inform accepted. On a primary the external bucket is accepted...
+    # Unverified ask rejected, inform accepted. On a primary the external bucket is accepted...
     (
         "external ask to primary",
         {"kind": Kind.ASK, "sender": EXTERNAL, "view": PRIMARY, "transport": "bus"},

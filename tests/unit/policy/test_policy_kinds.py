@@ -1,4 +1,4 @@
-"""The kind table over every kind × bucket × sender class × role × transport, plus the seed's named cases."""
+"""The kind table over every kind × bucket × sender class × role × transport, plus named cases."""
 
 from __future__ import annotations
 
@@ -31,7 +31,7 @@ def view_of(role: Role) -> ReceiverView:
 
 
 def expected_kind(kind: str, bucket: str, sender_class: str, role: str, transport: str) -> str | None:
-    """The table, written out by hand from architecture decision 4 and seed 000 §5/§7."""
+    """The table, written out by hand, independent of the code under test."""
     if transport == "uds" and kind in ("ask", "command"):
         return "kind:not_on_uds"
     if kind == "command":
@@ -68,7 +68,7 @@ UNVERIFIED = Sender(SenderClass.UNVERIFIED, None, "mallory", "uds")
 EXTERNAL = Sender(SenderClass.EXTERNAL, None, "@ci:build", "uds")
 
 NAMED: list[tuple[str, Kind, Bucket, Sender, ReceiverView, str, str | None]] = [
-    # Seed 000 test 8: a non-owner primary sends command to a subagent → rejected, never injected.
+    # A non-owner primary sends command to a subagent → rejected, never injected.
     (
         "non-owner command to worker",
         Kind.COMMAND,
@@ -80,7 +80,7 @@ NAMED: list[tuple[str, Kind, Bucket, Sender, ReceiverView, str, str | None]] = [
     ),
     ("owner command to its worker", Kind.COMMAND, Bucket.PARENT, OWNER_SENDER, WORKER, "a2a", None),
     ("owner command over uds", Kind.COMMAND, Bucket.PARENT, OWNER_SENDER, WORKER, "uds", "kind:not_on_uds"),
-    # Architecture decision 4 narrows seed 000: a registered primary may not command another primary.
+    # A registered primary may not command another primary: only an owner commands.
     (
         "command to a primary",
         Kind.COMMAND,
@@ -119,13 +119,13 @@ NAMED: list[tuple[str, Kind, Bucket, Sender, ReceiverView, str, str | None]] = [
         "a2a",
         "kind:command_needs_parent",
     ),
-    # Seed 000 §7: an unverified ask is rejected, its inform is allowed.
+    # An unverified ask is rejected, its inform is allowed.
     ("unverified ask", Kind.ASK, Bucket.UNKNOWN, UNVERIFIED, PRIMARY, "a2a", "kind:ask_needs_verified"),
     ("unverified inform", Kind.INFORM, Bucket.UNKNOWN, UNVERIFIED, PRIMARY, "uds", None),
     ("external ask", Kind.ASK, Bucket.EXTERNAL, EXTERNAL, PRIMARY, "bus", "kind:ask_needs_verified"),
     ("external inform", Kind.INFORM, Bucket.EXTERNAL, EXTERNAL, PRIMARY, "uds", None),
     ("unverified ask over uds", Kind.ASK, Bucket.UNKNOWN, UNVERIFIED, PRIMARY, "uds", "kind:not_on_uds"),
-    # Seed 000 test 23: a non-owner ask to a subagent carries inform permissions, no command authority.
+    # A non-owner ask to a subagent carries inform permissions, no command authority.
     ("non-owner ask to worker", Kind.ASK, Bucket.AGENTS, NON_OWNER, WORKER, "a2a", None),
     ("verified ask over uds", Kind.ASK, Bucket.AGENTS, NON_OWNER, PRIMARY, "uds", "kind:not_on_uds"),
     ("meta over uds", Kind.META, Bucket.UNKNOWN, UNVERIFIED, WORKER, "uds", None),

@@ -9,7 +9,7 @@ from crosstalk.policy import DEFAULT_ACCEPT_FROM, Bucket, PolicyError, Role, par
 
 pytestmark = pytest.mark.unit
 
-# Written out plainly from ARCHITECTURE.md decision 4 and seed 004 "ACL acceptFrom defaults by role".
+# Each role's default acceptFrom written out plainly, independent of the code under test.
 EXPECTED_DEFAULTS = {
     "primary": {"parent", "children", "peers", "agents", "external"},
     "orchestrator": {"children", "external", "peers"},

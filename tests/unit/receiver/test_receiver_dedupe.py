@@ -1,4 +1,4 @@
-"""Dedupe on (verified sender, message_id) (seed 000 §5, tests 6 and 16): a retry returns the prior state, concurrent
+"""Dedupe on (verified sender, message_id): a retry returns the prior state, concurrent
 duplicates inject once, a message_id belongs to one sender, native frames are exempt."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Seed 000 test 16: every injector branch of the receiver chain against the scriptable fake harness.
+"""Every injector branch of the receiver chain against the scriptable fake harness.
 
 Each branch is checked three ways: the state answered, the journal records (received, dispatch, outcome with the
 right state) and how many times the fake "session" was written to.

@@ -1,4 +1,4 @@
-"""Journal gating (seed 000 R1) and restart reconciliation (R2, test 20) at the receiver level.
+"""Journal gating and restart reconciliation at the receiver level.
 
 No acknowledgement outruns the journal: a failed append before the harness write answers unreachable with zero
 writes; after it, unknown with exactly one write. On replay, nothing is ever re-injected.
@@ -30,7 +30,7 @@ from crosstalk.policy import Role
 pytestmark = pytest.mark.unit
 
 
-# ------------------------------------------------------------------ R1: journal gating
+# ------------------------------------------------------------------ journal gating
 
 
 def test_failed_received_append_is_unreachable_with_zero_writes(make_rig):
@@ -108,7 +108,7 @@ def test_rejections_need_no_fsync(make_rig):
     assert fsync.calls == 0
 
 
-# ------------------------------------------------------------------ R2: reconcile after restart
+# ------------------------------------------------------------------ reconcile after restart
 
 
 def _seed_journal(make_rig, records):

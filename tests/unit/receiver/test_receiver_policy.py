@@ -1,4 +1,4 @@
-"""Policy, hop guard and admission through the receiver chain (seed 000 §5, §7; tests 8, 9, 14, 25).
+"""Policy, hop guard and admission through the receiver chain.
 
 A refused message is answered `rejected`, never injected, never journaled as received (only as a `rejected`
 audit record without its body), and admission never evicts work it already accepted."""
@@ -77,7 +77,7 @@ def test_command_only_from_the_parent_to_its_worker(make_rig):
 
 
 def test_command_from_a_non_owner_primary_is_rejected_not_downgraded(make_rig):
-    """Seed test 8: a non-owner sends command → rejected, never injected (not turned into an inform)."""
+    """A non-owner sends command → rejected, never injected (not turned into an inform)."""
     rig = make_rig()
     m = msg("rm -rf /", kind="command")
     out = run(rig.receiver.receive(inbound(m, CAROL, "a2a")))
@@ -207,7 +207,7 @@ def test_every_rejection_is_an_audit_record(make_rig):
     assert rig.receiver.stats.rejected == len(cases)
 
 
-# ------------------------------------------------------------------ admission (seed test 25)
+# ------------------------------------------------------------------ admission
 
 
 def test_default_wait_limit_rejects_deterministically_and_never_evicts(make_rig):

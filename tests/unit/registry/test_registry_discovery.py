@@ -2,17 +2,15 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
-from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from crosstalk.core.ids import new_message_id
-from crosstalk.fs.atomic import temp_name_for
 from crosstalk.fs.locks import FileLock
 from crosstalk.fs.procinfo import proc_start_time
-from crosstalk.registry.descriptor import Descriptor, read_descriptor, write_descriptor
-from crosstalk.registry.discovery import find_by_peer, is_live, list_descriptors, resolve, sweep_stale
+from crosstalk.registry.descriptor import Descriptor, write_descriptor
+from crosstalk.registry.discovery import find_by_peer, is_live, list_descriptors, resolve
 from crosstalk.registry.errors import AmbiguousName, NoSuchAgent
 from crosstalk.registry.paths import StatePaths
 
@@ -133,45 +131,13 @@ def test_find_by_peer_zero_one_two(paths: StatePaths, held: list[FileLock]) -> N
     assert find_by_peer(paths, parent) == hosted
 
 
-def test_sweep_removes_only_stale(paths: StatePaths, held: list[FileLock]) -> None:
+def test_stale_descriptors_are_listed_only_on_request(paths: StatePaths, held: list[FileLock]) -> None:
+    # Removing them is doctor's (doctor/prune.py, tests/integration/doctor/test_doctor_stale.py).
     live = put(paths, held, 1, "live")
     put(paths, held, 2, "deadpid", pid=DEAD_PID, lock=False)
     put(paths, held, 3, "unlocked", lock=False)
-    registering = put(paths, held, 4, "registering", pid=DEAD_PID)  # stale file, but its lock is held again
+    put(paths, held, 4, "registering", pid=DEAD_PID)  # stale file, but its lock is held again
     (paths.agents / f"{5:016x}.json").write_text("{corrupt")
-    leftover_tmp = temp_name_for(paths.descriptor(f"{6:016x}")).with_name(f".{6:016x}.json.{DEAD_PID}.ab.tmp")
-    leftover_tmp.write_text("{")
-    my_tmp = temp_name_for(paths.descriptor(f"{7:016x}"))
-    my_tmp.write_text("{")
-    assert sweep_stale(paths) == 3
-    remaining = {d.name for d in list_descriptors(paths, include_stale=True)}
-    assert remaining == {"live", "registering"}
-    assert read_descriptor(paths.descriptor(registering.agent_id)) == registering
-    assert not leftover_tmp.exists() and my_tmp.exists()
-    assert paths.agent_lock(f"{3:016x}").exists()  # lock files are never removed
     assert list_descriptors(paths) == [live]
-    assert sweep_stale(paths) == 0
-
-
-def test_sweep_rechecks_instance_under_the_lock(
-    paths: StatePaths, held: list[FileLock], monkeypatch: pytest.MonkeyPatch
-) -> None:
-    # Between the first read and taking the lock a newcomer republished: its file must survive.
-    from crosstalk.registry import discovery
-
-    stale = put(paths, held, 1, "x", lock=False)
-    newer = replace(stale, instance_id=new_message_id())
-    real_read = discovery.read_descriptor
-    calls = 0
-
-    def read_then_replace(path: object) -> Descriptor | None:
-        nonlocal calls
-        calls += 1
-        result = real_read(path)  # type: ignore[arg-type]
-        if calls == 1:
-            write_descriptor(paths, newer)
-        return result
-
-    monkeypatch.setattr(discovery, "read_descriptor", read_then_replace)
-    assert sweep_stale(paths) == 0
-    assert real_read(paths.descriptor(stale.agent_id)) == newer
+    everything = {d.name for d in list_descriptors(paths, include_stale=True)}
+    assert everything == {"live", "deadpid", "unlocked", "registering"}

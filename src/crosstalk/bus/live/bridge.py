@@ -1,4 +1,4 @@
-"""The bridge between the bus and live agents (ARCHITECTURE.md "One address space").
+"""The bridge between the bus and live agents: one address space for both.
 
 Inbound: a channel message `to: NAME@ALIAS`, where NAME is a live crosstalk agent on the machine whose dispatcher
 has alias ALIAS, is delivered into that agent's session through its receiver chain (the uds CLI frame, so the

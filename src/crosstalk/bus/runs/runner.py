@@ -1,4 +1,4 @@
-"""Run one headless agent CLI invocation under the command contract (seed 001), with a hard timeout.
+"""Run one headless agent CLI invocation under the command contract below, with a hard timeout.
 
 The contract: argv = the command (already split on whitespace, never a shell line) + the prompt as the final
 positional argument; a prompt

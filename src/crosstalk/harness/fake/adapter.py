@@ -2,7 +2,7 @@
 out, the default step repeats. Every write to the "session" is counted and, with an inbox file, appended there as
 one JSON line, so tests can prove what reached the session and how often.
 
-Steps (seed 000 test 16 names the branches they model):
+Steps (one per branch of the receiver chain's injector, tests/unit/receiver/test_receiver_injector.py):
   accept      write; accepted
   queue       write; queued (a verified no-wake hand-off)
   race        an idle→active race during turn start: the write joins the active turn; accepted

@@ -1,6 +1,6 @@
 """The pi adapter: a message goes to the extension's delivery queue over the pi link, and the extension's answer is
-the outcome (seed 004's kind × mode table): `immediate` (a new turn) → accepted; `queued` (a steer or follow-up,
-or waiting its turn in the queue) → queued; `noted` (meta: in the transcript, no turn) → queued.
+the outcome, one per delivery mode the extension reports: `immediate` (a new turn) → accepted; `queued` (a steer
+or follow-up, or waiting its turn in the queue) → queued; `noted` (meta: in the transcript, no turn) → queued.
 
 No link (the agent is not hosted by the extension's core) → unreachable, nothing sent. The link closed before the
 message was written → unreachable; after, or no answer in time → unknown, never resent.

@@ -2,9 +2,9 @@
 
 identify: the extension's core names the pi session in every call it makes (`_meta["pi/session"]`, with the
 handle it asked for in `_meta["pi/handle"]`); a call without it carries no identity. A pi session with crosstalk
-off is not discoverable (seed 004: default-off, no socket, no registry entry), so discover lists nothing: every
-pi session crosstalk can reach is an agent. `/new` and `/reload` start a new core for the new session id, so pi
-never supersedes in one process.
+off is not discoverable (crosstalk is off by default in pi: no socket, no registry entry), so discover lists
+nothing: every pi session crosstalk can reach is an agent. `/new` and `/reload` start a new core for the new
+session id, so pi never supersedes in one process.
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
-"""How a message reads inside a pi session (seed 004's tags): the sender as the receiver classed it, the
-sender's delivery when it chose one, then the body.
+"""How a message reads inside a pi session (the tags pi-crosstalk users know): the sender as the receiver
+classed it, the sender's delivery when it chose one, then the body.
 
     [from parent:orch · steer] body          an agent of a bucket (parent, children, peers, agents) and its name
     [from @ci:build] body                    an external sender names itself by its @scheme:topic tag

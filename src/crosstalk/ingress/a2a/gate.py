@@ -4,8 +4,8 @@ The card path is public; anything else needs `Authorization: Bearer <token>` tha
 Sender (else 401), and a body within `body_limit` (else a JSON-RPC InvalidRequest error, id null, read with the cap
 before anything decodes it) that arrives whole within `body_timeout` seconds (else 408 and the connection closed:
 neither uvicorn nor h11 bounds a body read, so a false Content-Length would hold the connection forever) and is
-UTF-8 JSON within crosstalk's depth bound (else a JSON-RPC parse error, as JSON that is not UTF-8 is not JSON: RFC
-8259 §8.1; the SDK would answer both with an internal error).
+UTF-8 JSON within crosstalk's depth bound (else a JSON-RPC parse error, as JSON that is not UTF-8 is not JSON:
+RFC 8259 §8.1; the SDK would answer both with an internal error).
 """
 
 from __future__ import annotations
