@@ -15,7 +15,8 @@ every 0.5 s for 120 s after traffic, a window fixed in src), runs on a and on b 
 
 1. Round trip during activity: N times back to back (20; --quick 8), a runs `crosstalk message send --to
    bench/pong@b` as a fresh process; the round trip is from just before the send until the reply is in a's work
-   tree (a's own dispatcher pulls it on one of its ticks; polled in-process with crosstalk.bus.transport.store.replies_status).
+   tree (a's own dispatcher pulls it on one of its ticks; polled in-process with
+   crosstalk.bus.transport.store.replies_status).
    Target (docs/performance.md): p50 <= 1.5 s. The breakdown uses the remote's ref file (when b's reply was pushed)
    and b's dispatcher log (when b's tick that ran the model started and how long it took).
 2. Round trip after idle: K rounds (3; --quick 1), each after a 125 s quiet period (more than the 120 s active
