@@ -8,8 +8,8 @@ absolute path that prints "pong". Starts the real dispatcher, `python -m crossta
 --interval 30`, so only the wake that `message send` sends triggers a tick (the product path). Then N times (30;
 --quick 10): run `crosstalk message send --to bench/pong ...` as a fresh process and poll the reply in-process with
 crosstalk.bus.transport.store.replies_status until it is REPLIED; the round trip is from just before the send to
-the reply seen. Before the next send, it waits until the reply is pushed and the dispatcher has settled (its cursor at the
-remote's head), so each sample starts from an idle bus. Target (docs/performance.md): median round trip <= 1.5 s.
+the reply seen. Before the next send, it waits until the reply is pushed and the dispatcher has settled (its cursor
+at the remote's head), so each sample starts from an idle bus. Target (docs/performance.md): median round trip <= 1.5 s.
 
 Baselines, interleaved with the round trips: (a) the floor of bench/floor.py (unix-socket round trip to a process that
 fsyncs); (b) the git floor, `git add` + `git commit` of a new small file + `git push` to the same bare remote (another
