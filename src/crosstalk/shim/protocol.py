@@ -104,8 +104,8 @@ async def serve_stdio(
     try:
         await server.run(stdin, stop)
     finally:
-        for sig in signals:
-            loop.remove_signal_handler(sig)
+        for signum in signals:
+            loop.remove_signal_handler(signum)
 
 
 class _Server:
@@ -209,7 +209,7 @@ class _Server:
                 }
             )
             return
-        answers = []
+        answers: list[dict[str, Any] | tuple[str | int, asyncio.Task[Any]]] = []
         for msg in batch:
             if isinstance(msg, dict) and msg.get("method") == "initialize":
                 answers.append(_error(msg.get("id"), INVALID_REQUEST, "initialize must not be part of a batch"))
@@ -226,20 +226,21 @@ class _Server:
         """A response dict to send now, (id, coroutine) for a call to run as a task, or None (notification)."""
         if not isinstance(msg, dict):
             return _error(None, INVALID_REQUEST, "Invalid Request: not a JSON object")
-        rid = msg.get("id")
-        valid_id = isinstance(rid, str) or (isinstance(rid, int) and not isinstance(rid, bool))
+        raw_id = msg.get("id")
+        valid_id = isinstance(raw_id, str) or (isinstance(raw_id, int) and not isinstance(raw_id, bool))
+        rid: str | int | None = raw_id if valid_id else None
         if msg.get("jsonrpc", "2.0") != "2.0":
-            return _error(rid if valid_id else None, INVALID_REQUEST, "Invalid Request: jsonrpc must be '2.0'")
+            return _error(rid, INVALID_REQUEST, "Invalid Request: jsonrpc must be '2.0'")
         method = msg.get("method")
         if method is None and ("result" in msg or "error" in msg):
             return None  # a response from the client; this server sends no requests
         if not isinstance(method, str):
-            return _error(rid if valid_id else None, INVALID_REQUEST, "Invalid Request: method must be a string")
+            return _error(rid, INVALID_REQUEST, "Invalid Request: method must be a string")
         params = msg.get("params")
         if "id" not in msg:
             self._on_notification(method, params)
             return None
-        if not valid_id:
+        if rid is None:
             return _error(None, INVALID_REQUEST, "Invalid Request: id must be a string or an integer")
         if params is not None and not isinstance(params, dict):
             return _error(rid, INVALID_PARAMS, "Invalid params: params must be an object")
@@ -262,7 +263,7 @@ class _Server:
         elif method == "notifications/cancelled":
             rid = params.get("requestId") if isinstance(params, dict) else None
             task = self.inflight.pop(rid, None) if isinstance(rid, str | int) else None
-            if task is not None:
+            if task is not None and rid is not None:
                 log.info("request %r cancelled: %s", rid, params.get("reason"))
                 self.cancelled.add(rid)
                 task.cancel()
