@@ -2,7 +2,8 @@
 # One entry point for a fresh machine: creates .venv, installs crosstalk with its dev extras, then runs
 #   demo   the crosstalk demo (real Claude Code, Codex and pi sessions when installed in .harnesses/ or on PATH,
 #          else fake-harness agents, exchanging messages over real sockets)
-#   test   installs the pinned harness CLIs (scripts/install_harnesses.sh), then ruff + the whole pytest suite (what CI runs)
+#   test   installs the pinned harness CLIs (scripts/install_harnesses.sh), then ruff, mypy and the whole pytest suite
+#          (what CI runs)
 #   bench  the benchmarks in bench/ (figures beside same-run baselines)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -58,6 +59,7 @@ case "$cmd" in
            exit 1
          fi
          .venv/bin/ruff check src tests bench
+         .venv/bin/mypy  # the type check; its settings (strict for core, policy, receiver, journal) are in pyproject.toml
          exec .venv/bin/python -m pytest "$@" ;;
   bench) setup; exec .venv/bin/python bench/run_all.py ;;
   *) echo "usage: scripts/dev.sh demo|test|bench" >&2; exit 2 ;;

@@ -286,7 +286,7 @@ def _hook_codex() -> None:
     nothing above it, and importing it here would cost every process its load time: so it is looked up, at each
     frame until found (a dict lookup), and a Codex agent's first tools/call answer finds it."""
     global _codex_hooked
-    module = sys.modules.get(_CODEX_CLIENT)
+    module: Any = sys.modules.get(_CODEX_CLIENT)  # looked up, not imported, so its attributes are unknown here
     if module is not None:
         module.frame_observer = observe_app_server
         _codex_hooked = True

@@ -11,8 +11,10 @@ work too: one turn each, no prompt, no spinner.
 from __future__ import annotations
 
 import argparse
+import functools
 import signal
 import sys
+from types import FrameType
 from typing import Any
 
 from crosstalk.cli.bus_common import add_transport_option, bus_errors, open_transport
@@ -95,7 +97,7 @@ def run(args: argparse.Namespace) -> int:
             rel = chat.say(transport, channel, args.to, sender, text.rstrip())
         spinner = Spinner(args.to, interactive and sys.stderr.isatty())
         interrupted: list[int] = []  # a plain list the SIGINT handler appends to: no lock a handler could deadlock on
-        previous = signal.signal(signal.SIGINT, lambda signum, _f, i=interrupted: i.append(signum))  # ends the wait
+        previous = signal.signal(signal.SIGINT, functools.partial(_note_signal, interrupted))  # ends the wait
         try:
             with bus_errors():
                 stopped = lambda i=interrupted: bool(i)  # noqa: E731
@@ -108,6 +110,10 @@ def run(args: argparse.Namespace) -> int:
             print(f"({why}; the answer will land in channel {channel.name}: {rel})", flush=True)
             continue
         print(_render(turn.reply), flush=True)
+
+
+def _note_signal(seen: list[int], signum: int, _frame: FrameType | None) -> None:
+    seen.append(signum)
 
 
 def _read_line(interactive: bool) -> str | None:

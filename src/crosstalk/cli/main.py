@@ -12,7 +12,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from crosstalk import __version__
 from crosstalk import harness as harness_kinds
@@ -32,7 +32,7 @@ class Parser(argparse.ArgumentParser):
         sys.exit(EXIT_USAGE)
 
 
-def positive_float(low: float, high: float) -> object:
+def positive_float(low: float, high: float) -> Callable[[str], float]:
     def parse(text: str) -> float:
         try:
             value = float(text)
@@ -45,7 +45,7 @@ def positive_float(low: float, high: float) -> object:
     return parse
 
 
-def non_negative_int(minimum: int, maximum: int | None = None) -> object:
+def non_negative_int(minimum: int, maximum: int | None = None) -> Callable[[str], int]:
     def parse(text: str) -> int:
         try:
             value = int(text)
@@ -323,11 +323,19 @@ def _pi_agent(sub: Any) -> None:
     p.set_defaults(run="crosstalk.cli.pi_cmd:run_pi_agent")
 
 
+def _subcommand(parser: argparse.ArgumentParser, name: str) -> argparse.ArgumentParser:
+    """The parser of subcommand `name` (argparse keeps it only in its subparsers action)."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            return action.choices[name]
+    raise KeyError(name)
+
+
 def _parse(parser: Parser, argv: list[str]) -> argparse.Namespace:
     """The parsed command line. `send` parses intermixed, so its options may come before TEXT as well as after it
     (plain argparse binds TARGET and the optional TEXT together and then refuses a TEXT that follows an option)."""
     if argv and argv[0] == "send":
-        send = parser._subparsers._group_actions[0].choices["send"]  # type: ignore[union-attr]
+        send = _subcommand(parser, "send")
         args = send.parse_intermixed_args(argv[1:])
         args.command = "send"
         return args
@@ -343,7 +351,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     if target is None:
         # `crosstalk` or `crosstalk agent` alone: a command is missing, so show what there is to run (a usage
         # error: exit 2, the help on stderr).
-        sub = parser if args.command is None else parser._subparsers._group_actions[0].choices[args.command]  # type: ignore[union-attr]
+        sub = parser if args.command is None else _subcommand(parser, args.command)
         sub.print_help(sys.stderr)
         sys.exit(EXIT_USAGE)
     if args.command in _SERVES_AGENTS:

@@ -160,7 +160,7 @@ def run_list(args: argparse.Namespace) -> int:
     claimed, skipped = claim(registry, os.environ.get("PATH"))
     learned = load_claimers(transport.state().dir)
     reasons = {s.what: s.reason for s in skipped}
-    rows = []
+    rows: list[dict[str, Any]] = []
     for spec in registry.models:
         machines = [a.rpartition("@")[2] for a in placed(spec.key, claimed, learned, transport.alias)]
         rows.append(

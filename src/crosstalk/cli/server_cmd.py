@@ -111,7 +111,8 @@ def run_status(args: argparse.Namespace) -> int:
     if beat:
         age = "?" if st.heartbeat_age_s is None else f"{st.heartbeat_age_s:.1f}s ago"
         echo(f"  heartbeat: {age} (ticks {beat.get('ticks')}, alias {beat.get('alias')})")
-        echo(f"  claimed:   {', '.join(map(str, beat.get('claimed') or [])) or '-'}")
+        claimed = beat.get("claimed")
+        echo(f"  claimed:   {', '.join(map(str, claimed if isinstance(claimed, list) else [])) or '-'}")
         echo(
             f"  counts:    dispatched {beat.get('dispatched')}, silent {beat.get('silent')}, "
             f"failed {beat.get('failed')}, errors {beat.get('errors')}"

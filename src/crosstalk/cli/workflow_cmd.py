@@ -155,7 +155,7 @@ def run_status(args: argparse.Namespace) -> int:
             rels = [normalize_message_path(transport, args.marker, Path.cwd())]
         else:
             rels = find_markers(transport.root)
-        rows = []
+        rows: list[dict[str, Any]] = []
         for rel in rels:
             marker = read_message(transport.root, rel)
             if marker is None or marker.type != "workflow":

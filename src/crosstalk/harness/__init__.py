@@ -98,7 +98,7 @@ def native_sessions(
     """The live sessions named `name` whose kind can write into them without crosstalk (NativeDelivery)."""
     from crosstalk.harness.base import NativeDelivery
 
-    found = []
+    found: list[tuple[HarnessKind, SessionRow]] = []
     for kind_name in KINDS:
         k = kind(kind_name)
         if isinstance(k, NativeDelivery):

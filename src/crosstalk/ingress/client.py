@@ -67,7 +67,8 @@ def send_a2a(
 
     target = resolve(paths, msg.to)
     sender = resolve(paths, as_agent)
-    if not target.a2a_url:
+    url = target.a2a_url
+    if not url:
         raise AgentUnreachable(f"agent {target.name!r} serves no A2A endpoint")
     try:
         token = read_key(paths.token_path(sender.agent_id))
@@ -77,7 +78,7 @@ def send_a2a(
     from crosstalk.ingress.a2a.errors import A2AAuthError, A2AOutcomeUnknown, A2AProtocolError, A2AUnreachable
 
     async def run() -> TaskView:
-        async with A2AClient(target.a2a_url, token, timeout=timeout) as client:
+        async with A2AClient(url, token, timeout=timeout) as client:
             return await client.send(msg, task_id=task_id, return_immediately=return_immediately)
 
     try:

@@ -190,5 +190,7 @@ def parse_answer(raw: bytes) -> Outcome:
         state = State(obj["state"])
     except ValueError:
         raise FrameError(f"the agent answered an unknown state {obj['state']!r}") from None
-    evidence = obj.get("evidence") if isinstance(obj.get("evidence"), dict) else {}
-    return Outcome(str(obj.get("message_id") or ""), state, obj.get("reason"), evidence)
+    evidence = obj.get("evidence")
+    return Outcome(
+        str(obj.get("message_id") or ""), state, obj.get("reason"), evidence if isinstance(evidence, dict) else {}
+    )

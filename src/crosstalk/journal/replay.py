@@ -97,6 +97,7 @@ class JournalState:
         self.records_applied += 1
         rtype = rec.get("type")
         mid = R.message_id_of(rec)
+        entry: MessageEntry | None
         if rtype == R.RECEIVED:
             if mid is None:
                 return
@@ -115,16 +116,16 @@ class JournalState:
             if entry.dedupe_key:
                 self.dedupe[(entry.dedupe_key, mid)] = mid
             self._trim("messages", self.messages, self._settled_message, self._let_message_go)
-        elif rtype == R.DISPATCH:
+        elif rtype == R.DISPATCH and mid is not None:
             entry = self.messages.get(mid)
             if entry is not None and entry.state is State.SUBMITTED:
                 entry.claimed = True
                 entry.state = State.DISPATCHING
-        elif rtype == R.OUTCOME:
+        elif rtype == R.OUTCOME and mid is not None:
             entry = self.messages.get(mid)
             if entry is not None:
                 try:
-                    entry.state = State(rec.get("state"))
+                    entry.state = State(rec.get("state", ""))
                 except ValueError:
                     entry.state = State.UNKNOWN
                 entry.reason = rec.get("reason")
@@ -135,7 +136,7 @@ class JournalState:
                     self._pending.add(mid)
                 else:
                     self._pending.discard(mid)
-        elif rtype == R.RESOLVED:
+        elif rtype == R.RESOLVED and mid is not None:
             entry = self.messages.get(mid)
             if entry is not None:
                 entry.resolved = True
@@ -190,7 +191,9 @@ class JournalState:
         if mid in self._open_obligations:
             return False
         tid = entry.message.get("task_id")
-        task = self.tasks.get(tid) if isinstance(tid, str) else None
+        if not isinstance(tid, str):
+            return True
+        task = self.tasks.get(tid)
         return task is None or _terminal_task(tid, task)
 
     def _settled_obligation(self, mid: str, _obligation: dict[str, Any]) -> bool:

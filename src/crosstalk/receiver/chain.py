@@ -280,8 +280,8 @@ class Receiver:
             failed = await self._admit(msg, batch, "on accept")
             return failed if failed is not None else Outcome(msg.message_id, State.SUBMITTED)
         # Inline delivery: the message and its dispatch claim become durable together, before any harness write.
-        claim = R.dispatch(msg.message_id, self.identity.binding)
-        batch = [self._received_record(inbound), claim, *records]
+        dispatch = R.dispatch(msg.message_id, self.identity.binding)
+        batch = [self._received_record(inbound), dispatch, *records]
         failed = await self._admit(msg, batch, "before dispatch")
         return failed if failed is not None else await self._inject_and_record(inbound)
 

@@ -64,4 +64,4 @@ def candidate_names(preferred: str | None, harness: str, cwd: str, agent_id: str
     """The names to try in order: preferred (when given and valid), then the fallbacks."""
     out = [preferred] if preferred and is_valid_name(preferred) else []
     out.extend(n for n in fallback_names(harness, cwd, agent_id) if n not in out)
-    return out  # type: ignore[return-value]
+    return out

@@ -100,8 +100,8 @@ async def serve_stdio(
     try:
         await server.run(stdin, stop)
     finally:
-        for sig in signals:
-            loop.remove_signal_handler(sig)
+        for signum in signals:
+            loop.remove_signal_handler(signum)
 
 
 class _Server:
@@ -196,7 +196,7 @@ class _Server:
             removed = "JSON-RPC batches are not supported in this protocol version (removed in MCP 2025-06-18)"
             self._send(rpc.error(None, rpc.INVALID_REQUEST, removed))
             return
-        answers = []
+        answers: list[dict[str, Any] | tuple[str | int, asyncio.Task[Any]]] = []
         for msg in batch:
             if isinstance(msg, dict) and msg.get("method") == "initialize":
                 answers.append(rpc.error(msg.get("id"), rpc.INVALID_REQUEST, "initialize must not be part of a batch"))
@@ -234,7 +234,7 @@ class _Server:
         if method == "notifications/cancelled":
             rid = params.get("requestId") if isinstance(params, dict) else None
             task = self.inflight.pop(rid, None) if isinstance(rid, str | int) else None
-            if task is not None:
+            if task is not None and rid is not None:
                 log.info("request %r cancelled: %s", rid, params.get("reason"))
                 self.cancelled.add(rid)
                 task.cancel()

@@ -66,7 +66,12 @@ class DispatchWorker:
             task = self.table.get(tid)
             mid = inbound.message.message_id
             first = bool(task and task.messages and task.messages[0] == mid)
-            stale = first and not claimed and (task.claimed or task.view.state is not TaskState.SUBMITTED)
+            stale = (
+                task is not None
+                and first
+                and not claimed
+                and (task.claimed or task.view.state is not TaskState.SUBMITTED)
+            )
             if task is None or stale:
                 self._settle(mid)
                 continue  # canceled (or settled) while queued: nothing is written to the session

@@ -144,9 +144,10 @@ def run_loop(dispatcher: Loopable, stop_event: threading.Event | None = None, *,
                     dispatcher.write_heartbeat()
             if once or dispatcher.stopping:
                 break
-            ready: list[object] = []
+            watched: list[socket.socket | int] = [sock, dispatcher.wake_fd]
+            ready: list[socket.socket | int] = []
             with contextlib.suppress(InterruptedError):
-                ready, _, _ = select.select([sock, dispatcher.wake_fd], [], [], dispatcher.next_wait())
+                ready, _, _ = select.select(watched, [], [], dispatcher.next_wait())
             if sock in ready:  # a local `message send`: a conversation is under way
                 dispatcher.note_activity()
         reason = "once" if once and not dispatcher.stopping else "stopped"

@@ -13,6 +13,7 @@ no reply and run again after a restart.
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import threading
 import time
@@ -158,18 +159,21 @@ class Dispatcher:
             if head == cursor:
                 self._finish(report, started)
                 return report
-            found = {
-                "claimed": self.claimed,
-                "alias": self.alias,
-                "live_agent": self.relay.live_agent,
-                "known_agent": self.relay.known_agent,
-            }
+            scan_range = functools.partial(
+                scan,
+                self.repo,
+                self.root,
+                claimed=self.claimed,
+                alias=self.alias,
+                live_agent=self.relay.live_agent,
+                known_agent=self.relay.known_agent,
+            )
             try:
-                result = scan(self.repo, self.root, cursor, head, **found)
+                result = scan_range(cursor, head)
             except GitError:
                 # The cursor's commit is gone (a re-clone, a gc after a history rewrite): rescan the whole tree;
                 # the answered index keeps already answered messages from running again.
-                result = scan(self.repo, self.root, None, head, **found)
+                result = scan_range(None, head)
         report.idle = False
         self.note_activity()
         self.workflows.learn(result.messages)
@@ -227,7 +231,7 @@ class Dispatcher:
         report.duration_s = time.monotonic() - started
         self.last_tick_at = utc_timestamp()
         if report.eventful:  # scanning our own reply commits is not news
-            self.log("tick", **report.log_fields())
+            self.log("tick", "info", **report.log_fields())
         self.write_heartbeat()
 
     # ------------------------------------------------------------------------------------------------ state

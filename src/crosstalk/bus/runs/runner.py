@@ -101,14 +101,17 @@ def run_headless(
     stdout = out.decode("utf-8", errors="replace")
     stderr = err.decode("utf-8", errors="replace")
     code = proc.returncode
-    cut = {"stdout_dropped": out_dropped}
     if ended == "cancel":
-        return RunResult(False, stdout, stderr, code, False, duration, INTERRUPTED, interrupted=True, **cut)
+        return RunResult(
+            False, stdout, stderr, code, False, duration, INTERRUPTED, interrupted=True, stdout_dropped=out_dropped
+        )
     if ended == "timeout":
-        return RunResult(False, stdout, stderr, code, True, duration, f"timed out after {timeout:g}s", **cut)
+        error = f"timed out after {timeout:g}s"
+        return RunResult(False, stdout, stderr, code, True, duration, error, stdout_dropped=out_dropped)
     if code == 0:
-        return RunResult(True, stdout, stderr, 0, False, duration, None, **cut)
-    return RunResult(False, stdout, stderr, code, False, duration, _exit_error(code, stdout, stderr), **cut)
+        return RunResult(True, stdout, stderr, 0, False, duration, None, stdout_dropped=out_dropped)
+    error = _exit_error(code, stdout, stderr)
+    return RunResult(False, stdout, stderr, code, False, duration, error, stdout_dropped=out_dropped)
 
 
 def _wait_exit(proc: subprocess.Popen[bytes], deadline: float, cancel: threading.Event | None) -> str | None:

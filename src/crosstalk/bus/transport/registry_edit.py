@@ -140,7 +140,7 @@ def remove_model(text: str, key: str) -> RegistryChange:
     doc = _load(text)
     body = doc["providers"].get(provider)
     models = body.get("models") if hasattr(body, "get") else None
-    if not hasattr(models, "get") or name not in models:
+    if not isinstance(models, dict) or name not in models:
         raise ModelError(f"no model {key} in {CONFIG_PATH}")
     del models[name]
     note = None

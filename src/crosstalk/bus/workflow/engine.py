@@ -232,7 +232,7 @@ class WorkflowEngine:
         marker_in_channel = "/".join(p.marker_rel.split("/")[3:])
         reply = BusMessage(sender=self.engine, to=p.marker.sender, timestamp=utc_timestamp(), re=(marker_in_channel,),
                            as_=p.marker.wake_as, workflow_step="result", failed=failure is not None, error=failure,
-                           body=answer if failure is None else f"the workflow failed: {failure}")  # fmt: skip
+                           body=(answer or "") if failure is None else f"the workflow failed: {failure}")  # fmt: skip
         files = {f"{layout.CHANNELS_DIR}/{parent}/{new_message_name()}": render_message(reply)}
         if p.child:
             done = f"failed: {failure}\n" if failure else "complete\n"

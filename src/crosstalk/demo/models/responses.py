@@ -120,5 +120,5 @@ class ScriptedResponses(ScriptedModelServer):
             {"type": "response.completed",
              "response": {**response, "status": "completed", "output": [item], "usage": usage}},
         ):  # fmt: skip
-            h.send_event(event, event["type"])
+            h.send_event(event, str(event["type"]))
         return None

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
+from dataclasses import replace
 
 from crosstalk.bus.dispatch import server
 from crosstalk.bus.errors import BusError
@@ -51,18 +52,20 @@ def _one(info: TransportInfo, environ: Mapping[str, str]) -> TransportFacts:
     st = server.status(transport, environ)
     beat = st.heartbeat or {}
     halted = beat.get("halted")
-    base = {
-        "dispatcher_running": st.running, "dispatcher_pid": st.pid, "heartbeat_age_s": st.heartbeat_age_s,
-        "halted": str(halted) if halted else None, "errors": int(beat.get("errors", 0) or 0),
-    }  # fmt: skip
+    errors = beat.get("errors")  # the dispatcher writes a count; anything else reads as none
+    live = TransportFacts(
+        name, str(root), True, None, protocol, None,
+        dispatcher_running=st.running, dispatcher_pid=st.pid, heartbeat_age_s=st.heartbeat_age_s,
+        halted=str(halted) if halted else None, errors=errors if isinstance(errors, int) else 0,
+    )  # fmt: skip
     repo = GitRepo(root, GIT_TIMEOUT_S, alias=transport.alias)
     try:
         remote = repo.run("config", "--get", "remote.origin.url", check=False).strip() or None
         ahead = _unpushed(repo) if remote else 0
         pushed = last_push(repo) if remote else None
     except BusError as exc:
-        return TransportFacts(name, str(root), True, None, protocol, None, git_error=exc.message, **base)
-    return TransportFacts(name, str(root), True, None, protocol, remote, ahead, pushed, **base)
+        return replace(live, git_error=exc.message)
+    return replace(live, remote=remote, ahead=ahead, last_push=pushed)
 
 
 def gather(environ: Mapping[str, str] = os.environ) -> tuple[TransportFacts, ...]:

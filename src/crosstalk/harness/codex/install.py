@@ -182,7 +182,7 @@ def _is_header(text: str, at: int) -> bool:
 
 def _remove_with_tomlkit(doc: tomlkit.TOMLDocument) -> str:
     servers = doc["mcp_servers"]
-    del servers[SERVER]  # type: ignore[union-attr]
+    del servers[SERVER]
     return tomlkit.dumps(doc)
 
 

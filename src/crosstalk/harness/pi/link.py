@@ -28,7 +28,7 @@ class LinkClosed(Exception):
 
 
 class PiLink:
-    def __init__(self, reader: asyncio.StreamReader, write: Callable[[bytes], None]) -> None:
+    def __init__(self, reader: asyncio.StreamReader, write: Callable[[bytes], object]) -> None:
         self._reader = reader
         self._write = write
         self._refs = itertools.count(1)
@@ -54,8 +54,9 @@ class PiLink:
         try:
             self.send({"t": "deliver", "ref": ref, "text": text, "as": as_})
             closed = asyncio.ensure_future(self.closed.wait())
+            waiters: set[asyncio.Future[Any]] = {fut, closed}
             try:
-                done, _ = await asyncio.wait({fut, closed}, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
+                done, _ = await asyncio.wait(waiters, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
             finally:
                 closed.cancel()
             if fut in done:

@@ -35,7 +35,7 @@ META_KEY = "crosstalk"  # the metadata namespace crosstalk's own fields travel u
 MESSAGE_META_KEYS = ("kind", "delivery", "deadline_seconds", "in_reply_to", "hop_chain", "from")
 OPS = ("claim", "release")  # metadata.crosstalk.op: a request about the receiving agent itself, never injected as is
 
-STATE_TO_A2A: dict[TaskState, int] = {
+STATE_TO_A2A: dict[TaskState, pb.TaskState] = {
     TaskState.SUBMITTED: pb.TASK_STATE_SUBMITTED,
     TaskState.WORKING: pb.TASK_STATE_WORKING,
     TaskState.INPUT_REQUIRED: pb.TASK_STATE_INPUT_REQUIRED,
