@@ -36,19 +36,20 @@ def classify(msg: Any) -> Request | Notification | dict[str, Any] | None:
     client (this server sends no requests, so there is nothing to match it to)."""
     if not isinstance(msg, dict):
         return error(None, INVALID_REQUEST, "Invalid Request: not a JSON object")
-    rid = msg.get("id")
-    valid_id = isinstance(rid, str) or (isinstance(rid, int) and not isinstance(rid, bool))
+    raw_id = msg.get("id")
+    valid_id = isinstance(raw_id, str) or (isinstance(raw_id, int) and not isinstance(raw_id, bool))
+    rid: str | int | None = raw_id if valid_id else None
     if msg.get("jsonrpc", "2.0") != "2.0":
-        return error(rid if valid_id else None, INVALID_REQUEST, "Invalid Request: jsonrpc must be '2.0'")
+        return error(rid, INVALID_REQUEST, "Invalid Request: jsonrpc must be '2.0'")
     method = msg.get("method")
     if method is None and ("result" in msg or "error" in msg):
         return None
     if not isinstance(method, str):
-        return error(rid if valid_id else None, INVALID_REQUEST, "Invalid Request: method must be a string")
+        return error(rid, INVALID_REQUEST, "Invalid Request: method must be a string")
     params = msg.get("params")
     if "id" not in msg:
         return Notification(method, params)
-    if not valid_id:
+    if rid is None:
         return error(None, INVALID_REQUEST, "Invalid Request: id must be a string or an integer")
     if params is not None and not isinstance(params, dict):
         return error(rid, INVALID_PARAMS, "Invalid params: params must be an object")
