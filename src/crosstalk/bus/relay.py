@@ -12,6 +12,7 @@ from crosstalk.bus.held import HOLD_S, Held, HeldMessages, release
 from crosstalk.bus.layout import CHANNELS_DIR
 from crosstalk.bus.safefs import MESSAGE_LIMIT, read_transport_text
 from crosstalk.bus.scan import LiveDelivery, Rejection, ScannedMessage
+from crosstalk.core.states import DELIVERED_STATES
 
 if TYPE_CHECKING:
     from crosstalk.bus.eventlog import EventLog
@@ -50,7 +51,7 @@ class LiveRelay:
         hold = [_held_of(d.item, d.agent) for d in down]
         for d in live:
             state, reason = self._deliver(d.item, d.agent)
-            report.bridged += state in ("accepted", "queued")
+            report.bridged += state in DELIVERED_STATES
             if state == "unreachable":
                 hold.append(_held_of(d.item, d.agent))
             elif state == "rejected" and not d.item.msg.re:
@@ -76,7 +77,7 @@ class LiveRelay:
                 self.log("held_unreadable", "warn", path=_path(h), error=str(exc))
                 return "rejected"
             state, _ = self._deliver(ScannedMessage(h.channel, h.rel, msg), agent)
-            report.bridged += state in ("accepted", "queued")
+            report.bridged += state in DELIVERED_STATES
             return state
 
         def give_up(expired: list[Held]) -> bool:
@@ -97,7 +98,7 @@ class LiveRelay:
             reason = f"crosstalk could not deliver it ({type(exc).__name__}: {exc})"
             self.log("bridge_failed", "warn", path=item.path, agent=agent, state="rejected", reason=reason)
             return "rejected", reason
-        delivered = out.state in ("accepted", "queued")
+        delivered = out.state in DELIVERED_STATES
         fields = {"path": item.path, "agent": agent, "state": out.state, "reason": out.reason or "-"}
         self.log("bridged" if delivered else "bridge_failed", "info" if delivered else "warn", **fields)
         return out.state, out.reason
