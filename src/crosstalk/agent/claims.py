@@ -154,15 +154,17 @@ class ClaimDesk:
 
 def _answer(op: str, sender: Sender, message: Message, refusal: str | None) -> TaskView:
     """The task a claim or release is answered with: completed, or failed with the rule's reason."""
-    now = time.time()
+    now, task_id = time.time(), new_message_id()
+    state = State.REJECTED if refusal else State.ACCEPTED
     return TaskView(
-        task_id=new_message_id(),
+        task_id=task_id,
         context_id=message.context_id or message.message_id,
         creator=sender.agent_id or "",
         kind=op,
         state=TaskState.FAILED if refusal else TaskState.COMPLETED,
         reason=refusal,
-        delivery=State.REJECTED.value if refusal else State.ACCEPTED.value,
+        delivery=state.value,
+        answer=Outcome(message.message_id, state, refusal, task_id=task_id),
         history=(HistoryEntry(message.message_id, "user", message.text),),
         created_at=now,
         updated_at=now,

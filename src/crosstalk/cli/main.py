@@ -142,6 +142,8 @@ def _command_of(argv: Sequence[str]) -> str | None:
 
 
 def _send(sub: Any) -> None:
+    from crosstalk.core.kinds import PI_MODES
+
     p = sub.add_parser(
         "send",
         help="Send a message to a live agent by name or agent_id.",
@@ -185,7 +187,7 @@ def _send(sub: Any) -> None:
         help="auto (default): soonest without breaking a tool call; steer: into the running turn; "
         "next_turn: after the current turn.",
     )
-    p.add_argument("--mode", choices=["auto", "steer", "followUp"], help="pi-style spelling of --delivery.")
+    p.add_argument("--mode", choices=list(PI_MODES.values()), help="pi-style spelling of --delivery.")
     p.add_argument(
         "--from",
         dest="from_",

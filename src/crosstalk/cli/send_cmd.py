@@ -1,5 +1,5 @@
-"""`crosstalk send NAME|AGENT_ID [TEXT|-]`: one message to a live agent over its socket (or, for a NAME@MACHINE
-address no live agent here has, over the git bus)."""
+"""`crosstalk send NAME|AGENT_ID [TEXT|-]`: one message to where shim/routing.py routes it: a live agent over its
+socket, a NAME@MACHINE address no live agent here has over the git bus, or a session without crosstalk natively."""
 
 from __future__ import annotations
 
@@ -17,13 +17,13 @@ from crosstalk.cli.common import (
     print_json,
     state_paths,
 )
+from crosstalk.core.states import DELIVERED_STATES
 
 # `typing` is only needed by type checkers; importing it costs ~2 ms on `crosstalk send`'s start-up path.
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-_MODE_TO_DELIVERY = {"auto": "auto", "steer": "steer", "followUp": "next_turn"}
 HELD_POLL_S = 0.5  # how often `--wait-held` asks a crosstalk agent for a held message's state
 
 
@@ -35,12 +35,16 @@ def _default_from() -> str:
 
 def run(args: Any) -> int:
     """`crosstalk send`: see the parser in cli/main.py for the options."""
-    target, text, kind, delivery, mode = args.target, args.text, args.kind, args.delivery, args.mode
-    kind = "inform" if kind == "user" else kind  # pi-crosstalk calls an ordinary message "user"
-    from_, timeout, as_json = args.from_, args.timeout, args.as_json
     from crosstalk.core.errors import MessageError
+    from crosstalk.core.kinds import PI_MODE_ALIASES, parse_kind
     from crosstalk.core.message import new_message
     from crosstalk.core.sender import is_external_tag
+    from crosstalk.policy.transport import UDS_TRANSPORT, check_transport, socket_kinds_text
+
+    target, text, delivery, mode = args.target, args.text, args.delivery, args.mode
+    parsed = parse_kind(args.kind)  # the parser's choices are kinds and their aliases
+    kind = parsed.value
+    from_, timeout, as_json = args.from_, args.timeout, args.as_json
 
     if args.a2a and not args.as_agent:
         fail("--a2a needs --as AGENT: the live agent whose bearer token names the sender", EXIT_USAGE)
@@ -52,15 +56,16 @@ def run(args: Any) -> int:
         ):
             if given:
                 fail(f"{flag} needs --a2a", EXIT_USAGE)
-        if kind in ("ask", "command"):
-            fail(f"--kind {kind} needs --a2a: over the socket only inform, meta and ping travel", EXIT_USAGE)
+        if check_transport(parsed, UDS_TRANSPORT):
+            fail(f"--kind {kind} needs --a2a: over the socket only {socket_kinds_text()} travel", EXIT_USAGE)
     if args.deadline and kind != "ask":
         fail("--deadline applies only to --kind ask", EXIT_USAGE)
     if args.transport is not None and "@" not in target:
         fail("--transport applies only to a NAME@MACHINE address sent over the git bus", EXIT_USAGE)
-    if delivery and mode and _MODE_TO_DELIVERY[mode] != delivery:
+    moded = PI_MODE_ALIASES[mode].value if mode else None  # the parser's choices are pi's modes
+    if delivery and moded and moded != delivery:
         fail(f"--delivery {delivery} and --mode {mode} disagree; give one", EXIT_USAGE)
-    chosen = delivery or (_MODE_TO_DELIVERY[mode] if mode else "auto")
+    chosen = delivery or moded or "auto"
     sender_tag = from_ if from_ is not None else _default_from()
     if not is_external_tag(sender_tag):
         fail(f"--from {sender_tag!r} must look like @scheme:topic (for example @ci:build)", EXIT_USAGE)
@@ -92,21 +97,29 @@ def run(args: Any) -> int:
     if args.a2a:
         return _send_a2a(msg, args)
 
-    from crosstalk.ingress.client import send as send_message
+    import os
+
+    from crosstalk.ingress.client import send_to
     from crosstalk.ingress.uds_client import DeliveryError
-    from crosstalk.registry.errors import AmbiguousName, NoSuchAgent, RegistryError
+    from crosstalk.registry.errors import NoSuchAgent, RegistryError
+    from crosstalk.shim.routing import RouteKind, route
 
     try:
-        result = send_message(state_paths(), msg, timeout=timeout)
-    except NoSuchAgent as exc:
-        if "@" in target and kind == "inform":  # name@machine / model@machine: the git bus
-            return _send_bus(target, text, sender_tag, as_json, args.transport)
-        native = _send_native(target, text, sender_tag, kind, as_json, args.wait_held)  # a session without crosstalk
-        if native is None:
-            fail(str(exc), EXIT_NO_AGENT)
-        return native
-    except AmbiguousName as exc:
-        fail(str(exc), EXIT_NO_AGENT)
+        where = route(state_paths(), target, os.environ)
+    except RegistryError as exc:
+        fail(str(exc), EXIT_WIRE)
+    if where.kind is RouteKind.BUS:
+        if kind != "inform":
+            fail(f"--kind {kind}: over the git bus `crosstalk send` carries informs only", EXIT_USAGE)
+        return _send_bus(target, text, sender_tag, as_json, args.transport)
+    if where.kind is RouteKind.NATIVE:  # a session without crosstalk
+        return _send_native(target, text, sender_tag, kind, as_json, args.wait_held, where.sessions)
+    if where.agent is None:
+        if "@" in target and isinstance(where.problem, NoSuchAgent):
+            fail(f"no live agent is named {target!r}, and it is not a NAME@MACHINE bus address", EXIT_NO_AGENT)
+        fail(str(where.problem), EXIT_NO_AGENT)
+    try:
+        result = send_to(state_paths(), where.agent, msg, timeout=timeout)
     except DeliveryError as exc:
         fail(str(exc), exc.exit_code)
     except RegistryError as exc:
@@ -135,7 +148,7 @@ def _print_outcome(outcome: Any, name: str, agent_id: str, as_json: bool) -> Non
 
 def _exit(state: str, name: str, reason: str | None) -> int:
     """The exit code of a final (or held) state; a failure's line on stderr."""
-    if state in ("accepted", "queued"):
+    if state in DELIVERED_STATES:
         return EXIT_OK
     if state == "held":
         fail(f"{name} holds the message for its user to decide; --wait-held SECONDS waits for the decision", EXIT_HELD)
@@ -169,47 +182,46 @@ def _wait_held_agent(msg: Any, timeout: float, wait_s: float, held: Any) -> Any:
 
 
 def _send_native(
-    target: str, text: str, sender_tag: str, kind: str, as_json: bool, wait_held: float = 0.0
-) -> int | None:
-    """`crosstalk send NAME` to a live Claude session that runs without crosstalk: written as Claude's own peers
-    write it (inform only; the CLI is not a Claude session, so it asserts no permission mode). The session's receipt
-    says what it did; with `wait_held`, a held message's final word is waited for (it comes to this process only).
-    None: no such session either."""
+    target: str, text: str, sender_tag: str, kind: str, as_json: bool, wait_held: float, sessions: list[Any]
+) -> int:
+    """`crosstalk send NAME` to a live Claude session that runs without crosstalk (`sessions`: the route's): written
+    as Claude's own peers write it (inform only; the CLI is not a Claude session, so it asserts no permission mode).
+    The session's receipt says what it did; with `wait_held`, a held message's final word is waited for (it comes to
+    this process only)."""
     import os
     import threading
+    from dataclasses import replace
 
+    from crosstalk.core.states import State
     from crosstalk.ingress.client import deliver_native
 
     final: list[Any] = []
     settled = threading.Event()
 
     def on_settled(_mid: str, result: Any) -> None:
-        if result.state.value != "held":
+        if result.state is not State.HELD:
             final.append(result)
             settled.set()
 
     out = deliver_native(
-        state_paths(), target, text, kind=kind, from_name=sender_tag, sender_pid=None, environ=dict(os.environ),
-        on_settled=on_settled if wait_held > 0 else None,
+        state_paths(), target, text, sessions, kind=kind, from_name=sender_tag, sender_pid=None,
+        environ=dict(os.environ), on_settled=on_settled if wait_held > 0 else None,
     )  # fmt: skip
-    if out is None:
-        return None
     _print_native(out, target, as_json)
-    state, reason = out["state"], out.get("reason")
-    if state == "held" and wait_held > 0 and settled.wait(wait_held):
-        state, reason = final[0].state.value, final[0].reason
-        _print_native({**out, "state": state, "reason": reason}, target, as_json)
-    if state == "rejected":
-        fail(f"rejected: {reason}; {out.get('hint', '')}".rstrip("; "), EXIT_REJECTED)
-    return _exit(state, target, reason)
+    if out.state is State.HELD and wait_held > 0 and settled.wait(wait_held):
+        out = replace(out, state=final[0].state, reason=final[0].reason)
+        _print_native(out, target, as_json)
+    if out.state is State.REJECTED:
+        fail(f"rejected: {out.reason}; {out.evidence.get('hint', '')}".rstrip("; "), EXIT_REJECTED)
+    return _exit(out.state.value, target, out.reason)
 
 
-def _print_native(out: dict[str, Any], target: str, as_json: bool) -> None:
-    state, reason, mid = out["state"], out.get("reason"), out.get("message_id", "")
+def _print_native(out: Any, target: str, as_json: bool) -> None:
+    state, reason = out.state.value, out.reason
     if as_json:
-        print_json(out)
+        print_json(out.answer(to=target))
     elif state == "held":
-        echo(f"held {mid} → {target}: {reason or 'held for its user'}")
+        echo(f"held {out.message_id} → {target}: {reason or 'held for its user'}")
     else:
         echo(f"{state} → {target} (a session without crosstalk)" + (f" ({reason})" if reason else ""))
 
@@ -220,10 +232,8 @@ def _send_bus(target: str, text: str, sender_tag: str, as_json: bool, transport:
     task in this machine's live-<alias> channel."""
     import os
 
-    from crosstalk.bus.live.bridge import is_bus_address, send_from_live
+    from crosstalk.bus.live.bridge import send_from_live
 
-    if not is_bus_address(target):
-        fail(f"no live agent is named {target!r}, and it is not a NAME@MACHINE bus address", EXIT_NO_AGENT)
     # On the bus `from:` is a plain name: the operator's own for the default @cli:<user>, else the tag as given.
     sender = sender_tag.removeprefix("@cli:") if sender_tag.startswith("@cli:") else sender_tag
     environ = dict(os.environ)
@@ -276,6 +286,7 @@ def _send_a2a(msg: Any, args: Any) -> int:
                 "completion": task.completion,
                 "delivery": task.delivery,
                 "reason": task.reason,
+                "answer": task.answer.to_dict() if task.answer is not None else None,
                 "reply": reply,
                 "message_id": msg.message_id,
                 "to": result.target.name,

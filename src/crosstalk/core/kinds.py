@@ -21,12 +21,17 @@ class Delivery(StrEnum):
     NEXT_TURN = "next_turn"  # after the current turn; never wakes an idle session where avoidable
 
 
+# Every other spelling of a kind or a delivery crosstalk accepts lives here, nowhere else.
 KIND_ALIASES: dict[str, Kind] = {"user": Kind.INFORM}  # pi-crosstalk calls an ordinary user turn "user"
 DELIVERY_ALIASES: dict[str, Delivery] = {
-    "immediate": Delivery.AUTO,  # pi's word for a message that starts a turn now
-    "followUp": Delivery.NEXT_TURN,  # pi's deliverAs spelling
+    "immediate": Delivery.AUTO,  # the socket protocol's first spelling of auto
+    "followUp": Delivery.NEXT_TURN,  # pi's deliverAs
     "follow_up": Delivery.NEXT_TURN,
 }
+# pi's own spelling of each delivery (its deliverAs option, and `crosstalk send --mode` that mirrors it); the pi
+# extension's `/crosstalk send` also takes its follow-up mode in lower case.
+PI_MODES: dict[Delivery, str] = {Delivery.AUTO: "auto", Delivery.STEER: "steer", Delivery.NEXT_TURN: "followUp"}
+PI_MODE_ALIASES: dict[str, Delivery] = {**{mode: d for d, mode in PI_MODES.items()}, "followup": Delivery.NEXT_TURN}
 
 
 def parse_kind(value: object) -> Kind:

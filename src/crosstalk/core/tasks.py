@@ -7,6 +7,7 @@ from enum import StrEnum
 from typing import Any
 
 from crosstalk.core.errors import CrosstalkError
+from crosstalk.core.states import Outcome
 
 
 class TaskState(StrEnum):
@@ -103,6 +104,7 @@ class TaskView:
     state: TaskState
     reason: str | None = None
     delivery: str | None = None  # the receiver chain's state: accepted | queued | rejected | unreachable | unknown
+    answer: Outcome | None = None  # what the creator is told: the chain's outcome, then replied, expired, canceled …
     history: tuple[HistoryEntry, ...] = ()
     created_at: float = 0.0
     updated_at: float = 0.0

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from crosstalk.core.message import Message, new_message
-from crosstalk.core.states import Outcome
+from crosstalk.core.states import DELIVERED_STATES, Outcome
 from crosstalk.demo.orchestrator import Orchestrator
 
 START_TIMEOUT_S = 20.0
@@ -120,7 +120,7 @@ class Demo:
             self.tally["duplicate"] += 1
         elif kind == "ping" and state == "accepted":
             self.tally["ping"] += 1  # answered by the agent (pong), never shown to the session
-        elif state in ("accepted", "queued", "completed"):
+        elif state in DELIVERED_STATES or state == "completed":
             self.tally["delivered"] += 1
         else:
             self.tally[state] += 1

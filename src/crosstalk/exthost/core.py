@@ -19,6 +19,8 @@ from typing import Any, Protocol
 from crosstalk.agent import AgentHost
 from crosstalk.core import untrusted
 from crosstalk.core.errors import CrosstalkError
+from crosstalk.core.kinds import KIND_ALIASES, PI_MODE_ALIASES, Kind
+from crosstalk.core.states import State
 from crosstalk.exthost.settings import bad_accept, bad_handle, load_settings, save_settings, settings_path
 from crosstalk.harness.base import SessionIdentity
 from crosstalk.policy import Role, parse_role
@@ -29,8 +31,9 @@ from crosstalk.registry.paths import StatePaths
 
 RESOLVE_EVERY_S = 0.5  # how often a parent given by handle is looked for until it is live
 MAX_SUFFIX = 99
-DELIVERED = {"accepted": "immediate", "queued": "queued"}
-FAILED_STATES = ("rejected", "unreachable", "unknown")
+# What the extension's send op says of a delivered message: pi's word for each delivered state.
+DELIVERED = {State.ACCEPTED.value: "immediate", State.QUEUED.value: "queued"}
+FAILED_STATES = frozenset({State.REJECTED.value, State.UNREACHABLE.value, State.UNKNOWN.value})
 Op = Callable[[str, dict[str, Any]], Awaitable[dict[str, Any]]]
 
 
@@ -199,13 +202,13 @@ class ExtensionCore:
     async def _op_send(self, args: dict[str, Any]) -> dict[str, Any]:
         to, text = str(args.get("to") or ""), str(args.get("text") or "")
         mode, kind = str(args.get("mode") or "auto"), str(args.get("kind") or "user")
-        delivery = {"auto": "auto", "steer": "steer", "followUp": "next_turn", "followup": "next_turn"}.get(mode)
+        delivery = PI_MODE_ALIASES.get(mode)
         if not to or not text or delivery is None:
             return {"ok": False, "reason": "usage: send needs a peer, text, and mode auto|steer|followUp"}
         if kind == "ask":
             out = await self._tool("ask", {"to": to, "text": text})
-        elif kind == "user":
-            out = await self._tool("send_message", {"to": to, "text": text, "delivery": delivery})
+        elif KIND_ALIASES.get(kind) is Kind.INFORM:
+            out = await self._tool("send_message", {"to": to, "text": text, "delivery": delivery.value})
         else:
             return {"ok": False, "reason": f"kind {kind!r}: send user or ask here (`crosstalk send --kind` for more)"}
         if out.get("state") in DELIVERED:

@@ -34,7 +34,11 @@ class SendResult:
 def send(paths: StatePaths, msg: Message, *, timeout: float = DEFAULT_TIMEOUT_S) -> SendResult:
     """Deliver `msg` to the live agent named by `msg.to`. Raises NoSuchAgent, AmbiguousName, AgentUnreachable
     or WireError; every other answer (accepted, queued, rejected, …) comes back as the outcome."""
-    target = resolve(paths, msg.to)
+    return send_to(paths, resolve(paths, msg.to), msg, timeout=timeout)
+
+
+def send_to(paths: StatePaths, target: Descriptor, msg: Message, *, timeout: float = DEFAULT_TIMEOUT_S) -> SendResult:
+    """Deliver `msg` to the live agent `target` (already resolved). Raises AgentUnreachable or WireError."""
     try:
         token = read_key(paths.key_path(target.agent_id))
     except KeyFileError as exc:
@@ -103,10 +107,23 @@ class A2ARefused(DeliveryError):
     exit_code = 3
 
 
+def native_targets(paths: StatePaths, to: str, environ: Mapping[str, str]) -> list[tuple[Any, Any]]:
+    """The live sessions named `to` that crosstalk does not serve (a Claude session started without it), each as
+    (its harness kind, its session row)."""
+    from crosstalk import harness as kinds
+    from crosstalk.registry.discovery import list_descriptors, recorded_endpoints
+
+    descs = list_descriptors(paths)
+    served = {(d.harness, d.session_ref) for d in descs}
+    native = kinds.native_sessions(to, environ, recorded_endpoints(descs))
+    return [(k, row) for k, row in native if (row.harness, row.session_ref) not in served]
+
+
 def deliver_native(
     paths: StatePaths,
     to: str,
     text: str,
+    found: list[tuple[Any, Any]],
     *,
     kind: str,
     from_name: str,
@@ -114,40 +131,31 @@ def deliver_native(
     environ: Mapping[str, str],
     message_id: str | None = None,
     on_settled: Callable[[str, InjectResult], None] | None = None,
-) -> dict[str, Any] | None:
-    """A message to a live session that crosstalk does not serve (a Claude session started without it), written
-    as the harness's own peers write it; None when no such session has the name `to`. Held: `on_settled` gets the
-    final word later (harness.base.NativeDelivery)."""
-    from crosstalk import harness as kinds
-    from crosstalk.registry.discovery import list_descriptors, recorded_endpoints
+) -> Outcome:
+    """A message to the live session named `to` that crosstalk does not serve (`found`: what `native_targets`
+    found, at least one), written as the harness's own peers write it. Held: `on_settled` gets the final word later
+    (harness.base.NativeDelivery). The answer's evidence says it went natively, and why a refusal was (`hint`)."""
+    from crosstalk.core.states import Reason, State
+    from crosstalk.registry.discovery import list_descriptors
 
-    descs = list_descriptors(paths)
-    served = {(d.harness, d.session_ref) for d in descs}
-    native = kinds.native_sessions(to, environ, recorded_endpoints(descs))
-    found = [(k, row) for k, row in native if (row.harness, row.session_ref) not in served]
-    if not found:
-        return None
     if len(found) > 1:
-        return {"state": "unknown", "reason": "ambiguous_name", "hint": f"several sessions are named {to!r}"}
+        return Outcome("", State.UNKNOWN, Reason.AMBIGUOUS_NAME, {"hint": f"several sessions are named {to!r}"})
     if kind != "inform":
         hint = f"{to} runs without crosstalk: it takes informs only, and cannot answer an ask or take a command"
-        return {"state": "rejected", "reason": "kind:native_inform_only", "to": to, "native": True, "hint": hint}
+        return Outcome("", State.REJECTED, "kind:native_inform_only", {"native": True, "hint": hint})
     harness, row = found[0]
-    if row.endpoint and _crosstalk_socket(paths, descs, row.endpoint):
+    if row.endpoint and _crosstalk_socket(paths, list_descriptors(paths), row.endpoint):
         # A session record (planted, or stale) naming an agent's own socket: a native write there would be taken by
         # no session, and journaled by no agent. Crosstalk agents are reached by name through their descriptors.
         hint = f"{to}'s session record names a crosstalk agent's socket ({row.endpoint}), not a session's own"
-        return {"state": "rejected", "reason": "native:crosstalk_socket", "to": to, "native": True, "hint": hint}
-    out = harness.deliver_native(  # type: ignore[attr-defined]
+        return Outcome("", State.REJECTED, "native:crosstalk_socket", {"native": True, "hint": hint})
+    out = harness.deliver_native(
         row, text, from_name=from_name, sender_pid=sender_pid, environ=environ, message_id=message_id,
         on_settled=on_settled,
     )  # fmt: skip
-    result: dict[str, Any] = {"state": out.state.value, "to": to, "native": True}
-    if isinstance(out.evidence.get("msg_id"), str):
-        result["message_id"] = out.evidence["msg_id"]
-    if out.reason:
-        result["reason"] = out.reason
-    return result
+    written = out.evidence.get("msg_id")
+    evidence = {**out.evidence, "native": True}
+    return Outcome(written if isinstance(written, str) else "", out.state, out.reason or None, evidence)
 
 
 def _crosstalk_socket(paths: StatePaths, descs: list[Descriptor], endpoint: str) -> bool:

@@ -26,7 +26,7 @@ _STR_OR_NONE: dict[str, tuple[str, ...]] = {
 _DICT_OR_NONE: dict[str, tuple[str, ...]] = {
     R.RECEIVED: ("sender", "binding"),
     R.OUTCOME: ("evidence", "binding"),
-    R.TASK: ("meta",),
+    R.TASK: ("meta", "answer"),
     R.SENT: ("message",),
 }
 

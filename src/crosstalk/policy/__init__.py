@@ -11,8 +11,9 @@ from crosstalk.policy.claims import CLAIMER_ROLES, ClaimError, ClaimState, claim
 from crosstalk.policy.classify import classify
 from crosstalk.policy.decide import Decision, evaluate
 from crosstalk.policy.hop import MAX_HOPS, check_hops
-from crosstalk.policy.kinds import UDS_KINDS, UDS_TRANSPORT, check_kind
+from crosstalk.policy.kinds import check_kind
 from crosstalk.policy.roles import BUCKET_NAMES, DEFAULT_ACCEPT_FROM, Bucket, PolicyError, Role, parse_role
+from crosstalk.policy.transport import UDS_KINDS, UDS_TRANSPORT, check_transport
 from crosstalk.policy.view import ReceiverView
 
 __all__ = [
@@ -35,6 +36,7 @@ __all__ = [
     "check_admission",
     "check_hops",
     "check_kind",
+    "check_transport",
     "claim",
     "classify",
     "evaluate",

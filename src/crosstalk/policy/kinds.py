@@ -1,19 +1,12 @@
-"""The kind table: which kinds may reach the model from which sender.
-
-By the sender's class and bucket, the receiver's role and the transport the message came on.
-"""
+"""The kind table: which kinds may reach the model from which sender, on which transport (policy/transport.py)."""
 
 from __future__ import annotations
 
 from crosstalk.core.kinds import Kind
 from crosstalk.core.sender import Sender, SenderClass
 from crosstalk.policy.roles import Bucket, Role
+from crosstalk.policy.transport import UDS_KINDS, check_transport
 from crosstalk.policy.view import ReceiverView
-
-# The uds frame has no kind encoding beyond inform, so nothing that opens an obligation or
-# carries work may arrive on it, whoever the sender is.
-UDS_TRANSPORT = "uds"
-UDS_KINDS: frozenset[Kind] = frozenset({Kind.INFORM, Kind.META, Kind.PING})
 
 
 def check_kind(kind: Kind, bucket: Bucket, sender: Sender, view: ReceiverView, transport: str) -> str | None:
@@ -21,8 +14,9 @@ def check_kind(kind: Kind, bucket: Bucket, sender: Sender, view: ReceiverView, t
 
     A refused message is rejected, never downgraded to inform: the text would carry the same request.
     """
-    if transport == UDS_TRANSPORT and kind not in UDS_KINDS:
-        return "kind:not_on_uds"
+    refused = check_transport(kind, transport)
+    if refused is not None:
+        return refused
     if kind is Kind.COMMAND:
         # Only the owner commands, and only its worker (claim sets both). Checking the sender class too
         # keeps a mislabelled bucket from granting command to an unproven sender.
@@ -35,6 +29,6 @@ def check_kind(kind: Kind, bucket: Bucket, sender: Sender, view: ReceiverView, t
         if sender.sender_class is SenderClass.VERIFIED:
             return None
         return "kind:ask_needs_verified"
-    if kind in (Kind.INFORM, Kind.META, Kind.PING):
+    if kind in UDS_KINDS:  # no obligation, no work: whoever the ACL admits
         return None
     return "kind:unknown"  # a kind added to core without a row here is refused until it gets one

@@ -24,7 +24,7 @@ from crosstalk.core.ids import new_message_id
 from crosstalk.core.kinds import Kind
 from crosstalk.core.message import Message, TextPart
 from crosstalk.core.sender import Sender, SenderClass
-from crosstalk.core.states import LATE_STATES, Outcome, State
+from crosstalk.core.states import DELIVERED_STATES, LATE_STATES, Outcome, Reason, State
 from crosstalk.harness.base import HarnessAdapter, InjectRequest, InjectResult, SettlesLater
 from crosstalk.journal import Journal, JournalError, JournalState, MessageEntry
 from crosstalk.journal import records as R
@@ -32,7 +32,7 @@ from crosstalk.policy import Limits, Load, ReceiverView, classify, evaluate
 from crosstalk.receiver.inbound import NOTICE_TRANSPORT, AgentIdentity, ChainStats, Inbound
 from crosstalk.receiver.inject import inject
 from crosstalk.receiver.notices import bounce_text
-from crosstalk.receiver.reconcile import settle_crashed
+from crosstalk.receiver.reconcile import outcome_of, settle_crashed
 
 log = logging.getLogger(__name__)
 
@@ -74,6 +74,7 @@ class Receiver:
         self._early: dict[str, InjectResult] = {}  # a final word that arrived before its held answer was journaled
         self._late_lock = asyncio.Lock()
         self._late_tasks: set[asyncio.Task[Outcome | None]] = set()
+        self._deferred_buckets: dict[str, str] = {}  # a journaled message's sender bucket, from check to dispatch
         if isinstance(harness, SettlesLater):
             harness.on_settled(self._on_late)
 
@@ -117,7 +118,7 @@ class Receiver:
             prior = self.state.lookup_dedupe(*key)
             if prior is not None:
                 self.stats.duplicates += 1
-                return _outcome_of(prior, duplicate=True)
+                return outcome_of(prior, duplicate=True)
             if self.state.knows(msg.message_id) or any(k[1] == msg.message_id for k in self._inflight):
                 return self.reject(inbound, "message_id_in_use")
             fut: asyncio.Future[Outcome] = asyncio.get_running_loop().create_future()
@@ -142,17 +143,24 @@ class Receiver:
     async def dispatch(self, inbound: Inbound, *, claimed: bool = False) -> Outcome:
         """The deferred half of the chain: claim a message `receive(defer=True)` journaled (unless it was journaled
         with its claim: `claimed`), inject it, journal the outcome."""
+        mid = inbound.message.message_id
+        bucket = self._deferred_buckets.pop(mid, None)
+        if bucket is None:  # journaled before a restart: its check ran in the earlier process
+            bucket = classify(inbound.sender, self.view()).value
         failed = None
         if not claimed:
-            claim = R.dispatch(inbound.message.message_id, self.identity.binding)
+            claim = R.dispatch(mid, self.identity.binding)
             failed = await self._record_or_unreachable(inbound.message, [claim], "before dispatch")
-        return self._settle(inbound, failed if failed is not None else await self._inject_and_record(inbound))
+        if failed is not None:
+            return self._settle(inbound, failed)
+        return self._settle(inbound, await self._inject_and_record(inbound, bucket))
 
     async def withdraw(self, inbound: Inbound, reason: str, *, reconciled: bool = False) -> Outcome:
         """The deferred half's other ending: a message `receive(defer=True)` journaled is settled as rejected
         without reaching the session (its task was canceled, or a restart's re-check refused it). Raises
         JournalError when that is not durable (nothing changed)."""
         mid = inbound.message.message_id
+        self._deferred_buckets.pop(mid, None)
         await self.record([R.outcome(mid, State.REJECTED, reason, self.identity.binding, reconciled=reconciled)])
         return self._settle(inbound, Outcome(mid, State.REJECTED, reason))
 
@@ -268,22 +276,25 @@ class Receiver:
 
     async def _run(self, inbound: Inbound, records: Sequence[dict[str, Any]], defer: bool, claim: bool) -> Outcome:
         msg = inbound.message
-        reason, _bucket = self.check(inbound)
+        reason, bucket = self.check(inbound)
         if reason is not None:
             return self._refuse(inbound, reason)
         if msg.kind is Kind.PING:
             # Liveness only: answered after the same checks, never journaled, never injected.
-            return Outcome(msg.message_id, State.ACCEPTED, "pong", {"ping": True})
+            return Outcome(msg.message_id, State.ACCEPTED, Reason.PONG, {"ping": True})
         if defer:
             claims = [R.dispatch(msg.message_id, self.identity.binding)] if claim else []
             batch = [self._received_record(inbound), *claims, *records]
             failed = await self._admit(msg, batch, "on accept")
-            return failed if failed is not None else Outcome(msg.message_id, State.SUBMITTED)
+            if failed is not None:
+                return failed
+            self._deferred_buckets[msg.message_id] = bucket
+            return Outcome(msg.message_id, State.SUBMITTED)
         # Inline delivery: the message and its dispatch claim become durable together, before any harness write.
         dispatch = R.dispatch(msg.message_id, self.identity.binding)
         batch = [self._received_record(inbound), dispatch, *records]
         failed = await self._admit(msg, batch, "before dispatch")
-        return failed if failed is not None else await self._inject_and_record(inbound)
+        return failed if failed is not None else await self._inject_and_record(inbound, bucket)
 
     async def _admit(self, msg: Message, records: list[dict[str, Any]], when: str) -> Outcome | None:
         """Journal an admitted message. It is counted against the limits from its check (the same event-loop step)
@@ -337,7 +348,8 @@ class Receiver:
             native=inbound.native,
         )
 
-    async def _inject_and_record(self, inbound: Inbound) -> Outcome:
+    async def _inject_and_record(self, inbound: Inbound, bucket: str) -> Outcome:
+        """Inject an admitted, journaled message (`bucket`: its sender's, from its check) and journal the outcome."""
         msg = inbound.message
         request = InjectRequest(
             message=msg,
@@ -345,7 +357,7 @@ class Receiver:
             delivery=msg.delivery,
             reply_address=self.identity.reply_address,
             meta=msg.kind is Kind.META,
-            bucket=classify(inbound.sender, self.view()).value,
+            bucket=bucket,
         )
         # A session that let an injection time out is stalled: the next ones get a short probe, not the full wait,
         # so a queue behind a stuck harness drains in seconds, each still tried once; a delivery clears it.
@@ -355,7 +367,7 @@ class Receiver:
             if self._stalled:
                 result = replace(result, reason="session_stalled")
             self._stalled = True
-        elif result.state in (State.ACCEPTED, State.QUEUED):
+        elif result.state in DELIVERED_STATES:
             self._stalled = False
         out_rec = R.outcome(msg.message_id, result.state, result.reason, self.identity.binding, result.evidence)
         try:
@@ -385,15 +397,3 @@ def _tell(listeners: Sequence[Callable[[Any, Outcome], None]], about: Any, outco
             fn(about, outcome)
         except Exception:  # a listener never breaks delivery
             log.exception("receiver listener failed")
-
-
-def _outcome_of(entry: MessageEntry, *, duplicate: bool) -> Outcome:
-    evidence = {"duplicate": True} if duplicate else {}
-    if entry.state in (State.SUBMITTED, State.DISPATCHING):
-        # Claimed but no durable outcome (its outcome write failed, or the call died): ambiguous, never resent.
-        return Outcome(entry.message_id, State.UNKNOWN, entry.reason or "no_durable_outcome", evidence)
-    if entry.state is State.RECOVERED:
-        # A mailbox-only state: it was journaled before a crash and never dispatched. The sender learns
-        # only that delivery is not proven; the receiving agent finds the message in its mailbox.
-        return Outcome(entry.message_id, State.UNKNOWN, "recovered_to_mailbox", evidence)
-    return Outcome(entry.message_id, entry.state, entry.reason, evidence)

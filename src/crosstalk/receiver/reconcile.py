@@ -17,7 +17,7 @@ from typing import Any
 
 from crosstalk.core.message import Message
 from crosstalk.core.sender import Sender
-from crosstalk.core.states import State
+from crosstalk.core.states import Outcome, Reason, State
 from crosstalk.journal import JournalState, MessageEntry
 from crosstalk.journal import records as R
 from crosstalk.receiver.inbound import Inbound
@@ -72,3 +72,16 @@ def same_binding(a: dict[str, Any] | None, b: dict[str, Any]) -> bool:
     if not a:
         return False
     return a.get("session_ref") == b.get("session_ref") and a.get("endpoint") == b.get("endpoint")
+
+
+def outcome_of(entry: MessageEntry, *, duplicate: bool) -> Outcome:
+    """What a message the journal already settled is answered with (again, to a duplicate)."""
+    evidence = {"duplicate": True} if duplicate else {}
+    if entry.state in (State.SUBMITTED, State.DISPATCHING):
+        # Claimed but no durable outcome (its outcome write failed, or the call died): ambiguous, never resent.
+        return Outcome(entry.message_id, State.UNKNOWN, entry.reason or Reason.NO_DURABLE_OUTCOME, evidence)
+    if entry.state is State.RECOVERED:
+        # A mailbox-only state: it was journaled before a crash and never dispatched. The sender learns
+        # only that delivery is not proven; the receiving agent finds the message in its mailbox.
+        return Outcome(entry.message_id, State.UNKNOWN, Reason.RECOVERED_TO_MAILBOX, evidence)
+    return Outcome(entry.message_id, entry.state, entry.reason, evidence)

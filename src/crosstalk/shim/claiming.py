@@ -13,6 +13,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from crosstalk.core.states import DELIVERED_STATES
+
 if TYPE_CHECKING:
     from crosstalk.agent import AgentHost
     from crosstalk.registry.paths import StatePaths
@@ -74,7 +76,7 @@ async def claim_or_release(op: str, paths: StatePaths, sender: Sender, host: Age
     msg = new_message(target.name, text, from_=host.name)
     result = await sender.send(host, target, msg, return_immediately=False, op=op)
     state = result.get("state")
-    if state in ("accepted", "queued"):
+    if state in DELIVERED_STATES:
         out: dict[str, Any] = {"state": done, "name": target.name, "agent_id": target.agent_id}
         if op == "claim":
             out["hint"] = (

@@ -166,6 +166,6 @@ class HeldSends:
         except Exception:
             log.exception("could not tell the session the final word on %s", mid)
             return
-        if told.state in (State.ACCEPTED, State.QUEUED):
+        if told.delivered:
             with contextlib.suppress(Exception):
                 await host.record([R.held_send(mid, state, reason, to=to, notified=True)])

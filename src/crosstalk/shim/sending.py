@@ -7,13 +7,14 @@ from typing import Any
 
 from crosstalk.agent import AgentHost
 from crosstalk.core.message import Message
+from crosstalk.core.states import Outcome, Reason, State
 from crosstalk.registry.credentials import read_key
 from crosstalk.registry.descriptor import Descriptor
 from crosstalk.registry.errors import AmbiguousName, KeyFileError, NoSuchAgent
 from crosstalk.registry.paths import StatePaths
 
 NUDGE_FIRST = 30
-UNCOUNTED = frozenset({"rejected", "unreachable"})  # sends that reached no peer are not counted
+UNCOUNTED = frozenset({State.REJECTED, State.UNREACHABLE})  # sends that reached no peer are not counted
 NUDGE_HINT = (
     "You have now sent {count} messages to {peer}. Check whether this exchange is still making progress; if it "
     "is not, you may stop, or tell your user."
@@ -27,50 +28,29 @@ def resolve_target(paths: StatePaths, to: str) -> Descriptor | dict[str, Any]:
     try:
         return resolve(paths, to)
     except NoSuchAgent:
-        return {
-            "state": "unknown",
-            "reason": "no_such_agent",
-            "hint": f"no live agent is named {to!r}; call list_agents for the current names",
-        }
+        return unknown_name(to)
     except AmbiguousName as exc:
-        return {
-            "state": "unknown",
-            "reason": "ambiguous_name",
-            "candidates": [{"agent_id": c[0], "name": c[1], "harness": c[2], "cwd": c[3]} for c in exc.candidates],
-            "hint": f"several live agents are named {to!r}: pass one of their agent_ids as `to`",
-        }
+        return ambiguous_name(to, exc.candidates)
 
 
-def _task_answer(view: Any) -> dict[str, Any]:
-    """A TaskView as the sender sees it: delivery first, the task's progress second."""
-    task_state, delivery = str(view.state), view.delivery
-    if task_state == "completed":
-        delivered = delivery if delivery in ("accepted", "queued") else "accepted"
-        state = "replied" if view.kind == "ask" else delivered
-    elif task_state == "failed":
-        if delivery in ("rejected", "unreachable"):
-            state = delivery
-        elif view.reason == "deadline_passed":
-            state = "expired"
-        else:
-            state = "rejected"
-    elif task_state == "canceled":
-        state = "canceled"
-    elif task_state == "input_required":
-        state = "input_required"
-    elif delivery in ("accepted", "queued", "held", "unknown"):
-        state = delivery
-    else:
-        state = "submitted"
-    out: dict[str, Any] = {"state": state}
-    if view.reason:
-        out["reason"] = view.reason
-    out["task_id"] = view.task_id
-    if state == "replied":
-        answers = [h.text for h in view.history if h.role == "agent"]
-        if answers:
-            out["reply"] = answers[-1]
-    return out
+def unknown_name(to: str) -> dict[str, Any]:
+    hint = f"no live agent is named {to!r}; call list_agents for the current names"
+    return Outcome("", State.UNKNOWN, Reason.NO_SUCH_AGENT).answer(hint=hint)
+
+
+def ambiguous_name(to: str, candidates: Any) -> dict[str, Any]:
+    rows = [{"agent_id": c[0], "name": c[1], "harness": c[2], "cwd": c[3]} for c in candidates]
+    hint = f"several live agents are named {to!r}: pass one of their agent_ids as `to`"
+    return Outcome("", State.UNKNOWN, Reason.AMBIGUOUS_NAME).answer(candidates=rows, hint=hint)
+
+
+def _task_answer(view: Any, message_id: str, to: str) -> dict[str, Any]:
+    """A task as its sender sees it: the answer record the receiver put on it, the reply with it once replied."""
+    answer = view.answer or Outcome(message_id, State.UNKNOWN, Reason.NO_ANSWER, task_id=view.task_id or None)
+    reply = None
+    if answer.state is State.REPLIED:
+        reply = next((h.text for h in reversed(view.history) if h.role == "agent"), None)
+    return answer.answer(reply=reply, to=to)
 
 
 class Sender:
@@ -90,36 +70,35 @@ class Sender:
         from crosstalk.core.tasks import TaskError
         from crosstalk.ingress.a2a.errors import A2AAuthError, A2AOutcomeUnknown, A2AProtocolError, A2AUnreachable
 
-        base: dict[str, Any] = {"message_id": msg.message_id, "to": target.name}
+        mid, to = msg.message_id, target.name
+
+        def failed(state: State, reason: str, **extra: Any) -> dict[str, Any]:
+            return Outcome(mid, state, reason).answer(to=to, **extra)
+
         if not target.a2a_url:
-            return {"state": "unreachable", "reason": "no_a2a_endpoint", **base}
+            return failed(State.UNREACHABLE, Reason.NO_A2A_ENDPOINT)
         try:
             token = read_key(self.paths.token_path(host.agent_id))
         except KeyFileError as exc:
-            return {"state": "unreachable", "reason": "no_sender_token", "detail": str(exc), **base}
+            return failed(State.UNREACHABLE, Reason.NO_SENDER_TOKEN, detail=str(exc))
         client = self._client(host.agent_id, target.a2a_url, token)
         try:
             extra = {"op": op} if op is not None else {}
             view = await client.send(msg, return_immediately=return_immediately, **extra)
         except TaskError as exc:
             if exc.code == TaskError.INTERNAL:
-                return {"state": "unreachable", "reason": "receiver_journal_failed", **base}
-            reason = exc.message.removeprefix("rejected: ")
-            return {"state": "rejected", "reason": reason, **base}
+                return failed(State.UNREACHABLE, Reason.RECEIVER_JOURNAL_FAILED)
+            return failed(State.REJECTED, exc.message.removeprefix("rejected: "))
         except A2AOutcomeUnknown:
-            return {
-                "state": "unknown",
-                "reason": "no_answer",
-                **base,
-                "hint": "the message may have arrived; do not resend it blindly, ask the recipient instead",
-            }
+            hint = "the message may have arrived; do not resend it blindly, ask the recipient instead"
+            return failed(State.UNKNOWN, Reason.NO_ANSWER, hint=hint)
         except A2AUnreachable as exc:
-            return {"state": "unreachable", "reason": "connection_failed", "detail": str(exc), **base}
+            return failed(State.UNREACHABLE, Reason.CONNECTION_FAILED, detail=str(exc))
         except A2AAuthError:
-            return {"state": "rejected", "reason": "token_refused", **base}
+            return failed(State.REJECTED, Reason.TOKEN_REFUSED)
         except A2AProtocolError as exc:
-            return {"state": "rejected", "reason": "protocol_error", "detail": str(exc), **base}
-        return {**_task_answer(view), **base}
+            return failed(State.REJECTED, Reason.PROTOCOL_ERROR, detail=str(exc))
+        return _task_answer(view, mid, to)
 
     def client_for(self, host: AgentHost, url: str) -> Any:
         """`host`'s A2A client for the agent at `url` (None without its key)."""

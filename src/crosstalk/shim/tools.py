@@ -19,6 +19,9 @@ from typing import TYPE_CHECKING, Any
 from crosstalk import harness as kinds
 from crosstalk.core import untrusted
 from crosstalk.core.errors import CrosstalkError
+from crosstalk.core.kinds import Kind
+from crosstalk.core.states import DELIVERED_STATES, ERROR_STATES, Outcome, Reason, State
+from crosstalk.registry.errors import AmbiguousName
 from crosstalk.registry.paths import StatePaths
 from crosstalk.shim.claiming import CLAIM_TOOLS
 from crosstalk.shim.router import CallContext, ToolResult
@@ -31,8 +34,6 @@ if TYPE_CHECKING:  # the agent machinery loads on the first bound call, not at `
     from crosstalk.shim.pool import AdapterFactory, AgentPool
     from crosstalk.shim.replying import InformReplies
     from crosstalk.shim.sending import Sender
-
-ERROR_STATES = frozenset({"unbound", "invalid_arguments", "rejected", "unreachable", "error", "expired"})
 
 REPLY_HINTS = {
     "no_such_message": "no ask or inform with this message_id was delivered to you here (or it opened no route); "
@@ -148,10 +149,10 @@ class ShimRouter:
         """The arguments, checked against the tool's schema; the error result when the tool or they are wrong."""
         schema = self._schemas.get(name)
         if schema is None:
-            return _result({"state": "error", "reason": "unknown_tool", "hint": f"tools: {', '.join(self._schemas)}"})
+            return _result(_call_answer(State.ERROR, Reason.UNKNOWN_TOOL, hint=f"tools: {', '.join(self._schemas)}"))
         args, problem = check_arguments(schema, dict(arguments) if arguments is not None else None)
         if problem is not None:
-            return _result({"state": "invalid_arguments", "reason": problem})
+            return _result(_call_answer(State.INVALID_ARGUMENTS, problem))
         return args
 
     async def _serve(self, name: str, args: dict[str, Any], ident: SessionIdentity | None) -> ToolResult:
@@ -160,18 +161,15 @@ class ShimRouter:
                 for field in (ident.session_ref, ident.preferred_name or ""):
                     untrusted.text(field, what="_meta (the session's identity)")
             except untrusted.UntrustedInput as exc:
-                return _result({"state": "invalid_arguments", "reason": str(exc)})
+                return _result(_call_answer(State.INVALID_ARGUMENTS, str(exc)))
         if name == "list_agents":
             return _result(await self._list_agents(ident))
         if ident is None:
-            return _result(
-                {
-                    "state": "unbound",
-                    "reason": "no_binding_evidence",
-                    "hint": "this call carries nothing that identifies your session, so only list_agents is served; "
-                    "restart the MCP connection from inside a Claude Code session or a Codex thread",
-                }
+            hint = (
+                "this call carries nothing that identifies your session, so only list_agents is served; "
+                "restart the MCP connection from inside a Claude Code session or a Codex thread"
             )
+            return _result(_call_answer(State.UNBOUND, Reason.NO_BINDING_EVIDENCE, hint=hint))
         bound = await self.bind(ident)
         if isinstance(bound, dict):
             return _result(bound)
@@ -195,14 +193,10 @@ class ShimRouter:
         try:
             host, created = await self.pool.get(ident)
         except PoolClosed:
-            return {"state": "unbound", "reason": "shutting_down"}
+            return _call_answer(State.UNBOUND, Reason.SHUTTING_DOWN)
         except CrosstalkError as exc:
-            return {
-                "state": "unbound",
-                "reason": "registration_failed",
-                "detail": str(exc),
-                "hint": "your session could not be registered; list_agents still works",
-            }
+            hint = "your session could not be registered; list_agents still works"
+            return _call_answer(State.UNBOUND, Reason.REGISTRATION_FAILED, detail=str(exc), hint=hint)
         if created and host.state.sent:
             from crosstalk.shim.bus_asks import rearm
 
@@ -235,64 +229,64 @@ class ShimRouter:
 
     async def _send(self, host: AgentHost, to: str, text: str, **fields: Any) -> dict[str, Any]:
         from crosstalk.core.message import new_message
-        from crosstalk.shim.sending import journal_sent, resolve_target
+        from crosstalk.shim.routing import RouteKind, route
+        from crosstalk.shim.sending import ambiguous_name, journal_sent, unknown_name
 
-        target = resolve_target(self.paths, to)
-        if isinstance(target, dict):
-            if target.get("reason") != "no_such_agent":
-                return target
-            # Imported here: the bus (PyYAML, git helpers) loads only for an address no live agent here has.
-            from crosstalk.bus.live.bridge import is_bus_address
+        # In a thread: a native session's lookup may ask an app-server (Codex) over a socket.
+        where = await asyncio.to_thread(route, self.paths, to, self.environ)
+        kind = fields.get("kind", "inform")
+        if where.kind is RouteKind.BUS:
+            from crosstalk.shim.bus_asks import send_over_bus
 
-            if is_bus_address(to):
-                # model@machine or name@machine: no live agent here has that address, the git bus carries it.
-                from crosstalk.shim.bus_asks import send_over_bus
-
-                deadline = int(fields.get("deadline_seconds") or 0)
-                return await send_over_bus(host, self.paths, to, text, kind=fields.get("kind", "inform"),
-                                           deadline_seconds=deadline)  # fmt: skip
-            return await self._send_native(host, to, text, target, fields.get("kind", "inform"))
+            deadline = int(fields.get("deadline_seconds") or 0)
+            return await send_over_bus(host, self.paths, to, text, kind=kind, deadline_seconds=deadline)
+        if where.kind is RouteKind.NATIVE:
+            return await self._send_native(host, to, text, where.sessions, kind)
+        if where.agent is None:
+            if isinstance(where.problem, AmbiguousName):
+                return ambiguous_name(to, where.problem.candidates)
+            return unknown_name(to)
+        target = where.agent
         try:
             msg = new_message(target.name, text, from_=host.name, **fields)
         except CrosstalkError as exc:
-            return {"state": "invalid_arguments", "reason": str(exc)}
-        ask = msg.kind.value == "ask"
+            return Outcome("", State.INVALID_ARGUMENTS, str(exc)).answer()
+        ask = msg.kind is Kind.ASK
         if not await journal_sent(host, msg, target.agent_id):
-            return {"state": "unreachable", "reason": "journal_failed", "message_id": msg.message_id, "to": target.name}
+            return Outcome(msg.message_id, State.UNREACHABLE, Reason.JOURNAL_FAILED).answer(to=target.name)
         result = await self.sender.send(host, target, msg, return_immediately=ask)
         await self.sender.count(host, target.agent_id, target.name, result)
-        if result["state"] == "held" and result.get("task_id"):
+        if result["state"] == State.HELD and result.get("task_id"):
             await self.held.held_by_agent(host, msg.message_id, target.name, target.agent_id, result["task_id"])
-        if result["state"] == "unreachable" and not target.inbound_reachable:
+        if result["state"] == State.UNREACHABLE and not target.inbound_reachable:
             result.setdefault("hint", f"{target.name} cannot receive messages: {target.inbound_reason}")
         return result
 
     async def _send_native(
-        self, host: AgentHost, to: str, text: str, no_agent: dict[str, Any], kind: str
+        self, host: AgentHost, to: str, text: str, sessions: list[tuple[Any, Any]], kind: str
     ) -> dict[str, Any]:
-        """A live session crosstalk does not serve (a Claude session started without it): written natively, as its
-        own peers write, if one has the name; inform only. The sending session's real permission mode is asserted."""
+        """A live session crosstalk does not serve (a Claude session started without it; `sessions`: the route's):
+        written natively, as its own peers write; inform only. The sending session's real permission mode is
+        asserted."""
         from crosstalk.core.ids import new_message_id
         from crosstalk.ingress.client import deliver_native
 
         mid = new_message_id()
         out = await asyncio.to_thread(
-            deliver_native, self.paths, to, text, kind=kind, from_name=host.name, sender_pid=host.harness_pid,
-            environ=self.environ, message_id=mid, on_settled=self.held.native_callback(host, mid, to),
+            deliver_native, self.paths, to, text, sessions, kind=kind, from_name=host.name,
+            sender_pid=host.harness_pid, environ=self.environ, message_id=mid,
+            on_settled=self.held.native_callback(host, mid, to),
         )  # fmt: skip
-        if out is None:
-            return no_agent
-        await self.held.held_native(host, mid, to, out["state"], out.get("reason"))
-        if out["state"] == "held":
-            out["hint"] = "the session's user decides; crosstalk tells you here when it is delivered or not"
-        return out
+        await self.held.held_native(host, mid, to, out.state.value, out.reason)
+        hint = "the session's user decides; crosstalk tells you here when it is delivered or not"
+        return out.answer(to=to, hint=hint if out.state is State.HELD else None)
 
     async def _tool_send_message(self, host: AgentHost, args: dict[str, Any]) -> dict[str, Any]:
         return await self._send(host, args["to"], args["text"], kind=args["kind"], delivery=args["delivery"])
 
     async def _tool_ask(self, host: AgentHost, args: dict[str, Any]) -> dict[str, Any]:
         result = await self._send(host, args["to"], args["text"], kind="ask", deadline_seconds=args["deadline_seconds"])
-        if result.get("state") in ("submitted", "accepted", "queued"):
+        if result.get("state") in _ASK_UNDER_WAY:
             result.setdefault(
                 "hint", "the answer arrives in your session as a message with in_reply_to = this message_id"
             )
@@ -317,7 +311,7 @@ class ShimRouter:
         except ReplyError as exc:
             return {"state": "rejected", "reason": exc.code, "message_id": mid, "hint": REPLY_HINTS.get(exc.code)}
         except CrosstalkError as exc:
-            return {"state": "unknown", "reason": "reply_not_recorded", "detail": str(exc), "message_id": mid}
+            return Outcome(mid, State.UNKNOWN, Reason.REPLY_NOT_RECORDED).answer(detail=str(exc))
         if was_terminal:  # a repeat with the same text: the first result, nothing sent again
             return dict(first) if first else {"state": "replied", "in_reply_to": mid, "task_id": view.task_id}
         answer = [h for h in view.history if h.role == "agent"]
@@ -339,7 +333,7 @@ class ShimRouter:
 
         target = resolve_target(self.paths, creator)
         if isinstance(target, dict):
-            return {"state": "unreachable", "reason": "asker_gone"}
+            return _call_answer(State.UNREACHABLE, Reason.ASKER_GONE)
         msg = new_message(target.name, text, from_=host.name, in_reply_to=in_reply_to, message_id=reply_id)
         result = await self.sender.send(host, target, msg, return_immediately=False)
         await self.sender.count(host, target.agent_id, target.name, result)
@@ -375,12 +369,18 @@ def _first_call_notes(host: AgentHost, out: dict[str, Any], root_warning: str | 
     out["note"] = "; ".join(notes)
 
 
+def _call_answer(state: State, reason: str, **extra: Any) -> dict[str, Any]:
+    """The answer to a call that carried no message (or lost it before it had an id)."""
+    return Outcome("", state, reason).answer(**extra)
+
+
 def _result(data: dict[str, Any]) -> ToolResult:
     data = {k: v for k, v in data.items() if v is not None or k in ("in_reply_to",)}
     return ToolResult(data, is_error=data.get("state") in ERROR_STATES or data.get("reason") in _ERROR_REASONS)
 
 
-_ERROR_REASONS = frozenset({"no_such_agent", "ambiguous_name"})
+_ERROR_REASONS = frozenset({Reason.NO_SUCH_AGENT, Reason.AMBIGUOUS_NAME})
+_ASK_UNDER_WAY = frozenset({State.SUBMITTED, *DELIVERED_STATES})
 
 
 def build_router(harness: str) -> ShimRouter:

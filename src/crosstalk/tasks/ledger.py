@@ -14,6 +14,7 @@ from crosstalk.core.ids import new_message_id
 from crosstalk.core.kinds import Kind
 from crosstalk.core.message import Message
 from crosstalk.core.sender import Sender
+from crosstalk.core.states import SEND_STATES, Outcome, Reason, State
 from crosstalk.core.tasks import Artifact, HistoryEntry, TaskError, TaskState, TaskView
 from crosstalk.journal import JournalError
 from crosstalk.receiver import Receiver
@@ -71,10 +72,15 @@ class TaskLedger:
             raise ReplyError(ReplyError.NOT_AN_ASK, "a reply needs text or artifacts")
         entry = HistoryEntry(new_message_id(), "agent", text) if text else None
         extra = [obligation_record(task.messages[0], task.view.task_id, "closed", "replied")] if is_ask(task) else []
+        # An ask is answered; a message the receiver said it would answer was, for its sender, delivered.
+        answer = task.view.answer
+        if is_ask(task) or answer is None or not answer.delivered:
+            answer = self.answer(task, State.REPLIED if is_ask(task) else State.ACCEPTED, None)
         await self.record(
             task,
             state=TaskState.COMPLETED,
             reason=None,
+            answer=answer,
             entry=entry,
             artifacts=tuple(artifacts),
             direct=direct,
@@ -91,7 +97,8 @@ class TaskLedger:
         if task.view.state is TaskState.INPUT_REQUIRED:
             return task.view
         entry = HistoryEntry(new_message_id(), "agent", text) if text else None
-        await self.record(task, state=TaskState.INPUT_REQUIRED, reason=None, entry=entry)
+        answer = self.answer(task, State.INPUT_REQUIRED, None)
+        await self.record(task, state=TaskState.INPUT_REQUIRED, reason=None, entry=entry, answer=answer)
         return task.view
 
     def _answerable_task(self, message_id: str) -> TaskEntry:
@@ -109,15 +116,17 @@ class TaskLedger:
         *,
         state: TaskState,
         reason: str | None = None,
-        delivery: str | None = None,
+        answer: Outcome | None = None,
         entry: HistoryEntry | None = None,
         artifacts: tuple[Artifact, ...] = (),
         direct: bool = False,
         extra: list[dict[str, Any]] | None = None,
     ) -> None:
-        view = replace(
-            task.view, state=state, reason=reason, delivery=delivery or task.view.delivery, updated_at=time.time()
-        )
+        """One durable change to a task. `answer`: what its creator is told from now on; its delivery (the chain's
+        state) follows the answer when the answer is one."""
+        answer = answer or task.view.answer
+        delivery = answer.state.value if answer is not None and answer.state in SEND_STATES else task.view.delivery
+        view = replace(task.view, state=state, reason=reason, delivery=delivery, answer=answer, updated_at=time.time())
         rec = task_record(
             view,
             entry.message_id if entry else (task.messages[0] if task.messages else ""),
@@ -132,6 +141,13 @@ class TaskLedger:
         await self.receiver.record([rec, *(extra or [])])
         self.table.apply(rec)
 
+    @staticmethod
+    def answer(task: TaskEntry, state: State, reason: str | None) -> Outcome:
+        """The creator's answer for a task-level decision (replied, expired, canceled, input required, refused),
+        on the task's first message."""
+        mid = task.messages[0] if task.messages else ""
+        return Outcome(mid, state, reason, {}, task.view.task_id)
+
     def arm_deadline(self, task: TaskEntry, delay: float) -> None:
         loop = asyncio.get_running_loop()
         task.deadline = loop.call_later(delay, lambda: asyncio.ensure_future(self.expire(task.view.task_id)))
@@ -145,7 +161,8 @@ class TaskLedger:
             await self.record(
                 task,
                 state=TaskState.FAILED,
-                reason="deadline_passed",
+                reason=Reason.DEADLINE_PASSED,
+                answer=self.answer(task, State.EXPIRED, Reason.DEADLINE_PASSED),
                 extra=[obligation_record(first, task_id, "closed", "deadline_passed")],
             )
         except JournalError:

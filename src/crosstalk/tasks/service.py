@@ -27,7 +27,7 @@ from crosstalk.core.ids import new_message_id
 from crosstalk.core.kinds import Kind
 from crosstalk.core.message import Message
 from crosstalk.core.sender import Sender
-from crosstalk.core.states import Outcome, State
+from crosstalk.core.states import Outcome, Reason, State
 from crosstalk.core.tasks import (
     Artifact,
     HistoryEntry,
@@ -88,9 +88,9 @@ class TaskService(TaskApi):
             if entry.state is State.SUBMITTED and task.view.state is TaskState.SUBMITTED:
                 await self._resume(task, entry)
             elif entry.state in (State.DISPATCHING, State.UNKNOWN) and task.view.state is TaskState.SUBMITTED:
-                await self.ledger.record(
-                    task, state=TaskState.WORKING, delivery=State.UNKNOWN.value, reason="restarted_during_dispatch"
-                )
+                why = Reason.RESTARTED_DURING_DISPATCH
+                answer = self.ledger.answer(task, State.UNKNOWN, why)
+                await self.ledger.record(task, state=TaskState.WORKING, answer=answer, reason=why)
             elif entry.state is not State.HELD and task.view.delivery == State.HELD.value:
                 # Held when the agent stopped: its message's outcome since (reconciled, or settled) moves the task.
                 outcome = Outcome(entry.message_id, entry.state, entry.reason, entry.evidence)
@@ -171,7 +171,8 @@ class TaskService(TaskApi):
         if task.view.state is TaskState.INPUT_REQUIRED:
             # Waiting for its creator: nothing is queued or in flight, so canceling writes nothing to the session.
             extra = [obligation_record(task.messages[0], task_id, "closed", "canceled")] if is_ask(task) else []
-            await self.ledger.record(task, state=TaskState.CANCELED, reason="canceled_by_creator", extra=extra)
+            await self.ledger.record(task, state=TaskState.CANCELED, reason=Reason.CANCELED_BY_CREATOR,
+                                     answer=_canceled(task), extra=extra)  # fmt: skip
             return task.view
         if task.view.terminal or task.claimed or task.view.state is not TaskState.SUBMITTED:
             raise TaskError(
@@ -180,7 +181,9 @@ class TaskService(TaskApi):
             )
         task.claimed = True  # in this same step: the worker now skips it
         try:
-            await self.ledger.record(task, state=TaskState.CANCELED, reason="canceled_by_creator")
+            await self.ledger.record(
+                task, state=TaskState.CANCELED, reason=Reason.CANCELED_BY_CREATOR, answer=_canceled(task)
+            )
         except JournalError:
             task.claimed = False
             raise
@@ -218,6 +221,7 @@ class TaskService(TaskApi):
             updated_at=now,
             deadline_at=deadline_at,
             history=(HistoryEntry(msg.message_id, "user", msg.text, meta_of(msg)),),
+            answer=Outcome(msg.message_id, State.SUBMITTED, task_id=tid),
         )
         rec = task_record(view, msg.message_id, sender, entry_ref="user", meta=meta_of(msg))
         inbound = Inbound(msg, sender, "a2a", new_task=True, default_wait=waiting)
@@ -252,7 +256,9 @@ class TaskService(TaskApi):
             return existing
         if outcome.state is State.ACCEPTED and outcome.evidence.get("ping"):
             # Liveness: the chain answered it without the session; the task records that answer.
-            done = replace(view, state=TaskState.COMPLETED, reason="pong", delivery=State.ACCEPTED.value)
+            answer = replace(outcome, task_id=view.task_id)
+            done = replace(view, state=TaskState.COMPLETED, reason=Reason.PONG, delivery=State.ACCEPTED.value,
+                           answer=answer)  # fmt: skip
             return await self.ledger.keep(done, msg, sender)
         if outcome.state is not State.REJECTED:
             raise TaskError(TaskError.INTERNAL, f"not accepted: {_why_not(outcome)}")
@@ -262,9 +268,9 @@ class TaskService(TaskApi):
         if not reason.startswith(POLICY_PREFIXES):
             raise TaskError(TaskError.INVALID, f"rejected: {reason}")
         # A policy refusal is an answer the creator can look up: a failed task, the message never injected.
-        return await self.ledger.keep(
-            replace(view, state=TaskState.FAILED, reason=reason, delivery=State.REJECTED.value), msg, sender
-        )
+        answer = replace(outcome, task_id=view.task_id)
+        failed = replace(view, state=TaskState.FAILED, reason=reason, delivery=State.REJECTED.value, answer=answer)
+        return await self.ledger.keep(failed, msg, sender)
 
     def _duplicate_task(self, outcome: Outcome) -> str | None:
         """The task of a message the chain answered as a duplicate; TaskError when that message holds no task
@@ -316,14 +322,16 @@ class TaskService(TaskApi):
             msg = Message.from_dict(entry.message, check_size=False)
             sender = Sender.from_dict(entry.sender)
         except (ValueError, KeyError):
-            failed = TaskState.FAILED
-            await self.ledger.record(task, state=failed, reason="unreadable_record", delivery=State.REJECTED.value)
+            why = Reason.UNREADABLE_RECORD
+            answer = self.ledger.answer(task, State.REJECTED, why)
+            await self.ledger.record(task, state=TaskState.FAILED, reason=why, answer=answer)
             return
         inbound = Inbound(msg, sender, "a2a")
         reason, _ = self.receiver.check(inbound, load=Load())  # admitted before the restart: never evicted by load
         if reason is not None:
             await self.receiver.withdraw(inbound, reason, reconciled=True)
-            await self.ledger.record(task, state=TaskState.FAILED, reason=reason, delivery=State.REJECTED.value)
+            answer = self.ledger.answer(task, State.REJECTED, reason)
+            await self.ledger.record(task, state=TaskState.FAILED, reason=reason, answer=answer)
             return
         self.worker.enqueue(task.view.task_id, inbound)
 
@@ -368,6 +376,10 @@ class TaskService(TaskApi):
 def _inbound_of(entry: MessageEntry) -> Inbound:
     """A journaled task message as the chain was handed it (its record was checked when it was written)."""
     return Inbound(Message.from_dict(entry.message, check_size=False), Sender.from_dict(entry.sender), "a2a")
+
+
+def _canceled(task: TaskEntry) -> Outcome:
+    return TaskLedger.answer(task, State.CANCELED, Reason.CANCELED_BY_CREATOR)
 
 
 def _why_not(outcome: Outcome) -> str:

@@ -18,6 +18,7 @@ from typing import Any
 
 from crosstalk.core.message import Message
 from crosstalk.core.sender import Sender
+from crosstalk.core.states import Outcome
 from crosstalk.core.tasks import TERMINAL, Artifact, HistoryEntry, TaskError, TaskPage, TaskState, TaskView
 from crosstalk.journal import records as R
 from crosstalk.journal.window import MAX_SETTLED, trim_settled
@@ -93,6 +94,7 @@ class TaskTable:
         elif rec.get("entry") == "agent":
             entry = HistoryEntry(mid, "agent", rec.get("text") or "")
         state = TaskState(rec.get("state", "submitted"))
+        answer = _answer_of(rec)
         artifacts = tuple(Artifact.from_dict(a) for a in rec.get("artifacts") or [] if isinstance(a, dict))
         if task is None:
             view = TaskView(
@@ -103,6 +105,7 @@ class TaskTable:
                 state=state,
                 reason=rec.get("reason"),
                 delivery=rec.get("delivery"),
+                answer=answer,
                 history=(entry,) if entry else (),
                 created_at=float(rec.get("ts", 0)),
                 updated_at=float(rec.get("ts", 0)),
@@ -120,7 +123,7 @@ class TaskTable:
             if task.view.terminal and state not in TERMINAL:
                 # A finished task never reopens: a change computed before it finished (a dispatch outcome racing
                 # the session's reply) may still add history, but not undo the ending.
-                state, reason = task.view.state, task.view.reason
+                state, reason, answer = task.view.state, task.view.reason, task.view.answer
             else:
                 reason = rec.get("reason")
             task.view = replace(
@@ -128,6 +131,7 @@ class TaskTable:
                 state=state,
                 reason=reason,
                 delivery=rec.get("delivery") or task.view.delivery,
+                answer=answer or task.view.answer,
                 history=history,
                 updated_at=float(rec.get("ts", task.view.updated_at)),
                 artifacts=(*task.view.artifacts, *(a for a in artifacts if a not in task.view.artifacts)),
@@ -144,6 +148,17 @@ class TaskTable:
         task.changed.set()
         task.changed = asyncio.Event()
         return task
+
+
+def _answer_of(rec: dict[str, Any]) -> Outcome | None:
+    """The creator's answer a task record holds (None: the record changes no answer, or predates answers)."""
+    raw = rec.get("answer")
+    if raw is None:
+        return None
+    try:
+        return Outcome.from_dict(raw)
+    except ValueError:
+        return None  # a damaged field: the task keeps the answer it had
 
 
 def page_of(
@@ -192,6 +207,7 @@ def task_record(
         "state": view.state.value,
         "reason": view.reason,
         "delivery": view.delivery,
+        "answer": view.answer.to_dict() if view.answer is not None else None,
         "deadline_at": view.deadline_at,
         "message_id": message_id,
         "entry": entry_ref,

@@ -112,21 +112,19 @@ class DispatchWorker:
     async def move(self, task: TaskEntry, message_id: str, outcome: Outcome, first: bool) -> None:
         """The task's state from its message's delivery: an ask stays working until its reply, an inform completes,
         a failure fails it; held (the receiving user decides) and unknown keep it working, never resent."""
-        delivered = outcome.state in (State.ACCEPTED, State.QUEUED)
-        if delivered and is_ask(task):
+        answer = replace(outcome, task_id=task.view.task_id)  # the chain's answer, carried on with its task
+        if outcome.delivered and is_ask(task):
             opened = [obligation_record(message_id, task.view.task_id, "open", None)] if first else []
-            await self.ledger.record(
-                task, state=TaskState.WORKING, delivery=outcome.state.value, reason=None, extra=opened
-            )
-        elif delivered and task.awaiting:
-            await self.ledger.record(task, state=TaskState.WORKING, delivery=outcome.state.value, reason=None)
-        elif delivered:
-            await self.ledger.record(task, state=TaskState.COMPLETED, delivery=outcome.state.value, reason=None)
+            await self.ledger.record(task, state=TaskState.WORKING, answer=answer, reason=None, extra=opened)
+        elif outcome.delivered and task.awaiting:
+            await self.ledger.record(task, state=TaskState.WORKING, answer=answer, reason=None)
+        elif outcome.delivered:
+            await self.ledger.record(task, state=TaskState.COMPLETED, answer=answer, reason=None)
         elif outcome.state in (State.UNKNOWN, State.HELD):
             # Maybe delivered, maybe not (or not yet): never completed, never failed, never resent.
-            await self.ledger.record(task, state=TaskState.WORKING, delivery=outcome.state.value, reason=outcome.reason)
+            await self.ledger.record(task, state=TaskState.WORKING, answer=answer, reason=outcome.reason)
         else:
-            await self.ledger.record(task, state=TaskState.FAILED, delivery=outcome.state.value, reason=outcome.reason)
+            await self.ledger.record(task, state=TaskState.FAILED, answer=answer, reason=outcome.reason)
 
     def _settle(self, message_id: str) -> None:
         event = self._settled.pop(message_id, None)

@@ -103,7 +103,10 @@ def test_b_d_plain_text_default_wait_returns_completed_delivered_and_gettask_agr
             task = event.task
             # (b) returned only in a terminal state: completed, delivered.
             assert task.status.state == pb.TASK_STATE_COMPLETED
-            assert ct_meta(task) == {"completion": "delivered", "delivery": "accepted", "kind": "inform"}
+            meta = ct_meta(task)
+            answer = meta.pop("answer")  # the delivery answer record, as the sender's tools show it
+            assert meta == {"completion": "delivered", "delivery": "accepted", "kind": "inform"}
+            assert (answer["state"], answer["message_id"], answer["task_id"]) == ("accepted", mid, task.id)
             assert [m.message_id for m in task.history] == [mid]
             # The text is inside the session, once, from the verified sender alice.
             [line] = bob.inbox_lines()
@@ -131,9 +134,13 @@ def test_b_d_plain_text_default_wait_returns_completed_delivered_and_gettask_agr
 def test_b_queued_delivery_also_completes_delivered():
     async def main(root):
         async with alice_to_bob(root, script=["queue"]) as (_alice, bob, client):
-            task = await client.send_task(send_request("for your next turn", message_id=new_message_id()))
+            mid = new_message_id()
+            task = await client.send_task(send_request("for your next turn", message_id=mid))
             assert task.status.state == pb.TASK_STATE_COMPLETED
-            assert ct_meta(task) == {"completion": "delivered", "delivery": "queued", "kind": "inform"}
+            meta = ct_meta(task)
+            answer = meta.pop("answer")
+            assert meta == {"completion": "delivered", "delivery": "queued", "kind": "inform"}
+            assert (answer["state"], answer["message_id"], answer["task_id"]) == ("queued", mid, task.id)
             assert len(bob.writes()) == 1
 
     run(main)

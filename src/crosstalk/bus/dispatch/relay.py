@@ -13,6 +13,7 @@ from crosstalk.bus.protocol.layout import CHANNELS_DIR
 from crosstalk.bus.protocol.safefs import MESSAGE_LIMIT, read_transport_text
 from crosstalk.bus.runs.reader import ScannedMessage
 from crosstalk.bus.runs.scan import LiveDelivery, Rejection
+from crosstalk.core.states import DELIVERED_STATES
 
 if TYPE_CHECKING:
     from crosstalk.bus.dispatch.eventlog import EventLog
@@ -51,7 +52,7 @@ class LiveRelay:
         hold = [_held_of(d.item, d.agent) for d in down]
         for d in live:
             state, reason = self._deliver(d.item, d.agent)
-            report.bridged += state in ("accepted", "queued")
+            report.bridged += state in DELIVERED_STATES
             if state == "unreachable":
                 hold.append(_held_of(d.item, d.agent))
             elif state == "rejected" and not d.item.msg.re:
@@ -77,7 +78,7 @@ class LiveRelay:
                 self.log("held_unreadable", "warn", path=_path(h), error=str(exc))
                 return "rejected"
             state, _ = self._deliver(ScannedMessage(h.channel, h.rel, msg), agent)
-            report.bridged += state in ("accepted", "queued")
+            report.bridged += state in DELIVERED_STATES
             return state
 
         def give_up(expired: list[Held]) -> bool:
@@ -98,7 +99,7 @@ class LiveRelay:
             reason = f"crosstalk could not deliver it ({type(exc).__name__}: {exc})"
             self.log("bridge_failed", "warn", path=item.path, agent=agent, state="rejected", reason=reason)
             return "rejected", reason
-        delivered = out.state in ("accepted", "queued")
+        delivered = out.state in DELIVERED_STATES
         fields = {"path": item.path, "agent": agent, "state": out.state, "reason": out.reason or "-"}
         self.log("bridged" if delivered else "bridge_failed", "info" if delivered else "warn", **fields)
         return out.state, out.reason

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from crosstalk.bus.transport.state import read_json, write_json_atomic
+from crosstalk.core.states import DELIVERED_STATES
 
 HOLD_S = 24 * 3600.0  # how long a message waits for its live agent to come back
 MAX_HELD = 10_000  # a flood of messages to a down agent is held up to this many; past it they are given up at once
@@ -127,7 +128,7 @@ def release(
         if state == "unreachable":  # live by its descriptor, its socket not answering yet: next tick
             continue
         done.append(h.key)
-        delivered += state in ("accepted", "queued")
+        delivered += state in DELIVERED_STATES
     held.drop(done)
     expired = [h for h in held.expired() if h.key not in set(done)]
     if expired and give_up(expired):

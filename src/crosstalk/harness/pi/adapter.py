@@ -8,7 +8,7 @@ message was written → unreachable; after, or no answer in time → unknown, ne
 
 from __future__ import annotations
 
-from crosstalk.core.kinds import Delivery, Kind
+from crosstalk.core.kinds import PI_MODES, Kind
 from crosstalk.core.states import State
 from crosstalk.harness.base import (
     AgentInfo,
@@ -25,7 +25,6 @@ from crosstalk.harness.pi.render import render
 NAME = "pi"
 ANSWER_TIMEOUT_S = 10.0
 DELIVERED = {"immediate": State.ACCEPTED, "queued": State.QUEUED, "noted": State.QUEUED}
-AS = {Delivery.AUTO: "auto", Delivery.STEER: "steer", Delivery.NEXT_TURN: "followUp"}
 NO_LINK = "pi sessions receive through the crosstalk pi extension (run `crosstalk install pi`, then `/crosstalk`)"
 
 
@@ -54,7 +53,7 @@ class PiAdapter:
     async def inject(self, request: InjectRequest) -> InjectResult:
         if self.link is None:
             raise PreSendFailure(NO_LINK)
-        as_ = "meta" if request.meta or request.message.kind is Kind.META else AS[request.delivery]
+        as_ = "meta" if request.meta or request.message.kind is Kind.META else PI_MODES[request.delivery]
         text = self.render(request)
         if self.link.closed.is_set():
             raise PreSendFailure("the pi extension closed the link")

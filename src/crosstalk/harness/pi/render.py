@@ -10,10 +10,10 @@ classed it, the sender's delivery when it chose one, then the body.
 
 from __future__ import annotations
 
-from crosstalk.core.kinds import Delivery, Kind
+from crosstalk.core.kinds import PI_MODES, Delivery, Kind
 from crosstalk.harness.base import InjectRequest
 
-MODE_SUFFIX = {Delivery.STEER: " · steer", Delivery.NEXT_TURN: " · followUp"}
+MODE_SUFFIX: dict[Delivery, str] = {d: f" · {mode}" for d, mode in PI_MODES.items() if d is not Delivery.AUTO}
 NAMED_BUCKETS = ("parent", "children", "peers", "agents")
 
 

@@ -3,7 +3,7 @@
 Everything protobuf stays in this package: the server side turns an A2A Message into a crosstalk Message and a
 TaskView into an A2A Task; the client side does the reverse. crosstalk's own fields travel as
 `metadata.crosstalk` on the A2A Message (kind, delivery, deadline_seconds, in_reply_to, hop_chain, from) and on the
-A2A Task (completion, delivery, reason, kind).
+A2A Task (completion, delivery, reason, kind, and the creator's answer record: core.states.Outcome).
 """
 
 from __future__ import annotations
@@ -27,8 +27,10 @@ from google.protobuf.json_format import MessageToDict
 from google.protobuf.struct_pb2 import Struct, Value
 
 from crosstalk.core.errors import MessageError
+from crosstalk.core.kinds import Kind
 from crosstalk.core.message import Message
 from crosstalk.core.sender import Sender
+from crosstalk.core.states import Outcome, State
 from crosstalk.core.tasks import Artifact, ArtifactPart, HistoryEntry, TaskError, TaskState, TaskView
 
 META_KEY = "crosstalk"  # the metadata namespace crosstalk's own fields travel under
@@ -158,7 +160,9 @@ def task_to_a2a(view: TaskView, history_length: int | None = None) -> pb.Task:
         history = history[-history_length:] if history_length > 0 else []
     task.history.extend(history)
     task.artifacts.extend(artifact_to_a2a(a) for a in view.artifacts)
-    meta = {"completion": view.completion, "delivery": view.delivery, "reason": view.reason, "kind": view.kind}
+    answer = view.answer.to_dict() if view.answer is not None else None
+    meta = {"completion": view.completion, "delivery": view.delivery, "reason": view.reason, "kind": view.kind,
+            "answer": answer}  # fmt: skip
     task.metadata.update({META_KEY: {k: v for k, v in meta.items() if v is not None}})
     return task
 
@@ -315,6 +319,7 @@ def task_from_a2a(task: pb.Task, *, kind: str = "") -> TaskView:
         state=state,
         reason=_opt_str(meta.get("reason")) or reason,
         delivery=_opt_str(meta.get("delivery")),
+        answer=_answer_from(meta.get("answer")),
         history=tuple(history),
         updated_at=updated,
         artifacts=tuple(artifact_from_a2a(a) for a in task.artifacts),
@@ -322,13 +327,16 @@ def task_from_a2a(task: pb.Task, *, kind: str = "") -> TaskView:
 
 
 def reply_message_to_view(reply: pb.Message, sent: Message) -> TaskView:
-    """An agent that answers SendMessage with a direct Message (no task): a completed view holding both."""
+    """An agent that answers SendMessage with a direct Message (no task): a completed view holding both, its answer
+    replied (to an ask) or delivered."""
+    answered = State.REPLIED if sent.kind is Kind.ASK else State.ACCEPTED
     return TaskView(
         task_id=reply.task_id,
         context_id=reply.context_id or sent.context_id or "",
         creator="",
         kind=sent.kind.value,
         state=TaskState.COMPLETED,
+        answer=Outcome(sent.message_id, answered, task_id=reply.task_id or None),
         history=(HistoryEntry(sent.message_id, "user", sent.text), _entry_from_a2a(reply)),
     )
 
@@ -350,6 +358,16 @@ def _entry_from_a2a(msg: pb.Message) -> HistoryEntry:
     return HistoryEntry(
         msg.message_id, _ROLE_FROM_A2A.get(msg.role, "agent"), text, ours if isinstance(ours, dict) else meta
     )
+
+
+def _answer_from(raw: object) -> Outcome | None:
+    """The answer record a crosstalk agent put on its task; None from an agent that sends none (or a bad one)."""
+    if raw is None:
+        return None
+    try:
+        return Outcome.from_dict(raw)
+    except ValueError:
+        return None
 
 
 def _struct_dict(owner: Any, field: str) -> dict[str, Any]:

@@ -1,0 +1,62 @@
+"""Where a message to `to` goes: the one routing decision `crosstalk send`, the MCP tools and the pi host share.
+
+In this order:
+- a live crosstalk agent with that name or agent_id: its socket or its A2A endpoint;
+- a NAME@MACHINE (or model@machine) address no live agent here has: the git bus (live agent names never hold '@');
+- a live session crosstalk does not serve (a Claude session started without it) with that name: written natively;
+- nothing: unknown, with the registry's word (no such agent, or a name several agents share).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from enum import StrEnum
+
+from crosstalk.registry.descriptor import Descriptor
+from crosstalk.registry.errors import AmbiguousName, NoSuchAgent
+from crosstalk.registry.paths import StatePaths
+
+# `typing` is only needed by type checkers; importing it costs ~2 ms on `crosstalk send`'s start-up path.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+
+class RouteKind(StrEnum):
+    LIVE_AGENT = "live_agent"
+    BUS = "bus"
+    NATIVE = "native"
+    UNKNOWN = "unknown"
+
+
+@dataclass(frozen=True, slots=True)
+class Route:
+    kind: RouteKind
+    to: str
+    agent: Descriptor | None = None  # LIVE_AGENT: the agent's descriptor
+    sessions: list[tuple[Any, Any]] = field(default_factory=list)  # NATIVE: (harness kind, session row) found
+    problem: NoSuchAgent | AmbiguousName | None = None  # UNKNOWN: what the registry said
+
+
+def route(paths: StatePaths, to: str, environ: Mapping[str, str]) -> Route:
+    """The route for a message to `to`. Raises RegistryError when the registry cannot be read."""
+    from crosstalk.registry.discovery import resolve
+
+    try:
+        return Route(RouteKind.LIVE_AGENT, to, agent=resolve(paths, to))
+    except AmbiguousName as exc:
+        return Route(RouteKind.UNKNOWN, to, problem=exc)
+    except NoSuchAgent as exc:
+        missing = exc
+    # Imported here: the bus (PyYAML, git helpers) loads only for an address no live agent here has.
+    from crosstalk.bus.live.bridge import is_bus_address
+
+    if is_bus_address(to):
+        return Route(RouteKind.BUS, to)
+    from crosstalk.ingress.client import native_targets
+
+    sessions = native_targets(paths, to, environ)
+    if sessions:
+        return Route(RouteKind.NATIVE, to, sessions=sessions)
+    return Route(RouteKind.UNKNOWN, to, problem=missing)
