@@ -13,8 +13,8 @@ from typing import Any
 import yaml
 
 from crosstalk.bus import layout
-from crosstalk.bus.errors import ChannelError
-from crosstalk.bus.safefs import TEXT_LIMIT, UnsafeFile, load_yaml, read_transport_text
+from crosstalk.bus.errors import ChannelError, UnsafeFile
+from crosstalk.bus.safefs import TEXT_LIMIT, load_yaml, read_transport_text
 from crosstalk.bus.store import PublishResult, publish
 from crosstalk.bus.transports import Transport
 

@@ -21,11 +21,11 @@ from pathlib import Path
 
 from crosstalk.bus import daemon, layout
 from crosstalk.bus.claimers import STATE_FILE as CLAIMERS_FILE
-from crosstalk.bus.errors import BusError, GitError, ModelError
+from crosstalk.bus.errors import BusError, GitError, Interrupted, ModelError
 from crosstalk.bus.eventlog import EventLog
 from crosstalk.bus.gitops import transport_lock
 from crosstalk.bus.held import HeldMessages
-from crosstalk.bus.invoke import Interrupted, invoke_batch
+from crosstalk.bus.invoke import invoke_batch
 from crosstalk.bus.message import MAX_BODY_BYTES, fit_body, too_large, utc_timestamp
 from crosstalk.bus.models import CONFIG_PATH, ModelSpec, Skipped, claim, load_registry
 from crosstalk.bus.relay import LiveRelay

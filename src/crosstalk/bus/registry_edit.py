@@ -12,10 +12,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from crosstalk.bus.errors import GitError, ModelError
+from crosstalk.bus.errors import GitError, ModelError, UnsafeFile
 from crosstalk.bus.gitops import transport_lock
 from crosstalk.bus.models import CONFIG_PATH, NAME_RE, ModelSpec, parse_registry
-from crosstalk.bus.safefs import TEXT_LIMIT, UnsafeFile, read_transport_text
+from crosstalk.bus.safefs import TEXT_LIMIT, read_transport_text
 from crosstalk.bus.store import PublishResult, publish
 from crosstalk.bus.transports import Transport
 

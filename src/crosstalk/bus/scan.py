@@ -14,12 +14,12 @@ from pathlib import Path
 from crosstalk.bus import layout
 from crosstalk.bus.addressing import WORKFLOW_ADDRESS, actor_of, same_actor, split_address, wakes
 from crosstalk.bus.channels import UUID_RE
-from crosstalk.bus.errors import AmbiguousModel, BusError, MessageFormatError, ModelError
+from crosstalk.bus.errors import AmbiguousModel, BusError, MessageFormatError, ModelError, UnsafeFile
 from crosstalk.bus.gitops import GitRepo
 from crosstalk.bus.layout import is_safe_relpath
 from crosstalk.bus.message import BusMessage, lenient_fields, parse_message
 from crosstalk.bus.models import ModelSpec, resolve
-from crosstalk.bus.safefs import MESSAGE_LIMIT, UnsafeFile, is_regular_in, read_transport_text
+from crosstalk.bus.safefs import MESSAGE_LIMIT, is_regular_in, read_transport_text
 
 CHANNELS_DIR = layout.CHANNELS_DIR
 

@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from crosstalk.bus.errors import BusError
+from crosstalk.bus.errors import ServerError
 from crosstalk.bus.eventlog import tail_lines
 from crosstalk.bus.state import TransportState, dispatcher_pid, read_json
 from crosstalk.bus.transports import Transport
@@ -45,10 +45,6 @@ START_TIMEOUT_S = 15.0
 STOP_TIMEOUT_S = 15.0
 KILL_WAIT_S = 5.0
 _POLL_S = 0.05
-
-
-class ServerError(BusError):
-    """The dispatcher could not be started or stopped."""
 
 
 # ---------------------------------------------------------------------------------------------- the process

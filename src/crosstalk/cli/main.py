@@ -16,7 +16,7 @@ from collections.abc import Sequence
 
 from crosstalk import __version__
 from crosstalk import harness as harness_kinds
-from crosstalk.cli.common import EXIT_USAGE, Fail
+from crosstalk.core.errors import CrosstalkError, ErrorKind, exit_code
 
 # `typing` is only needed by type checkers; importing it costs ~2 ms on `crosstalk send`'s start-up path.
 TYPE_CHECKING = False
@@ -29,7 +29,7 @@ class Parser(argparse.ArgumentParser):
 
     def error(self, message: str) -> NoReturn:
         sys.stderr.write(f"crosstalk: {message} (see '{self.prog} --help')\n")
-        sys.exit(EXIT_USAGE)
+        sys.exit(exit_code(ErrorKind.USAGE))
 
 
 def positive_float(low: float, high: float) -> object:
@@ -435,13 +435,13 @@ def main(argv: Sequence[str] | None = None) -> None:
         # error: exit 2, the help on stderr).
         sub = parser if args.command is None else parser._subparsers._group_actions[0].choices[args.command]  # type: ignore[union-attr]
         sub.print_help(sys.stderr)
-        sys.exit(EXIT_USAGE)
+        sys.exit(exit_code(ErrorKind.USAGE))
     module, attr = target.split(":")
     try:
         code = getattr(importlib.import_module(module), attr)(args)
-    except Fail as exc:
+    except CrosstalkError as exc:  # a Fail, or an error no command turned into one: its kind says the exit code
         sys.stderr.write(f"crosstalk: {exc.message}\n")
-        sys.exit(exc.exit_code)
+        sys.exit(exit_code(exc.code))
     except KeyboardInterrupt:
         sys.exit(130)
     except BrokenPipeError:

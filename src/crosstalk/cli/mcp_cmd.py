@@ -48,9 +48,10 @@ def _load(spec: str, harness: str) -> ToolRouter:
 
     module, _, attr = spec.partition(":")
     if not module or not attr:
-        from crosstalk.cli.common import EXIT_USAGE, fail
+        from crosstalk.cli.common import fail
+        from crosstalk.core.errors import ErrorKind
 
-        fail(f"--router {spec!r}: expected MODULE:ATTR", EXIT_USAGE)
+        fail(f"--router {spec!r}: expected MODULE:ATTR", ErrorKind.USAGE)
     obj = getattr(importlib.import_module(module), attr)
     if isinstance(obj, type) or (callable(obj) and not hasattr(obj, "tools")):
         obj = obj(harness)  # a class or a factory

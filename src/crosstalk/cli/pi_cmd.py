@@ -380,8 +380,9 @@ class PiCore:
 
 def _bad_handle(value: object, what: str) -> str | None:
     """Why `value` cannot be a handle (a name or an agent_id), naming it briefly; None when it can."""
+    from crosstalk.core.errors import UntrustedInput
     from crosstalk.core.ids import is_agent_id
-    from crosstalk.core.untrusted import UntrustedInput, text
+    from crosstalk.core.untrusted import text
     from crosstalk.registry.names import InvalidName, validate_name
 
     if not isinstance(value, str):

@@ -19,20 +19,12 @@ from contextlib import AbstractContextManager
 from pathlib import Path
 
 from crosstalk.fs.atomic import fsync_dir, temp_name_for
+from crosstalk.fs.errors import ConfigRefused
 
 ATTEMPTS = 200
 Edit = Callable[[bytes | None], bytes | None]  # the file's bytes (None: absent) -> new bytes (None: delete it)
 _KINDS = ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO"), (stat.S_ISSOCK, "a socket"),
           (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"))  # fmt: skip
-
-
-class ConfigRefused(ValueError):
-    """A config file crosstalk will not read or write; the message names the file and the exact reason."""
-
-    def __init__(self, path: Path | str, reason: str) -> None:
-        super().__init__(f"{path}: {reason}; nothing was changed")
-        self.path = str(path)
-        self.reason = reason
 
 
 def _refuse_kind(path: Path | str, st: os.stat_result, limit: int) -> None:

@@ -12,9 +12,9 @@ from pathlib import Path
 
 from crosstalk.core.ids import is_agent_id
 from crosstalk.fs.atomic import temp_writer_pid
+from crosstalk.fs.errors import NotRegularFile
 from crosstalk.fs.locks import FileLock, is_locked
 from crosstalk.fs.procinfo import is_same_process, pid_alive, proc_start_time
-from crosstalk.fs.reading import NotRegularFile
 from crosstalk.registry.descriptor import Descriptor, read_descriptor
 from crosstalk.registry.errors import AgentLockUnusable, AmbiguousName, NoSuchAgent
 from crosstalk.registry.paths import StatePaths

@@ -30,6 +30,7 @@ import os
 
 from crosstalk import __version__
 from crosstalk.core import untrusted
+from crosstalk.core.errors import ErrorKind, jsonrpc_code
 from crosstalk.shim.router import CallContext, ToolResult
 from crosstalk.shim.stdio import LineReader, stdin_reader, stdout_writer
 
@@ -47,11 +48,11 @@ PROTOCOL_VERSIONS = ("2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05")
 LATEST_VERSION = PROTOCOL_VERSIONS[0]
 BATCH_VERSIONS = frozenset({"2025-03-26"})  # JSON-RPC batching was added in 2025-03-26 and removed in 2025-06-18
 
-PARSE_ERROR = -32700
-INVALID_REQUEST = -32600
-METHOD_NOT_FOUND = -32601
-INVALID_PARAMS = -32602
-INTERNAL_ERROR = -32603
+PARSE_ERROR = jsonrpc_code(ErrorKind.PARSE_ERROR)
+INVALID_REQUEST = jsonrpc_code(ErrorKind.INVALID_REQUEST)
+METHOD_NOT_FOUND = jsonrpc_code(ErrorKind.METHOD_NOT_FOUND)
+INVALID_PARAMS = jsonrpc_code(ErrorKind.INVALID_PARAMS)
+INTERNAL_ERROR = jsonrpc_code(ErrorKind.INTERNAL_ERROR)
 
 SERVER_NAME = "crosstalk"
 INSTRUCTIONS = (

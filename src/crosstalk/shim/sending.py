@@ -87,8 +87,8 @@ class Sender:
     ) -> dict[str, Any]:
         """SendMessage as `host` to `target`: the model-facing answer (state, reason, message_id, task_id).
         `op` ("claim", "release"): a request about the target itself (shim/claiming.py), not a message."""
-        from crosstalk.core.tasks import TaskError
-        from crosstalk.ingress.a2a.errors import A2AAuthError, A2AOutcomeUnknown, A2AProtocolError, A2AUnreachable
+        from crosstalk.core.errors import TaskError
+        from crosstalk.ingress.errors import A2AAuthError, A2AOutcomeUnknown, A2AProtocolError, A2AUnreachable
 
         base: dict[str, Any] = {"message_id": msg.message_id, "to": target.name}
         if not target.a2a_url:

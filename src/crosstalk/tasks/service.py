@@ -23,20 +23,13 @@ import time
 from dataclasses import replace
 from typing import Any
 
+from crosstalk.core.errors import TaskError
 from crosstalk.core.ids import new_message_id
 from crosstalk.core.kinds import Kind
 from crosstalk.core.message import Message
 from crosstalk.core.sender import Sender
 from crosstalk.core.states import Outcome, State
-from crosstalk.core.tasks import (
-    Artifact,
-    HistoryEntry,
-    TaskApi,
-    TaskError,
-    TaskPage,
-    TaskState,
-    TaskView,
-)
+from crosstalk.core.tasks import Artifact, HistoryEntry, TaskApi, TaskPage, TaskState, TaskView
 from crosstalk.journal import JournalError, MessageEntry
 from crosstalk.journal import records as R
 from crosstalk.policy import Load

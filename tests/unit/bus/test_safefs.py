@@ -11,11 +11,11 @@ from pathlib import Path, PurePosixPath
 import pytest
 import yaml
 
-from crosstalk.bus.errors import ModelError, NotATransport
+from crosstalk.bus.errors import ModelError, NotATransport, UnsafeFile
 from crosstalk.bus.layout import read_version
 from crosstalk.bus.models import ModelSpec, load_registry, parse_registry, spawn_env
 from crosstalk.bus.prompt import load_persona
-from crosstalk.bus.safefs import UnsafeFile, is_regular_in, load_yaml, read_transport_bytes
+from crosstalk.bus.safefs import is_regular_in, load_yaml, read_transport_bytes
 
 BOMB = "a: &a [x, x, x, x, x, x, x, x, x]\n" + "".join(
     f"{chr(98 + i)}: &{chr(98 + i)} [{', '.join([f'*{chr(97 + i)}'] * 9)}]\n" for i in range(8)

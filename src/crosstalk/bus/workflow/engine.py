@@ -26,15 +26,15 @@ from pathlib import Path
 from crosstalk.bus import layout
 from crosstalk.bus.addressing import WORKFLOW_ADDRESS, split_address
 from crosstalk.bus.claimers import parse_claimers, placed
-from crosstalk.bus.errors import BusError
-from crosstalk.bus.invoke import Interrupted, run_model
+from crosstalk.bus.errors import BusError, Interrupted, PlanError
+from crosstalk.bus.invoke import run_model
 from crosstalk.bus.message import MAX_BODY_BYTES, BusMessage, fit_body, new_message_name, render_message, utc_timestamp
 from crosstalk.bus.models import ModelSpec
 from crosstalk.bus.scan import ScannedMessage
 from crosstalk.bus.state import read_json, write_json_atomic
 from crosstalk.bus.store import publish, read_message
 from crosstalk.bus.transports import Transport
-from crosstalk.bus.workflow.plan import Plan, PlanError, compile_prompt, parse_plan_output
+from crosstalk.bus.workflow.plan import Plan, compile_prompt, parse_plan_output
 from crosstalk.bus.workflow.progress import COMPLETE_FILE, FAILURE_CHARS, Progress, engine_name, read_progress
 
 Log = Callable[..., None]

@@ -31,10 +31,13 @@ from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from crosstalk.core.untrusted import UntrustedInput, loads
+from crosstalk.core.errors import UntrustedInput
+from crosstalk.core.untrusted import loads
 from crosstalk.fs.atomic import atomic_write
-from crosstalk.fs.config_edit import ConfigRefused, read_config, update
-from crosstalk.harness.base import ConfigChange, InstallError
+from crosstalk.fs.config_edit import read_config, update
+from crosstalk.fs.errors import ConfigRefused
+from crosstalk.harness.base import ConfigChange
+from crosstalk.harness.errors import InstallError
 
 SERVER = "crosstalk"
 SKILL = Path(__file__).with_name("SKILL.md")

@@ -19,9 +19,12 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from crosstalk.core.untrusted import UntrustedInput, loads
-from crosstalk.fs.config_edit import ConfigRefused, update
-from crosstalk.harness.base import ConfigChange, InstallError
+from crosstalk.core.errors import UntrustedInput
+from crosstalk.core.untrusted import loads
+from crosstalk.fs.config_edit import update
+from crosstalk.fs.errors import ConfigRefused
+from crosstalk.harness.base import ConfigChange
+from crosstalk.harness.errors import InstallError
 
 SCOPES = ("user", "project")
 MAX_SETTINGS_BYTES = 16 * 1024 * 1024
