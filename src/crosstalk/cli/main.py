@@ -445,5 +445,5 @@ def main(argv: Sequence[str] | None = None) -> None:
     except KeyboardInterrupt:
         sys.exit(130)
     except BrokenPipeError:
-        sys.exit(1)
+        sys.exit(exit_code(ErrorKind.FAILED))
     sys.exit(code or 0)

@@ -2,15 +2,16 @@
 leaves crosstalk: the CLI's exit code and the JSON-RPC error code a wire answer carries.
 
 An error says what it means one way: its `code` (an ErrorKind), a class attribute (a few carriers, such as TaskError
-and the CLI's Fail, take it per instance). Its text is `message`, one line. Each layer keeps its errors in one module
-(core here, fs.errors, registry.errors, journal.errors, harness.errors, ingress.errors, bus.errors, ...), all below
+and the CLI's Fail, take it per instance). Its text is `message`, one line. Each layer defines its errors in one
+module: core/errors.py (this one), fs/errors.py, policy/errors.py, registry/errors.py, journal/errors.py,
+harness/errors.py, ingress/errors.py, bus/errors.py; a layer with a single error keeps it beside the code that raises
+it (tasks/ledger.py, capture/collect.py, shim/pool.py, cli/common.py, demo/appserver_client.py). All derive from
 CrosstalkError; an error that callers also catch as OSError, ValueError, TimeoutError or RuntimeError inherits that
-too.
+too (tests/unit/test_errors.py holds all of this).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from enum import StrEnum
 
 
@@ -37,13 +38,16 @@ class ErrorKind(StrEnum):
     ASK_CLOSED = "ask_closed"  # the ask already ended (answered, failed, canceled, past its deadline)
 
 
-@dataclass(frozen=True, slots=True)
 class ErrorExit:
-    """How one kind of error leaves crosstalk. `jsonrpc` is the JSON-RPC error code of a wire answer (MCP and A2A
-    alike); the A2A error is the SDK's error class that carries that code."""
+    """How one kind of error leaves crosstalk: `exit`, the CLI's exit code (README "Exit codes"), and `jsonrpc`, the
+    JSON-RPC error code of a wire answer (MCP and A2A alike; the A2A error is the SDK's error class that carries that
+    code). A plain class: `crosstalk send` imports this module at start-up, and dataclasses costs milliseconds."""
 
-    exit: int  # the CLI's exit code (README "Exit codes")
-    jsonrpc: int
+    __slots__ = ("exit", "jsonrpc")
+
+    def __init__(self, exit: int, jsonrpc: int) -> None:
+        self.exit = exit
+        self.jsonrpc = jsonrpc
 
 
 # JSON-RPC codes: -32700..-32600 are the protocol's own, -32001..-32004 A2A's task errors, -32000 the first of the
