@@ -75,12 +75,12 @@ def _limits(mod: str) -> tuple[tuple[str, ...] | None, str, list[tuple[str, str]
         only, why = at("policy", "core"), "policy imports only core"
     elif mod == f"{root}.harness":
         only, why = at("harness", "core"), "the kind registry imports only harness.* and core"
-    elif _in(mod, *at("harness.base")):
-        only, why = at("harness.base", "core"), "the harness seam imports only core"
+    elif _in(mod, *at("harness.base", "harness.errors")):
+        only, why = at("harness.base", "harness.errors", "core"), "the harness seam imports only core"
     elif _in(mod, *at("harness")):
         # fs is the OS layer beside core (files, locks, /proc process identity): a harness may read its own files.
-        only = (*at("core", "fs", "harness.base"), ".".join(mod.split(".")[:3]))
-        why = "a harness imports only core, fs, harness.base and itself"
+        only = (*at("core", "fs", "harness.base", "harness.errors"), ".".join(mod.split(".")[:3]))
+        why = "a harness imports only core, fs, harness.base, harness.errors and itself"
     forbidden = []
     if unit(mod) in BELOW_TOP:
         forbidden += [(p, f"{unit(mod)} sits below {unit(p)}") for p in at(*TOP)]
@@ -190,8 +190,8 @@ def test_checker_passes_a_clean_tree_and_names_each_violation(tmp_path: Path) ->
         "crosstalk.agent.host imports crosstalk.exthost.core: agent sits below exthost",
         "crosstalk.core.bad imports crosstalk.shim: core imports only core",
         "crosstalk.core.bad imports crosstalk.shim: core sits below shim",
-        "crosstalk.harness.bar imports crosstalk.tasks.service: a harness imports only core, fs, harness.base and "
-        "itself",
+        "crosstalk.harness.bar imports crosstalk.tasks.service: a harness imports only core, fs, harness.base, "
+        "harness.errors and itself",
         "crosstalk.harness.bar imports crosstalk.tasks.service: harness sits below tasks",
         "units import in a circle: journal -> registry -> journal",
         "modules import in a circle: crosstalk.bus.a -> crosstalk.bus.b -> crosstalk.bus.a",

@@ -30,14 +30,16 @@ import logging
 import time
 from typing import Any, Protocol
 
+from crosstalk.core.errors import TaskError
 from crosstalk.core.ids import new_message_id
 from crosstalk.core.message import Message
 from crosstalk.core.sender import Sender, SenderClass
 from crosstalk.core.states import Outcome, State
-from crosstalk.core.tasks import HistoryEntry, TaskError, TaskState, TaskView
+from crosstalk.core.tasks import HistoryEntry, TaskState, TaskView
 from crosstalk.journal import JournalError
 from crosstalk.journal import records as R
-from crosstalk.policy import ClaimError, ClaimState, ReceiverView, Role, claim, release
+from crosstalk.policy import ClaimState, ReceiverView, Role, claim, release
+from crosstalk.policy.errors import ClaimError
 from crosstalk.registry.paths import StatePaths
 
 log = logging.getLogger(__name__)

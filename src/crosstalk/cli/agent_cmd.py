@@ -11,8 +11,9 @@ import sys
 from typing import Any
 
 from crosstalk import harness as harness_kinds
-from crosstalk.cli.common import EXIT_NO_AGENT, EXIT_USAGE, EXIT_WIRE, fail, state_paths
+from crosstalk.cli.common import fail, state_paths
 from crosstalk.cli.main import positive_float
+from crosstalk.core.errors import ErrorKind
 
 FAKE_KEEP_WRITES = 1000  # the writes a fake agent process keeps in memory (its --inbox file has every one)
 
@@ -124,7 +125,7 @@ def run(args: Any) -> int:
 
     adapter = _adapter(args)
     if parent and role != "worker":
-        fail("--parent needs --role worker", EXIT_USAGE)
+        fail("--parent needs --role worker", ErrorKind.USAGE)
     paths = state_paths()
     owner = None
     if parent:
@@ -134,13 +135,13 @@ def run(args: Any) -> int:
         try:
             owner = resolve(paths, parent).agent_id
         except RegistryError as exc:
-            fail(f"--parent: {exc}", EXIT_NO_AGENT)
+            fail(f"--parent: {exc}", ErrorKind.NO_AGENT)
     try:
         from crosstalk.registry.names import validate_name
 
         validate_name(name)
     except InvalidName as exc:
-        fail(str(exc), EXIT_USAGE)
+        fail(str(exc), ErrorKind.USAGE)
 
     from crosstalk.agent import AgentConfig
 
@@ -171,7 +172,7 @@ def _adapter(args: Any) -> Any:
     if args.harness != "fake":
         given = [flag for flag, value in fake_options.items() if value]
         if given:
-            fail(f"{', '.join(given)}: only for --harness fake", EXIT_USAGE)
+            fail(f"{', '.join(given)}: only for --harness fake", ErrorKind.USAGE)
         from crosstalk import harness as kinds
         from crosstalk.harness.base import SessionIdentity
 
@@ -183,7 +184,7 @@ def _adapter(args: Any) -> Any:
         script = parse_script(args.fake_script)
         parse_script(args.fake_default)
     except ValueError as exc:
-        fail(str(exc), EXIT_USAGE)
+        fail(str(exc), ErrorKind.USAGE)
     return FakeHarness(
         script,
         default=args.fake_default,
@@ -201,7 +202,7 @@ async def _serve(paths: object, config: object, as_json: bool, verbose: bool) ->
     try:
         host = await AgentHost.start(paths, config)  # type: ignore[arg-type]
     except CrosstalkError as exc:
-        fail(str(exc), EXIT_WIRE)
+        fail(str(exc), ErrorKind.FAILED)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):

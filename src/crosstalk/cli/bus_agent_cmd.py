@@ -6,7 +6,8 @@ import os
 import sys
 from typing import Any
 
-from crosstalk.cli.common import EXIT_WIRE, Fail, echo, print_json
+from crosstalk.cli.common import Fail, echo, print_json
+from crosstalk.core.errors import ErrorKind
 
 _COLUMNS = ("MODEL", "CLAIMED", "COMMAND", "REASON")
 
@@ -20,7 +21,7 @@ def run_list(args: Any) -> int:
     try:
         registry = load_registry(transport.root)
     except BusError as exc:
-        raise Fail(exc.message, EXIT_WIRE) from None
+        raise Fail(exc.message, ErrorKind.FAILED) from None
     claimed, skipped = claim(registry, os.environ.get("PATH"))
     rows = _rows(registry.models, claimed, skipped)
     for warning in registry.warnings:

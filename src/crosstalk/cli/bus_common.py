@@ -9,12 +9,10 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
-from crosstalk.bus.errors import AmbiguousModel, BusError, ChannelError, UnknownModel, UnknownTransport
+from crosstalk.bus.errors import BusError
 from crosstalk.bus.transport.transports import Transport, resolve_transport
-from crosstalk.cli.common import EXIT_USAGE, EXIT_WIRE, Fail
-
-# Problems the user fixes by changing the command line (exit 2); everything else is exit 1.
-_USAGE_ERRORS = (UnknownTransport, ChannelError, UnknownModel, AmbiguousModel)
+from crosstalk.cli.common import Fail
+from crosstalk.core.errors import ErrorKind
 
 
 def add_transport_option(parser: argparse.ArgumentParser) -> None:
@@ -26,7 +24,9 @@ def add_transport_option(parser: argparse.ArgumentParser) -> None:
 
 
 def as_fail(exc: BusError) -> Fail:
-    return Fail(exc.message, EXIT_USAGE if isinstance(exc, _USAGE_ERRORS) else EXIT_WIRE)
+    """The CLI's failure for a bus error: its message, and its kind (a usage error when the user fixes it by changing
+    the command line)."""
+    return Fail(exc.message, exc.code)
 
 
 @contextlib.contextmanager
@@ -48,15 +48,15 @@ def confirm_typed(what: str, name: str, yes: str | None) -> None:
     """Demand the exact name before a destructive step: --yes NAME for scripts, else typed at a terminal."""
     if yes is not None:
         if yes != name:
-            raise Fail(f"--yes {yes!r} does not match {what} {name!r}; nothing was deleted", EXIT_USAGE)
+            raise Fail(f"--yes {yes!r} does not match {what} {name!r}; nothing was deleted", ErrorKind.USAGE)
         return
     if not sys.stdin.isatty():
         raise Fail(
             f"refusing to delete {what} {name!r} without confirmation: stdin is not a terminal; pass --yes {name}",
-            EXIT_USAGE,
+            ErrorKind.USAGE,
         )
     sys.stderr.write(f"This deletes {what} {name!r}. Type its name to confirm: ")
     sys.stderr.flush()
     typed = sys.stdin.readline().rstrip("\r\n")
     if typed != name:
-        raise Fail(f"confirmation did not match {what} {name!r}; nothing was deleted", EXIT_USAGE)
+        raise Fail(f"confirmation did not match {what} {name!r}; nothing was deleted", ErrorKind.USAGE)

@@ -7,7 +7,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from crosstalk.cli.common import EXIT_NO_AGENT, EXIT_USAGE, EXIT_WIRE, echo, fail, print_json, state_paths
+from crosstalk.cli.common import echo, fail, print_json, state_paths
+from crosstalk.core.errors import ErrorKind
 
 DEFAULT_SECONDS = 60.0
 MAX_SECONDS = 3600.0  # crosstalk.capture.request.MAX_SECONDS (kept here so `--help` imports nothing more)
@@ -55,19 +56,19 @@ def run(args: Any) -> int:
     try:
         desc = resolve(paths, args.target)
     except (NoSuchAgent, AmbiguousName) as exc:
-        fail(str(exc), EXIT_NO_AGENT)
+        fail(str(exc), ErrorKind.NO_AGENT)
     except RegistryError as exc:
-        fail(str(exc), EXIT_WIRE)
+        fail(str(exc), ErrorKind.FAILED)
     stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
     target = Path(args.output or f"crosstalk-capture-{desc.name}-{stamp}.jsonl").absolute()
     try:
         out = collect.Output(target)
     except collect.CaptureError as exc:
-        fail(str(exc), EXIT_USAGE)
+        fail(str(exc), ErrorKind.USAGE)
     try:
         running = collect.start(paths.root, desc, args.seconds)
     except (collect.CaptureError, OSError) as exc:
-        fail(str(exc), EXIT_WIRE)
+        fail(str(exc), ErrorKind.FAILED)
 
     def stop(_sig: int, _frame: Any) -> None:
         raise KeyboardInterrupt
@@ -92,7 +93,7 @@ def run(args: Any) -> int:
     try:
         out.commit(data)
     except collect.CaptureError as exc:
-        fail(str(exc), EXIT_WIRE)
+        fail(str(exc), ErrorKind.FAILED)
     header = json.loads(data.split(b"\n", 1)[0])
     if args.as_json:
         print_json({**header, "file": str(target)})

@@ -18,8 +18,9 @@ from types import FrameType
 from typing import Any
 
 from crosstalk.cli.bus_common import add_transport_option, bus_errors, open_transport
-from crosstalk.cli.common import EXIT_USAGE, Fail
+from crosstalk.cli.common import Fail
 from crosstalk.cli.main import positive_float
+from crosstalk.core.errors import ErrorKind
 
 DEFAULT_TIMEOUT_S = 600.0
 SPINNER = "|/-\\"
@@ -76,7 +77,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         validate_address(args.to)
     except BusError as exc:
-        raise Fail(exc.message, EXIT_USAGE) from None
+        raise Fail(exc.message, ErrorKind.USAGE) from None
     sender = sender_name(args.from_)
     interactive = sys.stdin.isatty()
     transport = open_transport(args)

@@ -5,32 +5,25 @@ from __future__ import annotations
 import json
 import sys
 
+from crosstalk.core.errors import CrosstalkError, ErrorKind
+
 # `typing` is only needed by type checkers; importing it costs ~2 ms on `crosstalk send`'s start-up path.
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any, NoReturn
 
 
-# Exit codes (README "Exit codes").
-EXIT_OK = 0  # accepted or queued
-EXIT_WIRE = 1  # wire or protocol error, or an unknown outcome
-EXIT_USAGE = 2  # bad arguments
-EXIT_REJECTED = 3  # the receiver refused the message (the reason is printed)
-EXIT_NO_AGENT = 4  # no such agent, or it is unreachable
-EXIT_HELD = 5  # the receiving session holds the message for its user (`send --wait-held` waits for the decision)
+class Fail(CrosstalkError):
+    """Ends the command with one line on stderr (`crosstalk: <message>`) and the exit code of its kind (the table in
+    crosstalk.core.errors; README "Exit codes"). The command says the kind, so it is given per instance."""
 
-
-class Fail(Exception):
-    """Ends the command with one line on stderr (`crosstalk: <message>`) and the given exit code."""
-
-    def __init__(self, message: str, exit_code: int = EXIT_WIRE) -> None:
+    def __init__(self, message: str, code: ErrorKind = ErrorKind.FAILED) -> None:
         super().__init__(message)
-        self.message = message
-        self.exit_code = exit_code
+        self.code = code
 
 
-def fail(message: str, exit_code: int = EXIT_WIRE) -> NoReturn:
-    raise Fail(message, exit_code)
+def fail(message: str, code: ErrorKind = ErrorKind.FAILED) -> NoReturn:
+    raise Fail(message, code)
 
 
 def state_paths() -> Any:

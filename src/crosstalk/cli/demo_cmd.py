@@ -6,7 +6,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from crosstalk.cli.common import EXIT_USAGE, echo, fail
+from crosstalk.cli.common import echo, fail
+from crosstalk.core.errors import ErrorKind
 
 
 def run(args: Any) -> int:
@@ -18,7 +19,7 @@ def run(args: Any) -> int:
 
     harness_bin = Path(args.harness_bin).expanduser() if args.harness_bin else None
     if harness_bin is not None and not harness_bin.is_dir():
-        fail(f"--harness-bin {args.harness_bin}: not a directory", EXIT_USAGE)
+        fail(f"--harness-bin {args.harness_bin}: not a directory", ErrorKind.USAGE)
     try:
         return run_demo(_show, harness_bin)
     except KeyboardInterrupt:

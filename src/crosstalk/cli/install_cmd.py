@@ -14,7 +14,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from crosstalk.cli.common import EXIT_USAGE, echo, fail, print_json, state_paths
+from crosstalk.cli.common import echo, fail, print_json, state_paths
+from crosstalk.core.errors import ErrorKind
 
 MAX_CONFIG_BYTES = 64 * 1024 * 1024
 
@@ -43,9 +44,9 @@ def _kind(args: Any) -> Any:
 
     kind = kinds.kind(args.harness)
     if not isinstance(kind, Installable):
-        fail(f"cannot set up {args.harness} (install supports: claude, codex, pi)", EXIT_USAGE)
+        fail(f"cannot set up {args.harness} (install supports: claude, codex, pi)", ErrorKind.USAGE)
     if args.scope not in kind.scopes:
-        fail(f"--scope {args.scope!r}: expected one of {', '.join(kind.scopes)}", EXIT_USAGE)
+        fail(f"--scope {args.scope!r}: expected one of {', '.join(kind.scopes)}", ErrorKind.USAGE)
     return kind
 
 
@@ -80,7 +81,7 @@ def _native_peers(kind: Any, harness: str, *, on: bool) -> Any:
     from crosstalk.registry.paths import ensure_private_dir
 
     if not isinstance(kind, PeerPublisher):
-        fail(f"--native-peers: {harness} has no native peers to publish agents as", EXIT_USAGE)
+        fail(f"--native-peers: {harness} has no native peers to publish agents as", ErrorKind.USAGE)
     paths = state_paths()
     path = paths.native_peers / f"{harness}.json"
     if not on:
@@ -105,7 +106,8 @@ KEPT = "yours: changed since crosstalk wrote it, so left as it is; remove it and
 
 def _created() -> tuple[Any, list[str]]:
     """(the record's path, the config files crosstalk's installs created); a record that cannot be read is empty."""
-    from crosstalk.core.untrusted import UntrustedInput, loads
+    from crosstalk.core.errors import UntrustedInput
+    from crosstalk.core.untrusted import loads
     from crosstalk.fs.reading import read_capped
 
     path = state_paths().root / RECORD

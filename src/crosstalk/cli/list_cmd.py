@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from crosstalk.cli.common import EXIT_NO_AGENT, echo, fail, print_json, state_paths
+from crosstalk.cli.common import echo, fail, print_json, state_paths
+from crosstalk.core.errors import ErrorKind
 
 _COLUMNS = ("name", "agent_id", "harness", "role", "owner", "pid", "reachable", "cwd")
 _START_KEYS = ("started_at", "harness_started_at")  # kernel start ticks in the descriptor; shown as UTC times
@@ -118,7 +119,7 @@ def run_who(args: Any) -> int:
     try:
         desc = resolve(state_paths(), target)
     except RegistryError as exc:
-        fail(str(exc), EXIT_NO_AGENT)
+        fail(str(exc), ErrorKind.NO_AGENT)
     data = shown(desc.to_dict())
     if as_json:
         print_json(data)

@@ -16,7 +16,7 @@ from collections.abc import Callable, Sequence
 
 from crosstalk import __version__
 from crosstalk import harness as harness_kinds
-from crosstalk.cli.common import EXIT_USAGE, Fail
+from crosstalk.core.errors import CrosstalkError, ErrorKind, exit_code
 
 # `typing` is only needed by type checkers; importing it costs ~2 ms on `crosstalk send`'s start-up path.
 TYPE_CHECKING = False
@@ -29,7 +29,7 @@ class Parser(argparse.ArgumentParser):
 
     def error(self, message: str) -> NoReturn:
         sys.stderr.write(f"crosstalk: {message} (see '{self.prog} --help')\n")
-        sys.exit(EXIT_USAGE)
+        sys.exit(exit_code(ErrorKind.USAGE))
 
 
 def positive_float(low: float, high: float) -> Callable[[str], float]:
@@ -355,7 +355,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         # error: exit 2, the help on stderr).
         sub = parser if args.command is None else _subcommand(parser, args.command)
         sub.print_help(sys.stderr)
-        sys.exit(EXIT_USAGE)
+        sys.exit(exit_code(ErrorKind.USAGE))
     if args.command in _SERVES_AGENTS:
         from crosstalk.capture.tap import install
 
@@ -363,11 +363,11 @@ def main(argv: Sequence[str] | None = None) -> None:
     module, attr = target.split(":")
     try:
         code = getattr(importlib.import_module(module), attr)(args)
-    except Fail as exc:
+    except CrosstalkError as exc:  # a Fail, or an error no command turned into one: its kind says the exit code
         sys.stderr.write(f"crosstalk: {exc.message}\n")
-        sys.exit(exc.exit_code)
+        sys.exit(exit_code(exc.code))
     except KeyboardInterrupt:
         sys.exit(130)
     except BrokenPipeError:
-        sys.exit(1)
+        sys.exit(exit_code(ErrorKind.FAILED))
     sys.exit(code or 0)

@@ -12,8 +12,9 @@ from pathlib import Path
 from typing import Any
 
 from crosstalk.cli.bus_common import add_transport_option, bus_errors, open_transport
-from crosstalk.cli.common import EXIT_USAGE, Fail, echo, print_json
+from crosstalk.cli.common import Fail, echo, print_json
 from crosstalk.cli.main import non_negative_int
+from crosstalk.core.errors import ErrorKind
 
 MAX_FANOUT = 64
 
@@ -97,14 +98,14 @@ def _read_body(arg: str) -> str:
         data = arg.encode("utf-8", errors="surrogateescape")
         source = "the body"
     if len(data) > MAX_BODY_BYTES:
-        raise Fail(f"{source} is over the {MAX_BODY_BYTES // 1024} KiB message limit", EXIT_USAGE)
+        raise Fail(f"{source} is over the {MAX_BODY_BYTES // 1024} KiB message limit", ErrorKind.USAGE)
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError:
-        raise Fail(f"{source} is not UTF-8 text", EXIT_USAGE) from None
+        raise Fail(f"{source} is not UTF-8 text", ErrorKind.USAGE) from None
     text = text.rstrip()
     if not text.strip():
-        raise Fail(f"{source} is empty; a message needs a body", EXIT_USAGE)
+        raise Fail(f"{source} is empty; a message needs a body", ErrorKind.USAGE)
     return text
 
 
@@ -135,7 +136,7 @@ def sender_name(given: str | None) -> str:
         except (KeyError, OSError):
             sender = "operator"
     if any(ch.isspace() for ch in sender) or len(sender) > 200:
-        raise Fail(f"sender {sender[:40]!r} must be one word of at most 200 characters", EXIT_USAGE)
+        raise Fail(f"sender {sender[:40]!r} must be one word of at most 200 characters", ErrorKind.USAGE)
     return sender
 
 
@@ -156,7 +157,7 @@ def _re_from_env(channel_dir: Path, channel_uuid: str, to: str) -> tuple[str, ..
     paths = tuple(p.strip() for p in raw.split(",") if p.strip())
     bad = [p for p in paths if not is_safe_relpath(p)]
     if bad:
-        raise Fail(f"CROSSTALK_RE holds an unsafe path {bad[0]!r}", EXIT_USAGE)
+        raise Fail(f"CROSSTALK_RE holds an unsafe path {bad[0]!r}", ErrorKind.USAGE)
     linked = []
     for rel in paths:
         try:
@@ -178,11 +179,13 @@ def run_send(args: argparse.Namespace) -> int:
     from crosstalk.bus.transport.store import publish
 
     if not args.to:
-        raise Fail("message send needs --to ADDR (a model: MODEL, PROVIDER/MODEL, optionally @MACHINE)", EXIT_USAGE)
+        raise Fail(
+            "message send needs --to ADDR (a model: MODEL, PROVIDER/MODEL, optionally @MACHINE)", ErrorKind.USAGE
+        )
     try:
         validate_address(args.to)
     except BusError as exc:
-        raise Fail(exc.message, EXIT_USAGE) from None
+        raise Fail(exc.message, ErrorKind.USAGE) from None
     sender = sender_name(args.from_)
     body = _read_body(args.body)
     transport = open_transport(args)
@@ -192,14 +195,14 @@ def run_send(args: argparse.Namespace) -> int:
         ):
             raise Fail(
                 f"no actor {args.as_!r}: expected a persona file {layout.ACTORS_DIR}/{args.as_}.md in the transport",
-                EXIT_USAGE,
+                ErrorKind.USAGE,
             )
         channel = pick_channel(transport, args.channel)
         re_paths = () if args.new else _re_from_env(transport.root / channel.rel_dir, channel.uuid, args.to)
         # From a dispatched turn that wore a persona: the replies to this message wake us in that persona again.
         wake_as = os.environ.get("CROSSTALK_AS") or None
         if wake_as is not None and not PERSONA_RE.match(wake_as):
-            raise Fail(f"CROSSTALK_AS holds an invalid persona name {wake_as[:40]!r}", EXIT_USAGE)
+            raise Fail(f"CROSSTALK_AS holds an invalid persona name {wake_as[:40]!r}", ErrorKind.USAGE)
         count = args.fanout or 1
         timestamp = utc_timestamp()
         files: dict[str, str] = {}
@@ -255,7 +258,7 @@ def _check_claimed(transport: Any, to: str, *, strict: bool) -> None:
         return
     problem = f"no known machine claims {to!r}"
     if strict:
-        raise Fail(f"{problem}; nothing was sent: {HOW_MACHINES_CLAIM}", EXIT_USAGE)
+        raise Fail(f"{problem}; nothing was sent: {HOW_MACHINES_CLAIM}", ErrorKind.USAGE)
     sys.stderr.write(f"crosstalk: warning: {problem}, so it stays PENDING until one does: {HOW_MACHINES_CLAIM}\n")
 
 
@@ -270,7 +273,8 @@ def open_transport_of(args: argparse.Namespace, given: Sequence[str]) -> Any:
     roots = {layout.find_root(Path(p).parent) for p in given if Path(p).is_absolute()} - {None}
     if len(roots) > 1:
         raise Fail(
-            f"the paths lie in {len(roots)} transports ({', '.join(sorted(map(str, roots)))}): give one", EXIT_USAGE
+            f"the paths lie in {len(roots)} transports ({', '.join(sorted(map(str, roots)))}): give one",
+            ErrorKind.USAGE,
         )
     if roots:
         args.transport = str(roots.pop())

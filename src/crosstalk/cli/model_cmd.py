@@ -13,7 +13,8 @@ import sys
 from typing import Any
 
 from crosstalk.cli.bus_common import add_transport_option, bus_errors, open_transport
-from crosstalk.cli.common import EXIT_USAGE, Fail, echo, print_json
+from crosstalk.cli.common import Fail, echo, print_json
+from crosstalk.core.errors import ErrorKind
 
 _COLUMNS = ("MODEL", "CLAIMED HERE", "KNOWN ON", "COMMAND")
 
@@ -72,7 +73,7 @@ def add_parser(sub: Any) -> None:
 
 def _no_command(args: argparse.Namespace, verb: str) -> None:
     if args.command_argv is not None:
-        raise Fail(f"model {verb} takes no command after '--'", EXIT_USAGE)
+        raise Fail(f"model {verb} takes no command after '--'", ErrorKind.USAGE)
 
 
 def _claimed_here(transport: Any, key: str) -> str | None:
@@ -92,13 +93,13 @@ def _edit(args: argparse.Namespace, edit: Any, summary: str) -> tuple[Any, Any, 
     try:
         parse_key(args.key)
     except ModelError as exc:
-        raise Fail(exc.message, EXIT_USAGE) from None
+        raise Fail(exc.message, ErrorKind.USAGE) from None
     transport = open_transport(args)
     with bus_errors():
         try:
             change, result = edit_registry(transport, edit, summary)
         except ModelError as exc:
-            raise Fail(exc.message, EXIT_USAGE) from None
+            raise Fail(exc.message, ErrorKind.USAGE) from None
     _warn_push(result)
     return transport, change, result
 
@@ -108,11 +109,11 @@ def run_add(args: argparse.Namespace) -> int:
     from crosstalk.bus.transport.registry_edit import add_model, command_line
 
     if args.command_argv is None:
-        raise Fail(f"no command given: crosstalk model add {args.key} -- COMMAND...", EXIT_USAGE)
+        raise Fail(f"no command given: crosstalk model add {args.key} -- COMMAND...", ErrorKind.USAGE)
     try:
         command_line(args.command_argv)
     except ModelError as exc:
-        raise Fail(exc.message, EXIT_USAGE) from None
+        raise Fail(exc.message, ErrorKind.USAGE) from None
     transport, change, result = _edit(
         args, lambda text: add_model(text, args.key, args.command_argv, replace=args.replace),
         f"crosstalk: model add {args.key}",

@@ -12,6 +12,8 @@ from __future__ import annotations
 import sys
 from collections.abc import Sequence
 
+from crosstalk.core.errors import ErrorKind, exit_code
+
 VERBS = ("list", "who", "send", "tail")
 USAGE = "usage: pi-crosstalk {list,who,send,tail} ..."
 
@@ -20,15 +22,15 @@ def main(argv: Sequence[str] | None = None) -> None:
     args = list(sys.argv[1:] if argv is None else argv)
     if not args or args[0] in ("-h", "--help"):
         print(f"{USAGE}\n{__doc__}")
-        raise SystemExit(0 if args else 2)
+        raise SystemExit(0 if args else exit_code(ErrorKind.USAGE))
     if args[0] not in VERBS:
         print(f"pi-crosstalk: unknown command {args[0]!r}\n{USAGE}", file=sys.stderr)
-        raise SystemExit(2)
+        raise SystemExit(exit_code(ErrorKind.USAGE))
     from crosstalk.cli.main import main as crosstalk
 
     try:
         crosstalk(args)
     except SystemExit as exc:
         code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
-        raise SystemExit(1 if code == 4 else code) from None
+        raise SystemExit(exit_code(ErrorKind.FAILED) if code == exit_code(ErrorKind.NO_AGENT) else code) from None
     raise SystemExit(0)

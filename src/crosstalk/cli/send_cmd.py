@@ -5,18 +5,8 @@ from __future__ import annotations
 
 import sys
 
-from crosstalk.cli.common import (
-    EXIT_HELD,
-    EXIT_NO_AGENT,
-    EXIT_OK,
-    EXIT_REJECTED,
-    EXIT_USAGE,
-    EXIT_WIRE,
-    echo,
-    fail,
-    print_json,
-    state_paths,
-)
+from crosstalk.cli.common import echo, fail, print_json, state_paths
+from crosstalk.core.errors import EXIT_OK, ErrorKind
 from crosstalk.core.states import DELIVERED_STATES
 
 # `typing` is only needed by type checkers; importing it costs ~2 ms on `crosstalk send`'s start-up path.
@@ -47,7 +37,7 @@ def run(args: Any) -> int:
     from_, timeout, as_json = args.from_, args.timeout, args.as_json
 
     if args.a2a and not args.as_agent:
-        fail("--a2a needs --as AGENT: the live agent whose bearer token names the sender", EXIT_USAGE)
+        fail("--a2a needs --as AGENT: the live agent whose bearer token names the sender", ErrorKind.USAGE)
     if not args.a2a:
         for flag, given in (
             ("--as", args.as_agent),
@@ -55,33 +45,33 @@ def run(args: Any) -> int:
             ("--return-immediately", args.return_immediately),
         ):
             if given:
-                fail(f"{flag} needs --a2a", EXIT_USAGE)
+                fail(f"{flag} needs --a2a", ErrorKind.USAGE)
         if check_transport(parsed, UDS_TRANSPORT):
-            fail(f"--kind {kind} needs --a2a: over the socket only {socket_kinds_text()} travel", EXIT_USAGE)
+            fail(f"--kind {kind} needs --a2a: over the socket only {socket_kinds_text()} travel", ErrorKind.USAGE)
     if args.deadline and kind != "ask":
-        fail("--deadline applies only to --kind ask", EXIT_USAGE)
+        fail("--deadline applies only to --kind ask", ErrorKind.USAGE)
     if args.transport is not None and "@" not in target:
-        fail("--transport applies only to a NAME@MACHINE address sent over the git bus", EXIT_USAGE)
+        fail("--transport applies only to a NAME@MACHINE address sent over the git bus", ErrorKind.USAGE)
     moded = PI_MODE_ALIASES[mode].value if mode else None  # the parser's choices are pi's modes
     if delivery and moded and moded != delivery:
-        fail(f"--delivery {delivery} and --mode {mode} disagree; give one", EXIT_USAGE)
+        fail(f"--delivery {delivery} and --mode {mode} disagree; give one", ErrorKind.USAGE)
     chosen = delivery or moded or "auto"
     sender_tag = from_ if from_ is not None else _default_from()
     if not is_external_tag(sender_tag):
-        fail(f"--from {sender_tag!r} must look like @scheme:topic (for example @ci:build)", EXIT_USAGE)
+        fail(f"--from {sender_tag!r} must look like @scheme:topic (for example @ci:build)", ErrorKind.USAGE)
 
     if text is None and kind == "ping":
         text = ""  # a ping asks only whether the agent is there: it needs no body
     elif text is None or text == "-":
         if sys.stdin is None or sys.stdin.isatty():
-            fail("no TEXT given and stdin is a terminal; pass TEXT or pipe the body in", EXIT_USAGE)
+            fail("no TEXT given and stdin is a terminal; pass TEXT or pipe the body in", ErrorKind.USAGE)
         try:
             text = sys.stdin.read()
         except UnicodeDecodeError:
-            fail("stdin is not valid UTF-8 text", EXIT_USAGE)
+            fail("stdin is not valid UTF-8 text", ErrorKind.USAGE)
     text = text.rstrip()
     if not text and kind != "ping":
-        fail("the message is empty", EXIT_USAGE)
+        fail("the message is empty", ErrorKind.USAGE)
 
     try:
         msg = new_message(
@@ -93,37 +83,37 @@ def run(args: Any) -> int:
             deadline_seconds=args.deadline,
         )
     except MessageError as exc:
-        fail(f"invalid message: {exc}", EXIT_USAGE)
+        fail(f"invalid message: {exc}", ErrorKind.USAGE)
     if args.a2a:
         return _send_a2a(msg, args)
 
     import os
 
     from crosstalk.ingress.client import send_to
-    from crosstalk.ingress.uds_client import DeliveryError
+    from crosstalk.ingress.errors import DeliveryError
     from crosstalk.registry.errors import NoSuchAgent, RegistryError
     from crosstalk.shim.routing import RouteKind, route
 
     try:
         where = route(state_paths(), target, os.environ)
     except RegistryError as exc:
-        fail(str(exc), EXIT_WIRE)
+        fail(str(exc), ErrorKind.FAILED)
     if where.kind is RouteKind.BUS:
         if kind != "inform":
-            fail(f"--kind {kind}: over the git bus `crosstalk send` carries informs only", EXIT_USAGE)
+            fail(f"--kind {kind}: over the git bus `crosstalk send` carries informs only", ErrorKind.USAGE)
         return _send_bus(target, text, sender_tag, as_json, args.transport)
     if where.kind is RouteKind.NATIVE:  # a session without crosstalk
         return _send_native(target, text, sender_tag, kind, as_json, args.wait_held, where.sessions)
     if where.agent is None:
         if "@" in target and isinstance(where.problem, NoSuchAgent):
-            fail(f"no live agent is named {target!r}, and it is not a NAME@MACHINE bus address", EXIT_NO_AGENT)
-        fail(str(where.problem), EXIT_NO_AGENT)
+            fail(f"no live agent is named {target!r}, and it is not a NAME@MACHINE bus address", ErrorKind.NO_AGENT)
+        fail(str(where.problem), ErrorKind.NO_AGENT)
     try:
         result = send_to(state_paths(), where.agent, msg, timeout=timeout)
     except DeliveryError as exc:
-        fail(str(exc), exc.exit_code)
+        fail(str(exc), exc.code)
     except RegistryError as exc:
-        fail(str(exc), EXIT_WIRE)
+        fail(str(exc), ErrorKind.FAILED)
 
     outcome = result.outcome
     name = result.target.name
@@ -151,12 +141,15 @@ def _exit(state: str, name: str, reason: str | None) -> int:
     if state in DELIVERED_STATES:
         return EXIT_OK
     if state == "held":
-        fail(f"{name} holds the message for its user to decide; --wait-held SECONDS waits for the decision", EXIT_HELD)
+        fail(
+            f"{name} holds the message for its user to decide; --wait-held SECONDS waits for the decision",
+            ErrorKind.HELD,
+        )
     if state == "rejected":
-        fail(f"rejected by {name}: {reason or 'no reason given'}", EXIT_REJECTED)
+        fail(f"rejected by {name}: {reason or 'no reason given'}", ErrorKind.REJECTED)
     if state == "unreachable":
-        fail(f"{name} could not take the message: {reason or 'unreachable'}", EXIT_NO_AGENT)
-    fail(f"delivery to {name} is {state}: {reason or 'no evidence either way'}", EXIT_WIRE)
+        fail(f"{name} could not take the message: {reason or 'unreachable'}", ErrorKind.NO_AGENT)
+    fail(f"delivery to {name} is {state}: {reason or 'no evidence either way'}", ErrorKind.FAILED)
 
 
 def _wait_held_agent(msg: Any, timeout: float, wait_s: float, held: Any) -> Any:
@@ -165,7 +158,7 @@ def _wait_held_agent(msg: Any, timeout: float, wait_s: float, held: Any) -> Any:
     import time
 
     from crosstalk.ingress.client import send as send_message
-    from crosstalk.ingress.uds_client import DeliveryError
+    from crosstalk.ingress.errors import DeliveryError
     from crosstalk.registry.errors import RegistryError
 
     deadline = time.monotonic() + wait_s
@@ -212,7 +205,7 @@ def _send_native(
         out = replace(out, state=final[0].state, reason=final[0].reason)
         _print_native(out, target, as_json)
     if out.state is State.REJECTED:
-        fail(f"rejected: {out.reason}; {out.evidence.get('hint', '')}".rstrip("; "), EXIT_REJECTED)
+        fail(f"rejected: {out.reason}; {out.evidence.get('hint', '')}".rstrip("; "), ErrorKind.REJECTED)
     return _exit(out.state.value, target, out.reason)
 
 
@@ -241,7 +234,7 @@ def _send_bus(target: str, text: str, sender_tag: str, as_json: bool, transport:
         environ["CROSSTALK_TRANSPORT"] = transport
     out = send_from_live(state_paths(), "cli", target, text, sender=sender, environ=environ)
     if out["state"] != "queued":
-        fail(f"cannot send {target!r} over the git bus: {out.get('detail') or out.get('reason')}", EXIT_NO_AGENT)
+        fail(f"cannot send {target!r} over the git bus: {out.get('detail') or out.get('reason')}", ErrorKind.NO_AGENT)
     if as_json:
         print_json(out)
     else:
@@ -253,9 +246,9 @@ def _send_bus(target: str, text: str, sender_tag: str, as_json: bool, transport:
 
 def _send_a2a(msg: Any, args: Any) -> int:
     """`send --a2a`: the receiver answers with a task; print it and exit by its state."""
-    from crosstalk.core.tasks import TaskError
+    from crosstalk.core.errors import TaskError
     from crosstalk.ingress.client import send_a2a
-    from crosstalk.ingress.uds_client import DeliveryError
+    from crosstalk.ingress.errors import DeliveryError
     from crosstalk.registry.errors import AmbiguousName, NoSuchAgent, RegistryError
 
     try:
@@ -268,13 +261,13 @@ def _send_a2a(msg: Any, args: Any) -> int:
             timeout=args.timeout,
         )
     except (NoSuchAgent, AmbiguousName) as exc:
-        fail(str(exc), EXIT_NO_AGENT)
+        fail(str(exc), ErrorKind.NO_AGENT)
     except DeliveryError as exc:
-        fail(str(exc), exc.exit_code)
+        fail(str(exc), exc.code)
     except TaskError as exc:
-        fail(f"{exc.code}: {exc.message}", EXIT_REJECTED if exc.code == TaskError.INVALID else EXIT_WIRE)
+        fail(f"{exc.code}: {exc.message}", exc.code)
     except RegistryError as exc:
-        fail(str(exc), EXIT_WIRE)
+        fail(str(exc), ErrorKind.FAILED)
     task = result.task
     reply = next((h.text for h in reversed(task.history) if h.role == "agent"), None)
     if args.as_json:
@@ -306,11 +299,11 @@ def _send_a2a(msg: Any, args: Any) -> int:
         unreachable = task.delivery == "unreachable"
         fail(
             f"{result.target.name}: task failed ({task.reason or task.delivery})",
-            EXIT_NO_AGENT if unreachable else EXIT_REJECTED,
+            ErrorKind.NO_AGENT if unreachable else ErrorKind.REJECTED,
         )
     if state == "canceled":
-        fail(f"{result.target.name}: task canceled", EXIT_REJECTED)
+        fail(f"{result.target.name}: task canceled", ErrorKind.REJECTED)
     fail(
         f"{result.target.name}: task is {state} (delivery {task.delivery or 'pending'}); nothing proves it arrived",
-        EXIT_WIRE,
+        ErrorKind.FAILED,
     )

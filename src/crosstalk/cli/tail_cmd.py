@@ -10,8 +10,9 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from crosstalk.cli.common import EXIT_NO_AGENT, echo, fail, state_paths
+from crosstalk.cli.common import echo, fail, state_paths
 from crosstalk.core import untrusted
+from crosstalk.core.errors import ErrorKind
 
 POLL_S = 0.05
 
@@ -28,7 +29,7 @@ def run(args: Any) -> int:
         agent_id, name = _target(resolve, paths, target)
     except RegistryError as exc:
         if not (is_agent_id(target) and paths.journal_file(target).exists()):
-            fail(str(exc), EXIT_NO_AGENT)
+            fail(str(exc), ErrorKind.NO_AGENT)
         agent_id, name = target, target
     path = paths.journal_file(agent_id)
     deadline = None if duration is None else time.monotonic() + duration

@@ -8,7 +8,8 @@ import argparse
 import sys
 from typing import Any
 
-from crosstalk.cli.common import EXIT_USAGE, echo, fail, print_json, state_paths
+from crosstalk.cli.common import echo, fail, print_json, state_paths
+from crosstalk.core.errors import ErrorKind
 
 
 def add_parser(sub: Any) -> None:
@@ -34,7 +35,7 @@ def run(args: argparse.Namespace) -> int:
     from crosstalk.watch.snapshot import Reader
 
     if args.as_json and not args.once:
-        fail("--json prints one snapshot: add --once", EXIT_USAGE)
+        fail("--json prints one snapshot: add --once", ErrorKind.USAGE)
     reader = Reader(state_paths())
     if args.once:
         snap = reader.take()
@@ -46,7 +47,7 @@ def run(args: argparse.Namespace) -> int:
             echo(text_tables(snap))
         return 0
     if not (sys.stdin.isatty() and sys.stdout.isatty()):
-        fail("watch needs a terminal; for scripts use 'crosstalk watch --once --json'", EXIT_USAGE)
+        fail("watch needs a terminal; for scripts use 'crosstalk watch --once --json'", ErrorKind.USAGE)
     from crosstalk.watch.app import WatchApp
 
     code = WatchApp(reader, use_inotify=not args.no_inotify).run()

@@ -15,7 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from crosstalk.cli.bus_common import add_transport_option, bus_errors, open_transport
-from crosstalk.cli.common import EXIT_USAGE, Fail, echo, print_json
+from crosstalk.cli.common import Fail, echo, print_json
+from crosstalk.core.errors import ErrorKind
 
 MAX_DOCUMENT_BYTES = 64 * 1024
 
@@ -64,29 +65,31 @@ def _document(path: str) -> str:
         with open(path, "rb") as f:
             data = f.read(MAX_DOCUMENT_BYTES + 1)
     except OSError as exc:
-        raise Fail(f"cannot read {path}: {exc.strerror}", EXIT_USAGE) from None
+        raise Fail(f"cannot read {path}: {exc.strerror}", ErrorKind.USAGE) from None
     if len(data) > MAX_DOCUMENT_BYTES:
-        raise Fail(f"{path} is over the {MAX_DOCUMENT_BYTES // 1024} KiB limit of a workflow document", EXIT_USAGE)
+        raise Fail(f"{path} is over the {MAX_DOCUMENT_BYTES // 1024} KiB limit of a workflow document", ErrorKind.USAGE)
     try:
         text = data.decode("utf-8").lstrip("\ufeff")
     except UnicodeDecodeError:
-        raise Fail(f"{path} is not UTF-8 text", EXIT_USAGE) from None
+        raise Fail(f"{path} is not UTF-8 text", ErrorKind.USAGE) from None
     lines = text.split("\n")
     end = None
     if lines[0].rstrip() == "---":
         end = next((i for i in range(1, len(lines)) if lines[i].rstrip() == "---"), None)
     if end is None:
         why = "it must start with front matter saying `type: workflow`"
-        raise Fail(f"{path} is not a workflow document: {why}", EXIT_USAGE)
+        raise Fail(f"{path} is not a workflow document: {why}", ErrorKind.USAGE)
     try:
         meta = load_yaml("\n".join(lines[1:end]), "front matter")
     except Exception as exc:
-        raise Fail(f"{path}: the front matter is not valid YAML ({str(exc).splitlines()[0]})", EXIT_USAGE) from None
+        raise Fail(
+            f"{path}: the front matter is not valid YAML ({str(exc).splitlines()[0]})", ErrorKind.USAGE
+        ) from None
     if not isinstance(meta, dict) or meta.get("type") != "workflow":
-        raise Fail(f"{path} is not a workflow document: its front matter must say `type: workflow`", EXIT_USAGE)
+        raise Fail(f"{path} is not a workflow document: its front matter must say `type: workflow`", ErrorKind.USAGE)
     prose = "\n".join(lines[end + 1 :]).strip()
     if not prose:
-        raise Fail(f"{path}: the workflow has no prose after its front matter", EXIT_USAGE)
+        raise Fail(f"{path}: the workflow has no prose after its front matter", ErrorKind.USAGE)
     return prose
 
 
@@ -118,7 +121,7 @@ def submit(transport: Any, prose: str, channel_handle: str | None, from_: str | 
     sender = sender_name(from_)
     wake_as = os.environ.get("CROSSTALK_AS") or None  # run from a dispatched turn wearing a persona
     if wake_as is not None and not PERSONA_RE.match(wake_as):
-        raise Fail(f"CROSSTALK_AS holds an invalid persona name {wake_as[:40]!r}", EXIT_USAGE)
+        raise Fail(f"CROSSTALK_AS holds an invalid persona name {wake_as[:40]!r}", ErrorKind.USAGE)
     with bus_errors():
         channel = pick_channel(transport, channel_handle)
         child, _ = create_channel(transport, f"wf-{secrets.token_hex(4)}", parent=channel.uuid)
@@ -159,7 +162,7 @@ def run_status(args: argparse.Namespace) -> int:
         for rel in rels:
             marker = read_message(transport.root, rel)
             if marker is None or marker.type != "workflow":
-                raise Fail(f"{rel} is not a workflow marker", EXIT_USAGE)
+                raise Fail(f"{rel} is not a workflow marker", ErrorKind.USAGE)
             p = read_progress(transport.root, rel, marker, engine_name(marker.dispatch_host or ""))
             rows.append({
                 "marker": rel, "owner": marker.dispatch_host, "stage": p.stage,

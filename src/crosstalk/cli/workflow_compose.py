@@ -13,7 +13,8 @@ import tempfile
 from typing import Any
 
 from crosstalk.cli.bus_common import bus_errors, open_transport
-from crosstalk.cli.common import EXIT_USAGE, Fail, echo
+from crosstalk.cli.common import Fail, echo
+from crosstalk.core.errors import ErrorKind
 
 EDIT_TIMEOUT_S = 3600.0
 
@@ -21,15 +22,15 @@ EDIT_TIMEOUT_S = 3600.0
 def run_compose(args: argparse.Namespace) -> int:
     import threading
 
-    from crosstalk.bus.errors import ModelError
+    from crosstalk.bus.errors import ModelError, PlanError
     from crosstalk.bus.protocol.models import claim, load_registry, resolve
     from crosstalk.bus.runs.invoke import run_model
-    from crosstalk.bus.workflow.plan import PlanError, compile_prompt, parse_plan_output
+    from crosstalk.bus.workflow.plan import compile_prompt, parse_plan_output
     from crosstalk.cli.workflow_cmd import submit
 
     prose = (sys.stdin.read() if args.prose == "-" else args.prose).strip()
     if not prose:
-        raise Fail("the workflow's prose is empty", EXIT_USAGE)
+        raise Fail("the workflow's prose is empty", ErrorKind.USAGE)
     transport = open_transport(args)
     with bus_errors():
         claimed, _ = claim(load_registry(transport.root), os.environ.get("PATH"))
@@ -38,7 +39,7 @@ def run_compose(args: argparse.Namespace) -> int:
         try:
             spec = resolve(claimed, args.model) if args.model else claimed[0]
         except ModelError as exc:
-            raise Fail(exc.message, EXIT_USAGE) from None
+            raise Fail(exc.message, ErrorKind.USAGE) from None
         sys.stderr.write(f"compiling with {spec.key} …\n")
         out, failure = run_model(
             spec, compile_prompt(prose, sorted(s.key for s in claimed)), root=transport.root, alias=transport.alias,
@@ -88,8 +89,9 @@ def _yaml(plan: Any) -> str:
 
 def _edit(plan: Any) -> Any:
     """The plan as the person left it in their editor; PlanError when it is not a valid plan any more."""
+    from crosstalk.bus.errors import PlanError
     from crosstalk.bus.protocol.safefs import load_yaml
-    from crosstalk.bus.workflow.plan import Plan, PlanError
+    from crosstalk.bus.workflow.plan import Plan
 
     editor = shlex.split(os.environ.get("VISUAL") or os.environ.get("EDITOR") or "vi")
     fd, path = tempfile.mkstemp(prefix="crosstalk-plan-", suffix=".yaml")

@@ -6,7 +6,6 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
-from crosstalk.core.errors import CrosstalkError
 from crosstalk.core.states import Outcome
 
 
@@ -124,22 +123,6 @@ class TaskView:
             return None
         replied = self.artifacts or any(h.role == "agent" for h in self.history)
         return "replied" if replied else "delivered"
-
-
-class TaskError(CrosstalkError):
-    """A task operation the protocol answers with an error. `code` is one of the constants below."""
-
-    NOT_FOUND = "task_not_found"
-    NOT_CANCELABLE = "task_not_cancelable"
-    UNSUPPORTED = "unsupported_operation"
-    INVALID = "invalid_request"  # admission, hop guard, size: refused before any task exists
-    INVALID_PARAMS = "invalid_params"  # a well-formed request whose parameters contradict the task (contextId)
-    INTERNAL = "internal_error"  # the agent could not make the message durable: nothing was accepted
-
-    def __init__(self, code: str, message: str) -> None:
-        super().__init__(message)
-        self.code = code
-        self.message = message
 
 
 @dataclass(frozen=True, slots=True)

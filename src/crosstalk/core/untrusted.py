@@ -12,22 +12,15 @@ import json
 import re
 from typing import Any
 
-from crosstalk.core.errors import CrosstalkError
+from crosstalk.core.errors import (
+    UntrustedInput as UntrustedInput,  # the error of this rule, raised and caught by its name here
+)
 
 MAX_DEPTH = 64  # deeper than any record crosstalk writes or reads from a harness
 MAX_NODES = 1_000_000  # values in one parsed document (YAML aliases can repeat a subtree)
 
 _STRING = re.compile(rb'"(?:[^"\\]|\\.)*"', re.DOTALL)
 _BRACKET = re.compile(rb"[\[\]{}]")
-
-
-class UntrustedInput(CrosstalkError, ValueError):
-    """Input from outside was refused: too large, too deep, or not what it must be. The message names it."""
-
-    def __init__(self, what: str, problem: str) -> None:
-        super().__init__(f"{what}: {problem}")
-        self.what = what
-        self.problem = problem
 
 
 def json_depth(raw: bytes) -> int:

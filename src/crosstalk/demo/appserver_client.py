@@ -14,10 +14,11 @@ from pathlib import Path
 from typing import Any
 
 from crosstalk.core import untrusted
+from crosstalk.core.errors import CrosstalkError
 from crosstalk.harness.codex.appserver import MAX_FRAME
 
 
-class AppServerClientError(RuntimeError):
+class AppServerClientError(CrosstalkError, RuntimeError):
     """The connection failed or broke, the server gave no answer in time, or it answered with an error."""
 
 

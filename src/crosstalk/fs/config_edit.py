@@ -20,21 +20,14 @@ from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
 
-from crosstalk.core.untrusted import UntrustedInput, loads
+from crosstalk.core.errors import UntrustedInput
+from crosstalk.core.untrusted import loads
 from crosstalk.fs.atomic import fsync_dir, synced_temp
+from crosstalk.fs.errors import ConfigRefused
 from crosstalk.fs.reading import describe_mode, read_fd_capped
 
 ATTEMPTS = 200
 Edit = Callable[[bytes | None], bytes | None]  # the file's bytes (None: absent) -> new bytes (None: delete it)
-
-
-class ConfigRefused(ValueError):
-    """A config file crosstalk will not read or write; the message names the file and the exact reason."""
-
-    def __init__(self, path: Path | str, reason: str) -> None:
-        super().__init__(f"{path}: {reason}; nothing was changed")
-        self.path = str(path)
-        self.reason = reason
 
 
 def _refuse_kind(path: Path | str, st: os.stat_result, limit: int) -> None:

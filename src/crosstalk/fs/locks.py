@@ -14,18 +14,10 @@ import time
 from pathlib import Path
 from types import TracebackType
 
-from crosstalk.core.errors import CrosstalkError
+from crosstalk.fs.errors import LockHeld
 from crosstalk.fs.reading import open_regular
 
 _POLL_SECONDS = 0.002
-
-
-class LockHeld(CrosstalkError):
-    """`with FileLock(path)` found the lock taken by another open file."""
-
-    def __init__(self, path: object) -> None:
-        super().__init__(f"lock {path} is held by another open file (a live process)")
-        self.path = path
 
 
 class FileLock:

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from crosstalk.core import untrusted
+from crosstalk.fs.errors import NotRegularFile
 
 _KINDS = (
     (stat.S_ISDIR, "a directory"),
@@ -20,16 +21,6 @@ _KINDS = (
     (stat.S_ISBLK, "a block device"),
     (stat.S_ISLNK, "a symlink"),
 )
-
-
-class NotRegularFile(OSError):
-    """The path names something other than a regular file (a FIFO, a device, a directory, a symlink): refused, one
-    line naming the path and what it is. An OSError, so a caller that treats "cannot open" as "absent" still does."""
-
-    def __init__(self, path: object, what: str) -> None:
-        super().__init__(f"{path} is {what}, not a regular file; refusing to open it (remove it, then try again)")
-        self.path = path
-        self.what = what
 
 
 def describe_mode(mode: int) -> str:

@@ -6,9 +6,10 @@
 - A **per-agent adapter** (`HarnessAdapter`) serves one agent: `bind` to its session, `inject` a message, `status`,
   `render`, `native_reply_address`, `close`.
 
-The receiver chain knows only this file. An adapter either returns an `InjectResult` or raises one of the typed errors
-below; the chain's injector maps each to exactly one delivery state, so every adapter fails the same way. A harness
-package imports `crosstalk.core`, this module and itself, nothing else (tests/unit/test_layering.py holds it).
+The receiver chain knows only this file and the layer's errors. An adapter either returns an `InjectResult` or raises
+one of the typed errors in `crosstalk.harness.errors`; the chain's injector maps each to exactly one delivery state, so
+every adapter fails the same way. A harness package imports `crosstalk.core`, `crosstalk.fs`, this module, the errors
+module and itself, nothing else (tests/unit/test_layering.py holds it).
 """
 
 from __future__ import annotations
@@ -18,7 +19,6 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
 from crosstalk.core import envelope
-from crosstalk.core.errors import CrosstalkError
 from crosstalk.core.kinds import Delivery
 from crosstalk.core.message import Message
 from crosstalk.core.sender import Sender, SenderClass
@@ -129,10 +129,6 @@ class PeerPublisher(Protocol):
     def publish_peer(self, agent: AgentInfo, token: str, settings: Mapping[str, str]) -> Callable[[], None] | None: ...
 
 
-class InstallError(CrosstalkError):
-    """A harness's configuration could not be changed; nothing was written. Names the file and the fix."""
-
-
 @dataclass(frozen=True, slots=True)
 class ConfigChange:
     """One file an install or uninstall touched (or found as it should be)."""
@@ -218,31 +214,6 @@ class BindResult:
     version: str | None = None
     inbound_reachable: bool = True
     reason: str | None = None  # why inbound delivery cannot work, when it cannot
-
-
-class HarnessError(Exception):
-    """Base of adapter failures. The injector maps each subclass to a delivery state."""
-
-    def __init__(self, reason: str) -> None:
-        super().__init__(reason)
-        self.reason = reason
-
-
-class HarnessRefused(HarnessError):
-    """The harness definitely refused the input; nothing reached the session (→ unreachable)."""
-
-
-class PreSendFailure(HarnessError):
-    """The adapter failed before writing anything (no connection, no binding) (→ unreachable)."""
-
-
-class HarnessDisconnected(HarnessError):
-    """The connection broke after the write may have landed (→ unknown; never resent)."""
-
-
-class ReceiverRefused(HarnessError):
-    """The receiving session's own user settings refuse the message (Claude's `crossSessionInbound: refuse`);
-    nothing reached the session (→ rejected, the reason naming the setting)."""
 
 
 @runtime_checkable

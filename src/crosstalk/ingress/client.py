@@ -9,7 +9,8 @@ from dataclasses import dataclass
 
 from crosstalk.core.message import Message
 from crosstalk.core.states import Outcome
-from crosstalk.ingress.uds_client import DEFAULT_TIMEOUT_S, AgentUnreachable, DeliveryError, WireError, deliver
+from crosstalk.ingress.errors import A2ARefused, AgentUnreachable, WireError
+from crosstalk.ingress.uds_client import DEFAULT_TIMEOUT_S, deliver
 from crosstalk.registry.credentials import read_key
 from crosstalk.registry.descriptor import Descriptor
 from crosstalk.registry.discovery import resolve
@@ -79,7 +80,7 @@ def send_a2a(
     except KeyFileError as exc:
         raise AgentUnreachable(f"agent {sender.name!r} has no usable bearer token: {exc}") from None
 
-    from crosstalk.ingress.a2a.errors import A2AAuthError, A2AOutcomeUnknown, A2AProtocolError, A2AUnreachable
+    from crosstalk.ingress.errors import A2AAuthError, A2AOutcomeUnknown, A2AProtocolError, A2AUnreachable
 
     async def run() -> TaskView:
         async with A2AClient(url, token, timeout=timeout) as client:
@@ -99,12 +100,6 @@ def send_a2a(
     except A2AProtocolError as exc:
         raise WireError(f"{target.name} answered with an A2A error: {exc}") from None
     return A2ASendResult(target, sender, task)
-
-
-class A2ARefused(DeliveryError):
-    """The receiver refused the sender's bearer token."""
-
-    exit_code = 3
 
 
 def native_targets(paths: StatePaths, to: str, environ: Mapping[str, str]) -> list[tuple[Any, Any]]:

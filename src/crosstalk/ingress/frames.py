@@ -17,9 +17,9 @@ import json
 from dataclasses import dataclass
 
 from crosstalk.core import untrusted
-from crosstalk.core.errors import CrosstalkError
 from crosstalk.core.message import Message
 from crosstalk.core.states import Outcome, State
+from crosstalk.ingress.errors import FrameError
 
 # `typing` is only needed by type checkers; importing it costs ~2 ms on `crosstalk send`'s start-up path.
 TYPE_CHECKING = False
@@ -28,10 +28,6 @@ if TYPE_CHECKING:
 
 MAX_LINE_BYTES = 512 * 1024  # one frame line: 64 KiB of text JSON-escapes to at most 384 KiB, plus metadata
 CROSSTALK_FRAME_VERSION = 1
-
-
-class FrameError(CrosstalkError):
-    """A line on the socket is not a valid frame. The message names what is wrong."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -27,10 +27,10 @@ from crosstalk.core.sender import Sender, SenderClass
 from crosstalk.core.states import Outcome, State
 from crosstalk.fs.procinfo import login_name, proc_start_time
 from crosstalk.ingress import taps
+from crosstalk.ingress.errors import FrameError
 from crosstalk.ingress.frames import (
     MAX_LINE_BYTES,
     AuthLine,
-    FrameError,
     UserLine,
     encode_answer,
     encode_error_answer,

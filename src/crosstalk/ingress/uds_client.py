@@ -8,28 +8,12 @@ from __future__ import annotations
 import socket
 from pathlib import Path
 
-from crosstalk.core.errors import CrosstalkError
 from crosstalk.core.message import Message
 from crosstalk.core.states import Outcome
-from crosstalk.ingress.frames import MAX_LINE_BYTES, FrameError, encode_auth, encode_crosstalk_user, parse_answer
+from crosstalk.ingress.errors import AgentUnreachable, FrameError, WireError
+from crosstalk.ingress.frames import MAX_LINE_BYTES, encode_auth, encode_crosstalk_user, parse_answer
 
 DEFAULT_TIMEOUT_S = 60.0  # covers the receiver's own 30 s inject timeout plus two journal writes
-
-
-class DeliveryError(CrosstalkError):
-    exit_code = 1
-
-
-class AgentUnreachable(DeliveryError):
-    """Nothing listens on the agent's socket (it stopped, or never started)."""
-
-    exit_code = 4
-
-
-class WireError(DeliveryError):
-    """The connection broke or the answer was not a valid frame."""
-
-    exit_code = 1
 
 
 def deliver(uds_path: str | Path, token: str, msg: Message, *, timeout: float = DEFAULT_TIMEOUT_S) -> Outcome:

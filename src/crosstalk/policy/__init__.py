@@ -7,12 +7,13 @@ A rejected message is never injected.
 
 from crosstalk.policy.acl import check_acl, sender_handles
 from crosstalk.policy.admission import Limits, Load, check_admission
-from crosstalk.policy.claims import CLAIMER_ROLES, ClaimError, ClaimState, claim, release
+from crosstalk.policy.claims import CLAIMER_ROLES, ClaimState, claim, release
 from crosstalk.policy.classify import classify
 from crosstalk.policy.decide import Decision, evaluate
+from crosstalk.policy.errors import ClaimError, PolicyError
 from crosstalk.policy.hop import MAX_HOPS, check_hops
 from crosstalk.policy.kinds import check_kind
-from crosstalk.policy.roles import BUCKET_NAMES, DEFAULT_ACCEPT_FROM, Bucket, PolicyError, Role, parse_role
+from crosstalk.policy.roles import BUCKET_NAMES, DEFAULT_ACCEPT_FROM, Bucket, Role, parse_role
 from crosstalk.policy.transport import UDS_KINDS, UDS_TRANSPORT, check_transport
 from crosstalk.policy.view import ReceiverView
 

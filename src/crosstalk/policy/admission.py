@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, fields
 
 from crosstalk.core.kinds import Kind
-from crosstalk.policy.roles import PolicyError
+from crosstalk.policy.errors import PolicyError
 
 
 def _check_non_negative(obj: Limits | Load) -> None:

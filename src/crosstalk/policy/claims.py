@@ -4,19 +4,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from crosstalk.policy.roles import PolicyError, Role
+from crosstalk.policy.errors import ClaimError, PolicyError
+from crosstalk.policy.roles import Role
 
 # Roles that may take ownership of another agent. A worker may not: it would let work flow down a chain its
 # own parent never approved, and (with owner-before-claim) it is what keeps ownership free of cycles.
 CLAIMER_ROLES: frozenset[Role] = frozenset({Role.PRIMARY, Role.ORCHESTRATOR, Role.PEER})
-
-
-class ClaimError(PolicyError):
-    """A claim or release the policy refuses; .reason is the stable machine-readable code."""
-
-    def __init__(self, reason: str, detail: str) -> None:
-        super().__init__(f"{reason}: {detail}")
-        self.reason = reason
 
 
 @dataclass(frozen=True, slots=True)

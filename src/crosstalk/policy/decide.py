@@ -10,10 +10,11 @@ from crosstalk.core.sender import Sender
 from crosstalk.policy.acl import check_acl
 from crosstalk.policy.admission import Limits, Load, check_admission
 from crosstalk.policy.classify import classify
+from crosstalk.policy.errors import PolicyError
 from crosstalk.policy.hop import check_hops
 from crosstalk.policy.kinds import check_kind
 from crosstalk.policy.notices import check_notice, is_own_notice
-from crosstalk.policy.roles import Bucket, PolicyError
+from crosstalk.policy.roles import Bucket
 from crosstalk.policy.view import ReceiverView
 
 

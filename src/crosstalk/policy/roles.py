@@ -4,11 +4,7 @@ from __future__ import annotations
 
 from enum import StrEnum
 
-from crosstalk.core.errors import CrosstalkError
-
-
-class PolicyError(CrosstalkError, ValueError):
-    """A policy input is malformed (a bad role name, an inconsistent state). One line, naming the problem."""
+from crosstalk.policy.errors import PolicyError
 
 
 class Role(StrEnum):

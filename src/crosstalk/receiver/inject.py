@@ -6,17 +6,8 @@ import asyncio
 import logging
 
 from crosstalk.core.states import State
-from crosstalk.harness.base import (
-    INJECT_STATES,
-    HarnessAdapter,
-    HarnessDisconnected,
-    HarnessError,
-    HarnessRefused,
-    InjectRequest,
-    InjectResult,
-    PreSendFailure,
-    ReceiverRefused,
-)
+from crosstalk.harness.base import INJECT_STATES, HarnessAdapter, InjectRequest, InjectResult
+from crosstalk.harness.errors import HarnessDisconnected, HarnessError, HarnessRefused, PreSendFailure, ReceiverRefused
 
 log = logging.getLogger(__name__)
 

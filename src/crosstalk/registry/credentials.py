@@ -10,7 +10,8 @@ import stat
 from pathlib import Path
 
 from crosstalk.fs.atomic import atomic_write
-from crosstalk.fs.reading import NotRegularFile, open_regular
+from crosstalk.fs.errors import NotRegularFile
+from crosstalk.fs.reading import open_regular
 from crosstalk.registry.errors import KeyFileError
 
 KEY_BYTES = 32

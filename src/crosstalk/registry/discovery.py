@@ -13,9 +13,9 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from crosstalk.core.ids import is_agent_id
+from crosstalk.fs.errors import NotRegularFile
 from crosstalk.fs.locks import is_locked
 from crosstalk.fs.procinfo import is_same_process, proc_start_time
-from crosstalk.fs.reading import NotRegularFile
 from crosstalk.registry.descriptor import Descriptor, read_descriptor
 from crosstalk.registry.errors import AgentLockUnusable, AmbiguousName, NoSuchAgent
 from crosstalk.registry.paths import StatePaths

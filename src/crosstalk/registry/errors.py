@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from crosstalk.core.errors import CrosstalkError
+from crosstalk.core.errors import CrosstalkError, ErrorKind
 
 # (agent_id, name, harness, cwd): enough for a person or a model to pick one of several agents.
 Candidate = tuple[str, str, str, str]
@@ -13,6 +13,8 @@ class RegistryError(CrosstalkError):
 
 
 class NoSuchAgent(RegistryError):
+    code = ErrorKind.NO_AGENT
+
     reason = "no_such_agent"
 
     def __init__(self, name: str, stopped_pid: int | None = None) -> None:
@@ -38,6 +40,8 @@ class AgentLockUnusable(NoSuchAgent):
 
 
 class AmbiguousName(RegistryError):
+    code = ErrorKind.NO_AGENT
+
     reason = "ambiguous_name"
 
     def __init__(self, name: str, candidates: list[Candidate]) -> None:
@@ -57,6 +61,8 @@ class AgentAlreadyRegistered(RegistryError):
 
 
 class InvalidName(RegistryError, ValueError):
+    code = ErrorKind.USAGE
+
     def __init__(self, name: object, problem: str) -> None:
         super().__init__(f"invalid agent name {name!r}: {problem}")
         self.name = name

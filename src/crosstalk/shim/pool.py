@@ -20,6 +20,7 @@ from collections.abc import Awaitable, Callable, Mapping
 
 from crosstalk import harness as kinds
 from crosstalk.agent import AgentConfig, AgentHost
+from crosstalk.core.errors import CrosstalkError
 from crosstalk.harness.base import HarnessAdapter, SessionIdentity
 from crosstalk.registry.paths import StatePaths
 
@@ -31,7 +32,7 @@ SupersededCheck = Callable[[SessionIdentity, SessionIdentity], bool]  # (old, ne
 RETIRE_WAIT_S = 30.0
 
 
-class PoolClosed(RuntimeError):
+class PoolClosed(CrosstalkError, RuntimeError):
     """The shim is shutting down: no new agent is created."""
 
 

@@ -67,8 +67,8 @@ class Sender:
     ) -> dict[str, Any]:
         """SendMessage as `host` to `target`: the model-facing answer (state, reason, message_id, task_id).
         `op` ("claim", "release"): a request about the target itself (shim/claiming.py), not a message."""
-        from crosstalk.core.tasks import TaskError
-        from crosstalk.ingress.a2a.errors import A2AAuthError, A2AOutcomeUnknown, A2AProtocolError, A2AUnreachable
+        from crosstalk.core.errors import TaskError
+        from crosstalk.ingress.errors import A2AAuthError, A2AOutcomeUnknown, A2AProtocolError, A2AUnreachable
 
         mid, to = msg.message_id, target.name
 

@@ -10,12 +10,13 @@ import time
 from dataclasses import replace
 from typing import Any
 
+from crosstalk.core.errors import ErrorKind, TaskError
 from crosstalk.core.ids import new_message_id
 from crosstalk.core.kinds import Kind
 from crosstalk.core.message import Message
 from crosstalk.core.sender import Sender
 from crosstalk.core.states import SEND_STATES, Outcome, Reason, State
-from crosstalk.core.tasks import Artifact, HistoryEntry, TaskError, TaskState, TaskView
+from crosstalk.core.tasks import Artifact, HistoryEntry, TaskState, TaskView
 from crosstalk.journal import JournalError
 from crosstalk.receiver import Receiver
 from crosstalk.tasks.table import TaskEntry, TaskTable, meta_of, obligation_record, task_record
@@ -26,10 +27,10 @@ log = logging.getLogger(__name__)
 class ReplyError(TaskError):
     """reply() refused: NO_SUCH_MESSAGE, NOT_AN_ASK, ALREADY_REPLIED or ASK_CLOSED."""
 
-    NO_SUCH_MESSAGE = "no_such_message"
-    NOT_AN_ASK = "not_an_ask"
-    ALREADY_REPLIED = "already_replied"
-    ASK_CLOSED = "ask_closed"
+    NO_SUCH_MESSAGE = ErrorKind.NO_SUCH_MESSAGE
+    NOT_AN_ASK = ErrorKind.NOT_AN_ASK
+    ALREADY_REPLIED = ErrorKind.ALREADY_REPLIED
+    ASK_CLOSED = ErrorKind.ASK_CLOSED
 
 
 def is_ask(task: TaskEntry) -> bool:

@@ -23,6 +23,7 @@ import time
 from dataclasses import replace
 from typing import Any
 
+from crosstalk.core.errors import TaskError
 from crosstalk.core.ids import new_message_id
 from crosstalk.core.kinds import Kind
 from crosstalk.core.message import Message
@@ -32,7 +33,6 @@ from crosstalk.core.tasks import (
     Artifact,
     HistoryEntry,
     TaskApi,
-    TaskError,
     TaskPage,
     TaskState,
     TaskView,

@@ -16,10 +16,11 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from crosstalk.core.errors import TaskError
 from crosstalk.core.message import Message
 from crosstalk.core.sender import Sender
 from crosstalk.core.states import Outcome
-from crosstalk.core.tasks import TERMINAL, Artifact, HistoryEntry, TaskError, TaskPage, TaskState, TaskView
+from crosstalk.core.tasks import TERMINAL, Artifact, HistoryEntry, TaskPage, TaskState, TaskView
 from crosstalk.journal import records as R
 from crosstalk.journal.window import MAX_SETTLED, trim_settled
 

@@ -10,8 +10,9 @@ import pytest
 from a2a_fake_tasks import ALICE, FakeTasks
 from a2a_live import run, serving
 
+from crosstalk.core.errors import TaskError
 from crosstalk.core.message import new_message
-from crosstalk.core.tasks import TaskError, TaskState
+from crosstalk.core.tasks import TaskState
 from crosstalk.ingress.a2a import (
     A2AAuthError,
     A2AClient,

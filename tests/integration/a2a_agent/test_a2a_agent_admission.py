@@ -33,9 +33,10 @@ from xt_a2a_agents import (
     until,
 )
 
+from crosstalk.core.errors import TaskError
 from crosstalk.core.ids import hop_entry, new_message_id
 from crosstalk.core.message import Message, new_message
-from crosstalk.core.tasks import TaskError, TaskState
+from crosstalk.core.tasks import TaskState
 from crosstalk.ingress.a2a.client import A2AClient
 from crosstalk.policy import Limits
 

@@ -30,10 +30,11 @@ from typing import Any, TypeVar
 import httpx
 import pytest
 
+from crosstalk.core.errors import TaskError
 from crosstalk.core.ids import new_message_id
 from crosstalk.core.kinds import Kind
 from crosstalk.core.message import new_message
-from crosstalk.core.tasks import TaskError, TaskView
+from crosstalk.core.tasks import TaskView
 from crosstalk.ingress.a2a.client import A2AClient
 from crosstalk.ingress.frames import encode_auth
 from crosstalk.journal.codec import read_journal

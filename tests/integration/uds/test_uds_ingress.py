@@ -26,8 +26,9 @@ from crosstalk.core.ids import new_message_id
 from crosstalk.core.message import new_message
 from crosstalk.core.states import State
 from crosstalk.ingress import uds as uds_mod
+from crosstalk.ingress.errors import AgentUnreachable
 from crosstalk.ingress.frames import MAX_LINE_BYTES
-from crosstalk.ingress.uds_client import AgentUnreachable, deliver
+from crosstalk.ingress.uds_client import deliver
 from crosstalk.journal import records as R
 
 pytestmark = pytest.mark.integration

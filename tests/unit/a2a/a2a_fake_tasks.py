@@ -12,10 +12,11 @@ import time
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from crosstalk.core.errors import TaskError
 from crosstalk.core.kinds import Kind
 from crosstalk.core.message import Message
 from crosstalk.core.sender import Sender, SenderClass
-from crosstalk.core.tasks import HistoryEntry, TaskApi, TaskError, TaskPage, TaskState, TaskView
+from crosstalk.core.tasks import HistoryEntry, TaskApi, TaskPage, TaskState, TaskView
 
 ALICE = Sender(SenderClass.VERIFIED, "a1a1a1a1a1a1a1a1", "alice", "a2a")
 BOB = Sender(SenderClass.VERIFIED, "b0b0b0b0b0b0b0b0", "bob", "a2a")

@@ -16,9 +16,10 @@ from a2a.utils.errors import (
 from a2a_fake_tasks import ALICE
 from google.protobuf.json_format import MessageToDict, ParseDict
 
+from crosstalk.core.errors import TaskError
 from crosstalk.core.kinds import Delivery, Kind
 from crosstalk.core.message import Message, new_message
-from crosstalk.core.tasks import HistoryEntry, TaskError, TaskState, TaskView
+from crosstalk.core.tasks import HistoryEntry, TaskState, TaskView
 from crosstalk.ingress.a2a.convert import (
     message_from_a2a,
     message_to_a2a,

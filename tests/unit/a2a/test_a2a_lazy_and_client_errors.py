@@ -21,9 +21,9 @@ from a2a.utils.errors import (
     VersionNotSupportedError,
 )
 
-from crosstalk.core.tasks import TaskError
+from crosstalk.core.errors import TaskError
 from crosstalk.ingress.a2a.client import _a2a_error, _httpx_error, _transport_error
-from crosstalk.ingress.a2a.errors import A2AAuthError, A2AOutcomeUnknown, A2AProtocolError, A2AUnreachable
+from crosstalk.ingress.errors import A2AAuthError, A2AOutcomeUnknown, A2AProtocolError, A2AUnreachable
 
 pytestmark = pytest.mark.unit
 
@@ -69,7 +69,7 @@ def test_task_level_sdk_errors_become_task_errors(error, code):
 )
 def test_other_sdk_errors_are_protocol_errors_with_their_code(error, code):
     mapped = _a2a_error(error)
-    assert isinstance(mapped, A2AProtocolError) and mapped.code == code
+    assert isinstance(mapped, A2AProtocolError) and mapped.jsonrpc_code == code
 
 
 def status_error(status: int) -> httpx.HTTPStatusError:

@@ -10,12 +10,13 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from crosstalk.bus.errors import MessageFormatError
+from crosstalk.bus.errors import MessageFormatError, PlanError
 from crosstalk.bus.protocol import safefs
 from crosstalk.bus.protocol.message import MAX_BODY_BYTES, fit_body, lenient_fields, parse_message
 from crosstalk.bus.protocol.safefs import MAX_YAML_CHARS, load_yaml
-from crosstalk.bus.workflow.plan import MAX_PLAN_BYTES, Plan, PlanError, parse_plan_json, parse_plan_output
-from crosstalk.core.untrusted import MAX_DEPTH, UntrustedInput, check_depth
+from crosstalk.bus.workflow.plan import MAX_PLAN_BYTES, Plan, parse_plan_json, parse_plan_output
+from crosstalk.core.errors import UntrustedInput
+from crosstalk.core.untrusted import MAX_DEPTH, check_depth
 
 pytestmark = pytest.mark.unit
 

@@ -11,10 +11,10 @@ from pathlib import Path, PurePosixPath
 import pytest
 import yaml
 
-from crosstalk.bus.errors import ModelError, NotATransport
+from crosstalk.bus.errors import ModelError, NotATransport, UnsafeFile
 from crosstalk.bus.protocol.layout import read_version
 from crosstalk.bus.protocol.models import ModelSpec, load_registry, parse_registry, spawn_env
-from crosstalk.bus.protocol.safefs import UnsafeFile, is_regular_in, load_yaml, read_transport_bytes
+from crosstalk.bus.protocol.safefs import is_regular_in, load_yaml, read_transport_bytes
 from crosstalk.bus.runs.prompt import load_persona
 
 BOMB = "a: &a [x, x, x, x, x, x, x, x, x]\n" + "".join(

@@ -8,7 +8,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from crosstalk.bus.workflow.plan import MAX_COUNT, Plan, PlanError, compile_prompt, parse_plan_output
+from crosstalk.bus.errors import PlanError
+from crosstalk.bus.workflow.plan import MAX_COUNT, Plan, compile_prompt, parse_plan_output
 
 GOOD = {"fanout": {"to": "sonnet", "count": 3, "body": "Draft it."}, "synthesize": {"to": "p/opus", "body": "Pick."}}
 

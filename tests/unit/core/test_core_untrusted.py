@@ -9,7 +9,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from crosstalk.core import untrusted
-from crosstalk.core.untrusted import UntrustedInput, check_depth, json_depth, loads, text
+from crosstalk.core.errors import UntrustedInput
+from crosstalk.core.untrusted import check_depth, json_depth, loads, text
 
 pytestmark = pytest.mark.unit
 

@@ -17,16 +17,10 @@ from crosstalk.core.message import Message, TextPart
 from crosstalk.core.sender import Sender, SenderClass
 from crosstalk.core.states import State
 from crosstalk.fs.procinfo import proc_start_time
-from crosstalk.harness.base import (
-    AgentInfo,
-    HarnessDisconnected,
-    InjectRequest,
-    PreSendFailure,
-    ReceiverRefused,
-    SessionIdentity,
-)
+from crosstalk.harness.base import AgentInfo, InjectRequest, SessionIdentity
 from crosstalk.harness.claude import adapter as claude_adapter
 from crosstalk.harness.claude.adapter import ClaudeAdapter
+from crosstalk.harness.errors import HarnessDisconnected, PreSendFailure, ReceiverRefused
 
 pytestmark = pytest.mark.unit
 ME = os.getpid()

@@ -16,17 +16,11 @@ from crosstalk.core.kinds import Delivery, Kind
 from crosstalk.core.message import Message, TextPart
 from crosstalk.core.sender import Sender, SenderClass
 from crosstalk.core.states import State
-from crosstalk.harness.base import (
-    AgentInfo,
-    HarnessDisconnected,
-    HarnessRefused,
-    InjectRequest,
-    PreSendFailure,
-    SessionIdentity,
-)
+from crosstalk.harness.base import AgentInfo, InjectRequest, SessionIdentity
 from crosstalk.harness.codex.adapter import CodexAdapter
 from crosstalk.harness.codex.endpoints import control_socket, endpoints, parent_listen_socket
 from crosstalk.harness.codex.endpoints import parent_control_socket as real_parent_control_socket
+from crosstalk.harness.errors import HarnessDisconnected, HarnessRefused, PreSendFailure
 
 pytestmark = pytest.mark.unit
 THREAD = "01a2-thread"

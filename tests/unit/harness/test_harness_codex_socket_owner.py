@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 from websockets.asyncio.server import unix_serve
 
-from crosstalk.harness.codex.appserver import AppServer, AppServerGone
+from crosstalk.harness.codex.appserver import AppServer
+from crosstalk.harness.errors import AppServerGone
 
 pytestmark = pytest.mark.unit
 

@@ -16,7 +16,8 @@ from crosstalk.core.kinds import Delivery, Kind
 from crosstalk.core.message import Message, TextPart
 from crosstalk.core.sender import Sender, SenderClass
 from crosstalk.core.states import State
-from crosstalk.harness.base import HarnessDisconnected, HarnessRefused, InjectRequest, InstallError, PreSendFailure
+from crosstalk.harness.base import InjectRequest
+from crosstalk.harness.errors import HarnessDisconnected, HarnessRefused, InstallError, PreSendFailure
 from crosstalk.harness.pi import install as setup
 from crosstalk.harness.pi.adapter import PiAdapter
 from crosstalk.harness.pi.link import PiLink

@@ -12,10 +12,10 @@ import tomlkit
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from crosstalk.harness.base import InstallError
 from crosstalk.harness.claude import KIND as CLAUDE
 from crosstalk.harness.claude.install import SKILL
 from crosstalk.harness.codex import KIND as CODEX
+from crosstalk.harness.errors import InstallError
 from crosstalk.harness.pi import install as pi_setup
 
 pytestmark = pytest.mark.unit

@@ -14,11 +14,11 @@ from crosstalk.core.ids import hop_entry
 from crosstalk.core.kinds import Delivery, Kind
 from crosstalk.core.message import MAX_TEXT_BYTES, Message, TextPart, new_message
 from crosstalk.core.states import Outcome, State
+from crosstalk.ingress.errors import FrameError
 from crosstalk.ingress.frames import (
     CROSSTALK_FRAME_VERSION,
     MAX_LINE_BYTES,
     AuthLine,
-    FrameError,
     UserLine,
     encode_answer,
     encode_auth,

@@ -10,7 +10,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from crosstalk.ingress.frames import MAX_LINE_BYTES, AuthLine, FrameError, UserLine, parse_answer, parse_line
+from crosstalk.ingress.errors import FrameError
+from crosstalk.ingress.frames import MAX_LINE_BYTES, AuthLine, UserLine, parse_answer, parse_line
 
 pytestmark = pytest.mark.unit
 

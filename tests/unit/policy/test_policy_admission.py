@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from crosstalk.core.kinds import Kind
-from crosstalk.policy import Limits, Load, PolicyError, check_admission
+from crosstalk.policy import Limits, Load, check_admission
+from crosstalk.policy.errors import PolicyError
 
 pytestmark = pytest.mark.unit
 

@@ -6,7 +6,8 @@ import itertools
 
 import pytest
 
-from crosstalk.policy import ClaimError, ClaimState, PolicyError, Role, claim, release
+from crosstalk.policy import ClaimState, Role, claim, release
+from crosstalk.policy.errors import ClaimError, PolicyError
 
 pytestmark = pytest.mark.unit
 

@@ -7,7 +7,8 @@ from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
 
-from crosstalk.policy import ClaimError, ClaimState, Role, claim, release
+from crosstalk.policy import ClaimState, Role, claim, release
+from crosstalk.policy.errors import ClaimError
 
 pytestmark = pytest.mark.unit
 

@@ -10,7 +10,8 @@ import pytest
 from crosstalk.core.ids import hop_entry
 from crosstalk.core.kinds import Kind
 from crosstalk.core.sender import Sender, SenderClass
-from crosstalk.policy import Bucket, Decision, Limits, Load, PolicyError, ReceiverView, Role, evaluate
+from crosstalk.policy import Bucket, Decision, Limits, Load, ReceiverView, Role, evaluate
+from crosstalk.policy.errors import PolicyError
 
 pytestmark = pytest.mark.unit
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from crosstalk.core.errors import CrosstalkError
-from crosstalk.policy import DEFAULT_ACCEPT_FROM, Bucket, PolicyError, Role, parse_role
+from crosstalk.policy import DEFAULT_ACCEPT_FROM, Bucket, Role, parse_role
+from crosstalk.policy.errors import PolicyError
 
 pytestmark = pytest.mark.unit
 

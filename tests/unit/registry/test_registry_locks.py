@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from crosstalk.fs.locks import FileLock, LockHeld, is_locked
+from crosstalk.fs.errors import LockHeld
+from crosstalk.fs.locks import FileLock, is_locked
 
 pytestmark = pytest.mark.unit
 

@@ -12,9 +12,10 @@ from pathlib import Path
 import pytest
 
 from crosstalk.fs.procinfo import proc_start_time
-from crosstalk.harness.base import AgentInfo, PreSendFailure, SessionIdentity
+from crosstalk.harness.base import AgentInfo, SessionIdentity
 from crosstalk.harness.claude.adapter import ClaudeAdapter
 from crosstalk.harness.codex.adapter import CodexAdapter
+from crosstalk.harness.errors import PreSendFailure
 from crosstalk.harness.fake import FakeHarness
 from crosstalk.registry.paths import StatePaths
 from crosstalk.shim.pool import AgentPool, PoolClosed, kind_adapters

@@ -10,8 +10,9 @@ import pytest
 from receiver_support import CAROL, Rig, msg, run, wait_for
 from task_support import run_with_service
 
+from crosstalk.core.errors import TaskError
 from crosstalk.core.kinds import Kind
-from crosstalk.core.tasks import Artifact, ArtifactPart, TaskError, TaskState
+from crosstalk.core.tasks import Artifact, ArtifactPart, TaskState
 from crosstalk.harness.fake import FakeHarness
 from crosstalk.harness.fake.adapter import conformance_answer
 from crosstalk.journal import JournalState

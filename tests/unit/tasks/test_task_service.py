@@ -11,9 +11,10 @@ import pytest
 from receiver_support import CAROL, Rig, msg, run, wait_for
 from task_support import run_with_service
 
+from crosstalk.core.errors import TaskError
 from crosstalk.core.kinds import Kind
 from crosstalk.core.sender import Sender, SenderClass
-from crosstalk.core.tasks import TaskError, TaskState
+from crosstalk.core.tasks import TaskState
 from crosstalk.journal import JournalState
 from crosstalk.journal import records as R
 from crosstalk.receiver import Receiver

@@ -14,11 +14,11 @@ from pathlib import Path
 
 from crosstalk.bus.dispatch.eventlog import EventLog
 from crosstalk.bus.dispatch.tickreport import TickReport
-from crosstalk.bus.errors import BusError
+from crosstalk.bus.errors import BusError, Interrupted
 from crosstalk.bus.git.locks import transport_lock
 from crosstalk.bus.git.repo import GitRepo
 from crosstalk.bus.protocol.message import MAX_BODY_BYTES, fit_body, too_large
-from crosstalk.bus.runs.invoke import Interrupted, invoke_batch
+from crosstalk.bus.runs.invoke import invoke_batch
 from crosstalk.bus.runs.reader import is_answered, replies_since
 from crosstalk.bus.runs.replies import batch_replies, failed_replies
 from crosstalk.bus.runs.scan import Batch, Rejection

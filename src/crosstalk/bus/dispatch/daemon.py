@@ -13,7 +13,7 @@ import threading
 from collections.abc import Sized
 from typing import TYPE_CHECKING, Protocol
 
-from crosstalk.bus.errors import BusError
+from crosstalk.bus.errors import AlreadyRunning
 from crosstalk.bus.transport.state import TransportState, read_pid, write_text_atomic
 from crosstalk.fs.locks import FileLock
 
@@ -55,10 +55,6 @@ class Loopable(Protocol):
     def recover(self) -> None: ...
     def record_error(self, event: str, **fields: object) -> None: ...
     def write_heartbeat(self, *, running: bool = True) -> None: ...
-
-
-class AlreadyRunning(BusError):
-    """Another live dispatcher holds this transport's dispatcher.lock on this machine."""
 
 
 def hold_dispatcher_lock(state: TransportState, name: str) -> FileLock:

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from crosstalk.bus.dispatch.eventlog import tail_lines
-from crosstalk.bus.errors import BusError
+from crosstalk.bus.errors import ServerError
 from crosstalk.bus.transport.state import TransportState, dispatcher_pid, read_json
 from crosstalk.bus.transport.transports import Transport
 from crosstalk.fs.procinfo import pid_alive
@@ -46,10 +46,6 @@ START_TIMEOUT_S = 15.0
 STOP_TIMEOUT_S = 15.0
 KILL_WAIT_S = 5.0
 _POLL_S = 0.05
-
-
-class ServerError(BusError):
-    """The dispatcher could not be started or stopped."""
 
 
 # ---------------------------------------------------------------------------------------------- the process

@@ -103,7 +103,7 @@ def deliver_live(
     from crosstalk.core.errors import CrosstalkError
     from crosstalk.core.message import new_message
     from crosstalk.ingress.client import send
-    from crosstalk.ingress.uds_client import AgentUnreachable, DeliveryError
+    from crosstalk.ingress.errors import AgentUnreachable, DeliveryError
     from crosstalk.registry.errors import AmbiguousName, NoSuchAgent
 
     in_reply_to = bus_message_id(transport.name, channel, msg.re[0]) if msg.re else None

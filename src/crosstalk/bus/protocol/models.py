@@ -26,15 +26,8 @@ from pathlib import Path, PurePosixPath
 
 import yaml
 
-from crosstalk.bus.errors import AmbiguousModel, ModelError, UnknownModel
-from crosstalk.bus.protocol.safefs import (
-    SMALL_LIMIT,
-    TEXT_LIMIT,
-    UnsafeFile,
-    load_yaml,
-    read_transport_bytes,
-    read_transport_text,
-)
+from crosstalk.bus.errors import AmbiguousModel, ModelError, UnknownModel, UnsafeFile
+from crosstalk.bus.protocol.safefs import SMALL_LIMIT, TEXT_LIMIT, load_yaml, read_transport_bytes, read_transport_text
 
 CONFIG_PATH = "data/crosstalk.yaml"
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")

@@ -19,8 +19,9 @@ from typing import Any
 
 import yaml
 
-from crosstalk.bus.errors import BusError
-from crosstalk.core.untrusted import MAX_DEPTH, UntrustedInput, check_depth
+from crosstalk.bus.errors import UnsafeFile
+from crosstalk.core.errors import UntrustedInput
+from crosstalk.core.untrusted import MAX_DEPTH, check_depth
 from crosstalk.fs.reading import read_fd_capped
 
 _Loader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
@@ -34,10 +35,6 @@ MAX_YAML_CHARS = 1 << 20
 
 _DIR_FLAGS = os.O_RDONLY | os.O_CLOEXEC | os.O_DIRECTORY | os.O_NOFOLLOW
 _FILE_FLAGS = os.O_RDONLY | os.O_CLOEXEC | os.O_NOFOLLOW | os.O_NONBLOCK
-
-
-class UnsafeFile(BusError):
-    """A transport file the bus refuses to read: a symlink on its path, not a regular file, or over the cap."""
 
 
 def _open_component(name: str, flags: int, parent: int, rel: str, shown: str) -> int:

@@ -7,21 +7,17 @@ import threading
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
-from crosstalk.bus.errors import ModelError
+from crosstalk.bus.errors import Interrupted, ModelError, UnsafeFile
 from crosstalk.bus.protocol import layout
 from crosstalk.bus.protocol.message import too_large
 from crosstalk.bus.protocol.models import ModelSpec, spawn_env
-from crosstalk.bus.protocol.safefs import TEXT_LIMIT, UnsafeFile, read_transport_text
+from crosstalk.bus.protocol.safefs import TEXT_LIMIT, read_transport_text
 from crosstalk.bus.runs.prompt import PromptItem, build_prompt, load_persona
 from crosstalk.bus.runs.runner import RunResult, run_headless
 from crosstalk.bus.runs.scan import Batch
 from crosstalk.bus.runs.thread import earlier_in_thread
 
 Log = Callable[..., None]  # EventLog-like: log(event, level?, **fields)
-
-
-class Interrupted(Exception):
-    """A model run was ended because the dispatcher is stopping: its batch stays pending."""
 
 
 def invoke_batch(
@@ -86,7 +82,7 @@ def run_model(
     fields: dict[str, object] = {"channel": channel, "model": spec.key, "n": max(1, len(rels)), "duration": duration}
     if run.interrupted:
         log("dispatch_interrupted", "warn", **fields)
-        raise Interrupted
+        raise Interrupted("the dispatcher is stopping: the run was ended")
     log("dispatch", **fields, exit=run.exit_code)
     if run.ok and run.stdout_dropped:  # an answer no reply can hold is a failure, never a reply nobody reads
         return run.stdout, too_large(run.stdout_dropped)

@@ -7,10 +7,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from crosstalk.bus.errors import ModelError
+from crosstalk.bus.errors import ModelError, UnsafeFile
 from crosstalk.bus.protocol.layout import ACTORS_DIR
 from crosstalk.bus.protocol.models import NAME_RE
-from crosstalk.bus.protocol.safefs import TEXT_LIMIT, UnsafeFile, read_transport_text
+from crosstalk.bus.protocol.safefs import TEXT_LIMIT, read_transport_text
 
 
 @dataclass(frozen=True, slots=True)

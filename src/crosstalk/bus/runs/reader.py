@@ -10,13 +10,13 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from crosstalk.bus.errors import BusError, MessageFormatError
+from crosstalk.bus.errors import BusError, MessageFormatError, UnsafeFile
 from crosstalk.bus.git.repo import GitRepo
 from crosstalk.bus.protocol import layout
 from crosstalk.bus.protocol.addressing import actor_of, same_actor
 from crosstalk.bus.protocol.layout import is_safe_relpath
 from crosstalk.bus.protocol.message import BusMessage, lenient_fields, parse_message
-from crosstalk.bus.protocol.safefs import MESSAGE_LIMIT, UnsafeFile, is_regular_in, read_transport_text
+from crosstalk.bus.protocol.safefs import MESSAGE_LIMIT, is_regular_in, read_transport_text
 from crosstalk.bus.transport.channels import UUID_RE
 
 CHANNELS_DIR = layout.CHANNELS_DIR

@@ -12,9 +12,9 @@ from typing import Any
 
 import yaml
 
-from crosstalk.bus.errors import ChannelError
+from crosstalk.bus.errors import ChannelError, UnsafeFile
 from crosstalk.bus.protocol import layout
-from crosstalk.bus.protocol.safefs import TEXT_LIMIT, UnsafeFile, load_yaml, read_transport_text
+from crosstalk.bus.protocol.safefs import TEXT_LIMIT, load_yaml, read_transport_text
 from crosstalk.bus.transport.store import PublishResult, publish
 from crosstalk.bus.transport.transports import Transport
 

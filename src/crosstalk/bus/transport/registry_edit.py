@@ -12,10 +12,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from crosstalk.bus.errors import GitError, ModelError
+from crosstalk.bus.errors import GitError, ModelError, UnsafeFile
 from crosstalk.bus.git.locks import transport_lock
 from crosstalk.bus.protocol.models import CONFIG_PATH, NAME_RE, ModelSpec, parse_registry
-from crosstalk.bus.protocol.safefs import TEXT_LIMIT, UnsafeFile, read_transport_text
+from crosstalk.bus.protocol.safefs import TEXT_LIMIT, read_transport_text
 from crosstalk.bus.transport.store import PublishResult, publish
 from crosstalk.bus.transport.transports import Transport
 

@@ -14,7 +14,8 @@ from pathlib import Path
 from typing import Any
 
 from crosstalk.bus.errors import BusError
-from crosstalk.core.untrusted import UntrustedInput, loads
+from crosstalk.core.errors import UntrustedInput
+from crosstalk.core.untrusted import loads
 from crosstalk.fs.atomic import atomic_write
 from crosstalk.fs.locks import is_locked
 from crosstalk.registry import paths as registry_paths

@@ -23,7 +23,7 @@ import threading
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
-from crosstalk.bus.errors import BusError
+from crosstalk.bus.errors import BusError, Interrupted, PlanError
 from crosstalk.bus.protocol import layout
 from crosstalk.bus.protocol.addressing import WORKFLOW_ADDRESS, split_address
 from crosstalk.bus.protocol.message import (
@@ -36,12 +36,12 @@ from crosstalk.bus.protocol.message import (
 )
 from crosstalk.bus.protocol.models import ModelSpec
 from crosstalk.bus.runs.claimers import parse_claimers, placed
-from crosstalk.bus.runs.invoke import Interrupted, run_model
+from crosstalk.bus.runs.invoke import run_model
 from crosstalk.bus.runs.reader import ScannedMessage
 from crosstalk.bus.transport.state import read_json, write_json_atomic
 from crosstalk.bus.transport.store import publish, read_message
 from crosstalk.bus.transport.transports import Transport
-from crosstalk.bus.workflow.plan import Plan, PlanError, compile_prompt, parse_plan_output
+from crosstalk.bus.workflow.plan import Plan, compile_prompt, parse_plan_output
 from crosstalk.bus.workflow.progress import COMPLETE_FILE, FAILURE_CHARS, Progress, engine_name, read_progress
 
 Log = Callable[..., None]

@@ -11,8 +11,9 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from crosstalk.bus.errors import BusError
-from crosstalk.core.untrusted import UntrustedInput, loads
+from crosstalk.bus.errors import PlanError
+from crosstalk.core.errors import UntrustedInput
+from crosstalk.core.untrusted import loads
 
 MAX_PLAN_BYTES = 256 << 10  # two bodies of MAX_BODY_CHARS, escaped, with room to spare
 
@@ -33,10 +34,6 @@ the candidates are appended to it.
 The workflow:
 {prose}
 """
-
-
-class PlanError(BusError):
-    """The compile output is not a valid plan (the workflow fails, saying why)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -8,12 +8,13 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from crosstalk.bus.errors import PlanError, UnsafeFile
 from crosstalk.bus.protocol import layout
 from crosstalk.bus.protocol.addressing import WORKFLOW_ADDRESS
 from crosstalk.bus.protocol.message import BusMessage
-from crosstalk.bus.protocol.safefs import SMALL_LIMIT, TEXT_LIMIT, UnsafeFile, read_transport_bytes, read_transport_text
+from crosstalk.bus.protocol.safefs import SMALL_LIMIT, TEXT_LIMIT, read_transport_bytes, read_transport_text
 from crosstalk.bus.transport.store import message_names, read_message
-from crosstalk.bus.workflow.plan import Plan, PlanError, parse_plan_json
+from crosstalk.bus.workflow.plan import Plan, parse_plan_json
 
 COMPLETE_FILE = "COMPLETE"
 FAILURE_CHARS = 2000  # a workflow's failure as it is recorded (one line; the reasons come from files others wrote)

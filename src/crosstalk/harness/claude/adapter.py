@@ -35,19 +35,16 @@ from crosstalk.core.states import State
 from crosstalk.harness.base import (
     AgentInfo,
     BindResult,
-    HarnessDisconnected,
-    HarnessRefused,
     InjectRequest,
     InjectResult,
     LateSink,
-    PreSendFailure,
-    ReceiverRefused,
     SessionIdentity,
     render_envelope,
 )
 from crosstalk.harness.claude import receipts
 from crosstalk.harness.claude.inbound import REFUSE_REASON, inbound_setting
 from crosstalk.harness.claude.sessions import read_record, text_field
+from crosstalk.harness.errors import HarnessDisconnected, HarnessRefused, PreSendFailure, ReceiverRefused
 
 NAME = "claude"
 SOCKET_ENV, TOKEN_ENV = "CLAUDE_CODE_MESSAGING_SOCKET", "CLAUDE_CODE_MESSAGING_TOKEN"

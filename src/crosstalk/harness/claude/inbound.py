@@ -13,7 +13,8 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 
-from crosstalk.core.untrusted import UntrustedInput, loads
+from crosstalk.core.errors import UntrustedInput
+from crosstalk.core.untrusted import loads
 from crosstalk.fs.reading import read_capped
 from crosstalk.harness.claude.sessions import config_dir
 

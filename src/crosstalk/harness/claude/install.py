@@ -31,8 +31,10 @@ from pathlib import Path
 from typing import Any
 
 from crosstalk.fs.atomic import atomic_write
-from crosstalk.fs.config_edit import ConfigRefused, json_bytes, json_object, read_config, update
-from crosstalk.harness.base import ConfigChange, InstallError
+from crosstalk.fs.config_edit import json_bytes, json_object, read_config, update
+from crosstalk.fs.errors import ConfigRefused
+from crosstalk.harness.base import ConfigChange
+from crosstalk.harness.errors import InstallError
 
 SERVER = "crosstalk"
 SKILL = Path(__file__).with_name("SKILL.md")

@@ -32,8 +32,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from crosstalk.core.errors import UntrustedInput
 from crosstalk.core.states import State
-from crosstalk.core.untrusted import UntrustedInput, loads
+from crosstalk.core.untrusted import loads
 from crosstalk.harness.base import InjectResult
 
 ADDRESS = re.compile(r"^uds:[A-Za-z0-9%:_/.\-]{1,200}$")

@@ -23,19 +23,10 @@ from typing import Any
 from crosstalk.core.kinds import Delivery
 from crosstalk.core.sender import SenderClass
 from crosstalk.core.states import State
-from crosstalk.harness.base import (
-    AgentInfo,
-    BindResult,
-    HarnessDisconnected,
-    HarnessRefused,
-    InjectRequest,
-    InjectResult,
-    PreSendFailure,
-    SessionIdentity,
-    render_envelope,
-)
-from crosstalk.harness.codex.appserver import AppServer, AppServerError, AppServerGone, loaded_threads
+from crosstalk.harness.base import AgentInfo, BindResult, InjectRequest, InjectResult, SessionIdentity, render_envelope
+from crosstalk.harness.codex.appserver import AppServer, loaded_threads
 from crosstalk.harness.codex.endpoints import endpoints
+from crosstalk.harness.errors import AppServerError, AppServerGone, HarnessDisconnected, HarnessRefused, PreSendFailure
 
 NAME = "codex"
 BIND_DEADLINE_S = 10.0  # asking every endpoint whether it has the thread loaded

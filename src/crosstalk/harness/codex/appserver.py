@@ -15,7 +15,7 @@ from collections.abc import Callable
 from typing import Any
 
 from crosstalk.core import untrusted
-from crosstalk.core.errors import CrosstalkError
+from crosstalk.harness.errors import AppServerError, AppServerGone
 
 CONNECT_TIMEOUT_S = 3.0
 REQUEST_TIMEOUT_S = 10.0
@@ -26,22 +26,6 @@ MAX_FRAME = 16 * 1024 * 1024
 CLIENT = {"name": "crosstalk", "title": None, "version": "1"}
 # Told each message sent ("out") and received ("in"); crosstalk.capture sets it (this layer imports nothing above).
 frame_observer: Callable[[str, str | bytes], None] | None = None
-
-
-class AppServerError(CrosstalkError):
-    """The app-server answered a request with a JSON-RPC error (a definite refusal)."""
-
-    def __init__(self, method: str, error: object) -> None:
-        super().__init__(f"{method}: {error}")
-        self.error = error
-
-
-class AppServerGone(CrosstalkError):
-    """No connection, or it broke: `sent` says whether the request may have reached the server."""
-
-    def __init__(self, message: str, *, sent: bool) -> None:
-        super().__init__(message)
-        self.sent = sent
 
 
 class AppServer:

@@ -24,8 +24,10 @@ import tomlkit
 from tomlkit.exceptions import TOMLKitError
 from tomlkit.items import InlineTable
 
-from crosstalk.fs.config_edit import ConfigRefused, update
-from crosstalk.harness.base import ConfigChange, InstallError
+from crosstalk.fs.config_edit import update
+from crosstalk.fs.errors import ConfigRefused
+from crosstalk.harness.base import ConfigChange
+from crosstalk.harness.errors import InstallError
 
 SERVER = "crosstalk"
 SCOPES = ("user",)

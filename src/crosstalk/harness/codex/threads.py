@@ -20,16 +20,13 @@ from crosstalk.harness.base import InjectResult, SessionRow, derived_name
 from crosstalk.harness.codex.adapter import NAME
 from crosstalk.harness.codex.appserver import CLIENT, MAX_FRAME
 from crosstalk.harness.codex.endpoints import endpoints, own_socket
+from crosstalk.harness.errors import DeadlinePassed
 
 TIMEOUT_S = 3.0  # one step (connect, one request), at most
 DISCOVERY_DEADLINE_S = 5.0  # one whole discovery: every endpoint, every request
 DELIVER_DEADLINE_S = 10.0  # one whole delivery: connect, initialize, turn/start
 MAX_THREADS = 200  # threads read per discovery, over every endpoint
 CLOSE_S = 1.0  # a peer that never completes the closing handshake is dropped after this long
-
-
-class DeadlinePassed(TimeoutError):
-    """The overall deadline of a discovery or a delivery passed."""
 
 
 class Blocking:

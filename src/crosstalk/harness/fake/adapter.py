@@ -39,16 +39,13 @@ from crosstalk.core.tasks import Artifact, ArtifactPart
 from crosstalk.harness.base import (
     AgentInfo,
     BindResult,
-    HarnessDisconnected,
-    HarnessRefused,
     InjectRequest,
     InjectResult,
     LateSink,
-    PreSendFailure,
-    ReceiverRefused,
     SessionOps,
     render_envelope,
 )
+from crosstalk.harness.errors import HarnessDisconnected, HarnessRefused, PreSendFailure, ReceiverRefused
 
 # (prefix, answer) in match order (tck-artifact-file-url before tck-artifact-file). An answer is
 # ("reply", text, artifacts, direct), ("input", text) or ("refuse",), mirroring the kit's reference SUT.

@@ -10,16 +10,9 @@ from __future__ import annotations
 
 from crosstalk.core.kinds import PI_MODES, Kind
 from crosstalk.core.states import State
-from crosstalk.harness.base import (
-    AgentInfo,
-    BindResult,
-    HarnessDisconnected,
-    HarnessRefused,
-    InjectRequest,
-    InjectResult,
-    PreSendFailure,
-)
-from crosstalk.harness.pi.link import LinkClosed, PiLink
+from crosstalk.harness.base import AgentInfo, BindResult, InjectRequest, InjectResult
+from crosstalk.harness.errors import HarnessDisconnected, HarnessRefused, LinkClosed, PreSendFailure
+from crosstalk.harness.pi.link import PiLink
 from crosstalk.harness.pi.render import render
 
 NAME = "pi"

@@ -18,8 +18,10 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from crosstalk.fs.config_edit import ConfigRefused, json_bytes, json_object, update
-from crosstalk.harness.base import ConfigChange, InstallError
+from crosstalk.fs.config_edit import json_bytes, json_object, update
+from crosstalk.fs.errors import ConfigRefused
+from crosstalk.harness.base import ConfigChange
+from crosstalk.harness.errors import InstallError
 
 SCOPES = ("user", "project")
 MAX_SETTINGS_BYTES = 16 * 1024 * 1024

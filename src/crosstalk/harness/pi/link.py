@@ -16,15 +16,12 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from crosstalk.core import untrusted
+from crosstalk.harness.errors import LinkClosed
 
 log = logging.getLogger(__name__)
 
 MAX_LINE = 1024 * 1024
 Handler = Callable[[str, dict[str, Any]], Awaitable[dict[str, Any]]]
-
-
-class LinkClosed(Exception):
-    """The extension is gone (its end of the pipe closed)."""
 
 
 class PiLink:

@@ -6,7 +6,7 @@ Importing this package costs nothing: the SDK (~300 ms) loads only when a name b
 
 from __future__ import annotations
 
-from crosstalk.ingress.a2a.errors import A2AAuthError, A2AOutcomeUnknown, A2AProtocolError, A2AUnreachable
+from crosstalk.ingress.errors import A2AAuthError, A2AOutcomeUnknown, A2AProtocolError, A2AUnreachable
 
 _LAZY = {
     "A2AServer": "crosstalk.ingress.a2a.server",

@@ -30,10 +30,11 @@ from a2a.utils.errors import (
 )
 
 from crosstalk.core import untrusted
+from crosstalk.core.errors import ErrorKind, TaskError
 from crosstalk.core.message import Message
-from crosstalk.core.tasks import TaskError, TaskPage, TaskState, TaskView
+from crosstalk.core.tasks import TaskPage, TaskState, TaskView
 from crosstalk.ingress.a2a.convert import STATE_TO_A2A, message_to_a2a, reply_message_to_view, task_from_a2a
-from crosstalk.ingress.a2a.errors import A2AAuthError, A2AOutcomeUnknown, A2AProtocolError, A2AUnreachable
+from crosstalk.ingress.errors import A2AAuthError, A2AOutcomeUnknown, A2AProtocolError, A2AUnreachable
 
 T = TypeVar("T")
 
@@ -45,7 +46,10 @@ MAX_CARD_BYTES = 1024 * 1024  # an agent card is a few KiB; a larger body is not
 KEEPALIVE_EXPIRY_S = 2.0
 ASK_WAIT_SLACK_S = 15.0  # a default-wait ask returns when answered or past its deadline: wait a little longer
 
-_TASK_ERRORS: dict[type[A2AError], str] = {
+# How a peer's A2A error reads here: the inverse of the table in crosstalk.core.errors for the task kinds, except
+# that a peer's refusals of the request (bad params, content it cannot take) all read as invalid_request, and a
+# push-notification refusal as unsupported_operation.
+_TASK_ERRORS: dict[type[A2AError], ErrorKind] = {
     TaskNotFoundError: TaskError.NOT_FOUND,
     TaskNotCancelableError: TaskError.NOT_CANCELABLE,
     UnsupportedOperationError: TaskError.UNSUPPORTED,
@@ -193,7 +197,7 @@ def _a2a_error(exc: A2AError) -> Exception:
     code = _TASK_ERRORS.get(type(exc))
     if code is not None:
         return TaskError(code, exc.message)
-    return A2AProtocolError(f"A2A error: {exc.message}", code=JSON_RPC_ERROR_CODE_MAP.get(type(exc)))
+    return A2AProtocolError(f"A2A error: {exc.message}", jsonrpc_code=JSON_RPC_ERROR_CODE_MAP.get(type(exc)))
 
 
 def _transport_error(exc: A2AClientError, url: str) -> Exception:

@@ -14,24 +14,23 @@ from typing import Any
 
 from a2a.types import a2a_pb2 as pb
 from a2a.utils.errors import (
+    JSON_RPC_ERROR_CODE_MAP,
     A2AError,
     ContentTypeNotSupportedError,
     InternalError,
     InvalidParamsError,
-    InvalidRequestError,
-    TaskNotCancelableError,
-    TaskNotFoundError,
-    UnsupportedOperationError,
 )
 from google.protobuf.json_format import MessageToDict
 from google.protobuf.struct_pb2 import Struct, Value
 
-from crosstalk.core.errors import MessageError
+from crosstalk.core.errors import ERROR_TABLE, MessageError, TaskError
 from crosstalk.core.kinds import Kind
 from crosstalk.core.message import Message
 from crosstalk.core.sender import Sender
 from crosstalk.core.states import Outcome, State
-from crosstalk.core.tasks import Artifact, ArtifactPart, HistoryEntry, TaskError, TaskState, TaskView
+from crosstalk.core.tasks import Artifact, ArtifactPart, HistoryEntry, TaskState, TaskView
+
+_A2A_ERRORS: dict[int, type[A2AError]] = {code: cls for cls, code in JSON_RPC_ERROR_CODE_MAP.items()}
 
 META_KEY = "crosstalk"  # the metadata namespace crosstalk's own fields travel under
 MESSAGE_META_KEYS = ("kind", "delivery", "deadline_seconds", "in_reply_to", "hop_chain", "from")
@@ -246,20 +245,12 @@ def to_struct(data: dict[str, Any]) -> Struct:
 
 
 def task_error_to_a2a(err: TaskError) -> A2AError:
-    """The A2A error a TaskError is answered with (JSON-RPC -32001, -32002, -32004, -32600)."""
-    if err.code == TaskError.NOT_FOUND:
-        return TaskNotFoundError(message=err.message or None)
-    if err.code == TaskError.NOT_CANCELABLE:
-        return TaskNotCancelableError(message=err.message or None)
-    if err.code == TaskError.UNSUPPORTED:
-        return UnsupportedOperationError(message=err.message or None)
-    if err.code == TaskError.INVALID:
-        return InvalidRequestError(message=err.message or None)
-    if err.code == TaskError.INVALID_PARAMS:  # as the SDK's own handler answers a contextId mismatch
-        return InvalidParamsError(message=err.message or None)
-    if err.code == TaskError.INTERNAL:
-        return InternalError(message=err.message or None)
-    return InternalError(message=f"task error {err.code}")
+    """The A2A error a TaskError is answered with: the SDK's error that carries its kind's JSON-RPC code (the table
+    in crosstalk.core.errors: -32001, -32002, -32004, -32600, -32602, -32603). A code outside the table (a peer's
+    error passed on) is an internal error."""
+    entry = ERROR_TABLE.get(err.code)
+    cls = _A2A_ERRORS.get(entry.jsonrpc, InternalError) if entry else InternalError
+    return cls(message=err.message or None)
 
 
 def state_filter_from_a2a(state: int) -> tuple[bool, TaskState | None]:

@@ -23,6 +23,7 @@ from a2a.utils.constants import AGENT_CARD_WELL_KNOWN_PATH, VERSION_HEADER
 from a2a.utils.errors import InvalidRequestError
 
 from crosstalk.core import untrusted
+from crosstalk.core.errors import CrosstalkError, ErrorKind, jsonrpc_code
 from crosstalk.core.sender import Sender, SenderClass
 from crosstalk.ingress.a2a.handler import SENDER_STATE_KEY
 
@@ -30,8 +31,8 @@ log = logging.getLogger(__name__)
 
 CARD_PATH = AGENT_CARD_WELL_KNOWN_PATH
 DRAIN_LIMIT = 8 * 1024 * 1024  # read (and drop) at most this much of a refused body so the client sees our answer
-UNAUTHENTICATED_CODE = -32000  # JSON-RPC implementation-defined server error; A2A names no code for auth
-PARSE_ERROR_CODE = -32700
+UNAUTHENTICATED_CODE = jsonrpc_code(ErrorKind.UNAUTHENTICATED)  # A2A names no code for a refused token
+PARSE_ERROR_CODE = jsonrpc_code(ErrorKind.PARSE_ERROR)
 BODY_TIMEOUT_S = 10.0  # the whole request body must arrive within this; loopback delivers 256 KiB in milliseconds
 
 ASGIApp = Callable[
@@ -136,11 +137,13 @@ class EdgeGate:
         return sender
 
 
-class _BodyTooLarge(Exception):
+# Control flow inside this module only: _read_capped's two ways of not returning a body. Each is answered here (413,
+# or nothing to a client that left) and never reaches another module.
+class _BodyTooLarge(CrosstalkError):
     pass
 
 
-class _ClientGone(Exception):
+class _ClientGone(CrosstalkError):
     pass
 
 
@@ -241,7 +244,7 @@ def _shutting_down_body() -> dict[str, Any]:
         "jsonrpc": "2.0",
         "id": None,
         "error": {
-            "code": -32603,
+            "code": jsonrpc_code(ErrorKind.INTERNAL_ERROR),
             "message": "The agent shut down while this request was waiting; its outcome is unknown (ask GetTask later)",
         },
     }

@@ -25,10 +25,10 @@ from a2a.utils.errors import (
 )
 from a2a.utils.task import validate_history_length, validate_page_size
 
-from crosstalk.core.errors import MessageError
+from crosstalk.core.errors import MessageError, TaskError
 from crosstalk.core.message import Message
 from crosstalk.core.sender import Sender
-from crosstalk.core.tasks import TaskApi, TaskError, TaskView
+from crosstalk.core.tasks import TaskApi, TaskView
 from crosstalk.ingress.a2a.convert import (
     META_KEY,
     direct_reply_to_a2a,

@@ -24,12 +24,12 @@ from starlette.applications import Starlette
 from starlette.middleware import Middleware
 
 from crosstalk import __version__
-from crosstalk.core.errors import CrosstalkError
 from crosstalk.core.sender import Sender
 from crosstalk.core.tasks import TaskApi
 from crosstalk.ingress.a2a.gate import EdgeGate
 from crosstalk.ingress.a2a.handler import A2ARequestHandler, OpHandler, SenderContextBuilder
 from crosstalk.ingress.a2a.protocol import KEEP_ALIVE_S, HeaderDeadlineProtocol
+from crosstalk.ingress.errors import A2AServerError
 
 log = logging.getLogger(__name__)
 
@@ -39,10 +39,6 @@ DEFAULT_BODY_LIMIT = 256 * 1024
 START_TIMEOUT_S = 10.0
 GRACEFUL_SHUTDOWN_S = 2  # in-flight requests (a default-wait send) get this long, then are cancelled
 CLOSE_TIMEOUT_S = GRACEFUL_SHUTDOWN_S + 3.0
-
-
-class A2AServerError(CrosstalkError):
-    """The A2A server could not start."""
 
 
 class A2AServer:
