@@ -131,7 +131,7 @@ def test_the_wires_answer_the_tables_codes():
 
     from crosstalk.ingress.a2a import gate
     from crosstalk.ingress.a2a.convert import task_error_to_a2a
-    from crosstalk.shim import protocol
+    from crosstalk.shim import jsonrpc as protocol
 
     # MCP (JSON-RPC 2.0's own codes)
     assert (protocol.PARSE_ERROR, protocol.INVALID_REQUEST, protocol.METHOD_NOT_FOUND) == (-32700, -32600, -32601)

@@ -11,11 +11,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-PARSE_ERROR = -32700
-INVALID_REQUEST = -32600
-METHOD_NOT_FOUND = -32601
-INVALID_PARAMS = -32602
-INTERNAL_ERROR = -32603
+from crosstalk.core.errors import ErrorKind, jsonrpc_code
+
+# The codes come from the one table of error kinds (core/errors.py): JSON-RPC 2.0's own.
+PARSE_ERROR = jsonrpc_code(ErrorKind.PARSE_ERROR)
+INVALID_REQUEST = jsonrpc_code(ErrorKind.INVALID_REQUEST)
+METHOD_NOT_FOUND = jsonrpc_code(ErrorKind.METHOD_NOT_FOUND)
+INVALID_PARAMS = jsonrpc_code(ErrorKind.INVALID_PARAMS)
+INTERNAL_ERROR = jsonrpc_code(ErrorKind.INTERNAL_ERROR)
 
 
 @dataclass(frozen=True, slots=True)
