@@ -13,7 +13,10 @@ import httpx
 import pytest
 from a2a.types import a2a_pb2 as pb
 from a2a.utils.errors import InvalidRequestError, TaskNotCancelableError, TaskNotFoundError
-from xt_a2a_agents import (
+
+from crosstalk.core.ids import agent_id_for, new_message_id
+from crosstalk.policy import Role
+from tests.support.a2a_agents import (
     WAIT_S,
     agents,
     alice_to_bob,
@@ -28,9 +31,6 @@ from xt_a2a_agents import (
     send_request,
     text_message,
 )
-
-from crosstalk.core.ids import agent_id_for, new_message_id
-from crosstalk.policy import Role
 
 pytestmark = pytest.mark.integration
 

@@ -8,9 +8,9 @@ import asyncio
 import pytest
 from a2a.types import a2a_pb2 as pb
 from a2a.utils.errors import TaskNotCancelableError
-from xt_a2a_agents import WAIT_S, agents, alice_to_bob, ct_meta, of_type, run, sdk, send_request, until
 
 from crosstalk.core.ids import new_message_id
+from tests.support.a2a_agents import WAIT_S, agents, alice_to_bob, ct_meta, of_type, run, sdk, send_request, until
 
 pytestmark = pytest.mark.integration
 

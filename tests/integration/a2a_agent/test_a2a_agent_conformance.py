@@ -22,7 +22,12 @@ from a2a.utils.errors import (
     UnsupportedOperationError,
 )
 from google.protobuf.json_format import MessageToDict
-from xt_a2a_agents import (
+
+import crosstalk
+from crosstalk.core.ids import new_message_id
+from crosstalk.registry.discovery import resolve
+from crosstalk.tasks.ledger import ReplyError
+from tests.support.a2a_agents import (
     WAIT_S,
     agents,
     alice_to_bob,
@@ -38,11 +43,6 @@ from xt_a2a_agents import (
     until,
     until_token_refused,
 )
-
-import crosstalk
-from crosstalk.core.ids import new_message_id
-from crosstalk.registry.discovery import resolve
-from crosstalk.tasks.ledger import ReplyError
 
 pytestmark = pytest.mark.integration
 

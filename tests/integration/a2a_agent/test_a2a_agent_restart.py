@@ -12,7 +12,12 @@ import asyncio
 import pytest
 from a2a.types import a2a_pb2 as pb
 from a2a.utils.errors import TaskNotCancelableError
-from xt_a2a_agents import (
+
+from crosstalk.core.ids import new_message_id
+from crosstalk.core.message import new_message
+from crosstalk.core.tasks import TaskState
+from crosstalk.ingress.a2a.client import A2AClient
+from tests.support.a2a_agents import (
     WAIT_S,
     Agent,
     agents,
@@ -26,11 +31,6 @@ from xt_a2a_agents import (
     task_records,
     until,
 )
-
-from crosstalk.core.ids import new_message_id
-from crosstalk.core.message import new_message
-from crosstalk.core.tasks import TaskState
-from crosstalk.ingress.a2a.client import A2AClient
 
 pytestmark = pytest.mark.integration
 

@@ -16,8 +16,13 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
-from bus_machines import GIT_TIMEOUT, TwoMachines
-from dispatch_helpers import (
+
+import crosstalk.bus.dispatcher as dispatcher_module
+from crosstalk.bus.errors import GitError
+from crosstalk.bus.gitops import GitRepo, clear_stale_git_locks, git_running_in
+from crosstalk.bus.store import move_orphans, publish
+from crosstalk.bus.transports import resolve_transport
+from tests.support.bus_dispatch import (
     GIT_ID,
     channel_rel,
     in_process_dispatcher,
@@ -29,12 +34,7 @@ from dispatch_helpers import (
     wait_for,
     write_model,
 )
-
-import crosstalk.bus.dispatcher as dispatcher_module
-from crosstalk.bus.errors import GitError
-from crosstalk.bus.gitops import GitRepo, clear_stale_git_locks, git_running_in
-from crosstalk.bus.store import move_orphans, publish
-from crosstalk.bus.transports import resolve_transport
+from tests.support.bus_machines import GIT_TIMEOUT, TwoMachines
 
 pytestmark = pytest.mark.integration
 

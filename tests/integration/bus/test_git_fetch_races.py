@@ -13,9 +13,9 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from bus_machines import GIT_TIMEOUT, clean_env, init_bare_remote
 
 from crosstalk.bus.gitops import GitRepo, git_dir
+from tests.support.bus_machines import GIT_TIMEOUT, clean_env, init_bare_remote
 
 pytestmark = pytest.mark.integration
 

@@ -13,8 +13,9 @@ from collections.abc import Callable, Coroutine
 from typing import Any
 
 import pytest
-from xt_shim_e2e import Root, meta, rows
-from xt_shim_tools import until
+
+from tests.support.shim_e2e import Root, meta, rows
+from tests.support.shim_tools import until
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
 

@@ -7,7 +7,6 @@ import asyncio
 import time
 
 import pytest
-from xt_shim_tools import WAIT_S, call, ctx, inbox, router, run, until
 
 from crosstalk.core.ids import new_message_id
 from crosstalk.core.message import new_message
@@ -16,6 +15,7 @@ from crosstalk.core.states import State
 from crosstalk.journal import records as R
 from crosstalk.receiver import Inbound
 from crosstalk.shim import replying
+from tests.support.shim_tools import WAIT_S, call, ctx, inbox, router, run, until
 
 pytestmark = pytest.mark.integration
 

@@ -10,7 +10,8 @@ import time
 from pathlib import Path
 
 import pytest
-from xt_shim import raw_shim
+
+from tests.support.shim_sdk import raw_shim
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(60)]
 

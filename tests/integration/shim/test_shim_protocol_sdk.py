@@ -10,7 +10,8 @@ import time
 from pathlib import Path
 
 import pytest
-from xt_shim import sdk_session
+
+from tests.support.shim_sdk import sdk_session
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(60)]
 
@@ -147,7 +148,8 @@ def test_close_on_stdin_eof(tmp_path: Path) -> None:
 def test_sdk_client_auto_mode_falls_back_to_initialize(tmp_path: Path) -> None:
     """mcp 2.3.0's `Client` probes 2026-07-28 `server/discover` first; -32601 makes it use the handshake."""
     from mcp import Client, StdioServerParameters
-    from xt_shim import CROSSTALK, HERE, ROUTER, kill_pid_file, shim_env
+
+    from tests.support.shim_sdk import CROSSTALK, HERE, ROUTER, kill_pid_file, shim_env
 
     async def go() -> None:
         params = StdioServerParameters(

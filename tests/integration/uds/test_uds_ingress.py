@@ -11,7 +11,15 @@ import threading
 import time
 
 import pytest
-from uds_support import (
+
+from crosstalk.core.ids import new_message_id
+from crosstalk.core.message import new_message
+from crosstalk.core.states import State
+from crosstalk.ingress import uds as uds_mod
+from crosstalk.ingress.frames import MAX_LINE_BYTES
+from crosstalk.ingress.uds_client import AgentUnreachable, deliver
+from crosstalk.journal import records as R
+from tests.support.uds import (
     WAIT_S,
     answer_of,
     auth_line,
@@ -21,14 +29,6 @@ from uds_support import (
     native_line,
     run_peer,
 )
-
-from crosstalk.core.ids import new_message_id
-from crosstalk.core.message import new_message
-from crosstalk.core.states import State
-from crosstalk.ingress import uds as uds_mod
-from crosstalk.ingress.frames import MAX_LINE_BYTES
-from crosstalk.ingress.uds_client import AgentUnreachable, deliver
-from crosstalk.journal import records as R
 
 pytestmark = pytest.mark.integration
 

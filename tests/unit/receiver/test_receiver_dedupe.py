@@ -7,11 +7,11 @@ import asyncio
 from dataclasses import replace
 
 import pytest
-from receiver_support import ALICE, CAROL, CI, inbound, msg, run, settle, wait_for
 
 from crosstalk.core.sender import Sender, SenderClass
 from crosstalk.core.states import SEND_STATES, State
 from crosstalk.journal import records as R
+from tests.support.receiver import ALICE, CAROL, CI, inbound, msg, run, settle, wait_for
 
 pytestmark = pytest.mark.unit
 
@@ -219,9 +219,8 @@ def test_rejected_message_is_not_remembered_by_dedupe(make_rig):
 def test_retry_after_a_failed_outcome_write_is_unknown_not_dispatching(make_rig):
     """Only a durable outcome settles a message; a retry of one whose outcome write failed must answer a send
     state (unknown), never the journal-internal `dispatching`, and must not inject again."""
-    from receiver_support import FlakyFsync
-
     from crosstalk.journal.writer import FsOps
+    from tests.support.receiver import FlakyFsync
 
     rig = make_rig(fs=FsOps(fsync=FlakyFsync({2})))
     m = msg("outcome lost")

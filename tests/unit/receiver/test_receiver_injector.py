@@ -9,10 +9,10 @@ from __future__ import annotations
 import asyncio
 
 import pytest
-from receiver_support import ALICE, inbound, msg, run, settle, wait_for
 
 from crosstalk.core.states import State
 from crosstalk.journal import records as R
+from tests.support.receiver import ALICE, inbound, msg, run, settle, wait_for
 
 pytestmark = pytest.mark.unit
 

@@ -9,7 +9,14 @@ from __future__ import annotations
 import time
 
 import pytest
-from receiver_support import (
+
+from crosstalk.core.states import State
+from crosstalk.journal import records as R
+from crosstalk.journal.codec import read_journal
+from crosstalk.journal.replay import JournalState
+from crosstalk.journal.writer import FsOps
+from crosstalk.policy import Role
+from tests.support.receiver import (
     AGENT_NAME,
     ALICE,
     CI,
@@ -19,13 +26,6 @@ from receiver_support import (
     msg,
     run,
 )
-
-from crosstalk.core.states import State
-from crosstalk.journal import records as R
-from crosstalk.journal.codec import read_journal
-from crosstalk.journal.replay import JournalState
-from crosstalk.journal.writer import FsOps
-from crosstalk.policy import Role
 
 pytestmark = pytest.mark.unit
 
@@ -100,7 +100,7 @@ def test_rejections_need_no_fsync(make_rig):
     fsync = FlakyFsync(set())
     rig = make_rig(fs=FsOps(fsync=fsync))
     m = msg("anon", kind="inform")
-    from receiver_support import ANON
+    from tests.support.receiver import ANON
 
     out = run(rig.receiver.receive(inbound(m, ANON)))
     assert out.state is State.REJECTED

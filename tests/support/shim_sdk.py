@@ -1,5 +1,5 @@
-"""Helpers for the shim protocol tests: run `crosstalk mcp --router xt_shim_router:make` under the official SDK
-client, or as a raw subprocess speaking JSON lines; every process is killed by pid in a finally."""
+"""Helpers for the shim protocol tests: run `crosstalk mcp --router tests.support.shim_router:make` under the
+official SDK client, or as a raw subprocess speaking JSON lines; every process is killed by pid in a finally."""
 
 from __future__ import annotations
 
@@ -16,13 +16,14 @@ from pathlib import Path
 from typing import Any
 
 HERE = Path(__file__).resolve().parent
+REPO = HERE.parents[1]  # on the shim's PYTHONPATH, so it imports the router as tests.support.shim_router
 CROSSTALK = str(Path(sys.executable).parent / "crosstalk")
-ROUTER = "xt_shim_router:make"
+ROUTER = "tests.support.shim_router:make"
 
 
 def shim_env(marks: Path) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k not in ("CROSSTALK_MCP_ROUTER",)}
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(HERE), env.get("PYTHONPATH", "")) if p)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO), env.get("PYTHONPATH", "")) if p)
     env["XT_SHIM_DIR"] = str(marks)
     return env
 

@@ -1,4 +1,4 @@
-"""A ToolRouter for driving `crosstalk mcp --router xt_shim_router:make` in tests (not crosstalk's tools).
+"""A ToolRouter for driving `crosstalk mcp --router tests.support.shim_router:make` in tests (not crosstalk's tools).
 
 Tools: echo, fail (is_error result), boom (raises), slow (sleeps; records its cancellation), whoami (returns the
 CallContext). Marks go to files in $XT_SHIM_DIR: `pid` at import, `cancelled-<request id>`, `closed` on close().
