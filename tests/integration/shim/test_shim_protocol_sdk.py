@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from tests.support.shim_sdk import sdk_session
+from tests.support.waiting import until_async
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(60)]
 
@@ -121,7 +122,7 @@ def test_cancel_via_notifications_cancelled(tmp_path: Path) -> None:
     async def go() -> None:
         async with sdk_session(tmp_path) as s:
             task = asyncio.ensure_future(s.call_tool("slow", {"seconds": 30}))
-            await asyncio.sleep(0.5)
+            await until_async(lambda: list(tmp_path.glob("started-*")), "the slow call started")
             task.cancel()  # the SDK client sends notifications/cancelled for an abandoned request
             with pytest.raises(asyncio.CancelledError):
                 await task

@@ -463,7 +463,7 @@ def test_concurrent_duplicates_over_the_wire_inject_once(start_host):
     deadline = time.monotonic() + WAIT_S
     while not h.fake.attempts and time.monotonic() < deadline:
         time.sleep(0.01)
-    time.sleep(0.1)  # let every duplicate connection reach the chain while the first is blocked
+    time.sleep(0.1)  # steers the duplicates to arrive while the first blocks; no event marks a waiting one
     h.release()
     for t in threads:
         t.join(WAIT_S)

@@ -83,7 +83,7 @@ def test_concurrent_duplicates_inject_once(make_rig):
 async def _gather_released(rig, inbounds):
     tasks = [asyncio.create_task(rig.receiver.receive(i)) for i in inbounds]
     await wait_for(rig.fake.blocked)
-    await asyncio.sleep(0.02)
+    await asyncio.sleep(0.02)  # steers the others to arrive while the first blocks; no event marks a waiting duplicate
     rig.fake.release()
     return await asyncio.gather(*tasks)
 
@@ -99,7 +99,7 @@ def test_duplicates_arriving_while_the_first_is_blocked_wait_for_its_answer(make
         await wait_for(rig.fake.blocked)
         assert rig.state.messages[m.message_id].state is State.DISPATCHING
         dups = [asyncio.create_task(rig.receiver.receive(inbound(m))) for _ in range(10)]
-        await asyncio.sleep(0.05)
+        await asyncio.sleep(0.05)  # what is tested is an absence: no duplicate answers while the first blocks
         assert not any(d.done() for d in dups), "a duplicate answered before the first one finished"
         rig.fake.release()
         return await settle(first), await settle(asyncio.gather(*dups))

@@ -122,7 +122,7 @@ def test_cancel_before_dispatch_and_the_dequeue_to_write_window(root: Path) -> N
         assert other.value.code == TaskError.NOT_FOUND
         rig.fake.release()
         await wait_for(lambda: svc.table.tasks[first.task_id].view.terminal)
-        await asyncio.sleep(0.05)
+        await asyncio.sleep(0.05)  # what is tested is an absence: the canceled task is never written afterwards
         texts = [w["text"] for w in rig.fake.writes]
         assert texts == ["first"]  # canceled: zero writes; not cancelable: exactly one
         with pytest.raises(TaskError) as done:
@@ -320,7 +320,7 @@ def test_a_claimed_accept_that_never_reached_the_harness_is_unknown_after_a_rest
         try:
             view = await svc.get(CAROL.agent_id, ids["task"])
             assert (view.state, view.delivery) == (TaskState.WORKING, "unknown")
-            await asyncio.sleep(0.05)
+            await asyncio.sleep(0.05)  # what is tested is an absence: time for a (wrong) resend to happen
             assert rig2.fake.writes == []  # never resent
         finally:
             await svc.close()
