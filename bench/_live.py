@@ -1,4 +1,4 @@
-"""Helpers for the benchmarks that drive live harness sessions (tests/e2e/live_claude.py, live_codex.py): waits
+"""Helpers for the benchmarks that drive live harness sessions (tests/support/live_claude.py, live_codex.py): waits
 bounded by a timeout, and arrival times read off the mock model servers' clock."""
 
 from __future__ import annotations

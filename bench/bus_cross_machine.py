@@ -5,7 +5,7 @@ the remote per hour.
     .venv/bin/python bench/bus_cross_machine.py [--quick] [-n N] [--idle-rounds K]
 
 Sets up, in a temp dir: one bare remote and three "machines" on this host, each its own HOME, CROSSTALK_HOME,
-CROSSTALK_ALIAS and empty git config (as tests/integration/bus/bus_machines.py makes them). Machine a runs
+CROSSTALK_ALIAS and empty git config (as tests/support/bus_machines.py makes them). Machine a runs
 `crosstalk transport init bus --remote BARE --alias a` and `channel create`, and commits and pushes a registry
 (data/crosstalk.yaml) with one instant model, an executable `#!/bin/sh` script by absolute path that prints "pong";
 machines b and c join with `crosstalk transport clone BARE --alias b|c`. The messages are addressed

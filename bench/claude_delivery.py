@@ -28,12 +28,11 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # bench/ is not a package
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "e2e"))  # the live-session scaffolds
-
-from live_claude import CROSSTALK, LiveClaude
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the live-session scaffolds: tests.support
 
 from _common import exit_on_sigterm, ms, stats, versus
 from _live import against, arrival, call_sent, report, settle, wait_for
+from tests.support.live_claude import CROSSTALK, LiveClaude
 
 TARGET = 1.5
 

@@ -32,13 +32,12 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # bench/ is not a package
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "e2e"))  # the live-session scaffolds
-
-from live_claude import LiveClaude
-from live_codex import LiveCodex
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the live-session scaffolds: tests.support
 
 from _common import exit_on_sigterm, ms, stats
 from _live import against, arrival, call_sent, report, settle, wait_for
+from tests.support.live_claude import LiveClaude
+from tests.support.live_codex import LiveCodex
 
 TARGET = 1.5
 BARE = [sys.executable, str(Path(__file__).resolve().with_name("bare_deliver.py"))]

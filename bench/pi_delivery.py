@@ -30,13 +30,12 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # bench/ is not a package
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "e2e"))  # the live-session scaffolds
-
-from live_claude import CROSSTALK, LiveClaude
-from live_pi import LivePi
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the live-session scaffolds: tests.support
 
 from _common import exit_on_sigterm, figure, ms, stats, versus
 from _live import against, arrival, report, settle, wait_for
+from tests.support.live_claude import CROSSTALK, LiveClaude
+from tests.support.live_pi import LivePi
 
 TARGET = 1.5
 BARE_EXT = Path(__file__).resolve().parent / "pi" / "bare_inbox.ts"

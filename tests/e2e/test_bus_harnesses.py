@@ -11,10 +11,11 @@ from __future__ import annotations
 
 import secrets
 from collections.abc import Callable
-from typing import TYPE_CHECKING
 
 import pytest
-from bus_fixtures import (
+
+from crosstalk.bus.protocol.message import BusMessage
+from tests.support.bus_harness import (
     REPLY_TIMEOUT,
     BusPair,
     Daemon,
@@ -24,15 +25,11 @@ from bus_fixtures import (
     reject_model,
     wait_replied,
 )
-
-from crosstalk.bus.protocol.message import BusMessage
-
-if TYPE_CHECKING:  # the fixture module is not imported at run time: several test dirs have a conftest.py
-    from conftest import HarnessRun
+from tests.support.harness_run import HarnessRun
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(300)]
 HARNESSES = ("claude", "codex", "pi")
-MakeRun = Callable[..., "HarnessRun"]
+MakeRun = Callable[..., HarnessRun]
 
 
 def _channel_rel(rel: str) -> str:

@@ -12,20 +12,17 @@ import secrets
 import signal
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import pytest
-from bus_fixtures import REPLY_TIMEOUT, BusPair, Daemon, bus_pair, harness_provider, refuse, wait_replied
-from dispatch_helpers import channel_messages, channel_rel, log_text, wait_for
-from terminal import Terminal
 
 from crosstalk.bus.protocol.message import BusMessage
-
-if TYPE_CHECKING:  # the fixture module is not imported at run time: several test dirs have a conftest.py
-    from conftest import HarnessRun
+from tests.support.bus_dispatch import channel_messages, channel_rel, log_text, wait_for
+from tests.support.bus_harness import REPLY_TIMEOUT, BusPair, Daemon, bus_pair, harness_provider, refuse, wait_replied
+from tests.support.bus_terminal import Terminal
+from tests.support.harness_run import HarnessRun
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(900)]
-MakeRun = Callable[..., "HarnessRun"]
+MakeRun = Callable[..., HarnessRun]
 
 
 def test_a_workflow_of_real_harnesses_fans_out_over_two_machines_and_synthesizes(harness_run: MakeRun) -> None:

@@ -9,7 +9,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from live_claude import Session, bin_dir, sessions
+
+from tests.support.live_claude import Session, bin_dir, sessions
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(240)]
 

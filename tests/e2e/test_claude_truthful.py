@@ -31,11 +31,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from live_claude import CROSSTALK, LiveClaude
 
 from crosstalk.fs.procinfo import pid_alive
 from crosstalk.journal.codec import read_journal
 from crosstalk.registry.paths import StatePaths
+from tests.support.live_claude import CROSSTALK, LiveClaude
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(240)]
 

@@ -9,8 +9,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from live_claude import sessions
-from live_codex import LiveCodex
+
+from tests.support.live_claude import sessions
+from tests.support.live_codex import LiveCodex
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(240)]
 
@@ -273,7 +274,7 @@ def test_an_entry_without_the_shells_state_root_is_reported_never_a_silent_secon
     registration note and in every listing; installing from the right shell fixes it."""
     import subprocess
 
-    from live_claude import CROSSTALK
+    from tests.support.live_claude import CROSSTALK
 
     with LiveCodex.start(root / "cx", crosstalk_home=root / "xt") as cx:
         without = {k: v for k, v in cx.env.items() if k != "CROSSTALK_HOME"}

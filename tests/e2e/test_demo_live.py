@@ -14,7 +14,8 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from live_claude import bin_dir
+
+from tests.support.live_claude import bin_dir
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(300)]
 

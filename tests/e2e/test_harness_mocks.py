@@ -16,19 +16,16 @@ from __future__ import annotations
 
 import secrets
 from collections.abc import Callable
-from typing import TYPE_CHECKING
 
 import pytest
 
 from crosstalk.demo.models import REPLY_PREFIX, digest_reply
-
-if TYPE_CHECKING:  # the fixture module is not imported at run time: several test dirs have a conftest.py
-    from conftest import HarnessRun
+from tests.support.harness_run import HarnessRun
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(180)]
 HARNESSES = ("claude", "codex", "pi")
 
-MakeRun = Callable[..., "HarnessRun"]
+MakeRun = Callable[..., HarnessRun]
 
 
 def _check(run: HarnessRun, prompt: str, stdout: str, token: str) -> None:

@@ -13,9 +13,10 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from live_claude import CROSSTALK, sessions
-from live_codex import LiveCodex
-from live_pi import LivePi
+
+from tests.support.live_claude import CROSSTALK, sessions
+from tests.support.live_codex import LiveCodex
+from tests.support.live_pi import LivePi
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(240)]
 
@@ -195,9 +196,9 @@ def test_pi_and_codex_talk_both_ways(root: Path, require: Callable[[str], Path])
 def test_the_pi_tui_in_tmux_shows_the_handle_and_the_unread_count(root: Path):
     import shlex
 
-    from live_claude import bin_dir
-    from live_pi import MODEL, prepare
-    from tmux_pane import TmuxPane
+    from tests.support.live_claude import bin_dir
+    from tests.support.live_pi import MODEL, prepare
+    from tests.support.tmux_pane import TmuxPane
 
     env, mock, cwd = prepare(root / "t", root / "xt", {"PI_CROSSTALK_HANDLE": "tui-pi"})
     env["TERM"] = "xterm-256color"

@@ -1,12 +1,13 @@
 """The layers hold: each unit of crosstalk imports only what sits below it, and nothing imports in a circle.
 
 The checker is plain functions over a {module: imported crosstalk modules} graph read from the source with `ast`
-(every import: module level, in functions, under TYPE_CHECKING), so the second test can prove it on a fake tree.
+(every import: module level, in functions, under TYPE_CHECKING), so the tests below can prove it on a fake tree.
 """
 
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 import pytest
@@ -16,11 +17,29 @@ import crosstalk
 pytestmark = pytest.mark.unit
 
 SRC = Path(crosstalk.__file__).parent
-TOP = ("shim", "cli", "demo")  # nothing below these imports them
-TOP_UNITS = ("cli", "demo", "watch", "doctor", "capture")  # the top row: no unit below it imports them
-BELOW_TASKS = ("core", "fs", "policy", "registry", "journal", "harness", "receiver", "ingress")
-BELOW_EXTHOST = (*BELOW_TASKS, "tasks", "agent", "bus")
-BELOW_TOP = (*BELOW_EXTHOST, "exthost")  # the extension-harness host sits above agent and bus, below shim
+# The README's layout, bottom up: a unit may import only units of a lower rank (and itself). The root package holds
+# only __version__ and sits beneath everything; the top units are peers (the cli runs the others; a circle among them
+# is still caught); __main__ is the entry point over all of them.
+LAYOUT = (
+    "core",
+    "fs",
+    "policy",
+    "registry",
+    "journal",
+    "harness",
+    "receiver",
+    "tasks",
+    "ingress",
+    "agent",
+    "bus",
+    "exthost",
+    "shim",
+)
+TOP = ("cli", "demo", "watch", "doctor", "capture")
+README = Path(__file__).resolve().parents[2] / "README.md"
+RANK = {"": -1, **{u: n for n, u in enumerate(LAYOUT)}, **dict.fromkeys(TOP, len(LAYOUT)), "__main__": len(LAYOUT) + 1}
+# Upward imports allowed for now, each (importing unit, imported unit); none is left.
+KNOWN_UPWARD: set[tuple[str, str]] = set()
 
 Graph = dict[str, set[str]]
 
@@ -54,9 +73,9 @@ def _in(mod: str, *prefixes: str) -> bool:
 
 
 def unit(mod: str) -> str:
-    """The first component after the root package (`crosstalk.bus.daemon` -> `bus`); the root is its own unit."""
+    """The first component after the root package (`crosstalk.bus.daemon` -> `bus`); the root package itself is ""."""
     parts = mod.split(".")
-    return parts[1] if len(parts) > 1 else parts[0]
+    return parts[1] if len(parts) > 1 else ""
 
 
 def _limits(mod: str) -> tuple[tuple[str, ...] | None, str, list[tuple[str, str]]]:
@@ -82,15 +101,25 @@ def _limits(mod: str) -> tuple[tuple[str, ...] | None, str, list[tuple[str, str]
         only = (*at("core", "fs", "harness.base", "harness.errors"), ".".join(mod.split(".")[:3]))
         why = "a harness imports only core, fs, harness.base, harness.errors and itself"
     forbidden = []
-    if unit(mod) in BELOW_TOP:
-        forbidden += [(p, f"{unit(mod)} sits below {unit(p)}") for p in at(*TOP)]
-    if unit(mod) in BELOW_EXTHOST:
-        forbidden.append((f"{root}.exthost", f"{unit(mod)} sits below exthost"))
-    if unit(mod) not in (*TOP_UNITS, "__main__"):
-        forbidden += [(p, f"{unit(mod)} sits below {unit(p)}") for p in at(*TOP_UNITS)]
-    if unit(mod) in BELOW_TASKS:
-        forbidden.append((f"{root}.tasks", f"{unit(mod)} sits below tasks"))
+    if unit(mod) == "ingress":  # stricter than the rank: A2A tasks are served through core's TaskApi protocol
+        forbidden.append((f"{root}.tasks", "ingress reaches tasks only through core's TaskApi"))
     return only, why, forbidden
+
+
+def rank_violation(mod: str, imp: str) -> str | None:
+    """Why `mod` may not import `imp` by the layout's order, or None when the arrow points down (or stays in a unit).
+    A unit the layout does not name is a violation too: a new package must take its place in the README first."""
+    low, high = unit(imp), unit(mod)
+    if low == high or (high, low) in KNOWN_UPWARD:
+        return None
+    for name in (high, low):
+        if name not in RANK:
+            return f"{name} has no place in the layout"
+    if RANK[low] < RANK[high]:
+        return None
+    if RANK[low] == RANK[high] and high in TOP:
+        return None
+    return f"{high} sits below {low or 'the root package'}"
 
 
 def rule_violations(graph: Graph) -> list[str]:
@@ -101,6 +130,9 @@ def rule_violations(graph: Graph) -> list[str]:
             if only is not None and not _in(imp, *only):
                 problems.append(f"{mod} imports {imp}: {why}")
             problems += [f"{mod} imports {imp}: {reason}" for p, reason in forbidden if _in(imp, p)]
+            ranked = rank_violation(mod, imp)
+            if ranked is not None:
+                problems.append(f"{mod} imports {imp}: {ranked}")
     return problems
 
 
@@ -143,6 +175,13 @@ def cycle_violations(graph: Graph) -> list[str]:
 
 def check(graph: Graph) -> list[str]:
     return rule_violations(graph) + cycle_violations(graph)
+
+
+def test_the_ranks_are_the_readmes_layout() -> None:
+    text = README.read_text(encoding="utf-8")
+    paragraph = text[text.index("Layout, bottom up:") :].split("\n- ", 1)[0]
+    assert re.findall(r"`(\w+)/`", paragraph) == [*LAYOUT, *TOP]
+    assert re.search(r"`cli/`, `demo/`, `watch/`,\s+`doctor/`, `capture/` at the top", paragraph)
 
 
 def test_crosstalk_layers_hold() -> None:
@@ -193,6 +232,48 @@ def test_checker_passes_a_clean_tree_and_names_each_violation(tmp_path: Path) ->
         "crosstalk.harness.bar imports crosstalk.tasks.service: a harness imports only core, fs, harness.base, "
         "harness.errors and itself",
         "crosstalk.harness.bar imports crosstalk.tasks.service: harness sits below tasks",
+        "crosstalk.registry.x imports crosstalk.journal.y: registry sits below journal",
         "units import in a circle: journal -> registry -> journal",
         "modules import in a circle: crosstalk.bus.a -> crosstalk.bus.b -> crosstalk.bus.a",
     ]
+
+
+# Imports planted one at a time in the clean tree: the upward ones the rules before the rank let through, each named
+# by its rank, and three that point down or across the top, which pass.
+PLANTED_UPWARD = {
+    "registry/a.py": ("from crosstalk.journal.codec import read_journal\n", "registry sits below journal"),
+    "registry/b.py": ("from crosstalk.harness.claude import adapter\n", "registry sits below harness"),
+    "journal/a.py": ("from crosstalk.harness.base import Seam\n", "journal sits below harness"),
+    "agent/a.py": ("def f():\n    import crosstalk.bus.daemon\n", "agent sits below bus"),
+    "ingress/a.py": ("from crosstalk.agent.host import AgentHost\n", "ingress sits below agent"),
+    "capture/a.py": ("from crosstalk import shim\n", None),  # downward: the top imports below it
+    "cli/a.py": ("from crosstalk.watch import app\n", None),  # the top units are peers
+    "receiver/a.py": ("from crosstalk import __version__\n", None),  # the root package holds only the version
+}
+TARGETS = {
+    "journal/__init__.py": "",
+    "journal/codec.py": "",
+    "harness/claude/__init__.py": "",
+    "harness/claude/adapter.py": "from crosstalk.harness.base import Seam\n",
+    "agent/__init__.py": "",
+    "agent/host.py": "",
+    "bus/__init__.py": "",
+    "bus/daemon.py": "",
+    "watch/__init__.py": "",
+    "watch/app.py": "",
+}
+
+
+@pytest.mark.parametrize("planted", sorted(PLANTED_UPWARD))
+def test_checker_ranks_each_planted_import(tmp_path: Path, planted: str) -> None:
+    text, reason = PLANTED_UPWARD[planted]
+    problems = check(build_graph(_tree(tmp_path, {**FAKE_TREE, **TARGETS, planted: text})))
+    if reason is None:
+        assert problems == []
+    else:
+        assert len(problems) == 1 and problems[0].endswith(f": {reason}"), problems
+
+
+def test_an_unplaced_unit_is_a_violation(tmp_path: Path) -> None:
+    problems = check(build_graph(_tree(tmp_path, {**FAKE_TREE, "newthing/a.py": "import crosstalk.core.m\n"})))
+    assert problems == ["crosstalk.newthing.a imports crosstalk.core.m: newthing has no place in the layout"]

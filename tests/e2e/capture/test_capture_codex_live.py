@@ -8,16 +8,14 @@ import json
 import secrets
 import signal
 import subprocess
-import sys
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from live_claude import CROSSTALK
-from live_codex import LiveCodex
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "integration" / "capture"))
-from capture_support import capture_dir_is_empty, finish, read_capture, secrets_of, start_capture, stop
+from tests.support.capture import capture_dir_is_empty, finish, read_capture, secrets_of, start_capture, stop
+from tests.support.live_claude import CROSSTALK
+from tests.support.live_codex import LiveCodex
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(240)]
 

@@ -17,14 +17,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from live_claude import LiveClaude, bin_dir
-from live_codex import LiveCodex
-from tmux_pane import TmuxPane
 
 from crosstalk.core.ids import agent_id_for, new_message_id
 from crosstalk.registry.credentials import create_key
 from crosstalk.registry.descriptor import Descriptor, write_descriptor
 from crosstalk.registry.paths import StatePaths
+from tests.support.live_claude import LiveClaude, bin_dir
+from tests.support.live_codex import LiveCodex
+from tests.support.tmux_pane import TmuxPane
 
 pytestmark = pytest.mark.e2e
 

@@ -7,8 +7,6 @@ import socket
 import time
 
 import pytest
-from a2a_fake_tasks import ALICE, FakeTasks
-from a2a_live import run, serving
 
 from crosstalk.core.errors import TaskError
 from crosstalk.core.message import new_message
@@ -21,6 +19,8 @@ from crosstalk.ingress.a2a import (
     A2AUnreachable,
     fetch_card,
 )
+from tests.support.a2a_fake_tasks import ALICE, FakeTasks
+from tests.support.a2a_live import run, serving
 
 pytestmark = pytest.mark.integration
 

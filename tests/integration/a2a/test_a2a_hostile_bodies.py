@@ -9,7 +9,8 @@ import json
 
 import httpx
 import pytest
-from a2a_live import ALICE_AUTH, rpc, run, serving, text_message
+
+from tests.support.a2a_live import ALICE_AUTH, rpc, run, serving, text_message
 
 pytestmark = pytest.mark.integration
 

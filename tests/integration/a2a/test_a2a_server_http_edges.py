@@ -8,8 +8,9 @@ from pathlib import Path
 
 import httpx
 import pytest
-from a2a_fake_tasks import FakeTasks
-from a2a_live import ALICE_AUTH, BOB_AUTH, V1, rpc, run, serving, text_message
+
+from tests.support.a2a_fake_tasks import FakeTasks
+from tests.support.a2a_live import ALICE_AUTH, BOB_AUTH, V1, rpc, run, serving, text_message
 
 pytestmark = pytest.mark.integration
 

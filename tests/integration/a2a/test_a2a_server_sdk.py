@@ -9,12 +9,12 @@ import pytest
 from a2a.client.errors import A2AClientError
 from a2a.types import a2a_pb2 as pb
 from a2a.utils.errors import TaskNotCancelableError, TaskNotFoundError, UnsupportedOperationError
-from a2a_fake_tasks import ALICE, FakeTasks
-from a2a_live import run, sdk_client, serving
 from google.protobuf.json_format import MessageToDict, ParseDict
 
 import crosstalk
 from crosstalk.core.kinds import Delivery, Kind
+from tests.support.a2a_fake_tasks import ALICE, FakeTasks
+from tests.support.a2a_live import run, sdk_client, serving
 
 pytestmark = pytest.mark.integration
 

@@ -15,7 +15,14 @@ import httpx
 import pytest
 from a2a.types import a2a_pb2 as pb
 from a2a.utils.errors import InvalidParamsError, InvalidRequestError
-from xt_a2a_agents import (
+
+from crosstalk.core.errors import TaskError
+from crosstalk.core.ids import hop_entry, new_message_id
+from crosstalk.core.message import Message, new_message
+from crosstalk.core.tasks import TaskState
+from crosstalk.ingress.a2a.client import A2AClient
+from crosstalk.policy import Limits
+from tests.support.a2a_agents import (
     WAIT_S,
     agents,
     alice_to_bob,
@@ -32,13 +39,6 @@ from xt_a2a_agents import (
     text_message,
     until,
 )
-
-from crosstalk.core.errors import TaskError
-from crosstalk.core.ids import hop_entry, new_message_id
-from crosstalk.core.message import Message, new_message
-from crosstalk.core.tasks import TaskState
-from crosstalk.ingress.a2a.client import A2AClient
-from crosstalk.policy import Limits
 
 pytestmark = pytest.mark.integration
 

@@ -13,7 +13,10 @@ import httpx
 import pytest
 from a2a.types import a2a_pb2 as pb
 from a2a.utils.errors import InvalidRequestError, TaskNotCancelableError, TaskNotFoundError
-from xt_a2a_agents import (
+
+from crosstalk.core.ids import agent_id_for, new_message_id
+from crosstalk.policy import Role
+from tests.support.a2a_agents import (
     WAIT_S,
     agents,
     alice_to_bob,
@@ -28,9 +31,6 @@ from xt_a2a_agents import (
     send_request,
     text_message,
 )
-
-from crosstalk.core.ids import agent_id_for, new_message_id
-from crosstalk.policy import Role
 
 pytestmark = pytest.mark.integration
 
@@ -56,7 +56,7 @@ def test_23_another_agents_continuation_is_task_not_found_and_nothing_is_injecte
                 with pytest.raises(TaskNotFoundError):
                     await c.cancel(task.id)
                 assert (await c.list()).total_size == 0
-                await asyncio.sleep(0.1)
+                await asyncio.sleep(0.1)  # what is tested is an absence: time for a (wrong) write to show
                 assert bob.write_ids() == [ask_id]
                 assert intruder_id not in received_ids(await bob.records())
                 still = await a.get(task.id)
@@ -122,7 +122,7 @@ def test_23_command_from_a_primary_to_another_primary_is_a_failed_task():
             assert {t.id for t in (await a.list()).tasks} == {waited.id, immediate.id}
             with pytest.raises(TaskNotCancelableError):
                 await a.cancel(waited.id)
-            await asyncio.sleep(0.1)
+            await asyncio.sleep(0.1)  # what is tested is an absence: time for a (wrong) write to show
             assert bob.writes() == []
             assert received_ids(await bob.records()) == []
 

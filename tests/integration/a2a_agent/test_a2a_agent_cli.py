@@ -12,11 +12,11 @@ import stat
 import httpx
 import pytest
 from a2a.types import a2a_pb2 as pb
-from xt_a2a_agents import WAIT_S, ct_meta, rpc, sdk, send_request, text_message, until_token_refused
-from xt_procs import procs, wait_for
 
 from crosstalk.core.ids import new_message_id
 from crosstalk.registry.discovery import resolve
+from tests.support.a2a_agents import WAIT_S, ct_meta, rpc, sdk, send_request, text_message, until_token_refused
+from tests.support.procs import procs, wait_for
 
 pytestmark = pytest.mark.integration
 

@@ -22,7 +22,12 @@ from a2a.utils.errors import (
     UnsupportedOperationError,
 )
 from google.protobuf.json_format import MessageToDict
-from xt_a2a_agents import (
+
+import crosstalk
+from crosstalk.core.ids import new_message_id
+from crosstalk.registry.discovery import resolve
+from crosstalk.tasks.ledger import ReplyError
+from tests.support.a2a_agents import (
     WAIT_S,
     agents,
     alice_to_bob,
@@ -38,11 +43,6 @@ from xt_a2a_agents import (
     until,
     until_token_refused,
 )
-
-import crosstalk
-from crosstalk.core.ids import new_message_id
-from crosstalk.registry.discovery import resolve
-from crosstalk.tasks.ledger import ReplyError
 
 pytestmark = pytest.mark.integration
 
@@ -160,7 +160,7 @@ def test_c_default_wait_with_an_unknown_dispatch_never_returns_completed(step):
             meta = ct_meta(task)
             assert meta["delivery"] == "unknown" and "completion" not in meta
             assert bob.write_ids() == [mid]  # the fake did write; the outcome is still unknown
-            await asyncio.sleep(0.2)
+            await asyncio.sleep(0.2)  # what is tested is an absence: time for a (wrong) resend or completion
             again = await client.get(task.id)
             assert again.status.state == pb.TASK_STATE_WORKING and "completion" not in ct_meta(again)
             assert bob.write_ids() == [mid]  # never resent
@@ -258,7 +258,7 @@ def test_f_cancel_unclaimed_submitted_task_then_claimed_and_terminal_are_not_can
             assert ct_meta(done)["completion"] == "delivered"
             with pytest.raises(TaskNotCancelableError):  # completed is terminal
                 await client.cancel(t1.id)
-            await asyncio.sleep(0.2)
+            await asyncio.sleep(0.2)  # what is tested is an absence: time for a (wrong) write to show
             assert bob.write_ids() == [first]  # the canceled one was never written
             recs = await bob.records()
             assert [o["state"] for o in recs if o.get("type") == "outcome" and o["message_id"] == second] == [
@@ -375,7 +375,7 @@ def test_i_no_wrong_or_stale_token_is_refused_and_nothing_is_injected():
                 for method in ("GetTask", "ListTasks", "CancelTask"):
                     response = await rpc(http, bob.url, method, {"id": "x"}, token="f" * 64)
                     assert response.status_code == 401
-            await asyncio.sleep(0.1)
+            await asyncio.sleep(0.1)  # what is tested is an absence: time for a (wrong) write to show
             assert bob.writes() == [] and bob.inbox_lines() == []
             assert received_ids(await bob.records()) == []
             assert bob.host.tasks is not None and (await bob.tasks.list(alice.agent_id)).total_size == 0

@@ -13,7 +13,12 @@ import asyncio
 import pytest
 from a2a.types import a2a_pb2 as pb
 from a2a.utils.errors import TaskNotCancelableError
-from xt_a2a_agents import (
+
+from crosstalk.core.ids import new_message_id
+from crosstalk.core.message import new_message
+from crosstalk.core.tasks import TaskState
+from crosstalk.ingress.a2a.client import A2AClient
+from tests.support.a2a_agents import (
     WAIT_S,
     Agent,
     agents,
@@ -27,11 +32,6 @@ from xt_a2a_agents import (
     task_records,
     until,
 )
-
-from crosstalk.core.ids import new_message_id
-from crosstalk.core.message import new_message
-from crosstalk.core.tasks import TaskState
-from crosstalk.ingress.a2a.client import A2AClient
 
 pytestmark = pytest.mark.integration
 
@@ -82,7 +82,7 @@ def test_20_retry_after_restart_returns_the_prior_task_with_zero_injections():
                 async with sdk(bob2.url, alice.token) as client:
                     answered = await client.wait_state(ask.id, pb.TASK_STATE_COMPLETED)
                     assert [p.text for p in answered.status.message.parts] == ["yes, after the restart"]
-                await asyncio.sleep(0.1)
+                await asyncio.sleep(0.1)  # what is tested is an absence: time for a (wrong) write to show
                 assert bob2.writes() == []
                 assert bob2.inbox_ids() == [done_id, ask_id]  # zero injections across the restart
                 recs = await bob2.records()
@@ -123,8 +123,8 @@ def test_20_restart_while_blocked_resumes_the_unclaimed_task_once_and_keeps_the_
                         assert again.id == task.id
                     with pytest.raises(TaskNotCancelableError):
                         await client.cancel(claimed.id)
-                await asyncio.sleep(0.3)
-                assert bob2.write_ids() == [queued_id]  # the resumed one, exactly once
+                await until(lambda: bob2.write_ids(), "the resumed task written")
+                assert bob2.write_ids() == [queued_id]  # the resumed one (once: one dispatch record, below)
                 assert bob2.inbox_ids() == [queued_id]  # and nothing from before the restart reached the session
                 recs = await bob2.records()
                 assert [o["state"] for o in of_type(recs, "outcome", claimed_id)] == ["unknown"]
@@ -134,7 +134,7 @@ def test_20_restart_while_blocked_resumes_the_unclaimed_task_once_and_keeps_the_
                 # A second restart changes nothing: no task is resumed twice.
                 bob3 = await restart(bob2)
                 bob2 = bob3
-                await asyncio.sleep(0.3)
+                await asyncio.sleep(0.3)  # what is tested is an absence: time for a (wrong) write to show
                 assert bob3.writes() == [] and bob3.inbox_ids() == [queued_id]
                 async with sdk(bob3.url, alice.token) as client:
                     assert (await client.get(queued.id)).status.state == pb.TASK_STATE_COMPLETED
@@ -210,7 +210,7 @@ def test_restart_between_acceptance_and_delivery_ends_definite_and_injects_at_mo
                 # The ones only journaled: resumed after the restart and delivered, once each.
                 assert [(r.state, r.completion) for r in rest] == [(TaskState.COMPLETED, "delivered")] * 2
                 await until(lambda: len(bob2.inbox_ids()) >= 2, "resumed writes")
-                await asyncio.sleep(0.2)
+                await asyncio.sleep(0.2)  # what is tested is an absence: time for a (wrong) second write to show
                 inbox = bob2.inbox_ids()
                 assert sorted(inbox) == sorted(ids[1:]) and len(set(inbox)) == len(inbox)
             finally:

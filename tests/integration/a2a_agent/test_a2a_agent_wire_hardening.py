@@ -11,12 +11,12 @@ from urllib.parse import urlsplit
 
 import httpx
 import pytest
-from xt_a2a_agents import V1, WAIT_S, agents, error_of, run
 
 from crosstalk.core.errors import TaskError
 from crosstalk.ingress.a2a import gate as gate_mod
 from crosstalk.ingress.a2a import protocol as protocol_mod
 from crosstalk.ingress.a2a.client import KEEPALIVE_EXPIRY_S, A2AClient
+from tests.support.a2a_agents import V1, WAIT_S, agents, error_of, run
 
 pytestmark = pytest.mark.integration
 

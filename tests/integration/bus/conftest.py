@@ -13,8 +13,8 @@ Fixtures (all temp dirs are short, under /tmp, and removed afterwards):
                          xt_tmp/m1/bus and `channel create general`; machine "m2" cloned the remote into
                          xt_tmp/m2/bus. a.root / b.root are the work trees; channel is the uuid of "general".
 
-The wiring itself lives in bus_machines.py (new_machine, init_bare_remote, join_two, remote_git, run_cli, clean_env,
-GIT_TIMEOUT), which tests, helpers and the e2e bus fixtures import directly.
+The wiring itself lives in tests/support/bus_machines.py (new_machine, init_bare_remote, join_two, remote_git, run_cli,
+clean_env, GIT_TIMEOUT), which tests, helpers and the e2e bus fixtures import directly.
 """
 
 from __future__ import annotations
@@ -25,7 +25,8 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from bus_machines import Machine, TwoMachines, clean_env, init_bare_remote, join_two, new_machine
+
+from tests.support.bus_machines import Machine, TwoMachines, clean_env, init_bare_remote, join_two, new_machine
 
 
 @pytest.fixture

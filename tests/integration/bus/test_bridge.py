@@ -17,8 +17,11 @@ import time
 from typing import Any
 
 import pytest
-from bus_machines import init_and_clone
-from dispatch_helpers import (
+
+from crosstalk.registry.paths import StatePaths
+from crosstalk.shim.router import CallContext
+from crosstalk.shim.tools import ShimRouter
+from tests.support.bus_dispatch import (
     Daemon,
     channel_messages,
     commit_files,
@@ -28,10 +31,7 @@ from dispatch_helpers import (
     wait_replied,
     write_model,
 )
-
-from crosstalk.registry.paths import StatePaths
-from crosstalk.shim.router import CallContext
-from crosstalk.shim.tools import ShimRouter
+from tests.support.bus_machines import init_and_clone
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 

@@ -11,8 +11,11 @@ import time
 from typing import Any
 
 import pytest
-from bus_machines import init_and_clone
-from dispatch_helpers import (
+from test_bridge import ALICE, WAIT_S, until
+
+from crosstalk.registry.paths import StatePaths
+from crosstalk.shim.tools import ShimRouter
+from tests.support.bus_dispatch import (
     GIT_ID,
     Daemon,
     commit_files,
@@ -22,10 +25,7 @@ from dispatch_helpers import (
     wait_replied,
     write_model,
 )
-from test_bridge import ALICE, WAIT_S, until
-
-from crosstalk.registry.paths import StatePaths
-from crosstalk.shim.tools import ShimRouter
+from tests.support.bus_machines import init_and_clone
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 

@@ -11,9 +11,9 @@ import threading
 from pathlib import Path
 
 import pytest
-from bus_machines import TwoMachines, remote_git
 
 from crosstalk.bus.protocol.message import BusMessage, parse_message, render_message, utc_timestamp
+from tests.support.bus_machines import TwoMachines, remote_git
 
 pytestmark = pytest.mark.integration
 

@@ -11,8 +11,9 @@ from importlib.resources import files
 from pathlib import Path
 
 import pytest
-from bus_machines import Machine, TwoMachines, remote_git
-from dispatch_helpers import Daemon, wait_for, wait_replied, write_model
+
+from tests.support.bus_dispatch import Daemon, wait_for, wait_replied, write_model
+from tests.support.bus_machines import Machine, TwoMachines, remote_git
 
 pytestmark = pytest.mark.integration
 

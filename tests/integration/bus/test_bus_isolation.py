@@ -11,8 +11,11 @@ import os
 from pathlib import Path
 
 import pytest
-from bus_machines import Machine
-from dispatch_helpers import (
+
+from crosstalk.bus.protocol.message import MAX_BODY_BYTES
+from crosstalk.bus.protocol.safefs import MESSAGE_LIMIT
+from crosstalk.bus.transport.state import read_cursor, transport_state
+from tests.support.bus_dispatch import (
     GIT_ID,
     channel_messages,
     commit_files,
@@ -26,10 +29,7 @@ from dispatch_helpers import (
     single_machine,
     write_model,
 )
-
-from crosstalk.bus.protocol.message import MAX_BODY_BYTES
-from crosstalk.bus.protocol.safefs import MESSAGE_LIMIT
-from crosstalk.bus.transport.state import read_cursor, transport_state
+from tests.support.bus_machines import Machine
 
 pytestmark = pytest.mark.integration
 

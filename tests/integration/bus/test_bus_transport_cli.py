@@ -10,7 +10,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from bus_machines import GIT_TIMEOUT, Machine, TwoMachines, clean_env, remote_git
+
+from tests.support.bus_machines import GIT_TIMEOUT, Machine, TwoMachines, clean_env, remote_git
 
 pytestmark = pytest.mark.integration
 

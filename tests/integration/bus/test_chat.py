@@ -5,8 +5,8 @@ models."""
 from __future__ import annotations
 
 import pytest
-from bus_machines import Machine, init_and_clone
-from dispatch_helpers import (
+
+from tests.support.bus_dispatch import (
     Daemon,
     channel_messages,
     commit_files,
@@ -14,7 +14,8 @@ from dispatch_helpers import (
     registry_yaml,
     write_model,
 )
-from terminal import Terminal
+from tests.support.bus_machines import Machine, init_and_clone
+from tests.support.bus_terminal import Terminal
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 

@@ -6,7 +6,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from dispatch_helpers import (
+
+from crosstalk.bus.protocol.message import BusMessage, new_message_name, render_message, utc_timestamp
+from tests.support.bus_dispatch import (
     channel_messages,
     channel_rel,
     commit_files,
@@ -19,8 +21,6 @@ from dispatch_helpers import (
     set_registry,
     write_model,
 )
-
-from crosstalk.bus.protocol.message import BusMessage, new_message_name, render_message, utc_timestamp
 
 pytestmark = pytest.mark.integration
 

@@ -7,7 +7,8 @@ import os
 import stat
 
 import pytest
-from dispatch_helpers import (
+
+from tests.support.bus_dispatch import (
     Daemon,
     commit_files,
     heartbeat,

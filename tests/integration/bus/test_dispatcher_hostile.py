@@ -10,8 +10,9 @@ import time
 from pathlib import Path
 
 import pytest
-from bus_machines import Machine
-from dispatch_helpers import (
+
+from crosstalk.bus.transport.state import read_cursor, transport_state
+from tests.support.bus_dispatch import (
     GIT_ID,
     commit_files,
     in_process_dispatcher,
@@ -22,8 +23,7 @@ from dispatch_helpers import (
     single_machine,
     write_model,
 )
-
-from crosstalk.bus.transport.state import read_cursor, transport_state
+from tests.support.bus_machines import Machine
 
 pytestmark = pytest.mark.integration
 

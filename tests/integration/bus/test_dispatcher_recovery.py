@@ -16,8 +16,14 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
-from bus_machines import GIT_TIMEOUT, TwoMachines
-from dispatch_helpers import (
+
+import crosstalk.bus.dispatch.dispatcher as dispatcher_module
+from crosstalk.bus.errors import GitError
+from crosstalk.bus.git.locks import clear_stale_git_locks, git_running_in
+from crosstalk.bus.git.repo import GitRepo
+from crosstalk.bus.transport.store import move_orphans, publish
+from crosstalk.bus.transport.transports import resolve_transport
+from tests.support.bus_dispatch import (
     GIT_ID,
     channel_rel,
     in_process_dispatcher,
@@ -29,13 +35,7 @@ from dispatch_helpers import (
     wait_for,
     write_model,
 )
-
-import crosstalk.bus.dispatch.dispatcher as dispatcher_module
-from crosstalk.bus.errors import GitError
-from crosstalk.bus.git.locks import clear_stale_git_locks, git_running_in
-from crosstalk.bus.git.repo import GitRepo
-from crosstalk.bus.transport.store import move_orphans, publish
-from crosstalk.bus.transport.transports import resolve_transport
+from tests.support.bus_machines import GIT_TIMEOUT, TwoMachines
 
 pytestmark = pytest.mark.integration
 

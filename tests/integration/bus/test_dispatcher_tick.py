@@ -7,8 +7,9 @@ import os
 import threading
 
 import pytest
-from bus_machines import TwoMachines
-from dispatch_helpers import (
+
+from crosstalk.bus.transport.state import transport_state, write_cursor
+from tests.support.bus_dispatch import (
     channel_rel,
     in_process_dispatcher,
     replies_to,
@@ -19,8 +20,7 @@ from dispatch_helpers import (
     wait_for,
     write_model,
 )
-
-from crosstalk.bus.transport.state import transport_state, write_cursor
+from tests.support.bus_machines import TwoMachines
 
 pytestmark = pytest.mark.integration
 

@@ -13,10 +13,10 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from bus_machines import GIT_TIMEOUT, clean_env, init_bare_remote
 
 from crosstalk.bus.git.locks import git_dir
 from crosstalk.bus.git.repo import GitRepo
+from tests.support.bus_machines import GIT_TIMEOUT, clean_env, init_bare_remote
 
 pytestmark = pytest.mark.integration
 

@@ -11,7 +11,11 @@ import threading
 from pathlib import Path
 
 import pytest
-from dispatch_helpers import (
+
+from crosstalk.bus.protocol.models import ModelSpec
+from crosstalk.bus.runs.runner import INTERRUPTED
+from crosstalk.bus.transport.state import read_cursor
+from tests.support.bus_dispatch import (
     Daemon,
     heartbeat,
     in_process_dispatcher,
@@ -27,10 +31,6 @@ from dispatch_helpers import (
     wait_for,
     write_model,
 )
-
-from crosstalk.bus.protocol.models import ModelSpec
-from crosstalk.bus.runs.runner import INTERRUPTED
-from crosstalk.bus.transport.state import read_cursor
 
 pytestmark = pytest.mark.integration
 

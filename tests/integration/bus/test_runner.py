@@ -12,12 +12,12 @@ import sys
 from pathlib import Path
 
 import pytest
-from dispatch_helpers import pid_alive, run_spec, wait_for
 
 from crosstalk.bus.errors import AmbiguousModel
 from crosstalk.bus.protocol.message import MAX_BODY_BYTES
 from crosstalk.bus.protocol.models import ModelSpec, claim, load_registry, resolve, spawn_env
 from crosstalk.bus.runs.runner import STDIN_THRESHOLD, STDOUT_CAP
+from tests.support.bus_dispatch import pid_alive, run_spec, wait_for
 
 pytestmark = pytest.mark.integration
 

@@ -8,10 +8,10 @@ import os
 from pathlib import Path
 
 import pytest
-from dispatch_helpers import heartbeat, replies_to, send, set_registry, single_machine, wait_for, write_model
 
 from crosstalk.bus.dispatch import server
 from crosstalk.bus.transport.transports import Transport
+from tests.support.bus_dispatch import heartbeat, replies_to, send, set_registry, single_machine, wait_for, write_model
 
 pytestmark = pytest.mark.integration
 

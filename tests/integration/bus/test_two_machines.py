@@ -11,8 +11,9 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from bus_machines import Machine, TwoMachines
-from dispatch_helpers import (
+
+from crosstalk.bus.protocol.message import parse_message
+from tests.support.bus_dispatch import (
     Daemon,
     heartbeat,
     log_text,
@@ -24,8 +25,7 @@ from dispatch_helpers import (
     wait_replied,
     write_model,
 )
-
-from crosstalk.bus.protocol.message import parse_message
+from tests.support.bus_machines import Machine, TwoMachines
 
 pytestmark = pytest.mark.integration
 

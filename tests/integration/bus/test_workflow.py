@@ -12,9 +12,10 @@ import sys
 from pathlib import Path
 
 import pytest
-from bus_machines import Machine, init_and_clone
-from dispatch_helpers import Daemon, channel_messages, commit_files, log_text, wait_for, wait_replied
-from terminal import Terminal
+
+from tests.support.bus_dispatch import Daemon, channel_messages, commit_files, log_text, wait_for, wait_replied
+from tests.support.bus_machines import Machine, init_and_clone
+from tests.support.bus_terminal import Terminal
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 

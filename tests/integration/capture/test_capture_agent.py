@@ -8,18 +8,15 @@ import json
 import os
 import signal
 import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "cli"))
-import xt_procs
-from capture_support import capture_dir_is_empty, finish, read_capture, secrets_of, start_capture
-from xt_procs import CROSSTALK, Procs
-
 from crosstalk import __version__
+from tests.support.capture import capture_dir_is_empty, finish, read_capture, secrets_of, start_capture
+from tests.support.procs import CROSSTALK, Procs
+from tests.support.procs import procs as started_procs
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
 SECRET = "hunter2-supersecret-0042"
@@ -27,7 +24,7 @@ SECRET = "hunter2-supersecret-0042"
 
 @pytest.fixture
 def procs() -> Iterator[Procs]:
-    with xt_procs.procs() as p:
+    with started_procs() as p:
         yield p
 
 

@@ -16,7 +16,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from capture_support import capture_dir_is_empty, finish, read_capture, secrets_of, start_capture, stop
+
+from tests.support.capture import capture_dir_is_empty, finish, read_capture, secrets_of, start_capture, stop
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
 CROSSTALK = str(Path(sys.executable).parent / "crosstalk")

@@ -1,12 +1,13 @@
 """The fixtures of the CLI tests: a state root of their own with every process they start stopped by pid
-(xt_procs.procs), and alice, a fake-harness agent in it."""
+(tests.support.procs.procs), and alice, a fake-harness agent in it."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 
 import pytest
-from xt_procs import Agent, Procs, procs
+
+from tests.support.procs import Agent, Procs, procs
 
 
 @pytest.fixture

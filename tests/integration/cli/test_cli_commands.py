@@ -8,7 +8,8 @@ import re
 from pathlib import Path
 
 import pytest
-from xt_procs import Procs, one_error_line, read_line
+
+from tests.support.procs import Procs, one_error_line, read_line
 
 pytestmark = pytest.mark.integration
 

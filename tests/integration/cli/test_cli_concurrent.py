@@ -7,10 +7,10 @@ import threading
 from collections import Counter
 
 import pytest
-from xt_procs import Procs
 
 from crosstalk.core.message import new_message
 from crosstalk.ingress.client import send
+from tests.support.procs import Procs
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 

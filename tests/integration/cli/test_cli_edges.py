@@ -10,9 +10,9 @@ import re
 from pathlib import Path
 
 import pytest
-from xt_procs import Agent, Procs, one_error_line
 
 from crosstalk.cli.mcp_cmd import SETUP_COMMANDS
+from tests.support.procs import Agent, Procs, one_error_line
 
 pytestmark = pytest.mark.integration
 

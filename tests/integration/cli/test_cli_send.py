@@ -8,7 +8,8 @@ import re
 import subprocess
 
 import pytest
-from xt_procs import CROSSTALK, Agent, Procs, one_error_line
+
+from tests.support.procs import CROSSTALK, Agent, Procs, one_error_line
 
 pytestmark = pytest.mark.integration
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 import json
 
 import pytest
-from xt_procs import Procs
+
+from tests.support.procs import Procs
 
 pytestmark = pytest.mark.integration
 

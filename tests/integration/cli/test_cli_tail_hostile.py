@@ -9,7 +9,8 @@ import re
 import time
 
 import pytest
-from xt_procs import Procs, read_line
+
+from tests.support.procs import Procs, read_line
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(60)]
 

@@ -12,7 +12,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from xt_procs import CROSSTALK, Procs, one_error_line, procs
+
+from tests.support.procs import CROSSTALK, Procs, one_error_line, procs
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(180)]
 

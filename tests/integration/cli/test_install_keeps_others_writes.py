@@ -11,9 +11,9 @@ import sys
 from pathlib import Path
 
 import pytest
-from xt_procs import Procs
 
 from crosstalk.harness.claude import install as claude
+from tests.support.procs import Procs
 
 pytestmark = pytest.mark.integration
 CMD = ["/opt/xt/bin/crosstalk", "mcp"]

@@ -12,7 +12,6 @@ from pathlib import Path
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from xt_procs import Agent, Procs, one_error_line
 
 from crosstalk.core.display import NAME_CHARS, for_display
 from crosstalk.fs.procinfo import proc_start_time
@@ -20,6 +19,7 @@ from crosstalk.harness.claude.sessions import MAX_RECORDS, live_records
 from crosstalk.shim.listing import agent_rows
 from crosstalk.watch.records import MessageView
 from crosstalk.watch.rows import traffic_row
+from tests.support.procs import Agent, Procs, one_error_line
 
 pytestmark = pytest.mark.integration
 EVIL = "\x1b]0;owned\x07\x1b[2J" + "line\nforged row\r" + "x" * 200_000  # under the record cap (256 KiB)

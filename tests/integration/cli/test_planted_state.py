@@ -13,7 +13,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from xt_procs import Agent, Procs, one_error_line
+
+from tests.support.procs import Agent, Procs, one_error_line
 
 pytestmark = pytest.mark.integration
 

@@ -8,11 +8,11 @@ import time
 from collections.abc import Awaitable, Callable
 
 import pytest
-from watch_support import dispatcher, init_transport, line_with, screen_text
-from xt_procs import Procs
 
 from crosstalk.watch.app import WatchApp
 from crosstalk.watch.snapshot import Reader
+from tests.support.procs import Procs
+from tests.support.watch import dispatcher, init_transport, line_with, screen_text
 
 pytestmark = pytest.mark.integration
 

@@ -7,11 +7,11 @@ import json
 import os
 
 import pytest
-from watch_support import dispatcher, init_transport
-from xt_procs import Procs, one_error_line
 
 from crosstalk.watch.records import SNAPSHOT_VERSION
 from crosstalk.watch.snapshot import Reader
+from tests.support.procs import Procs, one_error_line
+from tests.support.watch import dispatcher, init_transport
 
 pytestmark = pytest.mark.integration
 

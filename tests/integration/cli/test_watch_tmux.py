@@ -14,8 +14,9 @@ import time
 from collections.abc import Callable
 
 import pytest
-from watch_support import line_with
-from xt_procs import CROSSTALK, Procs
+
+from tests.support.procs import CROSSTALK, Procs
+from tests.support.watch import line_with
 
 pytestmark = pytest.mark.integration
 

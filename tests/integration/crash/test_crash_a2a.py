@@ -15,12 +15,10 @@ import asyncio
 import os
 import random
 import signal
-import sys
 import threading
 import time
 from collections import Counter
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -32,10 +30,8 @@ from crosstalk.core.tasks import TERMINAL, TaskState, TaskView
 from crosstalk.ingress.a2a.client import A2AClient
 from crosstalk.journal.codec import read_journal
 from crosstalk.registry.credentials import read_key
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from test_crash_restart import by_type, xt  # noqa: F401 (xt is the fixture)
-from xt_procs import Agent, Procs
+from tests.support.crash import by_type
+from tests.support.procs import Agent, Procs
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow, pytest.mark.timeout(7200)]
 ITERATIONS = int(os.environ.get("CROSSTALK_CRASH_ITERATIONS", "10"))
@@ -161,7 +157,7 @@ def check_after_restart(
         assert inbox[mid] == before, (mid, before, inbox[mid])
 
 
-def life(xt: Procs, rng: random.Random, name: str, token: str) -> tuple[Agent, Stream]:  # noqa: F811
+def life(xt: Procs, rng: random.Random, name: str, token: str) -> tuple[Agent, Stream]:
     hang = rng.random() < 0.3
     script = ("--script", ",".join(["accept"] * rng.randint(0, 5) + ["hang"])) if hang else ()
     agent = xt.start_agent(name, *script)
@@ -175,7 +171,7 @@ def life(xt: Procs, rng: random.Random, name: str, token: str) -> tuple[Agent, S
     return agent, stream
 
 
-def test_kill_9_inside_a2a_task_saves_loses_no_task_and_injects_nothing_twice(xt: Procs) -> None:  # noqa: F811
+def test_kill_9_inside_a2a_task_saves_loses_no_task_and_injects_nothing_twice(xt: Procs) -> None:
     rng = random.Random(int(os.environ.get("CROSSTALK_CRASH_SEED", "14")))
     sender = xt.start_agent("alice")  # the A2A sender: its token names it; it lives through every kill
     token = read_key(xt.paths.token_path(sender.agent_id))
@@ -195,7 +191,7 @@ def test_kill_9_inside_a2a_task_saves_loses_no_task_and_injects_nothing_twice(xt
     assert totals["acknowledged"] >= ITERATIONS  # the stream really ran: a life acknowledges dozens of sends
 
 
-def one_agent(xt: Procs, rng: random.Random, name: str, token: str, lives: int, totals: dict[str, int]) -> None:  # noqa: F811
+def one_agent(xt: Procs, rng: random.Random, name: str, token: str, lives: int, totals: dict[str, int]) -> None:
     """`lives` lives of one agent, each killed at a random moment, then restarted and checked."""
     agent_id = None
     all_tasks: set[str] = set()

@@ -28,7 +28,6 @@ import random
 import shutil
 import signal
 import subprocess
-import sys
 import tempfile
 import threading
 import time
@@ -39,9 +38,8 @@ from typing import Any
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bus"))
-from bus_machines import GIT_TIMEOUT, Machine, clean_env, init_bare_remote, join_two, new_machine
-from dispatch_helpers import (
+from crosstalk.bus.protocol.message import parse_message
+from tests.support.bus_dispatch import (
     Daemon,
     channel_rel,
     heartbeat,
@@ -53,8 +51,7 @@ from dispatch_helpers import (
     wait_for,
     write_model,
 )
-
-from crosstalk.bus.protocol.message import parse_message
+from tests.support.bus_machines import GIT_TIMEOUT, Machine, clean_env, init_bare_remote, join_two, new_machine
 
 ITERATIONS = int(os.environ.get("CROSSTALK_CRASH_ITERATIONS", "10"))
 # A life takes 5-15 s on a loaded machine, later ones longer as the remote grows: a 1,000-life run outlasted a fixed
@@ -210,7 +207,7 @@ def end_leftovers(pids: set[int], model: Path, timeout: float = 30.0) -> None:
 
 
 def model_runs(model: Path) -> list[dict[str, Any]]:
-    """The model's recorded runs (dispatch_helpers.runs), without a line a starting model is still writing."""
+    """The model's recorded runs (tests.support.bus_dispatch.runs), without a line a starting model is still writing."""
     record = model.with_name(model.name + ".jsonl")
     text = record.read_text() if record.exists() else ""
     return [json.loads(line) for line in text[: text.rfind("\n") + 1].splitlines() if line.strip()]

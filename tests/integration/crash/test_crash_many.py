@@ -12,17 +12,13 @@ from __future__ import annotations
 import os
 import random
 import signal
-import sys
 import time
 from collections import Counter
-from pathlib import Path
 
 import pytest
 
 from crosstalk.journal.codec import read_journal
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from test_crash_restart import Stream, by_type, xt  # noqa: F401 (xt is the fixture)
+from tests.support.crash import Stream, by_type
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow, pytest.mark.timeout(7200)]
 ITERATIONS = int(os.environ.get("CROSSTALK_CRASH_ITERATIONS", "10"))
@@ -31,7 +27,7 @@ ITERATIONS = int(os.environ.get("CROSSTALK_CRASH_ITERATIONS", "10"))
 LIVES_PER_AGENT = 25  # a fresh agent every so many lives: each life's checks read its whole journal and inbox
 
 
-def test_kill_9_at_random_points_loses_nothing_acknowledged_and_injects_nothing_twice(xt) -> None:  # noqa: F811
+def test_kill_9_at_random_points_loses_nothing_acknowledged_and_injects_nothing_twice(xt) -> None:
     rng = random.Random(int(os.environ.get("CROSSTALK_CRASH_SEED", "14")))
     totals = {"kills": 0, "acknowledged": 0, "caught_mid_dispatch": 0}
     for start in range(0, ITERATIONS, LIVES_PER_AGENT):
@@ -45,7 +41,7 @@ def test_kill_9_at_random_points_loses_nothing_acknowledged_and_injects_nothing_
     assert totals["kills"] == ITERATIONS
 
 
-def one_agent(xt, rng: random.Random, name: str, lives: int, totals: dict[str, int]) -> None:  # noqa: F811
+def one_agent(xt, rng: random.Random, name: str, lives: int, totals: dict[str, int]) -> None:
     """`lives` lives of one agent, each killed at a random moment and checked; then one more that must deliver."""
     all_acked: set[str] = set()
     agent_id = None

@@ -6,7 +6,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
-from doctor_machine import Machine
+
+from tests.support.doctor_machine import Machine
 
 
 @pytest.fixture

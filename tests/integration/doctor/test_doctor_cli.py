@@ -4,7 +4,8 @@ code scripts read."""
 from __future__ import annotations
 
 import pytest
-from doctor_machine import Machine
+
+from tests.support.doctor_machine import Machine
 
 pytestmark = pytest.mark.integration
 

@@ -8,9 +8,9 @@ import json
 import socket
 
 import pytest
-from doctor_machine import Machine, findings, problems
 
 from crosstalk.fs.procinfo import proc_start_time
+from tests.support.doctor_machine import Machine, findings, problems
 
 pytestmark = pytest.mark.integration
 

@@ -6,7 +6,8 @@ import json
 from pathlib import Path
 
 import pytest
-from doctor_machine import Machine, findings, problems
+
+from tests.support.doctor_machine import Machine, findings, problems
 
 pytestmark = pytest.mark.integration
 

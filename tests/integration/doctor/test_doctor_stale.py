@@ -6,12 +6,12 @@ from __future__ import annotations
 import os
 
 import pytest
-from doctor_machine import Machine, problems
 
 from crosstalk.doctor.gather.state import gather_leftovers
 from crosstalk.doctor.prune import prune
 from crosstalk.fs.locks import FileLock
 from crosstalk.fs.procinfo import proc_start_time
+from tests.support.doctor_machine import Machine, problems
 
 pytestmark = pytest.mark.integration
 

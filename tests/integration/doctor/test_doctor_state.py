@@ -5,7 +5,8 @@ from __future__ import annotations
 import os
 
 import pytest
-from doctor_machine import Machine, findings, problems
+
+from tests.support.doctor_machine import Machine, findings, problems
 
 pytestmark = pytest.mark.integration
 

@@ -10,10 +10,10 @@ import subprocess
 import time
 
 import pytest
-from doctor_machine import Machine, findings, problems
 
 from crosstalk.bus.protocol.layout import PROTOCOL_VERSION
 from crosstalk.fs.procinfo import pid_alive
+from tests.support.doctor_machine import Machine, findings, problems
 
 pytestmark = pytest.mark.integration
 

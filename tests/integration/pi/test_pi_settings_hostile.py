@@ -13,9 +13,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from test_pi_core import Extension
 
 from crosstalk.core.ids import agent_id_for
+from tests.support.pi_link import Extension
 
 pytestmark = pytest.mark.integration
 

@@ -18,7 +18,7 @@ import pytest
 
 from crosstalk.registry.paths import StatePaths
 
-CHILD = Path(__file__).with_name("registry_child.py")
+CHILD = Path(__file__).resolve().parents[2] / "support" / "registry_child.py"
 TIMEOUT = 15.0
 
 

@@ -5,20 +5,16 @@ and the agent still delivers a real message afterwards."""
 from __future__ import annotations
 
 import json
-import sys
-from pathlib import Path
 
 import httpx
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "cli"))
-from xt_procs import procs
-
 from crosstalk.core.message import new_message
 from crosstalk.ingress.client import send
 from crosstalk.registry.credentials import read_key
+from tests.support.procs import procs
 
 pytestmark = pytest.mark.integration
 

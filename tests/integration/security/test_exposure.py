@@ -7,16 +7,13 @@ from __future__ import annotations
 import os
 import socket
 import stat
-import sys
 from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "cli"))
-from xt_procs import procs
-
 from crosstalk.core.message import new_message
 from crosstalk.ingress.client import send
+from tests.support.procs import procs
 
 pytestmark = pytest.mark.integration
 TCP_LISTEN = "0A"

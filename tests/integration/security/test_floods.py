@@ -18,7 +18,6 @@ import contextlib
 import functools
 import json
 import socket
-import sys
 import threading
 import time
 from collections import Counter
@@ -40,9 +39,7 @@ from crosstalk.ingress.frames import encode_auth
 from crosstalk.journal.codec import read_journal
 from crosstalk.policy import Limits
 from crosstalk.registry.credentials import read_key
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "cli"))
-from xt_procs import Agent, Procs, procs, wait_for
+from tests.support.procs import Agent, Procs, procs, wait_for
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(600)]
 

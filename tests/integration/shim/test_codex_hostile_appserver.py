@@ -1,6 +1,6 @@
-"""Codex discovery against a hostile app-server (xt_hostile_appserver.py, a real process on a real unix socket):
-one overall deadline per discovery whatever the peer does, a cap on the pages and the thread ids collected, and a
-shim that exits at stdin's EOF while a discovery is still running."""
+"""Codex discovery against a hostile app-server (tests/support/hostile_appserver.py, a real process on a real unix
+socket): one overall deadline per discovery whatever the peer does, a cap on the pages and the thread ids collected,
+and a shim that exits at stdin's EOF while a discovery is still running."""
 
 from __future__ import annotations
 
@@ -25,7 +25,7 @@ from crosstalk.harness.codex.endpoints import control_socket
 
 pytestmark = pytest.mark.integration
 
-HERE = Path(__file__).resolve().parent
+HOSTILE_APPSERVER = Path(__file__).resolve().parents[2] / "support" / "hostile_appserver.py"
 CROSSTALK = str(Path(sys.executable).parent / "crosstalk")
 START_TIMEOUT_S = 20.0
 
@@ -42,7 +42,7 @@ class Hostile:
         self.socket = control_socket(self.env)
         self.socket.parent.mkdir(parents=True)
         self.procs: list[subprocess.Popen[bytes]] = []
-        self.server = self.popen([sys.executable, str(HERE / "xt_hostile_appserver.py"), str(self.socket), mode])
+        self.server = self.popen([sys.executable, str(HOSTILE_APPSERVER), str(self.socket), mode])
         assert self.server_line(START_TIMEOUT_S) == "ready"
 
     def popen(self, argv: list[str], **kw: object) -> subprocess.Popen[bytes]:

@@ -8,7 +8,6 @@ from typing import Any
 
 import pytest
 from test_shim_inform_replies import BOB, receive_at, run_with_bob
-from xt_shim_tools import call
 
 from crosstalk.bus.live import bridge
 from crosstalk.core.ids import new_message_id
@@ -16,6 +15,7 @@ from crosstalk.core.message import new_message
 from crosstalk.core.sender import Sender
 from crosstalk.journal import records as R
 from crosstalk.shim import replying
+from tests.support.shim_tools import call
 
 pytestmark = pytest.mark.integration
 

@@ -4,10 +4,10 @@ The target's own process journals the claim, rewrites its descriptor and announc
 from __future__ import annotations
 
 import pytest
-from xt_shim_tools import call, ctx, inbox, router, run
 
 from crosstalk.core.message import new_message
 from crosstalk.registry.discovery import resolve
+from tests.support.shim_tools import call, ctx, inbox, router, run
 
 pytestmark = pytest.mark.integration
 

@@ -13,8 +13,11 @@ from collections.abc import Callable, Coroutine
 from typing import Any
 
 import pytest
-from xt_shim_e2e import Root, meta, rows
-from xt_shim_tools import until
+
+from crosstalk.journal.codec import read_journal
+from crosstalk.registry.paths import StatePaths
+from tests.support.shim_e2e import Root, meta, rows
+from tests.support.shim_tools import until
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
 
@@ -322,7 +325,13 @@ def test_shim_restart_replays_the_journal_and_injects_nothing_twice() -> None:
         asked, _ = await a.call("ask", ALICE, to="bob", text="still there after a crash?", deadline_seconds=60)
         ask_id = asked["message_id"]
         await until(lambda: any(x["message_id"] == ask_id for x in root.inbox("bob")), "the ask injected")
-        await asyncio.sleep(0.3)  # let bob journal the delivery outcome
+        journal = StatePaths(root.home).journal_file(bob_id)
+
+        def outcome_journaled() -> bool:
+            records = read_journal(journal).records if journal.exists() else []
+            return any(r["type"] == "outcome" and r.get("message_id") == ask_id for r in records)
+
+        await until(outcome_journaled, "bob journaled the ask's delivery outcome")
         before = root.inbox("bob")
         old_pid = b.pid
 
@@ -342,7 +351,7 @@ def test_shim_restart_replays_the_journal_and_injects_nothing_twice() -> None:
         texts = {e["message_id"]: e for e in box["entries"]}
         assert set(sent) | {ask_id} <= set(texts), box
         assert all(texts[m]["from"] == "alice" for m in sent)
-        await asyncio.sleep(0.5)  # replay is done at bind; give any stray re-injection time to show up
+        await asyncio.sleep(0.5)  # what is tested is an absence: replay is done at bind; a stray re-injection shows
         assert root.inbox("bob") == before  # nothing re-injected by the replay
 
         # The pre-crash ask is still owed and answerable once; the answer routes to alice (through

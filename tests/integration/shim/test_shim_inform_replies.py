@@ -7,7 +7,6 @@ import asyncio
 import time
 
 import pytest
-from xt_shim_tools import WAIT_S, call, ctx, inbox, router, run, until
 
 from crosstalk.core.ids import new_message_id
 from crosstalk.core.message import new_message
@@ -16,6 +15,7 @@ from crosstalk.core.states import State
 from crosstalk.journal import records as R
 from crosstalk.receiver import Inbound
 from crosstalk.shim import replying
+from tests.support.shim_tools import WAIT_S, call, ctx, inbox, router, run, until
 
 pytestmark = pytest.mark.integration
 
@@ -80,7 +80,7 @@ def test_reply_to_an_inform_reaches_the_sender_once():
         assert not err and again == rep
         other, err = await call(b, "reply", BOB, message_id=mid, text="actually, wait")
         assert err and other["state"] == "rejected" and other["reason"] == "already_replied" and other["hint"]
-        await asyncio.sleep(0.1)
+        await asyncio.sleep(0.1)  # what is tested is an absence: time for a (wrong) second send to show
         assert len(replies_to(root, "alice", mid)) == 1
 
         # Two concurrent replies with the same text: one send between them.
@@ -89,7 +89,7 @@ def test_reply_to_an_inform_reaches_the_sender_once():
             call(b, "reply", BOB, message_id=mid2, text="ok"), call(b, "reply", BOB, message_id=mid2, text="ok")
         )
         assert r1 == r2 and r1[0]["state"] == "replied"
-        await asyncio.sleep(0.1)
+        await asyncio.sleep(0.1)  # what is tested is an absence: time for a (wrong) second send to show
         assert len(replies_to(root, "alice", mid2)) == 1
 
         # Asks keep their own path: a reply still completes the ask's task.
@@ -204,7 +204,7 @@ def test_inform_replies_survive_a_restart_of_the_replying_agent(monkeypatch):
             assert not err and again == first
             other, err = await call(b, "reply", BOB, message_id=replied, text="ack one, again")
             assert err and other["reason"] == "already_replied"
-            await asyncio.sleep(0.1)
+            await asyncio.sleep(0.1)  # what is tested is an absence: time for a (wrong) second send to show
             assert len(replies_to(root, "alice", replied)) == 1
 
             # A reply journaled but with no result recorded (a crash between the two records): the repeat sends
@@ -217,7 +217,7 @@ def test_inform_replies_survive_a_restart_of_the_replying_agent(monkeypatch):
             resent, err = await call(b, "reply", BOB, message_id=pending, text="ack three")
             assert not err and resent["message_id"] == rid and resent["forwarded"]["state"] == "accepted", resent
             assert (await call(b, "reply", BOB, message_id=pending, text="ack three"))[0] == resent
-            await asyncio.sleep(0.1)
+            await asyncio.sleep(0.1)  # what is tested is an absence: time for a (wrong) second send to show
             assert [x["message_id"] for x in replies_to(root, "alice", pending)] == [rid]
 
             # The expiry counts from the journaled delivery, after the restart too.
@@ -245,7 +245,7 @@ def test_a_reply_made_while_its_message_is_still_being_delivered_waits_for_the_o
         delivered, entry.state = entry.state, State.DISPATCHING
 
         async def outcome() -> None:
-            await asyncio.sleep(0.3)
+            await asyncio.sleep(0.3)  # the outcome comes late: the reply under test must wait for it
             entry.state = delivered
 
         task = asyncio.create_task(outcome())

@@ -4,9 +4,9 @@ asks, also after a restart (journal replay)."""
 from __future__ import annotations
 
 import pytest
-from xt_shim_tools import call, ctx, inbox, router, run, until
 
 from crosstalk.journal import records as R
+from tests.support.shim_tools import call, ctx, inbox, router, run, until
 
 pytestmark = pytest.mark.integration
 

@@ -10,12 +10,12 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from xt_shim_tools import call, ctx, router, run
 
 from crosstalk import harness as kinds
 from crosstalk.registry.paths import StatePaths
 from crosstalk.shim.router import CallContext
 from crosstalk.shim.tools import ShimRouter
+from tests.support.shim_tools import call, ctx, router, run
 
 pytestmark = pytest.mark.integration
 

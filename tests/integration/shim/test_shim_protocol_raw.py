@@ -10,7 +10,8 @@ import time
 from pathlib import Path
 
 import pytest
-from xt_shim import raw_shim
+
+from tests.support.shim_sdk import raw_shim
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(60)]
 
@@ -93,7 +94,7 @@ def test_sigterm_closes_router(tmp_path: Path) -> None:
     with raw_shim(tmp_path) as shim:
         shim.initialize()
         shim.send(call(1, "slow", {"seconds": 30}))
-        time.sleep(0.3)
+        assert wait_for(tmp_path / "started-1"), "the slow call never started"
         os.kill(shim.proc.pid, signal.SIGTERM)
         assert shim.proc.wait(15) == 0
         assert (tmp_path / "closed").exists()

@@ -10,7 +10,9 @@ import time
 from pathlib import Path
 
 import pytest
-from xt_shim import sdk_session
+
+from tests.support.shim_sdk import sdk_session
+from tests.support.waiting import until_async
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(60)]
 
@@ -120,7 +122,7 @@ def test_cancel_via_notifications_cancelled(tmp_path: Path) -> None:
     async def go() -> None:
         async with sdk_session(tmp_path) as s:
             task = asyncio.ensure_future(s.call_tool("slow", {"seconds": 30}))
-            await asyncio.sleep(0.5)
+            await until_async(lambda: list(tmp_path.glob("started-*")), "the slow call started")
             task.cancel()  # the SDK client sends notifications/cancelled for an abandoned request
             with pytest.raises(asyncio.CancelledError):
                 await task
@@ -147,7 +149,8 @@ def test_close_on_stdin_eof(tmp_path: Path) -> None:
 def test_sdk_client_auto_mode_falls_back_to_initialize(tmp_path: Path) -> None:
     """mcp 2.3.0's `Client` probes 2026-07-28 `server/discover` first; -32601 makes it use the handshake."""
     from mcp import Client, StdioServerParameters
-    from xt_shim import HERE, SHIM, kill_pid_file, shim_env
+
+    from tests.support.shim_sdk import HERE, SHIM, kill_pid_file, shim_env
 
     async def go() -> None:
         params = StdioServerParameters(command=SHIM[0], args=SHIM[1:], env=shim_env(tmp_path), cwd=str(HERE))

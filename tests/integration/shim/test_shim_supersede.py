@@ -8,13 +8,13 @@ import os
 from pathlib import Path
 
 import pytest
-from xt_shim_tools import call, run
 
 from crosstalk.harness.base import SessionIdentity
 from crosstalk.registry.discovery import list_descriptors
 from crosstalk.registry.paths import StatePaths
 from crosstalk.shim.router import CallContext
 from crosstalk.shim.tools import ShimRouter
+from tests.support.shim_tools import call, run
 
 pytestmark = pytest.mark.integration
 

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import pytest
-from xt_shim_tools import call, ctx, inbox, router, run, until
+
+from tests.support.shim_tools import call, ctx, inbox, router, run, until
 
 pytestmark = pytest.mark.integration
 

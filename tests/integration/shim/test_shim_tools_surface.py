@@ -6,7 +6,6 @@ import asyncio
 import os
 
 import pytest
-from xt_shim_tools import call, ctx, inbox, router, run, until
 
 from crosstalk.core.ids import new_message_id
 from crosstalk.fs.locks import FileLock
@@ -15,6 +14,7 @@ from crosstalk.registry.descriptor import Descriptor, write_descriptor
 from crosstalk.shim.router import CallContext
 from crosstalk.shim.sending import is_nudge_count
 from crosstalk.shim.tools import ShimRouter
+from tests.support.shim_tools import call, ctx, inbox, router, run, until
 
 pytestmark = pytest.mark.integration
 

@@ -9,15 +9,11 @@ are never asserted in a test (a loaded machine makes them noise): bench/soak_100
 from __future__ import annotations
 
 import os
-import sys
-from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "bench"))  # bench/ is not a package
-
-from _common import make_tmp, remove_tmp
-from soak_100k import soak
+from bench._common import make_tmp, remove_tmp
+from bench.soak_100k import soak
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow, pytest.mark.timeout(3600)]
 

@@ -7,7 +7,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from uds_support import HostThread, make_tmp, rm_tmp
+
+from tests.support.uds import HostThread, make_tmp, rm_tmp
 
 
 @pytest.fixture

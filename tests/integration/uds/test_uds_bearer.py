@@ -7,11 +7,11 @@ import stat
 from pathlib import Path
 
 import pytest
-from uds_support import HostThread
 
 from crosstalk.registry.bearer import BearerDirectory
 from crosstalk.registry.credentials import read_key
 from crosstalk.registry.descriptor import read_descriptor
+from tests.support.uds import HostThread
 
 pytestmark = pytest.mark.integration
 

@@ -11,16 +11,6 @@ import threading
 import time
 
 import pytest
-from uds_support import (
-    WAIT_S,
-    answer_of,
-    auth_line,
-    crosstalk_line,
-    envelope,
-    exchange,
-    native_line,
-    run_peer,
-)
 
 from crosstalk.core.ids import new_message_id
 from crosstalk.core.message import new_message
@@ -30,6 +20,16 @@ from crosstalk.ingress.errors import AgentUnreachable
 from crosstalk.ingress.frames import MAX_LINE_BYTES
 from crosstalk.ingress.uds_client import deliver
 from crosstalk.journal import records as R
+from tests.support.uds import (
+    WAIT_S,
+    answer_of,
+    auth_line,
+    crosstalk_line,
+    envelope,
+    exchange,
+    native_line,
+    run_peer,
+)
 
 pytestmark = pytest.mark.integration
 
@@ -464,7 +464,7 @@ def test_concurrent_duplicates_over_the_wire_inject_once(start_host):
     deadline = time.monotonic() + WAIT_S
     while not h.fake.attempts and time.monotonic() < deadline:
         time.sleep(0.01)
-    time.sleep(0.1)  # let every duplicate connection reach the chain while the first is blocked
+    time.sleep(0.1)  # steers the duplicates to arrive while the first blocks; no event marks a waiting one
     h.release()
     for t in threads:
         t.join(WAIT_S)

@@ -8,7 +8,6 @@ import json
 import time
 
 import pytest
-from uds_support import HOST_SESSION, WAIT_S, host_agent_id, run_peer
 
 from crosstalk.core.ids import new_message_id
 from crosstalk.core.message import new_message
@@ -19,6 +18,7 @@ from crosstalk.journal import records as R
 from crosstalk.journal.replay import JournalState
 from crosstalk.policy import Role
 from crosstalk.registry.paths import StatePaths
+from tests.support.uds import HOST_SESSION, WAIT_S, host_agent_id, run_peer
 
 pytestmark = pytest.mark.integration
 

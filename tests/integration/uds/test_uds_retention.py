@@ -5,11 +5,11 @@ from __future__ import annotations
 import time
 
 import pytest
-from uds_support import HostThread
 
 from crosstalk.core.message import new_message
 from crosstalk.ingress.client import send
 from crosstalk.journal.codec import read_journal
+from tests.support.uds import HostThread
 
 pytestmark = pytest.mark.integration
 

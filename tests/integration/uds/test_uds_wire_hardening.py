@@ -11,12 +11,12 @@ import socket
 import time
 
 import pytest
-from uds_support import WAIT_S, answer_of, auth_line, crosstalk_line, exchange, native_line, run_peer
 
 from crosstalk.core.ids import new_message_id
 from crosstalk.core.message import new_message
 from crosstalk.ingress import uds as uds_mod
 from crosstalk.ingress.uds_client import deliver
+from tests.support.uds import WAIT_S, answer_of, auth_line, crosstalk_line, exchange, native_line, run_peer
 
 pytestmark = pytest.mark.integration
 

@@ -13,7 +13,6 @@ from a2a.utils.errors import (
     TaskNotFoundError,
     UnsupportedOperationError,
 )
-from a2a_fake_tasks import ALICE
 from google.protobuf.json_format import MessageToDict, ParseDict
 
 from crosstalk.core.errors import TaskError
@@ -29,6 +28,7 @@ from crosstalk.ingress.a2a.convert import (
     task_from_a2a,
     task_to_a2a,
 )
+from tests.support.a2a_fake_tasks import ALICE
 
 pytestmark = pytest.mark.unit
 

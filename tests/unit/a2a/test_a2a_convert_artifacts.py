@@ -8,7 +8,6 @@ from typing import Any
 import pytest
 from a2a.server.context import ServerCallContext
 from a2a.types import a2a_pb2 as pb
-from a2a_fake_tasks import ALICE
 from google.protobuf.json_format import MessageToDict, ParseDict
 
 from crosstalk.core.tasks import Artifact, ArtifactPart, HistoryEntry, TaskApi, TaskState, TaskView
@@ -20,6 +19,7 @@ from crosstalk.ingress.a2a.convert import (
     task_to_a2a,
 )
 from crosstalk.ingress.a2a.handler import SENDER_STATE_KEY, A2ARequestHandler
+from tests.support.a2a_fake_tasks import ALICE
 
 pytestmark = pytest.mark.unit
 

@@ -14,7 +14,6 @@ from a2a.utils.errors import (
     PushNotificationNotSupportedError,
     UnsupportedOperationError,
 )
-from a2a_fake_tasks import ALICE, BOB, FakeTasks, authenticate
 from google.protobuf.json_format import ParseDict
 
 from crosstalk.core.sender import Sender, SenderClass
@@ -22,6 +21,7 @@ from crosstalk.core.tasks import TaskState
 from crosstalk.ingress.a2a.gate import CARD_PATH, EdgeGate
 from crosstalk.ingress.a2a.handler import SENDER_STATE_KEY, A2ARequestHandler
 from crosstalk.ingress.a2a.server import build_card
+from tests.support.a2a_fake_tasks import ALICE, BOB, FakeTasks, authenticate
 
 pytestmark = pytest.mark.unit
 

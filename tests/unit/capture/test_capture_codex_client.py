@@ -19,6 +19,7 @@ from crosstalk.capture import request as rq
 from crosstalk.capture import tap
 from crosstalk.fs.procinfo import proc_start_time
 from crosstalk.harness.codex import appserver
+from tests.support.waiting import until_async
 
 pytestmark = pytest.mark.unit
 AGENT = "0123456789abcdef"
@@ -64,7 +65,8 @@ def test_app_server_calls_are_captured_both_ways_and_redacted(tmp_path: Path, mo
             try:
                 assert await appserver.loaded_threads(server) == ["t-1"]
                 await server.notify("thread/unsubscribe", {"threadId": "t-1", "token": SECRET})
-                await asyncio.sleep(0.2)  # the last notification from the server is read too
+                # The server's notification after the list answer is read (and captured) too.
+                await until_async(lambda: spool.read_bytes().count(b"thread/status/changed") == 2, "both notices")
             finally:
                 await server.close()
 

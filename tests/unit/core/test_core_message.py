@@ -452,7 +452,7 @@ def test_new_message_ids_sort_by_time() -> None:
     assert len(set(ids)) == 200
     assert ids == sorted(ids)
     first = new_message("bob", "x").message_id
-    time.sleep(0.003)
+    time.sleep(0.003)  # the clock moves on: what is tested is that the ids follow it
     later = new_message("bob", "x").message_id
     assert later > first
     assert int(later.replace("-", "")[:12], 16) > int(first.replace("-", "")[:12], 16)

@@ -5,6 +5,7 @@ real session is driven in tests/e2e/test_claude_live.py; here every branch of th
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 from pathlib import Path
@@ -41,6 +42,7 @@ class FakeClaudeSocket:
     def __init__(self, path: Path, mode: str = "eof") -> None:
         self.path, self.mode = path, mode
         self.frames: list[list[dict]] = []
+        self.handlers: set[asyncio.Task] = set()
 
     async def __aenter__(self) -> FakeClaudeSocket:
         self.server = await asyncio.start_unix_server(self._serve, path=str(self.path))
@@ -48,9 +50,23 @@ class FakeClaudeSocket:
 
     async def __aexit__(self, *exc: object) -> None:
         self.server.close()
+        for task in self.handlers:  # a hanging connection ends with the server, its socket closed
+            task.cancel()
+        await asyncio.gather(*self.handlers, return_exceptions=True)
         await self.server.wait_closed()
 
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        task = asyncio.current_task()
+        assert task is not None
+        self.handlers.add(task)
+        try:
+            await self._answer(reader, writer)
+        finally:
+            writer.close()
+            with contextlib.suppress(OSError, asyncio.CancelledError):
+                await writer.wait_closed()
+
+    async def _answer(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         data = await reader.read()  # until our half-close
         self.frames.append([json.loads(line) for line in data.decode().splitlines()])
         if self.mode == "hang":
@@ -60,7 +76,6 @@ class FakeClaudeSocket:
             await writer.drain()
         if self.mode in RECEIPTS:
             await self.tell(RECEIPTS[self.mode])  # as Claude does: the receipt's connection, then our EOF
-        writer.close()
 
     async def tell(self, fields: dict) -> None:
         """A receipt on the last message read, to its frame's `from`."""
@@ -70,6 +85,7 @@ class FakeClaudeSocket:
         w.write((json.dumps(line) + "\n").encode())
         await w.drain()
         w.close()
+        await w.wait_closed()
 
 
 def record(root: Path, socket_path: Path, status: str = "idle") -> None:

@@ -192,6 +192,7 @@ def test_loaded_threads_are_listed_and_a_native_inform_starts_a_turn(tmp_path: P
     finally:
         loop.call_soon_threadsafe(stop.set)
         thread.join(10)
+        loop.close()
     assert KIND.discover(env) == [] and deliver(str(path), "x", "y").state is State.UNREACHABLE  # no app-server now
 
 
@@ -252,6 +253,7 @@ def serving(*servers: tuple[FakeAppServer, Path]) -> Any:
         finally:
             loop.call_soon_threadsafe(stop.set)
             thread.join(10)
+            loop.close()
 
     return cm()
 

@@ -12,6 +12,7 @@ from crosstalk.journal import Journal
 from crosstalk.journal.codec import read_journal
 from crosstalk.journal.records import message_id_of
 from crosstalk.journal.retention import select_retained
+from tests.support.waiting import until
 
 pytestmark = pytest.mark.unit
 
@@ -49,9 +50,10 @@ def test_compaction_drops_old_resolved_work_keeps_unresolved_and_every_concurren
         threads = [threading.Thread(target=writer, args=(k,)) for k in range(6)]
         for t in threads:
             t.start()
-        time.sleep(0.05)
+        until(lambda: len(written) >= 12, "the writers appending before the compaction")
         before, after = journal.compact(lambda recs: select_retained(recs, {"old-open"})).result(timeout=30)
-        time.sleep(0.05)
+        mark = len(written)
+        until(lambda: len(written) >= min(mark + 12, 6 * 400), "the writers appending after the compaction")
         stop.set()
         for t in threads:
             t.join(timeout=30)

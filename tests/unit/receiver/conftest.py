@@ -7,7 +7,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from receiver_support import Rig, make_tmp, rm_tmp
+
+from tests.support.receiver import Rig, make_tmp, rm_tmp
 
 
 @pytest.fixture

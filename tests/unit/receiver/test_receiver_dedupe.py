@@ -7,11 +7,11 @@ import asyncio
 from dataclasses import replace
 
 import pytest
-from receiver_support import ALICE, CAROL, CI, inbound, msg, run, settle, wait_for
 
 from crosstalk.core.sender import Sender, SenderClass
 from crosstalk.core.states import SEND_STATES, State
 from crosstalk.journal import records as R
+from tests.support.receiver import ALICE, CAROL, CI, inbound, msg, run, settle, wait_for
 
 pytestmark = pytest.mark.unit
 
@@ -83,7 +83,7 @@ def test_concurrent_duplicates_inject_once(make_rig):
 async def _gather_released(rig, inbounds):
     tasks = [asyncio.create_task(rig.receiver.receive(i)) for i in inbounds]
     await wait_for(rig.fake.blocked)
-    await asyncio.sleep(0.02)
+    await asyncio.sleep(0.02)  # steers the others to arrive while the first blocks; no event marks a waiting duplicate
     rig.fake.release()
     return await asyncio.gather(*tasks)
 
@@ -99,7 +99,7 @@ def test_duplicates_arriving_while_the_first_is_blocked_wait_for_its_answer(make
         await wait_for(rig.fake.blocked)
         assert rig.state.messages[m.message_id].state is State.DISPATCHING
         dups = [asyncio.create_task(rig.receiver.receive(inbound(m))) for _ in range(10)]
-        await asyncio.sleep(0.05)
+        await asyncio.sleep(0.05)  # what is tested is an absence: no duplicate answers while the first blocks
         assert not any(d.done() for d in dups), "a duplicate answered before the first one finished"
         rig.fake.release()
         return await settle(first), await settle(asyncio.gather(*dups))
@@ -219,9 +219,8 @@ def test_rejected_message_is_not_remembered_by_dedupe(make_rig):
 def test_retry_after_a_failed_outcome_write_is_unknown_not_dispatching(make_rig):
     """Only a durable outcome settles a message; a retry of one whose outcome write failed must answer a send
     state (unknown), never the journal-internal `dispatching`, and must not inject again."""
-    from receiver_support import FlakyFsync
-
     from crosstalk.journal.writer import FsOps
+    from tests.support.receiver import FlakyFsync
 
     rig = make_rig(fs=FsOps(fsync=FlakyFsync({2})))
     m = msg("outcome lost")

@@ -9,10 +9,10 @@ from __future__ import annotations
 import asyncio
 
 import pytest
-from receiver_support import ALICE, inbound, msg, run, settle, wait_for
 
 from crosstalk.core.states import State
 from crosstalk.journal import records as R
+from tests.support.receiver import ALICE, inbound, msg, run, settle, wait_for
 
 pytestmark = pytest.mark.unit
 
@@ -150,7 +150,7 @@ def test_block_waits_then_accepts(make_rig):
         assert rig.types_for(m.message_id) == [R.RECEIVED, R.DISPATCH]
         assert rig.state.messages[m.message_id].state is State.DISPATCHING
         assert rig.fake.writes == []
-        await asyncio.sleep(0.05)
+        await asyncio.sleep(0.05)  # what is tested is an absence: no answer while the write is blocked
         assert not task.done()
         rig.fake.release()
         return await settle(task)

@@ -6,10 +6,18 @@ writes; after it, unknown with exactly one write. On replay, nothing is ever re-
 
 from __future__ import annotations
 
+import threading
 import time
 
 import pytest
-from receiver_support import (
+
+from crosstalk.core.states import State
+from crosstalk.journal import records as R
+from crosstalk.journal.codec import read_journal
+from crosstalk.journal.replay import JournalState
+from crosstalk.journal.writer import FsOps
+from crosstalk.policy import Role
+from tests.support.receiver import (
     AGENT_NAME,
     ALICE,
     CI,
@@ -19,13 +27,7 @@ from receiver_support import (
     msg,
     run,
 )
-
-from crosstalk.core.states import State
-from crosstalk.journal import records as R
-from crosstalk.journal.codec import read_journal
-from crosstalk.journal.replay import JournalState
-from crosstalk.journal.writer import FsOps
-from crosstalk.policy import Role
+from tests.support.waiting import until_async
 
 pytestmark = pytest.mark.unit
 
@@ -100,7 +102,7 @@ def test_rejections_need_no_fsync(make_rig):
     fsync = FlakyFsync(set())
     rig = make_rig(fs=FsOps(fsync=fsync))
     m = msg("anon", kind="inform")
-    from receiver_support import ANON
+    from tests.support.receiver import ANON
 
     out = run(rig.receiver.receive(inbound(m, ANON)))
     assert out.state is State.REJECTED
@@ -283,20 +285,26 @@ def test_a_cancelled_receive_mid_append_does_not_wedge_the_journal(make_rig):
     import asyncio
     import os
 
+    in_fsync, fsynced = threading.Event(), threading.Event()
+
     def slow_fsync(fd):
-        time.sleep(0.2)
+        in_fsync.set()
+        time.sleep(0.2)  # a slow disk: the caller gives up meanwhile
         os.fsync(fd)
+        fsynced.set()
 
     rig = make_rig(fs=FsOps(fsync=slow_fsync))
     gave_up, later = msg("gave up"), msg("after the cancel")
 
     async def body():
+        in_fsync.clear()  # from here on, the fsyncs are this append's
+        fsynced.clear()
         task = asyncio.create_task(rig.receiver.receive(inbound(gave_up)))
-        await asyncio.sleep(0.05)  # inside the journal append
+        await until_async(in_fsync.is_set, "the receive inside the journal append")
         task.cancel()
         with pytest.raises(asyncio.CancelledError):
             await task
-        await asyncio.sleep(0.3)
+        await until_async(fsynced.is_set, "the abandoned append's fsync done")
         return await asyncio.wait_for(rig.receiver.receive(inbound(later)), 5)
 
     out = run(body())

@@ -8,12 +8,12 @@ from __future__ import annotations
 import asyncio
 
 import pytest
-from receiver_support import ALICE, ANON, CAROL, CI, inbound, msg, run, settle, wait_for
 
 from crosstalk.core.ids import hop_entry
 from crosstalk.core.states import State
 from crosstalk.journal import records as R
 from crosstalk.policy import Limits, Role
+from tests.support.receiver import ALICE, ANON, CAROL, CI, inbound, msg, run, settle, wait_for
 
 pytestmark = pytest.mark.unit
 

@@ -17,13 +17,13 @@ import pytest
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
-from receiver_support import ALICE, ANON, CAROL, CI, Rig, inbound, make_tmp, msg, rm_tmp
 
 from crosstalk.core.ids import new_message_id
 from crosstalk.core.sender import Sender
 from crosstalk.core.states import SEND_STATES, State
 from crosstalk.journal import records as R
 from crosstalk.policy import Role
+from tests.support.receiver import ALICE, ANON, CAROL, CI, Rig, inbound, make_tmp, msg, rm_tmp
 
 pytestmark = pytest.mark.unit
 

@@ -13,6 +13,7 @@ import pytest
 from crosstalk.shim import protocol
 from crosstalk.shim.protocol import serve_stdio
 from crosstalk.shim.router import CallContext, ToolResult
+from tests.support.waiting import until_async
 
 pytestmark = [pytest.mark.unit, pytest.mark.timeout(30)]
 
@@ -196,7 +197,7 @@ def test_eof_cancels_long_calls_and_a_hanging_close_times_out(monkeypatch: pytes
         s = Shim(router)
         await s.init()
         s.feed({"jsonrpc": "2.0", "id": 9, "method": "tools/call", "params": {"name": "slow"}})
-        await asyncio.sleep(0.05)
+        await until_async(lambda: router.calls, "the slow call started")
         await s.eof()
         assert router.cancelled == [9] and router.closed == 1
         assert await s.quiet(0.05)

@@ -21,7 +21,7 @@ def test_a_reply_waits_for_the_delivery_outcome_of_a_message_still_dispatching()
 
     async def main() -> None:
         async def deliver() -> None:
-            await asyncio.sleep(0.2)
+            await asyncio.sleep(0.2)  # the harness answers late: the wait under test must outlast it
             host.entry.state = State.ACCEPTED
 
         task = asyncio.create_task(deliver())

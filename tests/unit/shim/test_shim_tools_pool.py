@@ -43,7 +43,7 @@ class CountingPool(AgentPool):
     async def _start(self, ident: SessionIdentity, inherited: str | None = None) -> FakeHost:  # type: ignore[override]
         self.starts.append(ident.key)
         self.names[ident.key] = ident.preferred_name or inherited
-        await asyncio.sleep(0.01)
+        await asyncio.sleep(0.01)  # a start takes time: concurrent binds overlap in it (what the pool must handle)
         if self.fail_first and len(self.starts) == 1:
             raise RuntimeError("boom")
         return FakeHost(ident, ident.preferred_name or inherited)

@@ -7,8 +7,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from receiver_support import CAROL, Rig, msg, run, wait_for
-from task_support import run_with_service
 
 from crosstalk.core.errors import TaskError
 from crosstalk.core.kinds import Kind
@@ -20,6 +18,8 @@ from crosstalk.journal import records as R
 from crosstalk.receiver import Receiver
 from crosstalk.tasks.ledger import ReplyError
 from crosstalk.tasks.service import TaskService
+from tests.support.receiver import CAROL, Rig, msg, run, wait_for
+from tests.support.tasks import run_with_service
 
 pytestmark = pytest.mark.unit
 

@@ -6,8 +6,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from receiver_support import CAROL, Rig, inbound, msg, run, wait_for
-from task_support import run_with_service
 
 from crosstalk.core.states import State
 from crosstalk.core.tasks import TaskState
@@ -16,6 +14,8 @@ from crosstalk.journal import JournalState
 from crosstalk.journal import records as R
 from crosstalk.receiver import Receiver
 from crosstalk.tasks.service import TaskService
+from tests.support.receiver import CAROL, Rig, inbound, msg, run, wait_for
+from tests.support.tasks import run_with_service
 
 pytestmark = pytest.mark.unit
 

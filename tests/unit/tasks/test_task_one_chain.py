@@ -9,8 +9,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from receiver_support import AGENT_ID, ALICE, CAROL, Rig, inbound, msg, run, wait_for
-from task_support import run_with_service
 
 from crosstalk.core.kinds import Kind
 from crosstalk.core.sender import Sender, SenderClass
@@ -20,6 +18,8 @@ from crosstalk.journal import records as R
 from crosstalk.policy import Role
 from crosstalk.receiver import NOTICE_TRANSPORT, Inbound
 from crosstalk.tasks.service import TaskService
+from tests.support.receiver import AGENT_ID, ALICE, CAROL, Rig, inbound, msg, run, wait_for
+from tests.support.tasks import run_with_service
 
 pytestmark = pytest.mark.unit
 OWN_SESSION = Sender(SenderClass.VERIFIED, AGENT_ID, "bob", "uds")  # SO_PEERCRED matched our own descriptor

@@ -8,8 +8,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from receiver_support import CAROL, Rig, msg, run, wait_for
-from task_support import run_with_service
 
 from crosstalk.core.errors import TaskError
 from crosstalk.core.kinds import Kind
@@ -21,6 +19,8 @@ from crosstalk.receiver import Receiver
 from crosstalk.tasks.ledger import ReplyError
 from crosstalk.tasks.service import TaskService
 from crosstalk.tasks.worker import DispatchWorker
+from tests.support.receiver import CAROL, Rig, msg, run, wait_for
+from tests.support.tasks import run_with_service
 
 pytestmark = pytest.mark.unit
 
@@ -130,7 +130,7 @@ def test_cancel_before_dispatch_and_the_dequeue_to_write_window(root: Path) -> N
         assert other.value.code == TaskError.NOT_FOUND
         rig.fake.release()
         await wait_for(lambda: svc.table.tasks[first.task_id].view.terminal)
-        await asyncio.sleep(0.05)
+        await asyncio.sleep(0.05)  # what is tested is an absence: the canceled task is never written afterwards
         texts = [w["text"] for w in rig.fake.writes]
         assert texts == ["first"]  # canceled: zero writes; not cancelable: exactly one
         with pytest.raises(TaskError) as done:
@@ -328,7 +328,7 @@ def test_a_claimed_accept_that_never_reached_the_harness_is_unknown_after_a_rest
         try:
             view = await svc.get(CAROL.agent_id, ids["task"])
             assert (view.state, view.delivery) == (TaskState.WORKING, "unknown")
-            await asyncio.sleep(0.05)
+            await asyncio.sleep(0.05)  # what is tested is an absence: time for a (wrong) resend to happen
             assert rig2.fake.writes == []  # never resent
         finally:
             await svc.close()

@@ -1,9 +1,9 @@
-"""Helpers for the uds ingress integration tests. Not a test module (no test_ prefix).
+"""Helpers for the uds ingress integration tests.
 
 An AgentHost runs in this process on an asyncio loop in a background thread (HostThread), so a test talks to it
 with plain blocking sockets. The host publishes this process's pid in its descriptor, so a connection from the
 test process itself is a *verified* peer (the host itself); connections that must come from an unregistered, or
-from another registered, process go through uds_peer.py in a child process (run_peer).
+from another registered, process go through tests/support/uds_peer.py in a child process (run_peer).
 """
 
 from __future__ import annotations

@@ -29,13 +29,12 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from tmux_pane import TmuxPane
-
 from crosstalk.demo.claude_session import tool_result, tool_result_ids, tool_result_texts
 from crosstalk.demo.models import RecordedRequest, ScriptedAnthropic
 from crosstalk.registry.descriptor import Descriptor
 from crosstalk.registry.discovery import list_descriptors
 from crosstalk.registry.paths import StatePaths
+from tests.support.tmux_pane import TmuxPane
 
 REPO = Path(__file__).resolve().parents[2]
 CROSSTALK = REPO / ".venv" / "bin" / "crosstalk"
@@ -425,7 +424,7 @@ def _spawn(
 
 
 class TuiClaude(Session):
-    """The interactive TUI in a tmux server of its own (tests/e2e/tmux_pane.py)."""
+    """The interactive TUI in a tmux server of its own (tests/support/tmux_pane.py)."""
 
     def __init__(self, root: Path, env: dict[str, str], mock: ScriptedAnthropic, cwd: Path, pane: TmuxPane) -> None:
         super().__init__(root, env, mock, cwd)

@@ -1,5 +1,5 @@
 """A peer process for the uds ingress tests: connects to an agent's socket from its own pid, so the agent sees a
-process other than the test runner. Not a test module (no test_ prefix).
+process other than the test runner.
 
 Reads one JSON config from stdin, prints one JSON result on stdout:
   {"sock": path, "mode": "raw"|"deliver", "timeout": s,

@@ -2,8 +2,7 @@
 only, terminal → UNSUPPORTED), dedupe on (sender, message_id), return_immediately → submitted at once, default wait →
 terminal (an inform is delivered at once; an ask waits for `reply()` or its deadline).
 
-Not a test module: the A2A tests import it by name (pytest puts this directory on sys.path; the integration tests
-add it themselves)."""
+Shared by the A2A unit and integration tests."""
 
 from __future__ import annotations
 

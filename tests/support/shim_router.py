@@ -1,6 +1,6 @@
 """A ToolRouter served the way `crosstalk mcp` serves its own (crosstalk.cli.mcp_cmd.serve), for the protocol tests.
 
-Run as `python xt_shim_router.py [--harness H] [-v]`.
+Run as `python tests/support/shim_router.py [--harness H] [-v]`.
 
 Tools: echo, fail (is_error result), boom (raises), slow (sleeps; records its cancellation), whoami (returns the
 CallContext). Marks go to files in $XT_SHIM_DIR: `pid` at import, `cancelled-<request id>`, `closed` on close().
@@ -62,6 +62,7 @@ class FakeRouter:
         if name == "boom":
             raise RuntimeError("kaboom")
         if name == "slow":
+            (MARKS / f"started-{ctx.request_id}").write_text("1")  # the tests wait for this, not for time to pass
             try:
                 await asyncio.sleep(float(arguments.get("seconds", 30)))
             except asyncio.CancelledError:

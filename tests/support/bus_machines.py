@@ -1,7 +1,6 @@
 """The machines of the bus tests: a machine is a CROSSTALK_HOME, an alias and a git config, so two on one host
-behave like two hosts. Imported by conftest.py (the fixtures), by tests and helpers directly, and by the e2e bus
-fixtures (tests/e2e/bus_fixtures.py): a module of its own, because `from conftest import ...` resolves to whichever
-conftest pytest loaded last."""
+behave like two hosts. Imported by tests/integration/bus/conftest.py (the fixtures), by tests and helpers directly,
+and by the e2e bus wiring (tests.support.bus_harness)."""
 
 from __future__ import annotations
 

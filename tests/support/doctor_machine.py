@@ -151,6 +151,8 @@ class Machine:
                 except subprocess.TimeoutExpired:
                     proc.kill()
                     proc.wait(timeout=5)
+            if proc.stdout is not None:
+                proc.stdout.close()
         shutil.rmtree(self.dir, ignore_errors=True)
 
 

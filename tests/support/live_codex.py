@@ -19,13 +19,12 @@ import time
 from pathlib import Path
 from typing import Any
 
-from live_claude import CROSSTALK, bin_dir
-from tmux_pane import TmuxPane
-
 from crosstalk.demo.appserver_client import AppServerClient
 from crosstalk.demo.codex_session import first_json
 from crosstalk.demo.models import RecordedRequest, ScriptedResponses
 from crosstalk.demo.models.wiring import write_codex_config
+from tests.support.live_claude import CROSSTALK, bin_dir
+from tests.support.tmux_pane import TmuxPane
 
 WAIT_S = 60.0
 

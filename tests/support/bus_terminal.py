@@ -14,7 +14,7 @@ import sys
 import termios
 import time
 
-from bus_machines import Machine
+from tests.support.bus_machines import Machine
 
 WAIT_S = 60.0
 

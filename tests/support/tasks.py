@@ -6,9 +6,8 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
-from receiver_support import Rig, run
-
 from crosstalk.tasks.service import TaskService
+from tests.support.receiver import Rig, run
 
 
 def run_with_service(

@@ -13,9 +13,8 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
-from xt_procs import Procs
-
 from crosstalk.fs.procinfo import pid_alive
+from tests.support.procs import Procs
 
 _SVG_TEXT = re.compile(r'<text class="[^"]*" x="([\d.]+)" y="([\d.]+)"[^>]*>(.*?)</text>')
 

@@ -1,4 +1,4 @@
-"""Real crosstalk agents serving A2A, for the agent-to-agent integration tests. Not a test module.
+"""Real crosstalk agents serving A2A, for the agent-to-agent integration tests.
 
 Every agent is a real AgentHost (journal, receiver chain, task service, uds ingress, A2A server on 127.0.0.1:0)
 with a FakeHarness writing to an inbox file, run in the test's own event loop. Several agents share one short

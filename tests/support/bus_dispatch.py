@@ -18,10 +18,9 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from bus_machines import GIT_TIMEOUT, Machine, clean_env, remote_git
-
 from crosstalk.bus.errors import MessageFormatError
 from crosstalk.bus.protocol.message import BusMessage, parse_message
+from tests.support.bus_machines import GIT_TIMEOUT, Machine, clean_env, remote_git
 
 GIT_ID = ("-c", "user.name=test", "-c", "user.email=test@example.invalid")
 

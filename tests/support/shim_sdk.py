@@ -1,4 +1,4 @@
-"""Helpers for the shim protocol tests: serve xt_shim_router's tools as `crosstalk mcp` serves its own, under the
+"""Helpers for the shim protocol tests: serve shim_router's tools as `crosstalk mcp` serves its own, under the
 official SDK client, or as a raw subprocess speaking JSON lines; every process is killed by pid in a finally."""
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 HERE = Path(__file__).resolve().parent
-SHIM = [sys.executable, str(HERE / "xt_shim_router.py")]  # crosstalk.cli.mcp_cmd.serve with the test router
+SHIM = [sys.executable, str(HERE / "shim_router.py")]  # crosstalk.cli.mcp_cmd.serve with the test router
 
 
 def shim_env(marks: Path) -> dict[str, str]:

@@ -15,10 +15,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from live_claude import CROSSTALK, bin_dir
-
 from crosstalk.demo.models import RecordedRequest, ScriptedChat
 from crosstalk.demo.models.wiring import MODEL, write_pi_models
+from tests.support.live_claude import CROSSTALK, bin_dir
 
 WAIT_S = 60.0
 

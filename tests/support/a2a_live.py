@@ -1,5 +1,4 @@
-"""A real A2AServer on 127.0.0.1:0 in the test's event loop, over the in-memory FakeTasks, and clients for it.
-Not a test module: the A2A integration tests import it by name."""
+"""A real A2AServer on 127.0.0.1:0 in the test's event loop, over the in-memory FakeTasks, and clients for it."""
 
 from __future__ import annotations
 
@@ -17,9 +16,9 @@ from a2a.client import (
     ClientFactory,
     InMemoryContextCredentialStore,
 )
-from a2a_fake_tasks import FakeTasks, authenticate
 
 from crosstalk.ingress.a2a.server import A2AServer
+from tests.support.a2a_fake_tasks import FakeTasks, authenticate
 
 WAIT_S = 30.0
 V1 = {"A2A-Version": "1.0"}

@@ -1,6 +1,5 @@
 """Helpers for the receiver-chain tests: a receiver wired to the fake harness and a real journal in a short
-temp dir. Not a test module (no test_ prefix); test files import it by name (pytest puts this dir on sys.path).
-"""
+temp dir."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """A hostile Codex app-server, as a real process: WebSocket over a unix socket (the framing the adapter speaks), which
 answers `initialize` like the real one and then misbehaves.
 
-    python xt_hostile_appserver.py SOCKET MODE
+    python tests/support/hostile_appserver.py SOCKET MODE
 
 MODE `silent-reads`: `thread/loaded/list` lists THREADS threads, `thread/read` is never answered.
 MODE `endless-pages`: every `thread/loaded/list` page holds PAGE fresh thread ids and a next cursor, forever.

@@ -1,6 +1,6 @@
 """A child process for the registry integration tests: one JSON command per stdin line, one answer each.
 
-Not a test module (no test_ prefix). Run as: python registry_child.py
+Run as: python tests/support/registry_child.py
 """
 
 from __future__ import annotations

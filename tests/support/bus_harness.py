@@ -2,9 +2,8 @@
 and CROSSTALK_ALIAS, a models registry that runs a real harness CLI (from a conftest HarnessRun) against its mock,
 and the real `crosstalk daemon dispatch` as a subprocess.
 
-The machines, the dispatcher process and the reply polling are the integration tests' own (bus_machines and
-dispatch_helpers in tests/integration/bus, plain modules put on sys.path here: pytest adds that directory only
-while it runs the tests in it). Only the environment differs: nothing of the caller's but PATH reaches crosstalk or
+The machines, the dispatcher process and the reply polling are the integration tests' own (tests.support.bus_machines
+and tests.support.bus_dispatch). Only the environment differs: nothing of the caller's but PATH reaches crosstalk or
 the harness.
 
     with bus_pair() as pair:                           # ops ran `transport init --remote`, gpu cloned it
@@ -21,7 +20,6 @@ import contextlib
 import json
 import os
 import shutil
-import sys
 import tempfile
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -29,17 +27,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from crosstalk.bus.protocol.message import BusMessage, parse_message
+from tests.support.bus_dispatch import Daemon, commit_files, wait_replied
+from tests.support.bus_machines import Machine, init_bare_remote, join_two, new_machine
+from tests.support.harness_run import HarnessRun
 
-_BUS_TESTS = str(Path(__file__).resolve().parents[1] / "integration" / "bus")
-if _BUS_TESTS not in sys.path:
-    sys.path.append(_BUS_TESTS)
-
-from bus_machines import Machine, init_bare_remote, join_two, new_machine
-from dispatch_helpers import Daemon, commit_files, wait_replied
-
-if TYPE_CHECKING:  # conftest is the e2e fixture module; not imported at run time (several dirs have one)
-    from conftest import HarnessRun
-
+if TYPE_CHECKING:
     from crosstalk.demo.models import ScriptedModelServer
     from crosstalk.demo.models.base import RecordedRequest
 
