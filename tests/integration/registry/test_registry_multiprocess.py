@@ -5,7 +5,6 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from registry_child import prune_stale
 
 from crosstalk.core.ids import agent_id_for
 from crosstalk.fs.locks import FileLock, is_locked
@@ -15,6 +14,7 @@ from crosstalk.registry.discovery import find_by_peer, is_live, list_descriptors
 from crosstalk.registry.names import fallback_names
 from crosstalk.registry.paths import StatePaths
 from crosstalk.registry.registration import Registration
+from tests.support.registry_child import prune_stale
 
 pytestmark = pytest.mark.integration
 

@@ -6,13 +6,13 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from receiver_support import CAROL, Rig, msg, wait_for
-from task_support import run_with_service
 
 from crosstalk.core.kinds import Kind
 from crosstalk.core.states import Outcome, Reason, State
 from crosstalk.tasks.service import TaskService
 from crosstalk.tasks.table import TaskTable
+from tests.support.receiver import CAROL, Rig, msg, wait_for
+from tests.support.tasks import run_with_service
 
 pytestmark = pytest.mark.unit
 
