@@ -272,6 +272,8 @@ def test_a_crosstalk_agent_published_as_a_native_peer_takes_claudes_own_sendmess
         finally:
             agent.terminate()
             agent.wait(20)
+            if agent.stdout is not None:
+                agent.stdout.close()
         sessions_dir = Path(a.env["CLAUDE_CONFIG_DIR"]) / "sessions"
         assert not [p for p in sessions_dir.glob("*.json") if "crosstalk-peer" in p.read_text()]  # unpublished
 

@@ -49,7 +49,8 @@ class LivePi:
         self.events: list[dict[str, Any]] = []
         self._lock = threading.Lock()
         self._ids = iter(range(1, 1_000_000))
-        threading.Thread(target=self._read, daemon=True).start()
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
 
     @classmethod
     def start(cls, root: Path, *, crosstalk_home: Path, args: tuple[str, ...] = (), **crosstalk_env: str) -> LivePi:
@@ -161,6 +162,9 @@ class LivePi:
             os.killpg(self.proc.pid, signal.SIGKILL)
         with contextlib.suppress(subprocess.TimeoutExpired):
             self.proc.wait(5)
+        self._reader.join(10)  # it ends at EOF, now that pi has exited; then its pipe is closed here
+        if self.proc.stdout is not None:
+            self.proc.stdout.close()
         self.mock.stop()
 
     def __enter__(self) -> LivePi:
