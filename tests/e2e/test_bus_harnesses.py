@@ -27,7 +27,7 @@ from tests.support.bus_harness import (
 )
 from tests.support.harness_run import HarnessRun
 
-pytestmark = [pytest.mark.e2e, pytest.mark.timeout(300)]
+pytestmark = pytest.mark.timeout(300)
 HARNESSES = ("claude", "codex", "pi")
 MakeRun = Callable[..., HarnessRun]
 

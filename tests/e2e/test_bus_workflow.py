@@ -21,7 +21,7 @@ from tests.support.bus_harness import REPLY_TIMEOUT, BusPair, Daemon, bus_pair, 
 from tests.support.bus_terminal import Terminal
 from tests.support.harness_run import HarnessRun
 
-pytestmark = [pytest.mark.e2e, pytest.mark.timeout(900)]
+pytestmark = pytest.mark.timeout(900)
 MakeRun = Callable[..., HarnessRun]
 
 

@@ -12,7 +12,7 @@ import pytest
 
 from tests.support.live_claude import Session, bin_dir, sessions
 
-pytestmark = [pytest.mark.e2e, pytest.mark.timeout(240)]
+pytestmark = pytest.mark.timeout(240)
 
 
 @pytest.fixture

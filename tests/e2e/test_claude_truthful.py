@@ -37,7 +37,7 @@ from crosstalk.journal.codec import read_journal
 from crosstalk.registry.paths import StatePaths
 from tests.support.live_claude import CROSSTALK, LiveClaude
 
-pytestmark = [pytest.mark.e2e, pytest.mark.timeout(240)]
+pytestmark = pytest.mark.timeout(240)
 
 WAIT_S = 60.0
 UNSEEN_S = 3.0  # how long a held or refused message is watched for in the receiving model's requests

@@ -17,7 +17,7 @@ import pytest
 
 from tests.support.live_claude import bin_dir
 
-pytestmark = [pytest.mark.e2e, pytest.mark.timeout(300)]
+pytestmark = pytest.mark.timeout(300)
 
 CROSSTALK = Path(sys.executable).with_name("crosstalk")
 DEMO_TIMEOUT_S = 240.0

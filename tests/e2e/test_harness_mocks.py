@@ -22,7 +22,7 @@ import pytest
 from crosstalk.demo.models import REPLY_PREFIX, digest_reply
 from tests.support.harness_run import HarnessRun
 
-pytestmark = [pytest.mark.e2e, pytest.mark.timeout(180)]
+pytestmark = pytest.mark.timeout(180)
 HARNESSES = ("claude", "codex", "pi")
 
 MakeRun = Callable[..., HarnessRun]

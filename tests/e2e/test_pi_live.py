@@ -18,7 +18,7 @@ from tests.support.live_claude import CROSSTALK, sessions
 from tests.support.live_codex import LiveCodex
 from tests.support.live_pi import LivePi
 
-pytestmark = [pytest.mark.e2e, pytest.mark.timeout(240)]
+pytestmark = pytest.mark.timeout(240)
 
 
 @pytest.fixture
@@ -89,7 +89,7 @@ def test_orchestrator_steers_a_worker_mid_turn_and_follows_up_after_it(root: Pat
         n = len(worker.requests())
         worker.say("SLEEP 3\na slow task")
         worker.wait_event(lambda e: e.get("type") == "agent_start")
-        time.sleep(0.5)  # the model is answering the slow request now
+        worker.wait_seen("a slow task", after=n)  # the model is answering the slow request now
         orch.say(f"/crosstalk steer orch-w steer-{token}")
         orch.say(f"/crosstalk followup orch-w follow-{token}")
         seen_steer = worker.wait_seen(f"steer-{token}", after=n)
@@ -127,14 +127,11 @@ def test_meta_is_noted_in_the_transcript_and_never_starts_a_turn_and_a_ping_is_n
         n = len(pi.requests())
         sent = cli(root, "send", "quiet", f"fyi {token}", "--kind", "meta", "--json")
         assert sent.returncode == 0 and json.loads(sent.stdout)["state"] == "queued", sent
-        time.sleep(1.5)
-        assert len(pi.requests()) == n  # no turn
         ping = cli(root, "send", "quiet", "are you there", "--kind", "ping", "--json")
         assert ping.returncode == 0 and json.loads(ping.stdout)["state"] == "accepted", ping
-        time.sleep(1.0)
-        assert len(pi.requests()) == n  # still no turn
         pi.say("what is new?")
         seen = pi.wait_seen("what is new?", after=n)
+        assert "what is new?" in pi.requests()[n].raw, "the meta or the ping started a turn of its own"
         assert f"fyi {token}" in seen.raw and "[crosstalk meta from " in seen.raw
         assert "are you there" not in seen.raw  # a ping is never shown
 
@@ -231,7 +228,7 @@ def test_meta_during_a_run_adds_no_model_request_and_the_next_turn_sees_it(root:
         n = len(pi.requests())
         pi.say("SLEEP 2\na slow turn")
         pi.wait_event(lambda e: e.get("type") == "agent_start")
-        time.sleep(0.4)
+        pi.wait_seen("a slow turn", after=n)
         sent = cli(root, "send", "busy-meta", f"context {token}", "--kind", "meta", "--json")
         assert sent.returncode == 0 and json.loads(sent.stdout)["state"] == "queued", sent
         pi.idle()

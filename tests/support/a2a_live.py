@@ -7,17 +7,10 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
-import httpx
-from a2a.client import (
-    A2ACardResolver,
-    AuthInterceptor,
-    ClientCallContext,
-    ClientConfig,
-    ClientFactory,
-    InMemoryContextCredentialStore,
-)
+from a2a.client import ClientCallContext
 
 from crosstalk.ingress.a2a.server import A2AServer
+from tests.support.a2a_agents import sdk
 from tests.support.a2a_fake_tasks import FakeTasks, authenticate
 
 WAIT_S = 30.0
@@ -49,19 +42,8 @@ async def serving(fake: FakeTasks | None = None, **kw: Any) -> AsyncIterator[tup
 @asynccontextmanager
 async def sdk_client(url: str, token: str | None = "tok-alice") -> AsyncIterator[tuple[Any, ClientCallContext]]:
     """The official SDK client, from the resolved card, with the bearer token through its AuthInterceptor."""
-    async with httpx.AsyncClient(timeout=WAIT_S) as http:
-        card = await A2ACardResolver(http, url).get_agent_card()
-        creds = InMemoryContextCredentialStore()
-        if token is not None:
-            await creds.set_credentials("session-1", "bearer", token)
-        context = ClientCallContext(state={"sessionId": "session-1"})
-        client = ClientFactory(ClientConfig(httpx_client=http, streaming=False)).create(
-            card, interceptors=[AuthInterceptor(creds)]
-        )
-        try:
-            yield client, context
-        finally:
-            await client.close()
+    async with sdk(url, token, timeout=WAIT_S) as client:
+        yield client.client, client.ctx
 
 
 def rpc(method: str, params: dict[str, Any] | None = None, rid: Any = 1) -> dict[str, Any]:

@@ -107,6 +107,17 @@ class LiveCodex:
     def say(self, thread: str, text: str) -> None:
         self.request("turn/start", {"threadId": thread, "input": [{"type": "text", "text": text, "text_elements": []}]})
 
+    def status(self, thread: str) -> str:
+        """The thread's status as the app-server reports it: idle, active, ..."""
+        return str(self.request("thread/read", {"threadId": thread})["thread"]["status"]["type"])
+
+    def wait_status(self, thread: str, status: str, timeout: float = WAIT_S) -> None:
+        """Until the app-server reports the thread `status` (a turn over: idle; one running: active)."""
+        deadline = time.monotonic() + timeout
+        while (now := self.status(thread)) != status:
+            assert time.monotonic() < deadline, f"thread {thread} stayed {now}, never {status}\n{self.tail()}"
+            time.sleep(0.05)
+
     # ------------------------------------------------------------------ what its model saw
     def requests(self) -> list[RecordedRequest]:
         return self.mock.model_requests()

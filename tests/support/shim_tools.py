@@ -11,6 +11,8 @@ from collections.abc import Callable, Coroutine
 from pathlib import Path
 from typing import Any, TypeVar
 
+from crosstalk.core.sender import Sender
+from crosstalk.receiver import Inbound
 from crosstalk.registry.paths import StatePaths
 from crosstalk.shim.router import CallContext
 from crosstalk.shim.tools import ShimRouter
@@ -70,3 +72,28 @@ async def until(predicate: Callable[[], object], what: str, timeout: float = WAI
         if loop.time() > deadline:
             raise TimeoutError(f"{what}: not within {timeout} s")
         await asyncio.sleep(0.01)
+
+
+ALICE = ctx("s-alice", "alice")
+BOB = ctx("s-bob", "bob")
+
+
+async def receive_at(host: Any, msg: Any, sender: Sender) -> str:
+    """Run a message through the agent's receiver chain as the uds ingress does after authenticating it."""
+    out = await asyncio.wait_for(host.receiver.receive(Inbound(msg, sender, "uds")), WAIT_S)
+    return out.state.value
+
+
+def run_with_bob(body: Callable[[Path, ShimRouter, ShimRouter], Coroutine[Any, Any, None]]) -> None:
+    """Run `body(root, a, b)` over two in-process routers with bob bound on `b`, closing both after."""
+
+    async def main(root: Path) -> None:
+        a, b = router(root), router(root)
+        try:
+            await call(b, "list_agents", BOB)
+            await body(root, a, b)
+        finally:
+            await a.close()
+            await b.close()
+
+    run(main)

@@ -23,10 +23,22 @@ class TmuxPane:
     def screen(self) -> str:
         return self.tmux("capture-pane", "-p", "-t", self.name)
 
-    def say(self, text: str) -> None:
+    def say(self, text: str, timeout: float = 30.0) -> None:
+        """Type `text`, and once the program shows it (it has read the keys and ended any paste it saw), press
+        Enter: an Enter that arrived with the text would be taken as part of a paste, not as submit."""
+        tail = "".join(text.split())[-24:]
+        before = self._shown(tail)
         self.tmux("send-keys", "-t", self.name, "-l", text)
-        time.sleep(0.3)  # let the program take the text before Enter submits it
+        deadline = time.monotonic() + timeout
+        while self._shown(tail) <= before:
+            assert time.monotonic() < deadline, f"the program never showed the typed text\n{self.screen()}"
+            time.sleep(0.02)
         self.tmux("send-keys", "-t", self.name, "Enter")
+
+    def _shown(self, tail: str) -> int:
+        """How often the screen shows `tail` (whitespace and line wraps ignored) or a paste placeholder."""
+        screen = self.screen()
+        return "".join(screen.split()).count(tail) + screen.count("[Pasted text")
 
     def close(self) -> None:
         self.tmux("kill-server")

@@ -18,8 +18,6 @@ from crosstalk.bus import errors as bus_errors
 from crosstalk.core.errors import ERROR_TABLE, CrosstalkError, ErrorKind, TaskError, exit_code, jsonrpc_code
 from crosstalk.ingress.errors import A2ARefused, AgentUnreachable, DeliveryError, WireError
 
-pytestmark = pytest.mark.unit
-
 REPO = Path(__file__).resolve().parents[2]
 
 

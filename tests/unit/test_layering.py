@@ -14,8 +14,6 @@ import pytest
 
 import crosstalk
 
-pytestmark = pytest.mark.unit
-
 SRC = Path(crosstalk.__file__).parent
 # The README's layout, bottom up: a unit may import only units of a lower rank (and itself). The root package holds
 # only __version__ and sits beneath everything; the top units are peers (the cli runs the others; a circle among them

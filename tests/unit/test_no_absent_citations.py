@@ -14,8 +14,6 @@ import pytest
 
 import crosstalk
 
-pytestmark = pytest.mark.unit
-
 ROOT = Path(crosstalk.__file__).resolve().parents[2]
 SCANNED = ("src", "tests", "bench")
 SKIP_DIRS = {".git", ".venv", "node_modules", ".harnesses", "__pycache__"}

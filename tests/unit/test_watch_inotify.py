@@ -12,8 +12,6 @@ import pytest
 from crosstalk.fs.atomic import atomic_write
 from crosstalk.watch.inotify import Inotify
 
-pytestmark = pytest.mark.unit
-
 WAIT_MS = 5000
 
 

@@ -17,8 +17,6 @@ from crosstalk.journal.codec import encode
 from crosstalk.tasks.table import obligation_record
 from crosstalk.watch.journals import NEEDS_ATTENTION, JournalTail
 
-pytestmark = pytest.mark.unit
-
 BIND = R.binding("inst-1", "sess-1", "ep")
 ALICE = Sender(SenderClass.VERIFIED, "a" * 16, "alice")
 

@@ -2,12 +2,8 @@
 
 from __future__ import annotations
 
-import pytest
-
 from crosstalk.watch.records import AgentView, MessageView, Snapshot, TransportView
 from crosstalk.watch.rows import agent_row, format_age, format_latency, text_tables, traffic_row, transport_row
-
-pytestmark = pytest.mark.unit
 
 AGENT = AgentView(
     name="bob", agent_id="b" * 16, harness="codex", role="worker", owner="a" * 16, owner_name=None, pid=42,

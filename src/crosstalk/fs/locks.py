@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import fcntl
 import os
+import threading
 import time
 from pathlib import Path
 from types import TracebackType
@@ -57,6 +58,25 @@ class FileLock:
             # Someone replaced the file between our open and flock: a lock on the orphan inode guards nothing.
             os.close(fd)
 
+    def acquire(self, timeout: float) -> bool:
+        """Take the lock, waiting in the kernel's queue for at most `timeout` seconds; whether it was taken.
+
+        Unlike try_acquire's polling, a blocked flock is woken the moment the holder lets go, so a process that
+        releases and relocks in a loop cannot starve this waiter. The blocking call runs in a daemon thread; if
+        the wait times out, that thread lets the lock go as soon as it gets it.
+        """
+        if self.try_acquire():
+            return True
+        deadline = time.monotonic() + timeout
+        while True:
+            fd = _wait_for_flock(self.path, deadline - time.monotonic())
+            if fd is None:
+                return False
+            if _same_inode(fd, self.path):
+                self._fd = fd
+                return True
+            os.close(fd)  # the file was replaced while we waited: lock the new one
+
     def release(self) -> None:
         fd, self._fd = self._fd, None
         if fd is None:
@@ -78,6 +98,35 @@ class FileLock:
 
     def __repr__(self) -> str:
         return f"FileLock({str(self.path)!r}, held={self.held})"
+
+
+def _wait_for_flock(path: Path, timeout: float) -> int | None:
+    """An fd holding path's exclusive flock, taken by a blocking flock within `timeout`; None on timeout."""
+    fd = open_regular(path, os.O_RDWR | os.O_CREAT, 0o600)
+    done = threading.Event()
+    state: dict[str, object] = {"abandoned": False, "error": None}
+    guard = threading.Lock()
+
+    def wait() -> None:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        except OSError as exc:
+            state["error"] = exc
+        with guard:
+            if state["abandoned"] or state["error"] is not None:
+                os.close(fd)  # also drops the lock if it was taken after the caller gave up
+            done.set()
+
+    threading.Thread(target=wait, name=f"flock {path.name}", daemon=True).start()
+    done.wait(max(0.0, timeout))
+    with guard:
+        if not done.is_set():
+            state["abandoned"] = True
+            return None
+    error = state["error"]
+    if isinstance(error, OSError):
+        raise error
+    return fd
 
 
 def _same_inode(fd: int, path: Path) -> bool:

@@ -17,7 +17,7 @@ from tests.support.capture import capture_dir_is_empty, finish, read_capture, se
 from tests.support.live_claude import CROSSTALK
 from tests.support.live_codex import LiveCodex
 
-pytestmark = [pytest.mark.e2e, pytest.mark.timeout(240)]
+pytestmark = pytest.mark.timeout(240)
 
 
 def test_a_codex_thread_captured_while_a_shell_sends_to_it(live_root: Path, require: Callable[[str], Path]):

@@ -26,8 +26,6 @@ from tests.support.live_claude import LiveClaude, bin_dir
 from tests.support.live_codex import LiveCodex
 from tests.support.tmux_pane import TmuxPane
 
-pytestmark = pytest.mark.e2e
-
 CROSSTALK = Path(sys.executable).with_name("crosstalk")
 WAIT_S = 60.0
 

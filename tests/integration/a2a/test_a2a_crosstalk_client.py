@@ -22,8 +22,6 @@ from crosstalk.ingress.a2a import (
 from tests.support.a2a_fake_tasks import ALICE, FakeTasks
 from tests.support.a2a_live import run, serving
 
-pytestmark = pytest.mark.integration
-
 HOP = "0123456789abcdef01234567"
 
 

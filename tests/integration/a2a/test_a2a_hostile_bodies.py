@@ -8,11 +8,8 @@ from __future__ import annotations
 import json
 
 import httpx
-import pytest
 
 from tests.support.a2a_live import ALICE_AUTH, rpc, run, serving, text_message
-
-pytestmark = pytest.mark.integration
 
 
 def error_of(response: httpx.Response) -> dict:

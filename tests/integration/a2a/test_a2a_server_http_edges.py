@@ -12,8 +12,6 @@ import pytest
 from tests.support.a2a_fake_tasks import FakeTasks
 from tests.support.a2a_live import ALICE_AUTH, BOB_AUTH, V1, rpc, run, serving, text_message
 
-pytestmark = pytest.mark.integration
-
 CARD = "/.well-known/agent-card.json"
 BODY_LIMIT = 256 * 1024
 

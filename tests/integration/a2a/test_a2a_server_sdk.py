@@ -16,8 +16,6 @@ from crosstalk.core.kinds import Delivery, Kind
 from tests.support.a2a_fake_tasks import ALICE, FakeTasks
 from tests.support.a2a_live import run, sdk_client, serving
 
-pytestmark = pytest.mark.integration
-
 HOP = "0123456789abcdef01234567"
 
 

@@ -40,8 +40,6 @@ from tests.support.a2a_agents import (
     until,
 )
 
-pytestmark = pytest.mark.integration
-
 LIMITS = Limits(max_pending_tasks=2, max_open_asks=1, max_default_waits=1)
 STALLED = {"default": "block", "limits": LIMITS}
 ASK = {"crosstalk": {"kind": "ask"}}

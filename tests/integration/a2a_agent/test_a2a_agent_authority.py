@@ -32,8 +32,6 @@ from tests.support.a2a_agents import (
     text_message,
 )
 
-pytestmark = pytest.mark.integration
-
 ASK = {"crosstalk": {"kind": "ask"}}
 COMMAND = {"crosstalk": {"kind": "command"}}
 

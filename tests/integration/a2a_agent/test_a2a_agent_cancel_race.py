@@ -12,8 +12,6 @@ from a2a.utils.errors import TaskNotCancelableError
 from crosstalk.core.ids import new_message_id
 from tests.support.a2a_agents import WAIT_S, agents, alice_to_bob, ct_meta, of_type, run, sdk, send_request, until
 
-pytestmark = pytest.mark.integration
-
 ROUNDS = 5
 
 

@@ -10,15 +10,12 @@ import os
 import stat
 
 import httpx
-import pytest
 from a2a.types import a2a_pb2 as pb
 
 from crosstalk.core.ids import new_message_id
 from crosstalk.registry.discovery import resolve
 from tests.support.a2a_agents import WAIT_S, ct_meta, rpc, sdk, send_request, text_message, until_token_refused
 from tests.support.procs import procs, wait_for
-
-pytestmark = pytest.mark.integration
 
 
 def last_line(agent) -> dict:

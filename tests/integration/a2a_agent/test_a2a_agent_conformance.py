@@ -44,8 +44,6 @@ from tests.support.a2a_agents import (
     until_token_refused,
 )
 
-pytestmark = pytest.mark.integration
-
 CARD_PATH = "/.well-known/agent-card.json"
 ASK = {"crosstalk": {"kind": "ask"}}
 

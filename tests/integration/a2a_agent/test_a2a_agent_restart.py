@@ -33,8 +33,6 @@ from tests.support.a2a_agents import (
     until,
 )
 
-pytestmark = pytest.mark.integration
-
 ASK = {"crosstalk": {"kind": "ask"}}
 
 

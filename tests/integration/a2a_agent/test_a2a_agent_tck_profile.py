@@ -7,15 +7,12 @@ from __future__ import annotations
 
 import asyncio
 
-import pytest
 from a2a.types import a2a_pb2 as pb
 from google.protobuf.json_format import MessageToDict
 
 from crosstalk.core.ids import new_message_id
 from tests.support.a2a_agents import WAIT_S, ct_meta, history_roles, sdk, send_request
 from tests.support.procs import procs, wait_for
-
-pytestmark = pytest.mark.integration
 
 
 def _artifact_parts(task: pb.Task) -> list[dict]:

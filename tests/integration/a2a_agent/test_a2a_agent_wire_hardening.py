@@ -18,8 +18,6 @@ from crosstalk.ingress.a2a import protocol as protocol_mod
 from crosstalk.ingress.a2a.client import KEEPALIVE_EXPIRY_S, A2AClient
 from tests.support.a2a_agents import V1, WAIT_S, agents, error_of, run
 
-pytestmark = pytest.mark.integration
-
 STALL_MARGIN_S = 4.0  # how long a client may stall between taking a pooled connection and writing on it
 
 SEND = (

@@ -13,14 +13,13 @@ from __future__ import annotations
 
 import asyncio
 import json
-import time
 from typing import Any
 
 import pytest
 
 from crosstalk.registry.paths import StatePaths
-from crosstalk.shim.router import CallContext
 from crosstalk.shim.tools import ShimRouter
+from tests.support.bridge import ALICE, WAIT_S, until
 from tests.support.bus_dispatch import (
     Daemon,
     channel_messages,
@@ -33,10 +32,8 @@ from tests.support.bus_dispatch import (
 )
 from tests.support.bus_machines import init_and_clone
 
-pytestmark = [pytest.mark.integration, pytest.mark.slow]
+pytestmark = pytest.mark.slow
 
-WAIT_S = 60.0
-ALICE = CallContext(meta={"crosstalk/session": "s-alice", "crosstalk/name": "alice"})
 ECHO = 'import sys\nprint("echo: " + sys.argv[-1].strip().splitlines()[-1])'
 
 
@@ -78,17 +75,6 @@ def with_alice(a, body) -> Any:
             await router.close()
 
     return asyncio.run(main())
-
-
-async def until(predicate, what: str, timeout: float = WAIT_S) -> Any:
-    deadline = time.monotonic() + timeout
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout:g} s waiting for {what}")
-        await asyncio.sleep(0.1)
 
 
 def test_a_live_agent_asks_a_model_on_another_machine_and_gets_the_reply_live(bridged):

@@ -11,10 +11,10 @@ import time
 from typing import Any
 
 import pytest
-from test_bridge import ALICE, WAIT_S, until
 
 from crosstalk.registry.paths import StatePaths
 from crosstalk.shim.tools import ShimRouter
+from tests.support.bridge import ALICE, WAIT_S, until
 from tests.support.bus_dispatch import (
     GIT_ID,
     Daemon,
@@ -27,7 +27,7 @@ from tests.support.bus_dispatch import (
 )
 from tests.support.bus_machines import init_and_clone
 
-pytestmark = [pytest.mark.integration, pytest.mark.slow]
+pytestmark = pytest.mark.slow
 
 GATED = """import os, sys, time
 gate = os.path.join(os.path.dirname(os.path.abspath(__file__)), "gate")

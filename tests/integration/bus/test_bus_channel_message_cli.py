@@ -15,8 +15,6 @@ import pytest
 from crosstalk.bus.protocol.message import BusMessage, parse_message, render_message, utc_timestamp
 from tests.support.bus_machines import TwoMachines, remote_git
 
-pytestmark = pytest.mark.integration
-
 UNCLAIMED_SONNET = "crosstalk: warning: no known machine claims 'sonnet'"
 
 

@@ -15,8 +15,6 @@ import pytest
 from tests.support.bus_dispatch import Daemon, wait_for, wait_replied, write_model
 from tests.support.bus_machines import Machine, TwoMachines, remote_git
 
-pytestmark = pytest.mark.integration
-
 TEMPLATE = files("crosstalk.bus.protocol").joinpath("template/data/crosstalk.yaml").read_text(encoding="utf-8")
 WAIT_S = 60.0
 ECHO = 'import sys\nprint("echo: " + sys.argv[-1].strip().splitlines()[-1])'

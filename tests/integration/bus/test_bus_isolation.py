@@ -10,8 +10,6 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-import pytest
-
 from crosstalk.bus.protocol.message import MAX_BODY_BYTES
 from crosstalk.bus.protocol.safefs import MESSAGE_LIMIT
 from crosstalk.bus.transport.state import read_cursor, transport_state
@@ -30,8 +28,6 @@ from tests.support.bus_dispatch import (
     write_model,
 )
 from tests.support.bus_machines import Machine
-
-pytestmark = pytest.mark.integration
 
 DAY = "2026/11/29"
 DEEP_YAML = 999  # libyaml builds at most 1000 levels; repr() of 999 nested lists overflows Python's stack

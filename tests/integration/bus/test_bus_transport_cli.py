@@ -9,11 +9,7 @@ import subprocess
 from collections.abc import Callable
 from pathlib import Path
 
-import pytest
-
 from tests.support.bus_machines import GIT_TIMEOUT, Machine, TwoMachines, clean_env, remote_git
-
-pytestmark = pytest.mark.integration
 
 
 def _remote_files(remote: Path) -> list[str]:

@@ -17,7 +17,7 @@ from tests.support.bus_dispatch import (
 from tests.support.bus_machines import Machine, init_and_clone
 from tests.support.bus_terminal import Terminal
 
-pytestmark = [pytest.mark.integration, pytest.mark.slow]
+pytestmark = pytest.mark.slow
 
 ECHO = 'print("echo: " + (sys.stdin.read() if from_stdin else args[-1]).strip().splitlines()[-1])'
 SLOW = 'time.sleep(30)\nprint("late")'

@@ -22,8 +22,6 @@ from tests.support.bus_dispatch import (
     write_model,
 )
 
-pytestmark = pytest.mark.integration
-
 
 @pytest.fixture
 def bus(make_machine):

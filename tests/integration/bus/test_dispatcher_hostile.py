@@ -25,8 +25,6 @@ from tests.support.bus_dispatch import (
 )
 from tests.support.bus_machines import Machine
 
-pytestmark = pytest.mark.integration
-
 SECRET = "TOP-SECRET-4c1f9e"
 DAY = "2026/11/29"
 

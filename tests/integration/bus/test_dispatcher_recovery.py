@@ -37,8 +37,6 @@ from tests.support.bus_dispatch import (
 )
 from tests.support.bus_machines import GIT_TIMEOUT, TwoMachines
 
-pytestmark = pytest.mark.integration
-
 
 class LiveGit:
     """A real git process that works in `root` and waits (cat-file --batch reads stdin until it closes)."""
@@ -152,6 +150,31 @@ def test_a_reply_whose_commit_failed_is_committed_next_tick_without_running_the_
     assert retried.replies == 1 and retried.incomplete == 0
     assert len(runs(models / "echo")) == 1, "the model ran once"
     assert len(replies_to(m.root, channel, path)) == 1
+    assert "reply_retried" in (m.state_dir / "dispatcher.log").read_text()
+
+
+def test_a_kept_reply_is_committed_when_more_messages_joined_its_batch(make_machine, monkeypatch) -> None:
+    """Under load the commit fails, and by the next tick another message waits for the same model: the kept
+    answer is committed for the first, and the model runs once more only for the newcomer."""
+    m, channel, models = machine_with_models(make_machine, echo="")
+    [first] = send(m, "local/echo", "answer me once")
+    dispatcher = in_process_dispatcher(m, monkeypatch)
+    (m.root / ".git" / "index.lock").write_text("")
+    live = LiveGit(m.root)
+    try:
+        wait_for(lambda: git_running_in(m.root), 10, "the live git seen")
+        failed = dispatcher.tick()
+        assert failed.incomplete == 1 and failed.replies == 0
+    finally:
+        live.close()
+    [second] = send(m, "local/echo", "and me")
+    retried = dispatcher.tick()
+    assert retried.incomplete == 0
+    prompts = [str(r["prompt"]) for r in runs(models / "echo")]
+    assert len(prompts) == 2, prompts
+    assert "answer me once" in prompts[0] and "answer me once" not in prompts[1] and "and me" in prompts[1]
+    assert len(replies_to(m.root, channel, first)) == 1
+    assert len(replies_to(m.root, channel, second)) == 1
     assert "reply_retried" in (m.state_dir / "dispatcher.log").read_text()
 
 

@@ -6,8 +6,6 @@ from __future__ import annotations
 import os
 import threading
 
-import pytest
-
 from crosstalk.bus.transport.state import transport_state, write_cursor
 from tests.support.bus_dispatch import (
     channel_rel,
@@ -21,8 +19,6 @@ from tests.support.bus_dispatch import (
     write_model,
 )
 from tests.support.bus_machines import TwoMachines
-
-pytestmark = pytest.mark.integration
 
 
 def test_tick_report_idle_tick_and_rescan_after_a_crash(make_machine, monkeypatch) -> None:

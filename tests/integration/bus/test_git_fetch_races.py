@@ -18,8 +18,6 @@ from crosstalk.bus.git.locks import git_dir
 from crosstalk.bus.git.repo import GitRepo
 from tests.support.bus_machines import GIT_TIMEOUT, clean_env, init_bare_remote
 
-pytestmark = pytest.mark.integration
-
 GIT_ID = ("-c", "user.name=test", "-c", "user.email=test@example.invalid")
 
 

@@ -10,8 +10,6 @@ import sys
 import threading
 from pathlib import Path
 
-import pytest
-
 from crosstalk.bus.protocol.models import ModelSpec
 from crosstalk.bus.runs.runner import INTERRUPTED
 from crosstalk.bus.transport.state import read_cursor
@@ -31,8 +29,6 @@ from tests.support.bus_dispatch import (
     wait_for,
     write_model,
 )
-
-pytestmark = pytest.mark.integration
 
 # The model starts a grandchild that ignores SIGTERM (only the SIGKILL step ends it), records both pids, then
 # sleeps far longer than any test waits.

@@ -19,8 +19,6 @@ from crosstalk.bus.protocol.models import ModelSpec, claim, load_registry, resol
 from crosstalk.bus.runs.runner import STDIN_THRESHOLD, STDOUT_CAP
 from tests.support.bus_dispatch import pid_alive, run_spec, wait_for
 
-pytestmark = pytest.mark.integration
-
 PY = sys.executable
 
 

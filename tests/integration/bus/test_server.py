@@ -13,8 +13,6 @@ from crosstalk.bus.dispatch import server
 from crosstalk.bus.transport.transports import Transport
 from tests.support.bus_dispatch import heartbeat, replies_to, send, set_registry, single_machine, wait_for, write_model
 
-pytestmark = pytest.mark.integration
-
 
 def _pid_gone(pid: int) -> bool:
     try:

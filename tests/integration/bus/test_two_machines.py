@@ -27,8 +27,6 @@ from tests.support.bus_dispatch import (
 )
 from tests.support.bus_machines import Machine, TwoMachines
 
-pytestmark = pytest.mark.integration
-
 SENDER = """
 import sys
 from pathlib import Path

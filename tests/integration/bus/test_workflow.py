@@ -17,7 +17,7 @@ from tests.support.bus_dispatch import Daemon, channel_messages, commit_files, l
 from tests.support.bus_machines import Machine, init_and_clone
 from tests.support.bus_terminal import Terminal
 
-pytestmark = [pytest.mark.integration, pytest.mark.slow]
+pytestmark = pytest.mark.slow
 
 WAIT_S = 90.0
 PLAN = {"fanout": {"to": "t/draft", "count": 3, "body": "Draft the proposal."},

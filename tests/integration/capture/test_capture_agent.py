@@ -18,7 +18,7 @@ from tests.support.capture import capture_dir_is_empty, finish, read_capture, se
 from tests.support.procs import CROSSTALK, Procs
 from tests.support.procs import procs as started_procs
 
-pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
+pytestmark = pytest.mark.timeout(120)
 SECRET = "hunter2-supersecret-0042"
 
 

@@ -19,7 +19,7 @@ import pytest
 
 from tests.support.capture import capture_dir_is_empty, finish, read_capture, secrets_of, start_capture, stop
 
-pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
+pytestmark = pytest.mark.timeout(120)
 CROSSTALK = str(Path(sys.executable).parent / "crosstalk")
 SECRET = "sk-live-0123456789abcdefXYZ"
 HEADER_SECRET = "ya29.header-secret-value-77"

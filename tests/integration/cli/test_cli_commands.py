@@ -7,11 +7,7 @@ import os
 import re
 from pathlib import Path
 
-import pytest
-
 from tests.support.procs import Procs, one_error_line, read_line
-
-pytestmark = pytest.mark.integration
 
 LIST_FIELDS = {"name", "agent_id", "harness", "role", "owner", "pid", "uds_path"}
 

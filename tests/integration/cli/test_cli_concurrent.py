@@ -12,7 +12,7 @@ from crosstalk.core.message import new_message
 from crosstalk.ingress.client import send
 from tests.support.procs import Procs
 
-pytestmark = [pytest.mark.integration, pytest.mark.slow]
+pytestmark = pytest.mark.slow
 
 AGENTS = ("alice", "bob", "carol")
 THREADS = 8

@@ -14,8 +14,6 @@ import pytest
 from crosstalk.cli.mcp_cmd import SETUP_COMMANDS
 from tests.support.procs import Agent, Procs, one_error_line
 
-pytestmark = pytest.mark.integration
-
 README = Path(__file__).resolve().parents[3] / "README.md"
 CLI_DOC = README.with_name("docs") / "cli.md"  # the command reference: `send` and its options
 ISO_UTC = r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z"

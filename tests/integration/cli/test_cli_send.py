@@ -11,8 +11,6 @@ import pytest
 
 from tests.support.procs import CROSSTALK, Agent, Procs, one_error_line
 
-pytestmark = pytest.mark.integration
-
 UUID = r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"
 
 

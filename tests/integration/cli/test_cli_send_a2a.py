@@ -8,8 +8,6 @@ import pytest
 
 from tests.support.procs import Procs
 
-pytestmark = pytest.mark.integration
-
 
 def _one_line(stderr: str) -> str:
     lines = [ln for ln in stderr.splitlines() if ln.strip()]

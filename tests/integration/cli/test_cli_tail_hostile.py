@@ -12,7 +12,7 @@ import pytest
 
 from tests.support.procs import Procs, read_line
 
-pytestmark = [pytest.mark.integration, pytest.mark.timeout(60)]
+pytestmark = pytest.mark.timeout(60)
 
 AGENT = "0123456789abcdef"  # a stopped agent: tail follows its journal by agent_id
 HOSTILE = [

@@ -15,7 +15,7 @@ import pytest
 
 from tests.support.procs import CROSSTALK, Procs, one_error_line, procs
 
-pytestmark = [pytest.mark.integration, pytest.mark.timeout(180)]
+pytestmark = pytest.mark.timeout(180)
 
 DEMO_TIMEOUT_S = 150.0
 DELIVERY = re.compile(r"^  (\S+)\s+([→⇒]) (\S+)\s+(inform|meta|ping|ask)\s+(task \S+|\S+)(.*)$", re.M)

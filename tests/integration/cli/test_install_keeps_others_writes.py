@@ -10,12 +10,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-
 from crosstalk.harness.claude import install as claude
 from tests.support.procs import Procs
 
-pytestmark = pytest.mark.integration
 CMD = ["/opt/xt/bin/crosstalk", "mcp"]
 WRITER_TIMEOUT_S = 120
 

@@ -21,7 +21,6 @@ from crosstalk.watch.records import MessageView
 from crosstalk.watch.rows import traffic_row
 from tests.support.procs import Agent, Procs, one_error_line
 
-pytestmark = pytest.mark.integration
 EVIL = "\x1b]0;owned\x07\x1b[2J" + "line\nforged row\r" + "x" * 200_000  # under the record cap (256 KiB)
 
 

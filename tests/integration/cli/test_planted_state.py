@@ -16,8 +16,6 @@ import pytest
 
 from tests.support.procs import Agent, Procs, one_error_line
 
-pytestmark = pytest.mark.integration
-
 COMMAND_TIMEOUT_S = 20.0  # a hang is the failure; a loaded machine finishes each in a few seconds
 OTHER_ID = "0123456789abcdef"
 

@@ -7,14 +7,10 @@ import asyncio
 import time
 from collections.abc import Awaitable, Callable
 
-import pytest
-
 from crosstalk.watch.app import WatchApp
 from crosstalk.watch.snapshot import Reader
 from tests.support.procs import Procs
 from tests.support.watch import dispatcher, init_transport, line_with, screen_text
-
-pytestmark = pytest.mark.integration
 
 WAIT_S = 30.0
 SIZE = (160, 45)

@@ -6,14 +6,10 @@ from __future__ import annotations
 import json
 import os
 
-import pytest
-
 from crosstalk.watch.records import SNAPSHOT_VERSION
 from crosstalk.watch.snapshot import Reader
 from tests.support.procs import Procs, one_error_line
 from tests.support.watch import dispatcher, init_transport
-
-pytestmark = pytest.mark.integration
 
 AGENT_KEYS = {
     "name", "agent_id", "harness", "role", "owner", "owner_name", "pid", "cwd", "reachable", "reason", "open_asks",

@@ -18,8 +18,6 @@ import pytest
 from tests.support.procs import CROSSTALK, Procs
 from tests.support.watch import line_with
 
-pytestmark = pytest.mark.integration
-
 WAIT_S = 30.0
 TMUX_TIMEOUT_S = 30.0
 

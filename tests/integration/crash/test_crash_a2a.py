@@ -33,7 +33,7 @@ from crosstalk.registry.credentials import read_key
 from tests.support.crash import by_type
 from tests.support.procs import Agent, Procs
 
-pytestmark = [pytest.mark.integration, pytest.mark.slow, pytest.mark.timeout(7200)]
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(7200)]
 ITERATIONS = int(os.environ.get("CROSSTALK_CRASH_ITERATIONS", "10"))
 LIVES_PER_AGENT = 25  # a fresh receiver every so many lives: each life's checks read its whole journal and inbox
 SENDERS = 4

@@ -56,7 +56,7 @@ from tests.support.bus_machines import GIT_TIMEOUT, Machine, clean_env, init_bar
 ITERATIONS = int(os.environ.get("CROSSTALK_CRASH_ITERATIONS", "10"))
 # A life takes 5-15 s on a loaded machine, later ones longer as the remote grows: a 1,000-life run outlasted a fixed
 # two hours while sound, so the limit scales with the lives asked for.
-pytestmark = [pytest.mark.integration, pytest.mark.slow, pytest.mark.timeout(max(7200, 30 * ITERATIONS))]
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(max(7200, 30 * ITERATIONS))]
 PHASES = ("fetch", "model", "answered", "commit", "push", "random")
 MODEL = "local/echo"
 MODEL_BODY = """

@@ -20,7 +20,7 @@ import pytest
 from crosstalk.journal.codec import read_journal
 from tests.support.crash import Stream, by_type
 
-pytestmark = [pytest.mark.integration, pytest.mark.slow, pytest.mark.timeout(7200)]
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(7200)]
 ITERATIONS = int(os.environ.get("CROSSTALK_CRASH_ITERATIONS", "10"))
 
 

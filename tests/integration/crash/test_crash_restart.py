@@ -29,8 +29,6 @@ from crosstalk.registry.paths import StatePaths
 from tests.support.crash import SEND_TIMEOUT_S, SENDER, Stream, by_type
 from tests.support.procs import Procs, wait_for
 
-pytestmark = pytest.mark.integration
-
 
 def resend_all(paths: StatePaths, to: str, ids: list[str], threads: int = 4) -> dict[str, tuple[str, dict]]:
     """Send each id again (same message_id, same sender tag); message_id → (state, evidence)."""

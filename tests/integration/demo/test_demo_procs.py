@@ -13,7 +13,7 @@ import pytest
 
 from crosstalk.demo.procs import Procs
 
-pytestmark = [pytest.mark.integration, pytest.mark.timeout(60)]
+pytestmark = pytest.mark.timeout(60)
 
 # A child that starts a grandchild in a session of its own (out of the child's process group), prints its PID and
 # sleeps; both are ended by the demo's cleanup, the grandchild only by its environment marker.

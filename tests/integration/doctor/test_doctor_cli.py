@@ -3,11 +3,7 @@ code scripts read."""
 
 from __future__ import annotations
 
-import pytest
-
 from tests.support.doctor_machine import Machine
-
-pytestmark = pytest.mark.integration
 
 
 def test_the_text_report_has_one_line_per_finding_and_problems_say_what_to_run(machine: Machine) -> None:

@@ -7,12 +7,8 @@ import contextlib
 import json
 import socket
 
-import pytest
-
 from crosstalk.fs.procinfo import proc_start_time
 from tests.support.doctor_machine import Machine, findings, problems
-
-pytestmark = pytest.mark.integration
 
 
 def _record(machine: Machine, pid: int, sock_path: str, name: str = "work") -> None:

@@ -5,11 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import pytest
-
 from tests.support.doctor_machine import Machine, findings, problems
-
-pytestmark = pytest.mark.integration
 
 
 def _installed(report: dict[str, object]) -> dict[str, dict[str, str]]:

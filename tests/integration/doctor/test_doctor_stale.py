@@ -5,15 +5,11 @@ from __future__ import annotations
 
 import os
 
-import pytest
-
 from crosstalk.doctor.gather.state import gather_leftovers
 from crosstalk.doctor.prune import prune
 from crosstalk.fs.locks import FileLock
 from crosstalk.fs.procinfo import proc_start_time
 from tests.support.doctor_machine import Machine, problems
-
-pytestmark = pytest.mark.integration
 
 
 def test_a_dead_agents_files_are_reported_and_fix_removes_only_them(machine: Machine) -> None:

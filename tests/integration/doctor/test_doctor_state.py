@@ -4,11 +4,7 @@ from __future__ import annotations
 
 import os
 
-import pytest
-
 from tests.support.doctor_machine import Machine, findings, problems
-
-pytestmark = pytest.mark.integration
 
 
 def test_a_fresh_machine_is_healthy_and_the_state_root_not_yet_made(machine: Machine) -> None:

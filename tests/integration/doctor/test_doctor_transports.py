@@ -9,13 +9,9 @@ import signal
 import subprocess
 import time
 
-import pytest
-
 from crosstalk.bus.protocol.layout import PROTOCOL_VERSION
 from crosstalk.fs.procinfo import pid_alive
 from tests.support.doctor_machine import Machine, findings, problems
-
-pytestmark = pytest.mark.integration
 
 
 def _git(*args: str, cwd: object) -> str:

@@ -16,8 +16,6 @@ import pytest
 
 from tests.support.pi_link import CROSSTALK, WAIT_S, Extension
 
-pytestmark = pytest.mark.integration
-
 
 @pytest.fixture
 def home(tmp_path: Path):

@@ -17,8 +17,6 @@ import pytest
 from crosstalk.core.ids import agent_id_for
 from tests.support.pi_link import Extension
 
-pytestmark = pytest.mark.integration
-
 
 @pytest.fixture
 def home() -> Iterator[Path]:

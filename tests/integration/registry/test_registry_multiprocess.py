@@ -16,8 +16,6 @@ from crosstalk.registry.paths import StatePaths
 from crosstalk.registry.registration import Registration
 from tests.support.registry_child import prune_stale
 
-pytestmark = pytest.mark.integration
-
 
 def wait_for(predicate: Callable[[], bool], timeout: float = 15.0) -> None:
     deadline = time.monotonic() + timeout

@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 
 import httpx
-import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -15,8 +14,6 @@ from crosstalk.core.message import new_message
 from crosstalk.ingress.client import send
 from crosstalk.registry.credentials import read_key
 from tests.support.procs import procs
-
-pytestmark = pytest.mark.integration
 
 JSON = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=40),

@@ -9,13 +9,10 @@ import socket
 import stat
 from pathlib import Path
 
-import pytest
-
 from crosstalk.core.message import new_message
 from crosstalk.ingress.client import send
 from tests.support.procs import procs
 
-pytestmark = pytest.mark.integration
 TCP_LISTEN = "0A"
 
 

@@ -41,7 +41,7 @@ from crosstalk.policy import Limits
 from crosstalk.registry.credentials import read_key
 from tests.support.procs import Agent, Procs, procs, wait_for
 
-pytestmark = [pytest.mark.integration, pytest.mark.timeout(600)]
+pytestmark = pytest.mark.timeout(600)
 
 T = TypeVar("T")
 LIMITS = Limits()

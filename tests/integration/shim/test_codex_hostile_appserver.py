@@ -18,12 +18,8 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-import pytest
-
 from crosstalk.harness.codex import appserver
 from crosstalk.harness.codex.endpoints import control_socket
-
-pytestmark = pytest.mark.integration
 
 HOSTILE_APPSERVER = Path(__file__).resolve().parents[2] / "support" / "hostile_appserver.py"
 CROSSTALK = str(Path(sys.executable).parent / "crosstalk")

@@ -6,18 +6,13 @@ from __future__ import annotations
 
 from typing import Any
 
-import pytest
-from test_shim_inform_replies import BOB, receive_at, run_with_bob
-
 from crosstalk.bus.live import bridge
 from crosstalk.core.ids import new_message_id
 from crosstalk.core.message import new_message
 from crosstalk.core.sender import Sender
 from crosstalk.journal import records as R
 from crosstalk.shim import replying
-from tests.support.shim_tools import call
-
-pytestmark = pytest.mark.integration
+from tests.support.shim_tools import BOB, call, receive_at, run_with_bob
 
 TAG = "@bus:team/op-b"
 CONTEXT = "bus:0b6f1c2e-4d5a-4e3b-9c1d-2f3e4a5b6c7d/2026/11/30/004500123Z-0123456789abcdef.md"

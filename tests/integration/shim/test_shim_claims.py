@@ -3,13 +3,9 @@ The target's own process journals the claim, rewrites its descriptor and announc
 
 from __future__ import annotations
 
-import pytest
-
 from crosstalk.core.message import new_message
 from crosstalk.registry.discovery import resolve
 from tests.support.shim_tools import call, ctx, inbox, router, run
-
-pytestmark = pytest.mark.integration
 
 ALICE = ctx("s-alice", "alice")
 BOB = ctx("s-bob", "bob")

@@ -19,7 +19,7 @@ from crosstalk.registry.paths import StatePaths
 from tests.support.shim_e2e import Root, meta, rows
 from tests.support.shim_tools import until
 
-pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
+pytestmark = pytest.mark.timeout(120)
 
 mcp = pytest.importorskip("mcp")
 

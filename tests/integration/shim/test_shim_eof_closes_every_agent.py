@@ -15,11 +15,7 @@ import tempfile
 import time
 from pathlib import Path
 
-import pytest
-
 from crosstalk.registry.paths import StatePaths
-
-pytestmark = pytest.mark.integration
 
 CROSSTALK = str(Path(sys.executable).parent / "crosstalk")
 SESSIONS = 60

@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-pytestmark = [pytest.mark.integration, pytest.mark.timeout(60)]
+pytestmark = pytest.mark.timeout(60)
 
 CROSSTALK = str(Path(sys.executable).parent / "crosstalk")
 READ_S = 15.0

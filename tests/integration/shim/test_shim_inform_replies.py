@@ -6,21 +6,13 @@ from __future__ import annotations
 import asyncio
 import time
 
-import pytest
-
 from crosstalk.core.ids import new_message_id
 from crosstalk.core.message import new_message
 from crosstalk.core.sender import Sender, SenderClass
 from crosstalk.core.states import State
 from crosstalk.journal import records as R
-from crosstalk.receiver import Inbound
 from crosstalk.shim import replying
-from tests.support.shim_tools import WAIT_S, call, ctx, inbox, router, run, until
-
-pytestmark = pytest.mark.integration
-
-ALICE = ctx("s-alice", "alice")
-BOB = ctx("s-bob", "bob")
+from tests.support.shim_tools import ALICE, BOB, call, inbox, receive_at, router, run, run_with_bob, until
 
 
 def replies_to(root, name: str, mid: str) -> list[dict]:
@@ -32,27 +24,6 @@ async def inform_bob(a, root, text: str) -> str:
     assert not err and sent["state"] == "accepted", sent
     await until(lambda: any(x["message_id"] == sent["message_id"] for x in inbox(root, "bob")), "inform at bob")
     return sent["message_id"]
-
-
-async def receive_at(host, msg, sender: Sender) -> str:
-    """Run a message through the agent's receiver chain as the uds ingress does after authenticating it."""
-    out = await asyncio.wait_for(host.receiver.receive(Inbound(msg, sender, "uds")), WAIT_S)
-    return out.state.value
-
-
-def run_with_bob(body) -> None:
-    """Run `body(root, a, b)` over two in-process routers with bob bound on `b`, closing both after."""
-
-    async def main(root):
-        a, b = router(root), router(root)
-        try:
-            await call(b, "list_agents", BOB)
-            await body(root, a, b)
-        finally:
-            await a.close()
-            await b.close()
-
-    run(main)
 
 
 def test_reply_to_an_inform_reaches_the_sender_once():

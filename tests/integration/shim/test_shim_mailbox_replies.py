@@ -3,12 +3,8 @@ asks, also after a restart (journal replay)."""
 
 from __future__ import annotations
 
-import pytest
-
 from crosstalk.journal import records as R
 from tests.support.shim_tools import call, ctx, inbox, router, run, until
-
-pytestmark = pytest.mark.integration
 
 ALICE = ctx("s-alice", "alice")
 BOB = ctx("s-bob", "bob")

@@ -17,8 +17,6 @@ from crosstalk.shim.router import CallContext
 from crosstalk.shim.tools import ShimRouter
 from tests.support.shim_tools import call, ctx, router, run
 
-pytestmark = pytest.mark.integration
-
 ECHO = '''
 """A harness whose sessions are files: every injected message is one line of <ECHO_DIR>/<agent name>.txt."""
 from pathlib import Path

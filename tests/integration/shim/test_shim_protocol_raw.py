@@ -13,7 +13,7 @@ import pytest
 
 from tests.support.shim_sdk import raw_shim
 
-pytestmark = [pytest.mark.integration, pytest.mark.timeout(60)]
+pytestmark = pytest.mark.timeout(60)
 
 
 def call(rid, name, arguments=None, meta=None) -> dict:

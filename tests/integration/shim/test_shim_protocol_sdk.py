@@ -14,7 +14,7 @@ import pytest
 from tests.support.shim_sdk import sdk_session
 from tests.support.waiting import until_async
 
-pytestmark = [pytest.mark.integration, pytest.mark.timeout(60)]
+pytestmark = pytest.mark.timeout(60)
 
 mcp = pytest.importorskip("mcp")
 from mcp import MCPError

@@ -7,16 +7,12 @@ import json
 import os
 from pathlib import Path
 
-import pytest
-
 from crosstalk.harness.base import SessionIdentity
 from crosstalk.registry.discovery import list_descriptors
 from crosstalk.registry.paths import StatePaths
 from crosstalk.shim.router import CallContext
 from crosstalk.shim.tools import ShimRouter
 from tests.support.shim_tools import call, run
-
-pytestmark = pytest.mark.integration
 
 PID = os.getpid()  # the "Claude process": a live pid, so the descriptor's harness start time is real
 

@@ -2,11 +2,7 @@
 
 from __future__ import annotations
 
-import pytest
-
 from tests.support.shim_tools import call, ctx, inbox, router, run, until
-
-pytestmark = pytest.mark.integration
 
 ALICE = ctx("s-alice", "alice")
 BOB = ctx("s-bob", "bob")

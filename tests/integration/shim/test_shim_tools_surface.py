@@ -5,8 +5,6 @@ from __future__ import annotations
 import asyncio
 import os
 
-import pytest
-
 from crosstalk.core.ids import new_message_id
 from crosstalk.fs.locks import FileLock
 from crosstalk.fs.procinfo import proc_start_time
@@ -15,8 +13,6 @@ from crosstalk.shim.router import CallContext
 from crosstalk.shim.sending import is_nudge_count
 from crosstalk.shim.tools import ShimRouter
 from tests.support.shim_tools import call, ctx, inbox, router, run, until
-
-pytestmark = pytest.mark.integration
 
 ALICE = ctx("s-alice", "alice")
 BOB = ctx("s-bob", "bob")

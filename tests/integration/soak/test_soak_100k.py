@@ -15,7 +15,7 @@ import pytest
 from bench._common import make_tmp, remove_tmp
 from bench.soak_100k import soak
 
-pytestmark = [pytest.mark.integration, pytest.mark.slow, pytest.mark.timeout(3600)]
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(3600)]
 
 MESSAGES = int(os.environ.get("CROSSTALK_SOAK_MESSAGES", "100000"))
 SECOND_HALF_GROWTH_MB = 16.0  # the most the RSS may grow between half way and the end

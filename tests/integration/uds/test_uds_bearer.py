@@ -6,14 +6,10 @@ import os
 import stat
 from pathlib import Path
 
-import pytest
-
 from crosstalk.registry.bearer import BearerDirectory
 from crosstalk.registry.credentials import read_key
 from crosstalk.registry.descriptor import read_descriptor
 from tests.support.uds import HostThread
-
-pytestmark = pytest.mark.integration
 
 
 def test_token_file_names_its_agent_and_nobody_else(host: HostThread) -> None:

@@ -3,15 +3,11 @@ journaled bounced and the session is told, with the open messages it may answer 
 
 from __future__ import annotations
 
-import pytest
-
 from crosstalk.core.message import new_message
 from crosstalk.core.sender import Sender, SenderClass
 from crosstalk.core.states import State
 from crosstalk.receiver import Inbound
 from tests.support.uds import HostThread, envelope, exchange, native_line
-
-pytestmark = pytest.mark.integration
 
 ALICE = Sender(SenderClass.VERIFIED, "a11ce0a11ce0a11c", "alice", "uds")
 

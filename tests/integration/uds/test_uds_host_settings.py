@@ -3,15 +3,11 @@ sees changes from the next message on, and a role or owner change is rewritten i
 
 from __future__ import annotations
 
-import pytest
-
 from crosstalk.agent import AgentHost
 from crosstalk.policy import Role
 from crosstalk.registry.descriptor import Descriptor
 from crosstalk.registry.discovery import list_descriptors
 from tests.support.uds import HostThread
-
-pytestmark = pytest.mark.integration
 
 PARENT = "0123456789abcdef"
 

@@ -31,8 +31,6 @@ from tests.support.uds import (
     run_peer,
 )
 
-pytestmark = pytest.mark.integration
-
 
 def _mode(path) -> int:
     return stat.S_IMODE(os.lstat(path).st_mode)

@@ -20,8 +20,6 @@ from crosstalk.policy import Role
 from crosstalk.registry.paths import StatePaths
 from tests.support.uds import HOST_SESSION, WAIT_S, host_agent_id, run_peer
 
-pytestmark = pytest.mark.integration
-
 CI = Sender.unverified("@ci:build")
 ALICE = Sender(SenderClass.VERIFIED, "a11ce0a11ce0a11c", "alice", "uds")
 OWNER = "0123456789abcdef"

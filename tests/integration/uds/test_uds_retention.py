@@ -4,14 +4,10 @@ from __future__ import annotations
 
 import time
 
-import pytest
-
 from crosstalk.core.message import new_message
 from crosstalk.ingress.client import send
 from crosstalk.journal.codec import read_journal
 from tests.support.uds import HostThread
-
-pytestmark = pytest.mark.integration
 
 SENDER = "@test:retention"
 

@@ -18,8 +18,6 @@ from crosstalk.ingress import uds as uds_mod
 from crosstalk.ingress.uds_client import deliver
 from tests.support.uds import WAIT_S, answer_of, auth_line, crosstalk_line, exchange, native_line, run_peer
 
-pytestmark = pytest.mark.integration
-
 
 def _until(predicate, what: str, timeout: float = WAIT_S) -> None:
     deadline = time.monotonic() + timeout

@@ -30,8 +30,6 @@ from crosstalk.ingress.a2a.convert import (
 )
 from tests.support.a2a_fake_tasks import ALICE
 
-pytestmark = pytest.mark.unit
-
 HOP = "0123456789abcdef01234567"
 
 

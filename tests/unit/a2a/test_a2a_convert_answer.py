@@ -10,8 +10,6 @@ from crosstalk.core.states import Outcome, Reason, State
 from crosstalk.core.tasks import HistoryEntry, TaskState, TaskView
 from crosstalk.ingress.a2a.convert import META_KEY, task_from_a2a, task_to_a2a
 
-pytestmark = pytest.mark.unit
-
 
 def view(answer: Outcome | None) -> TaskView:
     return TaskView(

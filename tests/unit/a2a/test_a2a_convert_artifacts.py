@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-import pytest
 from a2a.server.context import ServerCallContext
 from a2a.types import a2a_pb2 as pb
 from google.protobuf.json_format import MessageToDict, ParseDict
@@ -20,8 +19,6 @@ from crosstalk.ingress.a2a.convert import (
 )
 from crosstalk.ingress.a2a.handler import SENDER_STATE_KEY, A2ARequestHandler
 from tests.support.a2a_fake_tasks import ALICE
-
-pytestmark = pytest.mark.unit
 
 PARTS = (
     ArtifactPart(text="Generated text content"),

@@ -23,8 +23,6 @@ from crosstalk.ingress.a2a.handler import SENDER_STATE_KEY, A2ARequestHandler
 from crosstalk.ingress.a2a.server import build_card
 from tests.support.a2a_fake_tasks import ALICE, BOB, FakeTasks, authenticate
 
-pytestmark = pytest.mark.unit
-
 WAIT_S = 10.0
 
 

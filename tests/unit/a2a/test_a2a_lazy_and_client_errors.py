@@ -25,8 +25,6 @@ from crosstalk.core.errors import TaskError
 from crosstalk.ingress.a2a.client import _a2a_error, _httpx_error, _transport_error
 from crosstalk.ingress.errors import A2AAuthError, A2AOutcomeUnknown, A2AProtocolError, A2AUnreachable
 
-pytestmark = pytest.mark.unit
-
 URL = "http://127.0.0.1:9/"
 
 

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import pytest
-
 from crosstalk.agent.routes import open_inbound
 from crosstalk.core.ids import new_message_id
 from crosstalk.core.kinds import Kind
@@ -13,7 +11,6 @@ from crosstalk.core.states import State
 from crosstalk.journal import JournalState
 from crosstalk.journal import records as R
 
-pytestmark = pytest.mark.unit
 BIND = R.binding("inst", "sess", None)
 ALICE = Sender(SenderClass.VERIFIED, "a11ce0a11ce0a11c", "alice", "a2a")
 

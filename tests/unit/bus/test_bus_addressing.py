@@ -8,8 +8,6 @@ from crosstalk.bus.errors import BusError
 from crosstalk.bus.protocol.addressing import actor_of, same_actor, split_address, validate_address, wakes
 from crosstalk.bus.protocol.message import BusMessage
 
-pytestmark = pytest.mark.unit
-
 
 @pytest.mark.parametrize(
     ("addr", "parts"),

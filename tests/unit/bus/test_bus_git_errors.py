@@ -13,8 +13,6 @@ from crosstalk.bus.errors import GitError
 from crosstalk.bus.git.command import error_line, run_git
 from crosstalk.bus.git.repo import GitRepo
 
-pytestmark = pytest.mark.unit
-
 REJECTED = """To /tmp/xt/r.git
  ! [rejected]        HEAD -> main (fetch first)
 error: failed to push some refs to '/tmp/xt/r.git'

@@ -6,13 +6,9 @@ import socket
 import threading
 from pathlib import Path
 
-import pytest
-
 from crosstalk.bus.errors import GitError
 from crosstalk.bus.git.locks import git_dir, transport_lock
 from crosstalk.bus.transport.state import transport_state, wake
-
-pytestmark = pytest.mark.unit
 
 
 def test_lock_is_reentrant_in_a_thread_and_exclusive_across_threads(tmp: Path) -> None:

@@ -6,11 +6,7 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-import pytest
-
 import crosstalk.bus
-
-pytestmark = pytest.mark.unit
 
 BUS = Path(crosstalk.bus.__file__).parent
 # Bottom to top; `errors` is a module, the rest are packages.

@@ -11,8 +11,6 @@ from crosstalk.bus.errors import ChannelError, NotATransport, VersionMismatch
 from crosstalk.bus.protocol import layout
 from crosstalk.bus.transport.channels import parse_channel, render_channel, validate_channel_name
 
-pytestmark = pytest.mark.unit
-
 
 def test_scaffold_writes_the_template(tmp: Path) -> None:
     files = layout.scaffold(tmp / "t")

@@ -18,8 +18,6 @@ from crosstalk.bus.protocol.message import (
     utc_timestamp,
 )
 
-pytestmark = pytest.mark.unit
-
 SEED_EXAMPLE = """---
 from: alice
 to: sonnet@cachy

@@ -18,8 +18,6 @@ from crosstalk.bus.transport.transports import (
     validate_name,
 )
 
-pytestmark = pytest.mark.unit
-
 
 def _fake_transport(path: Path, version: str = "7\n") -> Path:
     # Resolution only looks at files; a .git directory is enough to count as a work tree here.

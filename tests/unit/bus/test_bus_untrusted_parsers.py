@@ -18,8 +18,6 @@ from crosstalk.bus.workflow.plan import MAX_PLAN_BYTES, Plan, parse_plan_json, p
 from crosstalk.core.errors import UntrustedInput
 from crosstalk.core.untrusted import MAX_DEPTH, check_depth
 
-pytestmark = pytest.mark.unit
-
 HEADER = "from: alice\nto: local/echo\ntimestamp: 2026-11-29T23:51:20.913Z\n"
 
 

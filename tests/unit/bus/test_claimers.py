@@ -10,8 +10,6 @@ import pytest
 from crosstalk.bus.protocol.models import ModelSpec
 from crosstalk.bus.runs.claimers import STATE_FILE, known_claimer, load_claimers, parse_claimers, placed
 
-pytestmark = pytest.mark.unit
-
 HERE = [ModelSpec("t", "echo", ("/bin/echo",)), ModelSpec("anthropic", "sonnet", ("claude",))]
 LEARNED = {"openai/codex": ["gpu", "laptop"], "anthropic/sonnet": ["gpu"], "alice": ["laptop"]}
 

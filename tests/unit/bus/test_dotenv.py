@@ -12,8 +12,6 @@ from hypothesis import strategies as st
 from crosstalk.bus.errors import ModelError
 from crosstalk.bus.protocol.models import ModelSpec, parse_dotenv, spawn_env
 
-pytestmark = pytest.mark.unit
-
 KEYS = st.from_regex(r"[A-Za-z_][A-Za-z0-9_]{0,20}", fullmatch=True)
 # Any value a line can hold: no newline (it ends the line) and no NUL (execve cannot carry it).
 VALUES = st.text(st.characters(blacklist_characters="\n\r\x00", blacklist_categories=("Cs",)), max_size=40)

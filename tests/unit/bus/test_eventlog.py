@@ -8,11 +8,7 @@ import threading
 import time
 from pathlib import Path
 
-import pytest
-
 from crosstalk.bus.dispatch.eventlog import MAX_LOG_BYTES, EventLog, follow, rotated_path, tail_lines
-
-pytestmark = pytest.mark.unit
 
 
 def events(path: Path) -> list[int]:

@@ -22,8 +22,6 @@ from crosstalk.bus.protocol.models import (
     spawn_env,
 )
 
-pytestmark = pytest.mark.unit
-
 
 @pytest.fixture
 def root(tmp: Path) -> Path:

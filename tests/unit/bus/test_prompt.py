@@ -11,8 +11,6 @@ from hypothesis import strategies as st
 from crosstalk.bus.errors import ModelError
 from crosstalk.bus.runs.prompt import PromptItem, build_prompt, load_persona
 
-pytestmark = pytest.mark.unit
-
 
 def test_full_prompt_layout() -> None:
     items = [PromptItem("alice", "2026/06/11/1.md", "first\n"), PromptItem("bob@m", "2026/06/11/2.md", "second")]

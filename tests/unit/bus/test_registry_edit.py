@@ -13,8 +13,6 @@ from crosstalk.bus.errors import ModelError
 from crosstalk.bus.protocol.models import parse_registry
 from crosstalk.bus.transport.registry_edit import EMPTY_REGISTRY, add_model, remove_model
 
-pytestmark = pytest.mark.unit
-
 TEMPLATE = files("crosstalk.bus.protocol").joinpath("template/data/crosstalk.yaml").read_text(encoding="utf-8")
 # Names YAML 1.1 reads as something else unless quoted (booleans, dates, numbers) are names too.
 NAMES = st.from_regex(r"\A[A-Za-z0-9][A-Za-z0-9._-]{0,20}\Z") | st.sampled_from(

@@ -3,15 +3,12 @@ ModelError naming the problem, never another exception, never an alias expansion
 
 from __future__ import annotations
 
-import pytest
 import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from crosstalk.bus.errors import ModelError
 from crosstalk.bus.protocol.models import Registry, parse_registry
-
-pytestmark = pytest.mark.unit
 
 SCALARS = st.none() | st.booleans() | st.integers() | st.text(max_size=20) | st.sampled_from(
     ["2026-13-45", "2026-01-01", "*a", "&a x", "~", "!!python/object:os.system", "${X}"])  # fmt: skip

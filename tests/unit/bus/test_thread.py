@@ -6,14 +6,11 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-import pytest
-
 from crosstalk.bus.protocol.message import BusMessage, render_message
 from crosstalk.bus.runs.prompt import EARLIER_HEADING, PromptItem, build_prompt
 from crosstalk.bus.runs.reader import ScannedMessage
 from crosstalk.bus.runs.thread import THREAD_BYTES, THREAD_MESSAGES, earlier_in_thread
 
-pytestmark = pytest.mark.unit
 CHANNEL = "0b5c3a8e-1d2f-4a6b-9c7d-112233445566"
 TS = "2026-12-02T10:00:00.000Z"
 

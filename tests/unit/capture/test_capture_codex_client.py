@@ -21,7 +21,6 @@ from crosstalk.fs.procinfo import proc_start_time
 from crosstalk.harness.codex import appserver
 from tests.support.waiting import until_async
 
-pytestmark = pytest.mark.unit
 AGENT = "0123456789abcdef"
 SECRET = "codex-session-secret-4711"
 

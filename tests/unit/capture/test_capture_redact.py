@@ -15,8 +15,6 @@ from hypothesis import strategies as st
 from crosstalk.capture.redact import REDACTED, Redactor, secret_environment, secret_name
 from crosstalk.capture.request import MAX_FRAME_BYTES
 
-pytestmark = pytest.mark.unit
-
 TOKENISH = string.ascii_letters + string.digits + "-_.~+/="
 # Field names a secret travels under, as each convention spells them.
 NAMES = [

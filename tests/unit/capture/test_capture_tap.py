@@ -17,7 +17,6 @@ from crosstalk.capture import request as rq
 from crosstalk.capture import tap
 from crosstalk.fs.procinfo import proc_start_time
 
-pytestmark = pytest.mark.unit
 AGENT = "0123456789abcdef"
 OTHER = "fedcba9876543210"
 KEY = "6514207f6de090e4fc29855d339deb4842bdedd5637c388d0cacd3a8fd601bde"

@@ -20,8 +20,6 @@ from crosstalk.core.envelope import (
 )
 from crosstalk.core.errors import CrosstalkError, EnvelopeError
 
-pytestmark = pytest.mark.unit
-
 OPEN_X = '<cross-session-message from="x">'
 CLOSE = "</cross-session-message>"
 # an unescaped opening tag: "<" immediately followed by the tag name

@@ -19,8 +19,6 @@ from crosstalk.core.ids import (
 )
 from crosstalk.core.kinds import DELIVERY_ALIASES, KIND_ALIASES, Delivery, Kind, parse_delivery, parse_kind
 
-pytestmark = pytest.mark.unit
-
 
 # ----------------------------------------------------------------- ids
 def test_agent_id_is_16_hex_of_sha256() -> None:

@@ -25,8 +25,6 @@ from crosstalk.core.message import (
     utc_now_iso,
 )
 
-pytestmark = pytest.mark.unit
-
 MID = "0192f3a4-5b6c-7d8e-9f01-23456789abcd"
 
 

@@ -11,8 +11,6 @@ from hypothesis import strategies as st
 
 from crosstalk.core.states import DELIVERED_STATES, ERROR_STATES, Outcome, Reason, State, parse_reason
 
-pytestmark = pytest.mark.unit
-
 texts = st.text(min_size=1, max_size=20)
 json_values = st.recursive(
     st.none() | st.booleans() | st.integers() | st.text(max_size=10),

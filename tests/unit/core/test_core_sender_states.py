@@ -14,8 +14,6 @@ from crosstalk.core.states import (
     State,
 )
 
-pytestmark = pytest.mark.unit
-
 
 @pytest.mark.parametrize("tag", ["@ci:build", "@github:org/repo#12", "@a:b", "@x.y-z_1:topic"])
 def test_external_tags(tag: str) -> None:

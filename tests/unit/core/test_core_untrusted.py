@@ -12,8 +12,6 @@ from crosstalk.core import untrusted
 from crosstalk.core.errors import UntrustedInput
 from crosstalk.core.untrusted import check_depth, json_depth, loads, text
 
-pytestmark = pytest.mark.unit
-
 JSON = st.recursive(
     st.none() | st.booleans() | st.integers() | st.text(max_size=8),
     lambda kids: st.lists(kids, max_size=3) | st.dictionaries(st.text(max_size=4), kids, max_size=3),

@@ -9,8 +9,6 @@ import pytest
 
 from crosstalk.demo.harnesses import HOW_TO_GET, find_harnesses
 
-pytestmark = pytest.mark.unit
-
 
 def executable(path: Path) -> Path:
     path.write_text("#!/bin/sh\nexit 0\n")

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import pytest
-
 from crosstalk.doctor.checks import claude_messaging, codex_env, harness_cli, installed, stale, transports
 from crosstalk.doctor.diagnose import check
 from crosstalk.doctor.facts import (
@@ -18,8 +16,6 @@ from crosstalk.doctor.facts import (
     TransportFacts,
 )
 from crosstalk.doctor.findings import Status
-
-pytestmark = pytest.mark.unit
 
 INSTALL = "npm install -g @openai/codex@0.171.0"
 

@@ -13,8 +13,6 @@ from crosstalk.doctor.gather.clis import parse_version
 from crosstalk.doctor.gather.codex_env import is_codex
 from crosstalk.doctor.pins import PIN_FILE, Pin, load_pins, parse_pins
 
-pytestmark = pytest.mark.unit
-
 SCRIPT = Path(__file__).resolve().parents[3] / "scripts" / "install_harnesses.sh"
 
 

@@ -6,8 +6,6 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import pytest
-
 from crosstalk.core.ids import agent_id_for
 from crosstalk.exthost.settings import (
     MAX_SETTINGS,
@@ -18,8 +16,6 @@ from crosstalk.exthost.settings import (
     settings_path,
 )
 from crosstalk.registry.paths import StatePaths
-
-pytestmark = pytest.mark.unit
 
 
 def test_the_settings_live_under_the_harness_and_the_sessions_agent_id(tmp_path: Path):

@@ -23,7 +23,6 @@ from crosstalk.harness.claude import adapter as claude_adapter
 from crosstalk.harness.claude.adapter import ClaudeAdapter
 from crosstalk.harness.errors import HarnessDisconnected, PreSendFailure, ReceiverRefused
 
-pytestmark = pytest.mark.unit
 ME = os.getpid()
 ALICE = Sender(SenderClass.VERIFIED, "a11ce0a11ce0a11c", "alice", "a2a")
 

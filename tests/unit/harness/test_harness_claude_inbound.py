@@ -15,8 +15,6 @@ from crosstalk.harness.claude import inbound
 from crosstalk.harness.claude.inbound import inbound_setting
 from crosstalk.harness.claude.receipts import parse
 
-pytestmark = pytest.mark.unit
-
 
 def write(path: Path, data: object) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -13,7 +13,6 @@ import pytest
 from crosstalk.harness.claude import KIND
 from crosstalk.harness.claude.install import SKILL, InstallError
 
-pytestmark = pytest.mark.unit
 CMD = ["/opt/xt/bin/crosstalk", "mcp"]
 ENTRY = {"type": "stdio", "command": "/opt/xt/bin/crosstalk", "args": ["mcp"], "env": {}}
 

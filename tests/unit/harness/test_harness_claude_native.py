@@ -19,8 +19,6 @@ from crosstalk.core.states import State
 from crosstalk.harness.base import InjectResult
 from crosstalk.harness.claude.native import NO_RECEIPTS, deliver, mode_class, peer_token, permission_mode
 
-pytestmark = pytest.mark.unit
-
 
 def sleeper(*flags: str) -> subprocess.Popen[bytes]:
     """A process whose command line carries `flags`, as a Claude process's would (once it has exec'd)."""

@@ -8,14 +8,11 @@ import os
 import stat
 from pathlib import Path
 
-import pytest
-
 from crosstalk.fs.procinfo import proc_start_time
 from crosstalk.harness.base import AgentInfo
 from crosstalk.harness.claude import KIND
 from crosstalk.harness.claude.peers import ENTRYPOINT, key_path, prune, publish
 
-pytestmark = pytest.mark.unit
 AGENT = AgentInfo("0123456789abcdef", "helper", "s-1", "/x/sock/0123456789abcdef.sock", "/w")
 
 

@@ -15,7 +15,6 @@ from crosstalk.harness.base import SessionIdentity
 from crosstalk.harness.claude import KIND
 from crosstalk.harness.claude.sessions import MAX_RECORD_BYTES, live_records
 
-pytestmark = pytest.mark.unit
 ME = os.getpid()
 
 

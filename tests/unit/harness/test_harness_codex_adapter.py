@@ -22,7 +22,6 @@ from crosstalk.harness.codex.endpoints import control_socket, endpoints, parent_
 from crosstalk.harness.codex.endpoints import parent_control_socket as real_parent_control_socket
 from crosstalk.harness.errors import HarnessDisconnected, HarnessRefused, PreSendFailure
 
-pytestmark = pytest.mark.unit
 THREAD = "01a2-thread"
 ALICE = Sender(SenderClass.VERIFIED, "a11ce0a11ce0a11c", "alice", "a2a")
 INFO = AgentInfo("0123456789abcdef", "codex-x", THREAD, "/x.sock", "/w")

@@ -11,7 +11,6 @@ import tomlkit
 from crosstalk.harness.codex import KIND
 from crosstalk.harness.codex.install import InstallError
 
-pytestmark = pytest.mark.unit
 CMD = ["/opt/xt/bin/crosstalk", "mcp"]
 USER = '# my settings\nmodel = "o4"  # keep me\n\n[profiles.fast]\nmodel = "x" # and me\n'
 

@@ -15,8 +15,6 @@ from websockets.asyncio.server import unix_serve
 from crosstalk.harness.codex.appserver import AppServer
 from crosstalk.harness.errors import AppServerGone
 
-pytestmark = pytest.mark.unit
-
 
 def _refused(prepare: str) -> tuple[str, int]:
     """Serve a WebSocket on a real socket, point `link` at it as `prepare` says; (the refusal, connections seen)."""

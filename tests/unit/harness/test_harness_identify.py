@@ -15,7 +15,6 @@ import pytest
 from crosstalk import harness as kinds
 from crosstalk.harness.base import CallEvidence, SessionIdentity
 
-pytestmark = pytest.mark.unit
 PID = 4242
 
 

@@ -5,12 +5,8 @@ from __future__ import annotations
 
 import inspect
 
-import pytest
-
 from crosstalk import harness as kinds
 from crosstalk.harness.base import NativeDelivery
-
-pytestmark = pytest.mark.unit
 
 
 def test_every_native_delivery_takes_the_seams_keywords() -> None:

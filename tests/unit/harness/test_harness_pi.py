@@ -23,7 +23,6 @@ from crosstalk.harness.pi.adapter import PiAdapter
 from crosstalk.harness.pi.link import PiLink
 from crosstalk.harness.pi.render import render
 
-pytestmark = pytest.mark.unit
 ORCH = Sender(SenderClass.VERIFIED, "0123456789abcdef", "orch", "a2a")
 CI = Sender(SenderClass.EXTERNAL, None, "@ci:build", "uds")
 

@@ -10,8 +10,6 @@ import pytest
 from crosstalk import harness as kinds
 from crosstalk.harness.base import HarnessAdapter, HarnessKind, SessionIdentity
 
-pytestmark = pytest.mark.unit
-
 
 @pytest.mark.parametrize("name", list(kinds.KINDS))
 def test_each_entry_is_a_package_whose_kind_implements_the_seam(name: str):

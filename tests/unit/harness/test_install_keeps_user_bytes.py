@@ -18,7 +18,6 @@ from crosstalk.harness.codex import KIND as CODEX
 from crosstalk.harness.errors import InstallError
 from crosstalk.harness.pi import install as pi_setup
 
-pytestmark = pytest.mark.unit
 CMD = ["/opt/xt/bin/crosstalk", "mcp"]
 
 

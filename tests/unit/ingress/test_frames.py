@@ -29,8 +29,6 @@ from crosstalk.ingress.frames import (
     parse_line,
 )
 
-pytestmark = pytest.mark.unit
-
 MID = "0192f3a4-5b6c-7d8e-9f01-23456789abcd"
 
 

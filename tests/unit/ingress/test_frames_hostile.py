@@ -13,8 +13,6 @@ from hypothesis import strategies as st
 from crosstalk.ingress.errors import FrameError
 from crosstalk.ingress.frames import MAX_LINE_BYTES, AuthLine, UserLine, parse_answer, parse_line
 
-pytestmark = pytest.mark.unit
-
 USER = b'{"type":"user","message":{"role":"user","content":"hi"},"crosstalk":{"v":1,"x":'
 
 

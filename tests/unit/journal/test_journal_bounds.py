@@ -8,7 +8,6 @@ import time
 from pathlib import Path
 from typing import Any
 
-import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -20,8 +19,6 @@ from crosstalk.journal import records as R
 from crosstalk.journal.codec import MAX_RECORD_BYTES, encode, read_journal
 from crosstalk.journal.retention import Plan, compact_records
 from crosstalk.journal.window import DedupeWindow, checkpoint_chunks
-
-pytestmark = pytest.mark.unit
 
 BIND = R.binding("inst-1", "sess-1", None)
 ALICE = Sender(SenderClass.VERIFIED, "a" * 16, "alice")

@@ -11,8 +11,6 @@ from hypothesis import strategies as st
 
 from crosstalk.journal.codec import MAX_RECORD_BYTES, encode, read_journal
 
-pytestmark = pytest.mark.unit
-
 
 def test_encode_is_one_compact_utf8_line() -> None:
     data = encode({"type": "t", "text": "héllo\nworld 😀", "n": [1, 2]})

@@ -14,8 +14,6 @@ from crosstalk.journal.records import message_id_of
 from crosstalk.journal.retention import select_retained
 from tests.support.waiting import until
 
-pytestmark = pytest.mark.unit
-
 OLD = time.time() - 30 * 3600
 
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -22,8 +21,6 @@ from crosstalk.journal import records as R
 from crosstalk.journal.replay import TERMINAL_TASK_STATES
 from crosstalk.journal.retention import RETENTION_SECONDS, ids_in, select_retained
 from crosstalk.tasks.table import obligation_record
-
-pytestmark = pytest.mark.unit
 
 BIND = R.binding("inst-1", "sess-1", "ep")
 ALICE = Sender(SenderClass.VERIFIED, "a" * 16, "alice")

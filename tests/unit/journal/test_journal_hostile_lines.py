@@ -6,14 +6,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from crosstalk.journal.codec import MAX_RECORD_BYTES, MAX_RECORD_DEPTH, encode, parse_line, read_journal
 from crosstalk.watch.journals import JournalTail
-
-pytestmark = pytest.mark.unit
 
 GOOD = encode({"type": "outcome", "ts": 1.0, "message_id": "m-1", "state": "accepted"})
 DEEP = [

@@ -13,8 +13,6 @@ from crosstalk.core.states import State
 from crosstalk.journal import Journal, JournalState, MessageEntry
 from crosstalk.journal import records as R
 
-pytestmark = pytest.mark.unit
-
 BIND = R.binding("inst-1", "sess-1", "ep")
 ALICE = Sender(SenderClass.VERIFIED, "a" * 16, "alice")
 CI = Sender.unverified("@ci:build")

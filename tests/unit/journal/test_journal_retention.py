@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -14,8 +13,6 @@ from crosstalk.core.states import State
 from crosstalk.journal import JournalState
 from crosstalk.journal import records as R
 from crosstalk.journal.retention import RETENTION_SECONDS, select_retained
-
-pytestmark = pytest.mark.unit
 
 NOW = 1_800_000_000.0
 OLD = NOW - RETENTION_SECONDS - 3600  # well past the window

@@ -11,7 +11,6 @@ from crosstalk.journal import JournalState
 from crosstalk.journal.codec import read_journal
 from crosstalk.journal.shape import problem
 
-pytestmark = pytest.mark.unit
 MID = "01a2b3c4-0000-7000-8000-000000000001"
 GOOD = {"type": "received", "ts": 1.0, "message": {"message_id": MID, "parts": [{"text": "hi"}]}, "sender": {}}
 BAD = [

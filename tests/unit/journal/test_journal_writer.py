@@ -20,8 +20,6 @@ from crosstalk.journal import Journal, JournalError, JournalLocked, JournalWrite
 from crosstalk.journal.codec import MAX_RECORD_BYTES, encode, read_journal
 from crosstalk.journal.writer import FsOps
 
-pytestmark = pytest.mark.unit
-
 WAIT_S = 10.0
 
 

@@ -9,8 +9,6 @@ import pytest
 from crosstalk.core.sender import Sender, SenderClass
 from crosstalk.policy import Bucket, ReceiverView, Role, check_acl, classify, sender_handles
 
-pytestmark = pytest.mark.unit
-
 ME = "0" * 16
 OWNER = "1" * 16
 CHILD = "2" * 16

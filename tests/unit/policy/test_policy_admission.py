@@ -8,8 +8,6 @@ from crosstalk.core.kinds import Kind
 from crosstalk.policy import Limits, Load, check_admission
 from crosstalk.policy.errors import PolicyError
 
-pytestmark = pytest.mark.unit
-
 SMALL = Limits(max_text_bytes=100, max_pending_tasks=4, max_open_asks=3, max_default_waits=2)
 
 

@@ -9,8 +9,6 @@ import pytest
 from crosstalk.policy import ClaimState, Role, claim, release
 from crosstalk.policy.errors import ClaimError, PolicyError
 
-pytestmark = pytest.mark.unit
-
 TARGET = "t" * 16
 OWNER = "o" * 16
 OTHER = "x" * 16

@@ -2,15 +2,12 @@
 
 from __future__ import annotations
 
-import pytest
 from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
 
 from crosstalk.policy import ClaimState, Role, claim, release
 from crosstalk.policy.errors import ClaimError
-
-pytestmark = pytest.mark.unit
 
 AGENTS = ["a" * 16, "b" * 16, "c" * 16, "d" * 16]
 agents = st.sampled_from(AGENTS)

@@ -7,8 +7,6 @@ import pytest
 from crosstalk.core.sender import Sender, SenderClass
 from crosstalk.policy import Bucket, ReceiverView, Role, classify
 
-pytestmark = pytest.mark.unit
-
 ME = "0" * 16
 OWNER = "1" * 16
 CHILD = "2" * 16

@@ -13,8 +13,6 @@ from crosstalk.core.sender import Sender, SenderClass
 from crosstalk.policy import Bucket, Decision, Limits, Load, ReceiverView, Role, evaluate
 from crosstalk.policy.errors import PolicyError
 
-pytestmark = pytest.mark.unit
-
 ME = "0" * 16
 OWNER = "1" * 16
 OTHER = "4" * 16

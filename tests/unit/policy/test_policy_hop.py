@@ -7,8 +7,6 @@ import pytest
 from crosstalk.core.ids import hop_entry, is_hop_entry
 from crosstalk.policy import MAX_HOPS, check_hops
 
-pytestmark = pytest.mark.unit
-
 SELF = hop_entry("0" * 16)
 
 

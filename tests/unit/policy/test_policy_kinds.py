@@ -10,8 +10,6 @@ from crosstalk.core.kinds import Kind
 from crosstalk.core.sender import Sender, SenderClass
 from crosstalk.policy import Bucket, ReceiverView, Role, check_kind
 
-pytestmark = pytest.mark.unit
-
 ME = "0" * 16
 OWNER = "1" * 16
 OTHER = "4" * 16

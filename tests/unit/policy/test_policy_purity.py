@@ -6,11 +6,7 @@ import ast
 import sys
 from pathlib import Path
 
-import pytest
-
 import crosstalk.policy
-
-pytestmark = pytest.mark.unit
 
 POLICY_DIR = Path(crosstalk.policy.__file__).parent
 ALLOWED_PREFIXES = ("crosstalk.core", "crosstalk.policy")

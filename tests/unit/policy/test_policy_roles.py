@@ -8,8 +8,6 @@ from crosstalk.core.errors import CrosstalkError
 from crosstalk.policy import DEFAULT_ACCEPT_FROM, Bucket, Role, parse_role
 from crosstalk.policy.errors import PolicyError
 
-pytestmark = pytest.mark.unit
-
 # Each role's default acceptFrom written out plainly, independent of the code under test.
 EXPECTED_DEFAULTS = {
     "primary": {"parent", "children", "peers", "agents", "external"},

@@ -8,8 +8,6 @@ import pytest
 
 from crosstalk.policy import DEFAULT_ACCEPT_FROM, ReceiverView, Role
 
-pytestmark = pytest.mark.unit
-
 
 def test_defaults() -> None:
     view = ReceiverView(agent_id="a" * 16, name="me")

@@ -13,8 +13,6 @@ from crosstalk.core.states import SEND_STATES, State
 from crosstalk.journal import records as R
 from tests.support.receiver import ALICE, CAROL, CI, inbound, msg, run, settle, wait_for
 
-pytestmark = pytest.mark.unit
-
 
 def test_second_delivery_returns_prior_state_without_injection(make_rig):
     rig = make_rig(script=["queue"])

@@ -14,8 +14,6 @@ from crosstalk.core.states import State
 from crosstalk.journal import records as R
 from tests.support.receiver import ALICE, inbound, msg, run, settle, wait_for
 
-pytestmark = pytest.mark.unit
-
 
 def _assert_journaled(rig, mid: str, state: State, *, reason: str | None = None) -> dict:
     """received + dispatch + exactly one outcome, in that order, with the given state."""

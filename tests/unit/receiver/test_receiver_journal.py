@@ -29,9 +29,6 @@ from tests.support.receiver import (
 )
 from tests.support.waiting import until_async
 
-pytestmark = pytest.mark.unit
-
-
 # ------------------------------------------------------------------ journal gating
 
 

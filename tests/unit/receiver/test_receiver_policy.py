@@ -15,8 +15,6 @@ from crosstalk.journal import records as R
 from crosstalk.policy import Limits, Role
 from tests.support.receiver import ALICE, ANON, CAROL, CI, inbound, msg, run, settle, wait_for
 
-pytestmark = pytest.mark.unit
-
 
 def _assert_rejected_only(rig, mid: str, reason: str) -> dict:
     """The message left exactly one `rejected` audit record and nothing else; nothing reached the fake."""

@@ -13,7 +13,6 @@ from __future__ import annotations
 import asyncio
 from collections import Counter, defaultdict
 
-import pytest
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
@@ -24,8 +23,6 @@ from crosstalk.core.states import SEND_STATES, State
 from crosstalk.journal import records as R
 from crosstalk.policy import Role
 from tests.support.receiver import ALICE, ANON, CAROL, CI, Rig, inbound, make_tmp, msg, rm_tmp
-
-pytestmark = pytest.mark.unit
 
 SENDERS = [ALICE, CAROL, CI, ANON, Sender.unverified("dave")]
 KINDS = ["inform", "inform", "ask", "command", "meta", "ping"]

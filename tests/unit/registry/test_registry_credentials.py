@@ -10,8 +10,6 @@ import pytest
 from crosstalk.registry.credentials import create_key, read_key, remove_key
 from crosstalk.registry.errors import KeyFileError
 
-pytestmark = pytest.mark.unit
-
 
 def test_create_and_read(tmp_root: Path) -> None:
     path = tmp_root / "a.key"

@@ -14,7 +14,6 @@ from crosstalk.registry.descriptor import Descriptor, read_descriptor, write_des
 from crosstalk.registry.errors import RegistryError
 from crosstalk.registry.paths import StatePaths
 
-pytestmark = pytest.mark.unit
 AID = "0123456789abcdef"
 
 

@@ -14,7 +14,6 @@ from crosstalk.registry.discovery import find_by_peer, is_live, list_descriptors
 from crosstalk.registry.errors import AmbiguousName, NoSuchAgent
 from crosstalk.registry.paths import StatePaths
 
-pytestmark = pytest.mark.unit
 ME = os.getpid()
 MY_START = proc_start_time(ME) or "?"
 DEAD_PID = int(Path("/proc/sys/kernel/pid_max").read_text()) + 1

@@ -9,8 +9,6 @@ import pytest
 from crosstalk.fs.errors import LockHeld
 from crosstalk.fs.locks import FileLock, is_locked
 
-pytestmark = pytest.mark.unit
-
 
 def test_two_locks_on_one_path_conflict_in_one_process(tmp_root: Path) -> None:
     path = tmp_root / "a.lock"

@@ -15,7 +15,6 @@ from crosstalk.registry.names import (
 from crosstalk.registry.paths import StatePaths
 from crosstalk.registry.registration import claim_first_name
 
-pytestmark = pytest.mark.unit
 AID = "1a2b3c4d5e6f7a8b"
 
 

@@ -9,7 +9,6 @@ import pytest
 from crosstalk.registry.errors import InvalidName, RegistryError
 from crosstalk.registry.paths import MAX_SOCKET_PATH_BYTES, StatePaths, check_socket_path
 
-pytestmark = pytest.mark.unit
 AID = "0123456789abcdef"
 
 

@@ -8,8 +8,6 @@ import pytest
 from crosstalk.fs import procinfo
 from crosstalk.fs.procinfo import is_same_process, pid_alive, proc_start_time
 
-pytestmark = pytest.mark.unit
-
 
 def _unused_pid() -> int:
     # Above pid_max no process can exist.

@@ -13,8 +13,6 @@ from crosstalk.registry.names import fallback_names
 from crosstalk.registry.paths import StatePaths
 from crosstalk.registry.registration import Registration
 
-pytestmark = pytest.mark.unit
-
 
 def acquire(paths: StatePaths, ref: str = "s-1", name: str | None = "alice") -> Registration:
     return Registration.acquire(paths, harness="fake", session_ref=ref, preferred_name=name, cwd="/w/proj")

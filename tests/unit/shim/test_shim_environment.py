@@ -4,13 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
-
 from crosstalk.fs.procinfo import process_environ
 from crosstalk.registry.paths import StatePaths
 from crosstalk.shim.environment import state_root_mismatch
-
-pytestmark = pytest.mark.unit
 
 
 def test_the_same_root_by_another_spelling_is_no_mismatch(tmp_path: Path):

@@ -18,7 +18,7 @@ from crosstalk.shim.protocol import serve_stdio
 from crosstalk.shim.router import CallContext, ToolResult
 from crosstalk.shim.schemas import check_arguments, tool_definitions
 
-pytestmark = [pytest.mark.unit, pytest.mark.timeout(120)]
+pytestmark = pytest.mark.timeout(120)
 
 LIMIT = 300
 INIT = {

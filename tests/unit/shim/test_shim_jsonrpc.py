@@ -9,8 +9,6 @@ import pytest
 
 from crosstalk.shim import jsonrpc as rpc
 
-pytestmark = pytest.mark.unit
-
 
 def test_a_request_and_a_notification() -> None:
     assert rpc.classify({"jsonrpc": "2.0", "id": 7, "method": "ping"}) == rpc.Request(7, "ping", {})

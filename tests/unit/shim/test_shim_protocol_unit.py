@@ -15,7 +15,7 @@ from crosstalk.shim.protocol import serve_stdio
 from crosstalk.shim.router import CallContext, ToolResult
 from tests.support.waiting import until_async
 
-pytestmark = [pytest.mark.unit, pytest.mark.timeout(30)]
+pytestmark = pytest.mark.timeout(30)
 
 INIT = {
     "jsonrpc": "2.0",

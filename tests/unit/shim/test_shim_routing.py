@@ -13,7 +13,6 @@ from crosstalk.registry.errors import AmbiguousName, NoSuchAgent
 from crosstalk.registry.paths import StatePaths
 from crosstalk.shim.routing import RouteKind, route
 
-pytestmark = pytest.mark.unit
 PATHS = StatePaths(Path("/nonexistent"))
 DESCRIPTOR = object()  # what resolve returns: the route hands it on untouched
 SESSION = ("claude-kind", "row")

@@ -16,7 +16,6 @@ from crosstalk.harness.claude.install import SKILL
 from crosstalk.registry.paths import StatePaths
 from crosstalk.shim.tools import ShimRouter
 
-pytestmark = pytest.mark.unit
 REPO = Path(__file__).resolve().parents[3]
 BUDGET = 1500
 COUNT_JS = (

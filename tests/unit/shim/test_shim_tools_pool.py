@@ -20,8 +20,6 @@ from crosstalk.harness.fake import FakeHarness
 from crosstalk.registry.paths import StatePaths
 from crosstalk.shim.pool import AgentPool, PoolClosed, kind_adapters
 
-pytestmark = pytest.mark.unit
-
 
 class FakeHost:
     def __init__(self, ident: SessionIdentity, name: str | None = None) -> None:

@@ -5,16 +5,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
-
 from crosstalk.core.kinds import Kind
 from crosstalk.core.states import Outcome, Reason, State
 from crosstalk.tasks.service import TaskService
 from crosstalk.tasks.table import TaskTable
 from tests.support.receiver import CAROL, Rig, msg, wait_for
 from tests.support.tasks import run_with_service
-
-pytestmark = pytest.mark.unit
 
 
 def replayed(rig: Rig, task_id: str) -> Outcome | None:

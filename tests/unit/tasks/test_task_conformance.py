@@ -21,8 +21,6 @@ from crosstalk.tasks.service import TaskService
 from tests.support.receiver import CAROL, Rig, msg, run, wait_for
 from tests.support.tasks import run_with_service
 
-pytestmark = pytest.mark.unit
-
 FILE = ArtifactPart(raw="dGNr", media_type="text/plain", filename="output.txt")
 DATA = ArtifactPart(data={"key": "value", "count": 42})
 

@@ -17,8 +17,6 @@ from crosstalk.tasks.service import TaskService
 from tests.support.receiver import CAROL, Rig, inbound, msg, run, wait_for
 from tests.support.tasks import run_with_service
 
-pytestmark = pytest.mark.unit
-
 
 def outcomes(rig: Rig, mid: str) -> list[str]:
     return [r["state"] for r in rig.records_for(mid, R.OUTCOME)]

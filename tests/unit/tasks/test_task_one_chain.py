@@ -21,7 +21,6 @@ from crosstalk.tasks.service import TaskService
 from tests.support.receiver import AGENT_ID, ALICE, CAROL, Rig, inbound, msg, run, wait_for
 from tests.support.tasks import run_with_service
 
-pytestmark = pytest.mark.unit
 OWN_SESSION = Sender(SenderClass.VERIFIED, AGENT_ID, "bob", "uds")  # SO_PEERCRED matched our own descriptor
 
 

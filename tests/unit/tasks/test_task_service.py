@@ -22,8 +22,6 @@ from crosstalk.tasks.worker import DispatchWorker
 from tests.support.receiver import CAROL, Rig, msg, run, wait_for
 from tests.support.tasks import run_with_service
 
-pytestmark = pytest.mark.unit
-
 DAVE = Sender(SenderClass.VERIFIED, "da7eda7eda7eda7e", "dave", "a2a")
 
 

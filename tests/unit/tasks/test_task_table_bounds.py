@@ -5,12 +5,8 @@ from __future__ import annotations
 import time
 from typing import Any
 
-import pytest
-
 from crosstalk.journal import records as R
 from crosstalk.tasks.table import TaskTable
-
-pytestmark = pytest.mark.unit
 
 BOUND = 30
 

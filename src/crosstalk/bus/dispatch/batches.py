@@ -1,8 +1,9 @@
 """One tick's batches from pending to settled: a bare-name batch another dispatcher answered meanwhile is dropped,
 the model runs (crosstalk.bus.runs.invoke), and its answer, its silence or its failure is committed as replies.
 
-A reply whose commit failed is kept for the next tick, which commits it instead of running the model again (only
-the last tick's are kept: a batch that changed runs again). Anything but a git error or a stop settles a batch
+A reply whose commit failed is kept for the next tick, which commits it instead of running the model again, also
+when more messages joined the batch since (the model then runs for those alone); only the last tick's are kept, and
+a batch that lost some of its messages runs again. Anything but a git error or a stop settles a batch
 with a failed reply naming it, and the tick goes on with the others.
 """
 
@@ -88,12 +89,16 @@ class BatchRunner:
         try:
             if batch.bare and not self.drop_taken(batch, head, report):
                 return True
-            key = _batch_key(batch)
-            with self._count_lock:
-                retained = self._retained.pop(key, None)
-            if retained is not None:  # the model answered last tick; only the commit failed
-                self._log("reply_retried", channel=batch.channel, model=batch.model.key, n=len(batch.messages))
-                return self._commit(*retained, report, key=key)
+            for rkey, (files, summary) in self._take_retained(batch):
+                # The model answered these last tick; only the commit failed. Commit that answer and run the
+                # model only for the messages that joined the batch since.
+                self._log("reply_retried", channel=batch.channel, model=batch.model.key, n=len(rkey) - 3)
+                if not self._commit(files, summary, report, key=rkey):
+                    return False
+                answered = set(rkey[3:])
+                batch.messages[:] = [m for m in batch.messages if m.rel not in answered]
+            if not batch.messages:
+                return True
             result, error = self._invoke(batch)
         except Interrupted:
             return False  # no reply: the batch runs again after a restart (the cursor stays put)
@@ -116,6 +121,15 @@ class BatchRunner:
                 self._counts["silent"] += 1
             return True
         return self._fail_batch(batch, error, answer, report)
+
+    def _take_retained(self, batch: Batch) -> list[tuple[tuple[str, ...], tuple[dict[str, str], str]]]:
+        """The replies kept from last tick for messages of this batch: each kept batch whose messages all
+        still wait in this one (the batch may have grown since). One that only partly overlaps runs again."""
+        head = _batch_key(batch)[:3]
+        rels = {m.rel for m in batch.messages}
+        with self._count_lock:
+            keys = [k for k in self._retained if k[:3] == head and set(k[3:]) <= rels]
+            return [(k, self._retained.pop(k)) for k in keys]
 
     def _fail_batch(self, batch: Batch, error: str, answer: str, report: TickReport) -> bool:
         """A failed reply to every message of the batch: the error (one line, bounded), then what the model said."""

@@ -130,8 +130,8 @@ def transport_lock(root: Path, timeout: float = 30.0) -> Iterator[None]:
             depth[key] -= 1
         return
     lock = FileLock(path)
-    if not lock.try_acquire(grace=timeout):
-        raise GitError(f"transport {root} is busy: another crosstalk process held its lock for {timeout:g} s")
+    if not lock.acquire(timeout):
+        raise GitError(f"transport {root} is busy: crosstalk processes held its lock for {timeout:g} s")
     # Every git mutation of the bus runs under this lock, so no git of ours runs in the repository now: a
     # leftover git lock is a dead git's (or a person's, whose git is then still running and keeps it).
     with contextlib.suppress(OSError, GitError):
