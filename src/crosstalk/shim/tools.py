@@ -21,6 +21,7 @@ from crosstalk.core import untrusted
 from crosstalk.core.errors import CrosstalkError
 from crosstalk.core.kinds import Kind
 from crosstalk.core.states import DELIVERED_STATES, ERROR_STATES, Outcome, Reason, State
+from crosstalk.fs import trace
 from crosstalk.registry.errors import AmbiguousName
 from crosstalk.registry.paths import StatePaths
 from crosstalk.shim.claiming import CLAIM_TOOLS
@@ -254,6 +255,7 @@ class ShimRouter:
         ask = msg.kind is Kind.ASK
         if not await journal_sent(host, msg, target.agent_id):
             return Outcome(msg.message_id, State.UNREACHABLE, Reason.JOURNAL_FAILED).answer(to=target.name)
+        trace.mark("a2a_send")
         result = await self.sender.send(host, target, msg, return_immediately=ask)
         await self.sender.count(host, target.agent_id, target.name, result)
         if result["state"] == State.HELD and result.get("task_id"):
