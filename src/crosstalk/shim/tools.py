@@ -230,11 +230,13 @@ class ShimRouter:
 
     async def _send(self, host: AgentHost, to: str, text: str, **fields: Any) -> dict[str, Any]:
         from crosstalk.core.message import new_message
-        from crosstalk.shim.routing import RouteKind, route
+        from crosstalk.shim.routing import RouteKind, live_route, route
         from crosstalk.shim.sending import ambiguous_name, journal_sent, unknown_name
 
-        # In a thread: a native session's lookup may ask an app-server (Codex) over a socket.
-        where = await asyncio.to_thread(route, self.paths, to, self.environ)
+        # A live agent is found in the registry inline; anything else in a thread: a native session's lookup may
+        # ask an app-server (Codex) over a socket.
+        if (where := live_route(self.paths, to)) is None:
+            where = await asyncio.to_thread(route, self.paths, to, self.environ)
         kind = fields.get("kind", "inform")
         if where.kind is RouteKind.BUS:
             from crosstalk.shim.bus_asks import send_over_bus
