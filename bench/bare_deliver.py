@@ -4,6 +4,8 @@
   kept (as crosstalk's adapter keeps its own).
 - `claude_line {socket, text}`: one line into a Claude session's messaging socket, as Claude's own SendMessage
   writes it (the envelope with from-mode="bypass", priority "next").
+- `pi_line {socket, text}`: one line into bench/pi/bare_inbox.ts's socket (a bare pi extension), which makes it
+  `pi.sendUserMessage(line)`.
 
 The Codex benchmark registers it in the sending session beside crosstalk, so both deliveries start from the same
 tool call and differ only in what happens between the sender's harness and the receiver's.
@@ -34,6 +36,15 @@ TOOLS = [
     {
         "name": "claude_line",
         "description": "Put this text into a Claude session through its messaging socket.",
+        "inputSchema": {
+            "type": "object",
+            "properties": {"socket": {"type": "string"}, "text": {"type": "string"}},
+            "required": ["socket", "text"],
+        },
+    },
+    {
+        "name": "pi_line",
+        "description": "Put this text into a pi session through the bare extension's socket.",
         "inputSchema": {
             "type": "object",
             "properties": {"socket": {"type": "string"}, "text": {"type": "string"}},
@@ -75,6 +86,14 @@ def claude_line(path: str, text: str) -> str:
         return sock.recv(4096).decode(errors="replace")
 
 
+def pi_line(path: str, text: str) -> str:
+    with socket.socket(socket.AF_UNIX) as sock:
+        sock.settimeout(TIMEOUT_S)
+        sock.connect(path)
+        sock.sendall((text + "\n").encode())
+        return sock.recv(16).decode(errors="replace")
+
+
 def main() -> None:
     servers: dict[str, AppServer] = {}
     out = sys.stdout
@@ -98,6 +117,8 @@ def main() -> None:
             path, text = str(args.get("socket", "")), str(args.get("text", ""))
             if params.get("name") == "claude_line":
                 answer: Any = claude_line(path, text)
+            elif params.get("name") == "pi_line":
+                answer = pi_line(path, text)
             else:
                 server = servers.get(path) or servers.setdefault(path, AppServer(path))
                 input_ = [{"type": "text", "text": text, "text_elements": []}]

@@ -37,7 +37,7 @@ from crosstalk.policy import ReceiverView, Role
 from crosstalk.receiver import AgentIdentity, Listener, Receiver
 from crosstalk.registry.credentials import create_key, remove_key
 from crosstalk.registry.descriptor import Descriptor
-from crosstalk.registry.discovery import find_by_peer, list_descriptors, recorded_endpoints
+from crosstalk.registry.discovery import find_by_peer, list_descriptors, recorded_endpoints, registry_stamp
 from crosstalk.registry.errors import InvalidName, NameHeld
 from crosstalk.registry.paths import StatePaths, check_socket_path
 from crosstalk.registry.registration import Registration
@@ -65,7 +65,7 @@ class AgentHost:
         self._ingress: UdsIngress | None = None
         self._claims: ClaimDesk | None = None
         self._a2a: Any = None  # crosstalk.ingress.a2a.server.A2AServer, imported only when enabled
-        self._children: tuple[float, frozenset[str]] = (0.0, frozenset())
+        self._children: tuple[float, frozenset[str], tuple[int, int] | None] = (0.0, frozenset(), None)
         self._compactor: Compactor | None = None  # the journal kept bounded while the agent runs
         self._unpublish: list[Callable[[], None]] = []
 
@@ -351,11 +351,14 @@ class AgentHost:
         )
 
     def _child_ids(self) -> frozenset[str]:
-        at, ids = self._children
+        at, ids, stamp = self._children
         now = time.monotonic()
         if now - at > CHILDREN_CACHE_S:
-            ids = frozenset(d.agent_id for d in list_descriptors(self.paths) if d.owner == self.agent_id)
-            self._children = (now, ids)
+            # Reread only when a descriptor changed since (registry_stamp): not once per message seconds apart.
+            fresh = registry_stamp(self.paths)
+            if fresh is None or fresh != stamp:
+                ids = frozenset(d.agent_id for d in list_descriptors(self.paths) if d.owner == self.agent_id)
+            self._children = (now, ids, fresh)
         return ids
 
     # ------------------------------------------------------------------ stop

@@ -6,6 +6,7 @@ import asyncio
 import logging
 
 from crosstalk.core.states import State
+from crosstalk.fs import trace
 from crosstalk.harness.base import INJECT_STATES, HarnessAdapter, InjectRequest, InjectResult
 from crosstalk.harness.errors import HarnessDisconnected, HarnessError, HarnessRefused, PreSendFailure, ReceiverRefused
 
@@ -13,6 +14,7 @@ log = logging.getLogger(__name__)
 
 
 async def inject(adapter: HarnessAdapter, request: InjectRequest, timeout_s: float) -> InjectResult:
+    trace.mark("inject", mid=request.message.message_id)
     try:
         result = await asyncio.wait_for(adapter.inject(request), timeout_s)
     except ReceiverRefused as exc:

@@ -2,7 +2,9 @@
 
 Each live agent's token sits in a 0600 file its descriptor points to (credential_ref). A token that matches no
 live agent's file is refused. Lookups are cached briefly so each request does not reread every file, and a hit is
-re-checked against the descriptor's liveness so a stopped agent's token stops working.
+re-checked against the descriptor's liveness so a stopped agent's token stops working. A known token's cache is
+refreshed after the ttl only when the registry changed since (the agents' and credentials' directories' mtimes: a
+descriptor or token is written by rename), so a request seconds after the last one does not reread every file.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from pathlib import Path
 
 from crosstalk.registry.credentials import read_key
 from crosstalk.registry.descriptor import Descriptor
-from crosstalk.registry.discovery import is_live, list_descriptors
+from crosstalk.registry.discovery import is_live, list_descriptors, registry_stamp
 from crosstalk.registry.errors import KeyFileError
 from crosstalk.registry.paths import StatePaths
 
@@ -27,6 +29,7 @@ class BearerDirectory:
         self._loaded_at = float("-inf")
         self._liveness: dict[str, tuple[float, bool]] = {}
         self._inodes: dict[str, int] = {}  # instance_id → inode of the token file read for it
+        self._stamp: tuple[int, int] | None = None  # registry_stamp at the last reload
 
     def lookup(self, token: str) -> Descriptor | None:
         """The live agent whose token this is, or None."""
@@ -37,8 +40,11 @@ class BearerDirectory:
             self._reload()  # a token we have not seen: maybe an agent that registered since the last load
             desc = self._find(token)
         elif desc is not None and time.monotonic() - self._loaded_at > self._ttl:
-            self._reload()
-            desc = self._find(token)
+            if self._stamp is None or self._stamp != registry_stamp(self._paths):
+                self._reload()
+                desc = self._find(token)
+            else:
+                self._loaded_at = time.monotonic()  # nothing was renamed into either directory since
         if desc is not None and not self._live(desc):
             return None
         return desc
@@ -69,6 +75,7 @@ class BearerDirectory:
         return None
 
     def _reload(self) -> None:
+        self._stamp = registry_stamp(self._paths)
         tokens: dict[str, Descriptor] = {}
         for desc in list_descriptors(self._paths):
             expected = self._paths.token_path(desc.agent_id)

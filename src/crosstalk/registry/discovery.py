@@ -9,6 +9,7 @@ lock is held (the registration has not ended). Reading never creates files or di
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
@@ -21,6 +22,18 @@ from crosstalk.registry.errors import AgentLockUnusable, AmbiguousName, NoSuchAg
 from crosstalk.registry.paths import StatePaths
 
 _SUFFIX = ".json"
+SETTLED_NS = 1_000_000_000  # a stamp is trusted once its mtimes are this old (file-system timestamp granularity)
+
+
+def registry_stamp(paths: StatePaths) -> tuple[int, int] | None:
+    """The agents' and credentials' directories' mtimes, which change whenever a descriptor or token is written (by
+    rename) or removed; None while either changed within the last second (a second change in the same timestamp
+    tick would leave them equal) or cannot be read. Equal stamps: the registry's files are as they were."""
+    try:
+        stamp = os.stat(paths.agents).st_mtime_ns, os.stat(paths.credentials).st_mtime_ns
+    except OSError:
+        return None
+    return stamp if time.time_ns() - max(stamp) > SETTLED_NS else None
 
 
 def _descriptor_files(paths: StatePaths) -> Iterator[tuple[str, Path]]:

@@ -31,6 +31,7 @@ import os
 
 from crosstalk import __version__
 from crosstalk.core import untrusted
+from crosstalk.fs import trace
 from crosstalk.shim import jsonrpc as rpc
 from crosstalk.shim.router import CallContext, ToolResult
 from crosstalk.shim.stdio import LineReader, stdin_reader, stdout_writer
@@ -298,6 +299,7 @@ class _Server:
         if rid in self.inflight:
             return rpc.error(rid, rpc.INVALID_REQUEST, "Invalid Request: a request with this id is still running")
         ctx = CallContext(meta=meta, client_info=self.client_info, parent_pid=os.getppid(), request_id=rid)
+        trace.mark("tool_call", tool=name)
         return rid, self._call(rid, name, arguments, ctx)
 
     async def _call(self, rid: str | int, name: str, arguments: dict[str, Any], ctx: CallContext) -> dict[str, Any]:
@@ -315,6 +317,7 @@ class _Server:
             data = {"state": "error", "reason": "internal_error", "detail": f"{type(exc).__name__}: {exc}"[:500]}
             text = json.dumps(data, ensure_ascii=False, separators=(",", ":"))
             is_error = True
+        trace.mark("tool_result", tool=name)
         return rpc.result(
             rid, {"content": [{"type": "text", "text": text}], "structuredContent": data, "isError": is_error}
         )

@@ -39,6 +39,19 @@ class Route:
     problem: NoSuchAgent | AmbiguousName | None = None  # UNKNOWN: what the registry said
 
 
+def live_route(paths: StatePaths, to: str) -> Route | None:
+    """The route when `to` names a live crosstalk agent (or several): only the registry's files and /proc are read,
+    cheap enough for an event loop. None: `route` must look further (the bus, native sessions)."""
+    from crosstalk.registry.discovery import resolve
+
+    try:
+        return Route(RouteKind.LIVE_AGENT, to, agent=resolve(paths, to))
+    except AmbiguousName as exc:
+        return Route(RouteKind.UNKNOWN, to, problem=exc)
+    except NoSuchAgent:
+        return None
+
+
 def route(paths: StatePaths, to: str, environ: Mapping[str, str]) -> Route:
     """The route for a message to `to`. Raises RegistryError when the registry cannot be read."""
     from crosstalk.registry.discovery import resolve

@@ -21,6 +21,7 @@ from crosstalk.core import untrusted
 from crosstalk.core.errors import CrosstalkError
 from crosstalk.core.kinds import Kind
 from crosstalk.core.states import DELIVERED_STATES, ERROR_STATES, Outcome, Reason, State
+from crosstalk.fs import trace
 from crosstalk.registry.errors import AmbiguousName
 from crosstalk.registry.paths import StatePaths
 from crosstalk.shim.claiming import CLAIM_TOOLS
@@ -229,11 +230,13 @@ class ShimRouter:
 
     async def _send(self, host: AgentHost, to: str, text: str, **fields: Any) -> dict[str, Any]:
         from crosstalk.core.message import new_message
-        from crosstalk.shim.routing import RouteKind, route
+        from crosstalk.shim.routing import RouteKind, live_route, route
         from crosstalk.shim.sending import ambiguous_name, journal_sent, unknown_name
 
-        # In a thread: a native session's lookup may ask an app-server (Codex) over a socket.
-        where = await asyncio.to_thread(route, self.paths, to, self.environ)
+        # A live agent is found in the registry inline; anything else in a thread: a native session's lookup may
+        # ask an app-server (Codex) over a socket.
+        if (where := live_route(self.paths, to)) is None:
+            where = await asyncio.to_thread(route, self.paths, to, self.environ)
         kind = fields.get("kind", "inform")
         if where.kind is RouteKind.BUS:
             from crosstalk.shim.bus_asks import send_over_bus
@@ -254,6 +257,7 @@ class ShimRouter:
         ask = msg.kind is Kind.ASK
         if not await journal_sent(host, msg, target.agent_id):
             return Outcome(msg.message_id, State.UNREACHABLE, Reason.JOURNAL_FAILED).answer(to=target.name)
+        trace.mark("a2a_send")
         result = await self.sender.send(host, target, msg, return_immediately=ask)
         await self.sender.count(host, target.agent_id, target.name, result)
         if result["state"] == State.HELD and result.get("task_id"):

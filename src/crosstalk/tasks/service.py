@@ -37,6 +37,7 @@ from crosstalk.core.tasks import (
     TaskState,
     TaskView,
 )
+from crosstalk.fs import trace
 from crosstalk.journal import JournalError, MessageEntry
 from crosstalk.journal import records as R
 from crosstalk.policy import Load
@@ -235,6 +236,7 @@ class TaskService(TaskApi):
             outcome = await self.receiver.receive(inbound, records=[rec], defer=True, claim=claim)
             if outcome.state is not State.SUBMITTED:
                 return await self._not_submitted(outcome, view, msg, sender)
+            trace.mark("journaled")  # received, the task and (idle) the claim, durable: the chain's checks passed
             # Applied in the same event-loop step as the chain's answer: a duplicate woken by it finds the task.
             task = self.table.apply(rec)
             if claim:

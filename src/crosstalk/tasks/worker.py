@@ -18,6 +18,7 @@ from dataclasses import replace
 
 from crosstalk.core.states import Outcome, State
 from crosstalk.core.tasks import TaskState
+from crosstalk.fs import trace
 from crosstalk.receiver import Inbound, Receiver
 from crosstalk.tasks.ledger import TaskLedger, is_ask
 from crosstalk.tasks.table import TaskEntry, TaskTable, obligation_record
@@ -84,6 +85,7 @@ class DispatchWorker:
             try:
                 outcome = await self.receiver.dispatch(inbound, claimed=claimed)
                 await self._after_dispatch(task, inbound, outcome, first)
+                trace.mark("task_recorded")
             except Exception:
                 log.exception("dispatch of task %s failed", tid)
             finally:

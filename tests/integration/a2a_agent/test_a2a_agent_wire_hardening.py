@@ -13,9 +13,11 @@ import httpx
 import pytest
 
 from crosstalk.core.errors import TaskError
+from crosstalk.ingress.a2a import client as client_mod
 from crosstalk.ingress.a2a import gate as gate_mod
 from crosstalk.ingress.a2a import protocol as protocol_mod
-from crosstalk.ingress.a2a.client import KEEPALIVE_EXPIRY_S, A2AClient
+from crosstalk.ingress.a2a import server as server_mod
+from crosstalk.ingress.a2a.client import A2AClient
 from tests.support.a2a_agents import V1, WAIT_S, agents, error_of, run
 
 STALL_MARGIN_S = 4.0  # how long a client may stall between taking a pooled connection and writing on it
@@ -154,7 +156,15 @@ def test_connections_past_the_cap_are_answered_busy_and_the_agent_serves_again_o
 def test_a_client_reuses_a_connection_only_well_inside_the_agents_keep_alive(monkeypatch):
     """The agent keeps an idle connection open for longer than A2AClient reuses one, with room for a client that
     stalls between taking it from its pool and writing on it. With both at 5 s (uvicorn's and httpx's defaults),
-    300 sends at once on a loaded machine failed mid-way on connections the agent closed under them."""
+    300 sends at once on a loaded machine failed mid-way on connections the agent closed under them. The real
+    windows (a minute and more) are checked as numbers; the run below scales them down, keeping the margin."""
+    assert protocol_mod.KEEP_ALIVE_S >= client_mod.KEEPALIVE_EXPIRY_S + STALL_MARGIN_S
+    assert protocol_mod.KEEP_ALIVE_S > protocol_mod.HEADER_TIMEOUT_S  # idle between messages, not mid-request
+    expiry = 1.0
+    monkeypatch.setattr(client_mod, "KEEPALIVE_EXPIRY_S", expiry)
+    for mod in (protocol_mod, server_mod):  # the deadline's and uvicorn's own keep-alive
+        monkeypatch.setattr(mod, "KEEP_ALIVE_S", expiry + STALL_MARGIN_S + 1.0)
+    monkeypatch.setattr(protocol_mod, "HEADER_TIMEOUT_S", 0.5)  # an idle connection outlives it: only requests race it
     opened: list[object] = []
     made = protocol_mod.HeaderDeadlineProtocol.connection_made
 
@@ -168,7 +178,7 @@ def test_a_client_reuses_a_connection_only_well_inside_the_agents_keep_alive(mon
         async with agents(root, "alice", "bob") as ag:
             alice, bob = ag["alice"], ag["bob"]
             async with A2AClient(bob.url, alice.token, timeout=WAIT_S) as peer:
-                for pause in (0.2, KEEPALIVE_EXPIRY_S + 0.5, 0):  # reused once, then past the reuse window
+                for pause in (0.2, expiry + 0.5, 0):  # reused once, then past the reuse window
                     with contextlib.suppress(TaskError):
                         await peer.get("no-such-task")
                     await asyncio.sleep(pause)
@@ -177,7 +187,7 @@ def test_a_client_reuses_a_connection_only_well_inside_the_agents_keep_alive(mon
             get = b"GET /.well-known/agent-card.json HTTP/1.1\r\nHost: x\r\n\r\n"
             reader, writer = await asyncio.wait_for(asyncio.open_connection(parts.hostname, parts.port), WAIT_S)
             try:
-                for pause in (KEEPALIVE_EXPIRY_S + STALL_MARGIN_S, 0):  # then the longest a client may still use it
+                for pause in (expiry + STALL_MARGIN_S, 0):  # then the longest a client may still use it
                     writer.write(get)
                     await writer.drain()
                     head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), WAIT_S)

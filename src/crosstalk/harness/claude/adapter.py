@@ -32,6 +32,7 @@ from collections.abc import Mapping
 
 from crosstalk.core.kinds import Delivery
 from crosstalk.core.states import State
+from crosstalk.fs import trace
 from crosstalk.harness.base import (
     AgentInfo,
     BindResult,
@@ -174,6 +175,7 @@ class ClaudeAdapter:
             writer.write(payload)
             await asyncio.wait_for(writer.drain(), WRITE_TIMEOUT_S)
             writer.write_eof()
+            trace.mark("harness_write", harness=NAME)
         except (OSError, TimeoutError) as exc:
             raise HarnessDisconnected(f"the write to the Claude Code session broke: {exc}") from None
         try:

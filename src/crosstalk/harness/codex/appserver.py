@@ -15,6 +15,7 @@ from collections.abc import Callable
 from typing import Any
 
 from crosstalk.core import untrusted
+from crosstalk.fs import trace
 from crosstalk.harness.errors import AppServerError, AppServerGone
 
 CONNECT_TIMEOUT_S = 3.0
@@ -93,6 +94,7 @@ class AppServer:
             if frame_observer is not None:
                 frame_observer("out", frame)
             await self._ws.send(frame)
+            trace.mark("harness_write", harness="codex", method=message.get("method"))
         except Exception as exc:  # websockets refuses to send on a closed connection: nothing was written
             raise AppServerGone(f"the app-server connection is closed: {exc}", sent=False) from None
 

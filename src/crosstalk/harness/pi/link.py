@@ -16,6 +16,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from crosstalk.core import untrusted
+from crosstalk.fs import trace
 from crosstalk.harness.errors import LinkClosed
 
 log = logging.getLogger(__name__)
@@ -50,6 +51,7 @@ class PiLink:
         self._waiting[ref] = fut
         try:
             self.send({"t": "deliver", "ref": ref, "text": text, "as": as_})
+            trace.mark("harness_write", harness="pi")
             closed = asyncio.ensure_future(self.closed.wait())
             waiters: set[asyncio.Future[Any]] = {fut, closed}
             try:

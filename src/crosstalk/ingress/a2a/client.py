@@ -41,9 +41,10 @@ T = TypeVar("T")
 CONNECT_TIMEOUT_S = 5.0
 MAX_CARD_BYTES = 1024 * 1024  # an agent card is a few KiB; a larger body is not one
 # A pooled connection is reused only this long after its last response. An agent closes an idle one after
-# protocol.KEEP_ALIVE_S (10 s): with httpx's default (5 s, uvicorn's default too) a send picked a connection the
-# agent closed before reading the request, and failed as an unknown outcome (seen under load, many at once).
-KEEPALIVE_EXPIRY_S = 2.0
+# protocol.KEEP_ALIVE_S (75 s): with httpx's default (5 s, uvicorn's default too) a send picked a connection the
+# agent closed before reading the request, and failed as an unknown outcome (seen under load, many at once). Long
+# enough that agents talking seconds apart reuse one warm connection rather than connecting per message.
+KEEPALIVE_EXPIRY_S = 60.0
 ASK_WAIT_SLACK_S = 15.0  # a default-wait ask returns when answered or past its deadline: wait a little longer
 
 # How a peer's A2A error reads here: the inverse of the table in crosstalk.core.errors for the task kinds, except

@@ -25,6 +25,7 @@ from a2a.utils.errors import InvalidRequestError
 from crosstalk.core import untrusted
 from crosstalk.core.errors import CrosstalkError, ErrorKind, jsonrpc_code
 from crosstalk.core.sender import Sender, SenderClass
+from crosstalk.fs import trace
 from crosstalk.ingress.a2a.handler import SENDER_STATE_KEY
 
 log = logging.getLogger(__name__)
@@ -64,6 +65,7 @@ class EdgeGate:
         if scope["type"] != "http" or scope.get("path") == CARD_PATH:
             await self.app(scope, receive, send)
             return
+        trace.mark("a2a_in")
         headers = {k.lower(): v for k, v in scope.get("headers", [])}
         sender = await self._sender(headers.get(b"authorization", b""))
         timeout = BODY_TIMEOUT_S if self.body_timeout is None else self.body_timeout
@@ -108,6 +110,7 @@ class EdgeGate:
             started = started or message["type"] == "http.response.start"
             await send(message)
 
+        trace.mark("a2a_authed")
         try:
             await self.app(scope, _replay(body, receive), tracked_send)
         except asyncio.CancelledError:

@@ -29,6 +29,7 @@ from crosstalk.core.errors import MessageError, TaskError
 from crosstalk.core.message import Message
 from crosstalk.core.sender import Sender
 from crosstalk.core.tasks import TaskApi, TaskView
+from crosstalk.fs import trace
 from crosstalk.ingress.a2a.convert import (
     META_KEY,
     direct_reply_to_a2a,
@@ -98,6 +99,7 @@ class A2ARequestHandler(RequestHandler):
 
     @validate_request_params
     async def on_message_send(self, params: pb.SendMessageRequest, context: ServerCallContext) -> pb.Task | pb.Message:
+        trace.mark("a2a_handler")
         validate_history_length(params.configuration)
         sender = _sender(context)
         message = message_from_a2a(params.message, to=self._to, sender=sender)

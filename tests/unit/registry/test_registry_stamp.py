@@ -1,0 +1,62 @@
+"""registry_stamp and the caches that use it: the registry's files are reread only when one of them changed."""
+
+from __future__ import annotations
+
+import os
+import time
+from types import SimpleNamespace
+
+from crosstalk.registry import bearer as bearer_mod
+from crosstalk.registry.bearer import BearerDirectory
+from crosstalk.registry.discovery import registry_stamp
+from crosstalk.registry.paths import StatePaths
+
+
+def _aged(paths: StatePaths, seconds: float = 5.0) -> None:
+    """Both directories last changed `seconds` ago."""
+    past = time.time() - seconds
+    for d in (paths.agents, paths.credentials):
+        os.utime(d, (past, past))
+
+
+def _paths(tmp_path) -> StatePaths:
+    paths = StatePaths(tmp_path)
+    paths.agents.mkdir(parents=True)
+    paths.credentials.mkdir(parents=True)
+    return paths
+
+
+def test_no_stamp_without_the_directories(tmp_path):
+    assert registry_stamp(StatePaths(tmp_path)) is None
+
+
+def test_a_stamp_is_trusted_only_once_settled_and_changes_with_a_rename_into_the_directory(tmp_path):
+    paths = _paths(tmp_path)
+    assert registry_stamp(paths) is None  # just changed: a second change in the same tick would be invisible
+    _aged(paths)
+    first = registry_stamp(paths)
+    assert first is not None and registry_stamp(paths) == first
+    tmp = paths.agents / ".tmp"
+    tmp.write_text("{}")
+    tmp.rename(paths.agents / "0123456789abcdef.json")
+    assert registry_stamp(paths) is None  # changed now: not trusted until it settles
+    _aged(paths, 3.0)
+    assert registry_stamp(paths) not in (None, first)
+
+
+def test_a_known_token_is_not_reread_after_the_ttl_while_the_registry_is_unchanged(tmp_path, monkeypatch):
+    paths = _paths(tmp_path)
+    _aged(paths)
+    reads: list[int] = []
+    desc = SimpleNamespace(agent_id="0123456789abcdef", instance_id="i1")
+    monkeypatch.setattr(bearer_mod, "list_descriptors", lambda _p: reads.append(1) or [])
+    directory = BearerDirectory(paths, ttl_s=0.0)
+    monkeypatch.setattr(directory, "_live", lambda _d: True)
+    directory._reload()
+    directory._tokens = {"tok": desc}  # type: ignore[dict-item]
+    assert reads == [1]
+    for _ in range(3):
+        assert directory.lookup("tok") is desc
+    assert reads == [1]  # past the ttl every time, but nothing changed: no reread
+    (paths.credentials / "x.cred").write_text("t")  # a token written: reread at the next lookup past the ttl
+    assert directory.lookup("tok") is None and reads == [1, 1]
