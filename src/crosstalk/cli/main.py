@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 from collections.abc import Callable, Sequence
 
@@ -30,6 +31,26 @@ class Parser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:
         sys.stderr.write(f"crosstalk: {message} (see '{self.prog} --help')\n")
         sys.exit(exit_code(ErrorKind.USAGE))
+
+    def _get_formatter(self) -> argparse.HelpFormatter:
+        # argparse's own asks shutil for the width, and importing shutil (bz2, lzma, fnmatch) costs ~2 ms on
+        # `crosstalk send`'s start-up path, where every add_argument makes a formatter; the same width, read here.
+        return self.formatter_class(prog=self.prog, width=_terminal_columns() - 2)  # type: ignore[call-arg]
+
+
+def _terminal_columns() -> int:
+    """shutil.get_terminal_size().columns without importing shutil: $COLUMNS, else the terminal's, else 80."""
+    try:
+        columns = int(os.environ["COLUMNS"])
+    except (KeyError, ValueError):
+        columns = 0
+    if columns <= 0:
+        try:
+            columns = os.get_terminal_size(sys.__stdout__.fileno()).columns  # type: ignore[union-attr]
+        except (AttributeError, ValueError, OSError):
+            columns = 0
+        columns = columns or 80
+    return columns
 
 
 def positive_float(low: float, high: float) -> Callable[[str], float]:
@@ -142,80 +163,7 @@ def _command_of(argv: Sequence[str]) -> str | None:
 
 
 def _send(sub: Any) -> None:
-    from crosstalk.core.kinds import PI_MODES
-
-    p = sub.add_parser(
-        "send",
-        help="Send a message to a live agent by name or agent_id.",
-        description="Send TEXT to the live agent TARGET (a name or an agent_id), or over the git bus to a "
-        "NAME@MACHINE address no live agent here has. The body is read from stdin when TEXT is omitted or is '-' "
-        "(a ping needs none); trailing whitespace is stripped. Options may come before or after TARGET and TEXT.",
-    )
-    p.add_argument("target", metavar="TARGET")
-    p.add_argument("text", metavar="TEXT", nargs="?")
-    p.add_argument(
-        "--kind",
-        choices=["inform", "user", "meta", "ping", "ask", "command"],
-        default="inform",
-        help="inform (default; `user` is the same, as pi-crosstalk calls it): a message for the model; meta: "
-        "context that never starts a turn; "
-        "ping: liveness only, never injected; ask (--a2a): a question whose task completes with the "
-        "reply; command (--a2a): work for a worker, from its parent only.",
-    )
-    p.add_argument(
-        "--a2a",
-        action="store_true",
-        help="Send over A2A as the agent named by --as (its bearer token proves the sender) and print "
-        "the task the receiver answers with.",
-    )
-    p.add_argument("--as", dest="as_agent", metavar="AGENT", help="With --a2a: the live agent to send as.")
-    p.add_argument(
-        "--deadline",
-        type=non_negative_int(0),
-        default=0,
-        help="With --kind ask: seconds until the ask closes unanswered (0 = none).",
-    )
-    p.add_argument("--task", dest="task_id", metavar="TASK_ID", help="With --a2a: continue this task of yours.")
-    p.add_argument(
-        "--return-immediately",
-        action="store_true",
-        help="With --a2a: answer as soon as the task is journaled (submitted) instead of waiting.",
-    )
-    p.add_argument(
-        "--delivery",
-        choices=["auto", "steer", "next_turn"],
-        help="auto (default): soonest without breaking a tool call; steer: into the running turn; "
-        "next_turn: after the current turn.",
-    )
-    p.add_argument("--mode", choices=list(PI_MODES.values()), help="pi-style spelling of --delivery.")
-    p.add_argument(
-        "--from",
-        dest="from_",
-        metavar="@SCHEME:TOPIC",
-        help="Who this is from, as the receiver will label it (default @cli:$USER).",
-    )
-    p.add_argument(
-        "--timeout",
-        type=positive_float(0.1, 600),
-        default=60.0,
-        help="Seconds to wait for the agent's answer (default 60).",
-    )
-    p.add_argument(
-        "--wait-held",
-        type=positive_float(0, 86400),
-        default=0.0,
-        metavar="SECONDS",
-        help="When the receiving session holds the message for its user (exit 5), wait up to SECONDS for the "
-        "user's decision and exit with its code.",
-    )
-    p.add_argument("--json", dest="as_json", action="store_true", help="Print the answer as JSON.")
-    p.add_argument(
-        "--transport",
-        metavar="NAME|DIR",
-        help="For a NAME@MACHINE bus address: the transport to send on (default: $CROSSTALK_TRANSPORT, else the "
-        "one containing the current directory, else the only one known).",
-    )
-    p.set_defaults(run="crosstalk.cli.send_cmd:run")
+    importlib.import_module("crosstalk.cli.send_cmd").add_parser(sub)  # its module, as for _MODULE_NOUNS
 
 
 def _list(sub: Any) -> None:
@@ -333,26 +281,31 @@ def _subcommand(parser: argparse.ArgumentParser, name: str) -> argparse.Argument
     raise KeyError(name)
 
 
-def _parse(parser: Parser, argv: list[str]) -> argparse.Namespace:
-    """The parsed command line. `send` parses intermixed, so its options may come before TEXT as well as after it
-    (plain argparse binds TARGET and the optional TEXT together and then refuses a TEXT that follows an option)."""
+def _parse(argv: list[str]) -> tuple[Parser | None, argparse.Namespace]:
+    """The parsed command line, and the whole parser (None for `send`, which never needs it: only its own parser is
+    built, ~10 ms less on the start-up path of the command run most, as argparse asks gettext for its words in every
+    subcommand's parser). `send` parses intermixed, so its options may come before TEXT as well as after it (plain
+    argparse binds TARGET and the optional TEXT together and then refuses a TEXT that follows an option)."""
     if argv and argv[0] == "send":
-        send = _subcommand(parser, "send")
+        send_cmd = importlib.import_module("crosstalk.cli.send_cmd")
+        send = Parser(prog="crosstalk send", description=send_cmd.DESCRIPTION)  # what `sub.add_parser("send")` makes
+        send_cmd.add_arguments(send)
         args = send.parse_intermixed_args(argv[1:])
         args.command = "send"
-        return args
-    return parser.parse_args(argv)
+        return None, args
+    parser = build_parser(_command_of(argv))
+    return parser, parser.parse_args(argv)
 
 
 def main(argv: Sequence[str] | None = None) -> None:
     """Run the CLI. Every error is one line on stderr: `crosstalk: <what is wrong>`."""
     argv = list(sys.argv[1:] if argv is None else argv)
-    parser = build_parser(_command_of(argv))
-    args = _parse(parser, argv)
+    parser, args = _parse(argv)
     target = getattr(args, "run", None)
     if target is None:
         # `crosstalk` or `crosstalk agent` alone: a command is missing, so show what there is to run (a usage
         # error: exit 2, the help on stderr).
+        assert parser is not None  # `send` always has its command
         sub = parser if args.command is None else _subcommand(parser, args.command)
         sub.print_help(sys.stderr)
         sys.exit(exit_code(ErrorKind.USAGE))

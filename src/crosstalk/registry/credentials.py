@@ -9,7 +9,6 @@ import os
 import stat
 from pathlib import Path
 
-from crosstalk.fs.atomic import atomic_write
 from crosstalk.fs.errors import NotRegularFile
 from crosstalk.fs.reading import open_regular
 from crosstalk.registry.errors import KeyFileError
@@ -22,6 +21,8 @@ KEY_MODE = 0o600
 def create_key(path: Path | str) -> str:
     """Write a fresh token to path (0600) and return it; an existing key file of ours is replaced."""
     import secrets  # lazily: only a registering agent needs it, and it pulls in random/hashlib
+
+    from crosstalk.fs.atomic import atomic_write  # lazily too: `crosstalk send` only reads keys
 
     path = Path(path)
     try:

@@ -5,10 +5,10 @@ from __future__ import annotations
 import os
 import stat
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
 
 from crosstalk.core.ids import is_agent_id
+from crosstalk.core.record import Record
 from crosstalk.registry.errors import RegistryError
 from crosstalk.registry.names import validate_name
 
@@ -35,9 +35,15 @@ def _agent(agent_id: str) -> str:
     return agent_id
 
 
-@dataclass(frozen=True, slots=True)
-class StatePaths:
+class StatePaths(Record):
+    """The state root and the paths under it. A Record (core/record.py): `crosstalk send` builds one at start-up."""
+
+    _fields = ("root",)
+    __slots__ = _fields
     root: Path
+
+    def __init__(self, root: Path) -> None:
+        self._set(root)
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] = os.environ) -> StatePaths:
