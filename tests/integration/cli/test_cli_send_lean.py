@@ -1,4 +1,4 @@
-"""`crosstalk send` imports only what a send needs (issue 29): the real command, run against a live fake agent and
+"""`crosstalk send` imports only what a send needs: the real command, run against a live fake agent and
 against a name nobody holds, loads no protocol SDK, no asyncio, no TOML or YAML parser, no harness package it does
 not need, and (to a live agent) none of the costly stdlib modules the lean path avoids. A module-set assertion, never
 a timing: the figures are bench/send_cli.py's (docs/performance.md, "Lean send path")."""
