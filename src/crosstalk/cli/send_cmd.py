@@ -29,7 +29,7 @@ def add_parser(sub: Any) -> None:
 
 def add_arguments(p: Any) -> None:
     """`send`'s arguments: on its subparser in the whole parser, or on the parser `crosstalk send` builds alone."""
-    from crosstalk.cli.main import non_negative_int, positive_float
+    from crosstalk.cli.argtypes import non_negative_int, positive_float
     from crosstalk.core.kinds import PI_MODES
 
     p.add_argument("target", metavar="TARGET")

@@ -36,7 +36,7 @@ def test_choices_standalone_and_auto_follow_the_table():
 
 
 def test_the_cli_offers_what_the_table_holds(monkeypatch: pytest.MonkeyPatch):
-    from crosstalk.cli.main import build_parser
+    from crosstalk.cli.parser import build_parser
 
     monkeypatch.setitem(kinds.KINDS, "echo", kinds.Entry("crosstalk_echo", auto=True, standalone=True))
     parser = build_parser()
