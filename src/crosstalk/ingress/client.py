@@ -44,7 +44,7 @@ def send(paths: StatePaths, msg: Message, *, timeout: float = DEFAULT_TIMEOUT_S)
 def send_to(paths: StatePaths, target: Descriptor, msg: Message, *, timeout: float = DEFAULT_TIMEOUT_S) -> SendResult:
     """Deliver `msg` to the live agent `target` (already resolved). Raises AgentUnreachable or WireError."""
     try:
-        token = read_key(paths.key_path(target.agent_id))
+        token = read_key(paths.key_file(target.agent_id))
     except KeyFileError as exc:
         raise AgentUnreachable(f"agent {target.name!r} has no usable key: {exc}") from None
     return SendResult(target, deliver(target.uds_path, token, msg, timeout=timeout))

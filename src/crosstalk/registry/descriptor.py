@@ -7,21 +7,21 @@ from __future__ import annotations
 
 import json
 import os
-from pathlib import Path
 
 from crosstalk.core import untrusted
 from crosstalk.core.ids import is_agent_id, is_message_id
 from crosstalk.core.record import Record
-from crosstalk.fs.atomic import atomic_write
 from crosstalk.fs.reading import read_capped
 from crosstalk.registry.errors import RegistryError
 from crosstalk.registry.names import is_valid_name
-from crosstalk.registry.paths import StatePaths
 
-# `typing` is only needed by type checkers; importing it costs ~2 ms on `crosstalk send`'s start-up path.
+# `typing` and `pathlib` are only needed by type checkers; importing them costs ms on `crosstalk send`'s start-up path.
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from pathlib import Path
     from typing import Any
+
+    from crosstalk.registry.paths import StatePaths
 
 PROTOCOL = 1
 MAX_DESCRIPTOR_BYTES = 64 * 1024
@@ -219,6 +219,8 @@ def _str_tuple(data: dict[str, Any], key: str) -> tuple[str, ...] | None:
 
 def write_descriptor(paths: StatePaths, desc: Descriptor) -> Path:
     """Publish desc atomically: a reader sees the previous descriptor or this one, never a partial file."""
+    from crosstalk.fs.atomic import atomic_write  # here: `crosstalk send` only reads descriptors
+
     path = paths.descriptor(desc.agent_id)
     data = json.dumps(desc.to_dict(), indent=2, ensure_ascii=False).encode("utf-8") + b"\n"
     atomic_write(path, data, mode=0o600)
