@@ -40,8 +40,11 @@ PARSERS = ("tomlkit", "tomllib", "yaml", "ruamel")
 NOT_FOR_A_LIVE_AGENT = (*SDKS, *PARSERS, "crosstalk.harness.codex", "crosstalk.harness.pi", "crosstalk.harness.claude",
                         "crosstalk.harness.fake", "crosstalk.harness.base", "crosstalk.bus", "crosstalk.journal",
                         "crosstalk.receiver", "crosstalk.agent", "crosstalk.tasks")  # fmt: skip
-# The stdlib modules the lean path avoids, each for a cheap alternative (core/record.py, _socket, _thread, ...).
-COSTLY_STDLIB = ("dataclasses", "inspect", "typing", "socket", "threading", "shutil", "subprocess", "logging")
+# The stdlib modules the lean path avoids, each for a cheap alternative (core/record.py, _socket, _thread, ...):
+# argparse (with gettext and locale) for cli/fastparse.py on an ordinary send line, pathlib (with urllib.parse,
+# ipaddress and fnmatch) for the strings registry/paths.py decides.
+COSTLY_STDLIB = ("dataclasses", "inspect", "typing", "socket", "threading", "shutil", "subprocess", "logging",
+                 "argparse", "gettext", "locale", "pathlib", "urllib", "ipaddress", "fnmatch")  # fmt: skip
 # A name no crosstalk agent holds: the native kinds look for a session of that name (claude and codex, and only
 # their discovery); the kinds that cannot write natively (pi, fake) are not even imported.
 NOT_FOR_A_MISSING_NAME = (*SDKS, *PARSERS, "crosstalk.harness.pi", "crosstalk.harness.fake", "crosstalk.bus")
