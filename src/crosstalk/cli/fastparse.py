@@ -14,15 +14,13 @@ declined).
 
 from __future__ import annotations
 
+from crosstalk.cli.common import Unsupported
+
 # `typing` is only needed by type checkers; importing it costs ~2 ms on `crosstalk send`'s start-up path.
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
     from typing import Any
-
-
-class Unsupported(Exception):
-    """An add_argument this recorder cannot parse exactly as argparse does."""
 
 
 class Namespace:
