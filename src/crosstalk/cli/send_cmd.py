@@ -106,7 +106,7 @@ def _default_from() -> str:
 
 
 def run(args: Any) -> int:
-    """`crosstalk send`: see the parser in cli/main.py for the options."""
+    """`crosstalk send`: see add_arguments above for the options."""
     from crosstalk.core.errors import MessageError
     from crosstalk.core.ids import is_external_tag
     from crosstalk.core.kinds import PI_MODE_ALIASES, parse_kind
