@@ -17,8 +17,7 @@ branch, from a second clone), each a subprocess timed the same way; (c) the CLI'
 `python -m crosstalk version`. The breakdown per round trip comes from the send's own wall time and the
 dispatcher's log (`dispatch ... duration=` is the model run, `tick ... duration=` the whole tick).
 
-Every crosstalk process runs with a bytecode cache in the temp dir (as an installed wheel would), like send_cli's
-"pyc" figures.
+Every crosstalk process runs with a bytecode cache in the temp dir (as an installed wheel would).
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@
 Alternates `.venv/bin/python -c pass` (spawn to exit), `.venv/bin/crosstalk mcp` and `python -m crosstalk mcp`
 (spawn, write `initialize` at once, time until the answer line arrives), each a fresh process, in a temp
 CROSSTALK_HOME, and reports medians and the ratio to the bare start. Target: median <= 15x the bare start.
-Two environments, as in bench/send_cli.py: the inherited one ("as-is") and one with a bytecode cache ("pyc").
+Two environments: the inherited one ("as-is") and one with a bytecode cache ("pyc").
 
 Then: resident memory (VmRSS) of an idle shim after initialize + tools/list (target <= 60 MB), beside a bare
 interpreter's; and the same two figures for a minimal server built on the official `mcp` SDK (MCPServer, one tool),

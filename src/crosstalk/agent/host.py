@@ -305,7 +305,7 @@ class AgentHost:
         if desc is None or self.registration.closed:
             return desc is None  # not yet published: the first publish reads view()
         try:
-            self.registration.publish(replace(desc, role=role, owner=owner))
+            self.registration.publish(desc.with_(role=role, owner=owner))
         except (CrosstalkError, OSError):
             log.exception("could not rewrite the descriptor of %s after a claim change", self.name)
             return False

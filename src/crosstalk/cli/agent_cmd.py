@@ -11,8 +11,8 @@ import sys
 from typing import Any
 
 from crosstalk import harness as harness_kinds
+from crosstalk.cli.argtypes import positive_float
 from crosstalk.cli.common import fail, state_paths
-from crosstalk.cli.main import positive_float
 from crosstalk.core.errors import ErrorKind
 
 FAKE_KEEP_WRITES = 1000  # the writes a fake agent process keeps in memory (its --inbox file has every one)

@@ -16,7 +16,7 @@ POLL_S = 0.2
 
 
 def add_parser(sub: Any) -> None:
-    from crosstalk.cli.main import positive_float
+    from crosstalk.cli.argtypes import positive_float
 
     p = sub.add_parser(
         "capture",

@@ -17,9 +17,9 @@ import sys
 from types import FrameType
 from typing import Any
 
+from crosstalk.cli.argtypes import positive_float
 from crosstalk.cli.bus_common import add_transport_option, bus_errors, open_transport
 from crosstalk.cli.common import Fail
-from crosstalk.cli.main import positive_float
 from crosstalk.core.errors import ErrorKind
 
 DEFAULT_TIMEOUT_S = 600.0

@@ -22,6 +22,11 @@ class Fail(CrosstalkError):
         self.code = code
 
 
+class Unsupported(CrosstalkError):
+    """A parser definition that cli/fastparse.py cannot follow exactly as argparse does (it declines: argparse
+    parses the line)."""
+
+
 def fail(message: str, code: ErrorKind = ErrorKind.FAILED) -> NoReturn:
     raise Fail(message, code)
 

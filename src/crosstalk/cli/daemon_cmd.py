@@ -7,8 +7,8 @@ import signal
 import sys
 from typing import Any
 
+from crosstalk.cli.argtypes import non_negative_int, positive_float
 from crosstalk.cli.bus_common import add_transport_option, bus_errors, open_transport
-from crosstalk.cli.main import non_negative_int, positive_float
 from crosstalk.cli.settings_cmd import DEFAULT_INTERVAL_S, DEFAULT_JOBS  # what `settings show` reports
 
 ACTIVE_INTERVAL_S, ACTIVE_FOR_S = 0.5, 120.0  # crosstalk.bus.dispatch.dispatcher's (not imported: --help stays light)

@@ -5,9 +5,9 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from crosstalk.cli.argtypes import non_negative_int, positive_float
 from crosstalk.cli.bus_common import add_transport_option, open_transport
 from crosstalk.cli.common import echo
-from crosstalk.cli.main import non_negative_int, positive_float
 
 
 def add_log_options(p: argparse.ArgumentParser) -> None:

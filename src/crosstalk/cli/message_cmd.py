@@ -11,9 +11,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from crosstalk.cli.argtypes import non_negative_int
 from crosstalk.cli.bus_common import add_transport_option, bus_errors, open_transport
 from crosstalk.cli.common import Fail, echo, print_json
-from crosstalk.cli.main import non_negative_int
 from crosstalk.core.errors import ErrorKind
 
 MAX_FANOUT = 64

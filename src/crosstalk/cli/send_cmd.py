@@ -15,6 +15,88 @@ if TYPE_CHECKING:
     from typing import Any
 
 HELD_POLL_S = 0.5  # how often `--wait-held` asks a crosstalk agent for a held message's state
+HELP = "Send a message to a live agent by name or agent_id."
+DESCRIPTION = (
+    "Send TEXT to the live agent TARGET (a name or an agent_id), or over the git bus to a NAME@MACHINE address no "
+    "live agent here has. The body is read from stdin when TEXT is omitted or is '-' (a ping needs none); trailing "
+    "whitespace is stripped. Options may come before or after TARGET and TEXT."
+)
+
+
+def add_parser(sub: Any) -> None:
+    add_arguments(sub.add_parser("send", help=HELP, description=DESCRIPTION))
+
+
+def add_arguments(p: Any) -> None:
+    """`send`'s arguments: on its subparser in the whole parser, or on the parser `crosstalk send` builds alone."""
+    from crosstalk.cli.argtypes import non_negative_int, positive_float
+    from crosstalk.core.kinds import PI_MODES
+
+    p.add_argument("target", metavar="TARGET")
+    p.add_argument("text", metavar="TEXT", nargs="?")
+    p.add_argument(
+        "--kind",
+        choices=["inform", "user", "meta", "ping", "ask", "command"],
+        default="inform",
+        help="inform (default; `user` is the same, as pi-crosstalk calls it): a message for the model; meta: "
+        "context that never starts a turn; "
+        "ping: liveness only, never injected; ask (--a2a): a question whose task completes with the "
+        "reply; command (--a2a): work for a worker, from its parent only.",
+    )
+    p.add_argument(
+        "--a2a",
+        action="store_true",
+        help="Send over A2A as the agent named by --as (its bearer token proves the sender) and print "
+        "the task the receiver answers with.",
+    )
+    p.add_argument("--as", dest="as_agent", metavar="AGENT", help="With --a2a: the live agent to send as.")
+    p.add_argument(
+        "--deadline",
+        type=non_negative_int(0),
+        default=0,
+        help="With --kind ask: seconds until the ask closes unanswered (0 = none).",
+    )
+    p.add_argument("--task", dest="task_id", metavar="TASK_ID", help="With --a2a: continue this task of yours.")
+    p.add_argument(
+        "--return-immediately",
+        action="store_true",
+        help="With --a2a: answer as soon as the task is journaled (submitted) instead of waiting.",
+    )
+    p.add_argument(
+        "--delivery",
+        choices=["auto", "steer", "next_turn"],
+        help="auto (default): soonest without breaking a tool call; steer: into the running turn; "
+        "next_turn: after the current turn.",
+    )
+    p.add_argument("--mode", choices=list(PI_MODES.values()), help="pi-style spelling of --delivery.")
+    p.add_argument(
+        "--from",
+        dest="from_",
+        metavar="@SCHEME:TOPIC",
+        help="Who this is from, as the receiver will label it (default @cli:$USER).",
+    )
+    p.add_argument(
+        "--timeout",
+        type=positive_float(0.1, 600),
+        default=60.0,
+        help="Seconds to wait for the agent's answer (default 60).",
+    )
+    p.add_argument(
+        "--wait-held",
+        type=positive_float(0, 86400),
+        default=0.0,
+        metavar="SECONDS",
+        help="When the receiving session holds the message for its user (exit 5), wait up to SECONDS for the "
+        "user's decision and exit with its code.",
+    )
+    p.add_argument("--json", dest="as_json", action="store_true", help="Print the answer as JSON.")
+    p.add_argument(
+        "--transport",
+        metavar="NAME|DIR",
+        help="For a NAME@MACHINE bus address: the transport to send on (default: $CROSSTALK_TRANSPORT, else the "
+        "one containing the current directory, else the only one known).",
+    )
+    p.set_defaults(run="crosstalk.cli.send_cmd:run")
 
 
 def _default_from() -> str:
@@ -24,11 +106,11 @@ def _default_from() -> str:
 
 
 def run(args: Any) -> int:
-    """`crosstalk send`: see the parser in cli/main.py for the options."""
+    """`crosstalk send`: see add_arguments above for the options."""
     from crosstalk.core.errors import MessageError
+    from crosstalk.core.ids import is_external_tag
     from crosstalk.core.kinds import PI_MODE_ALIASES, parse_kind
     from crosstalk.core.message import new_message
-    from crosstalk.core.sender import is_external_tag
     from crosstalk.policy.transport import UDS_TRANSPORT, check_transport, socket_kinds_text
 
     target, text, delivery, mode = args.target, args.text, args.delivery, args.mode
@@ -183,7 +265,6 @@ def _send_native(
     this process only)."""
     import os
     import threading
-    from dataclasses import replace
 
     from crosstalk.core.states import State
     from crosstalk.ingress.client import deliver_native
@@ -202,7 +283,7 @@ def _send_native(
     )  # fmt: skip
     _print_native(out, target, as_json)
     if out.state is State.HELD and wait_held > 0 and settled.wait(wait_held):
-        out = replace(out, state=final[0].state, reason=final[0].reason)
+        out = out.with_(state=final[0].state, reason=final[0].reason)
         _print_native(out, target, as_json)
     if out.state is State.REJECTED:
         fail(f"rejected: {out.reason}; {out.evidence.get('hint', '')}".rstrip("; "), ErrorKind.REJECTED)

@@ -6,9 +6,9 @@ import argparse
 import os
 from typing import Any
 
+from crosstalk.cli.argtypes import non_negative_int, positive_float
 from crosstalk.cli.bus_common import add_transport_option, bus_errors, open_transport
 from crosstalk.cli.common import echo, print_json
-from crosstalk.cli.main import non_negative_int, positive_float
 
 
 def add_parser(sub: Any) -> None:

@@ -6,11 +6,11 @@ This is the internal record every ingress decodes into and the journal stores; i
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field, replace
 
 from crosstalk.core.errors import MessageError
 from crosstalk.core.ids import is_hop_entry, new_message_id
 from crosstalk.core.kinds import Delivery, Kind, parse_delivery, parse_kind
+from crosstalk.core.record import Record
 
 # `typing` is only needed by type checkers; importing it costs ~2 ms on `crosstalk send`'s start-up path.
 TYPE_CHECKING = False
@@ -38,30 +38,59 @@ def parse_timestamp(value: str) -> datetime:
     return dt if dt.tzinfo else dt.replace(tzinfo=UTC)
 
 
-@dataclass(frozen=True, slots=True)
-class TextPart:
+class TextPart(Record):
+    _fields = ("text",)
+    __slots__ = _fields
     text: str
+
+    def __init__(self, text: str) -> None:
+        self._set(text)
 
     def to_dict(self) -> dict[str, str]:
         return {"type": "text", "text": self.text}
 
 
-@dataclass(frozen=True, slots=True)
-class Message:
-    """A message as the receiver chain and the journal hold it."""
+class Message(Record):
+    """A message as the receiver chain and the journal hold it. A Record (core/record.py), not a dataclass:
+    `crosstalk send` builds one on its start-up path."""
 
+    _fields = (
+        "message_id", "to", "parts", "from_", "kind", "delivery", "in_reply_to", "context_id", "task_id",
+        "deadline_seconds", "hop_chain", "sent_at",
+    )  # fmt: skip
+    __slots__ = _fields
     message_id: str
     to: str
     parts: tuple[TextPart, ...]
-    from_: str | None = None  # display only: the receiver derives the sender from the transport
-    kind: Kind = Kind.INFORM
-    delivery: Delivery = Delivery.AUTO
-    in_reply_to: str | None = None
-    context_id: str | None = None
-    task_id: str | None = None
-    deadline_seconds: int = 0  # ask only; 0 = none
-    hop_chain: tuple[str, ...] = ()
-    sent_at: str = field(default_factory=utc_now_iso)
+    from_: str | None  # display only: the receiver derives the sender from the transport
+    kind: Kind
+    delivery: Delivery
+    in_reply_to: str | None
+    context_id: str | None
+    task_id: str | None
+    deadline_seconds: int  # ask only; 0 = none
+    hop_chain: tuple[str, ...]
+    sent_at: str
+
+    def __init__(
+        self,
+        message_id: str,
+        to: str,
+        parts: tuple[TextPart, ...],
+        from_: str | None = None,
+        kind: Kind = Kind.INFORM,
+        delivery: Delivery = Delivery.AUTO,
+        in_reply_to: str | None = None,
+        context_id: str | None = None,
+        task_id: str | None = None,
+        deadline_seconds: int = 0,
+        hop_chain: tuple[str, ...] = (),
+        sent_at: str | None = None,
+    ) -> None:
+        self._set(
+            message_id, to, parts, from_, kind, delivery, in_reply_to, context_id, task_id, deadline_seconds,
+            hop_chain, utc_now_iso() if sent_at is None else sent_at,
+        )  # fmt: skip
 
     @property
     def text(self) -> str:
@@ -69,9 +98,6 @@ class Message:
 
     def text_bytes(self) -> int:
         return sum(len(p.text.encode("utf-8")) for p in self.parts)
-
-    def with_(self, **changes: Any) -> Message:
-        return replace(self, **changes)
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {

@@ -2,26 +2,22 @@
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from enum import StrEnum
+
+from crosstalk.core.ids import EXTERNAL_TAG_RE as EXTERNAL_TAG_RE  # re-exported: the tag's rule lives in core/ids.py
+from crosstalk.core.ids import is_external_tag as is_external_tag
 
 # `typing` is only needed by type checkers; importing it costs ~2 ms on `crosstalk send`'s start-up path.
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-EXTERNAL_TAG_RE = re.compile(r"^@[A-Za-z0-9][A-Za-z0-9._-]*:[^\s]+\Z")
-
 
 class SenderClass(StrEnum):
     VERIFIED = "verified"  # SO_PEERCRED pid + start time matched one descriptor, or an A2A bearer token
     UNVERIFIED = "unverified"  # a same-user process not matched to a registered agent
     EXTERNAL = "external"  # unverified and named @scheme:topic (e.g. crosstalk send --from @ci:build)
-
-
-def is_external_tag(value: str | None) -> bool:
-    return bool(value) and bool(EXTERNAL_TAG_RE.match(value or ""))
 
 
 @dataclass(frozen=True, slots=True)

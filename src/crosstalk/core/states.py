@@ -7,8 +7,9 @@ into their own wire form and read it back with `Outcome.from_dict`.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from enum import StrEnum
+
+from crosstalk.core.record import Record
 
 # `typing` is only needed by type checkers; importing it costs ~2 ms on `crosstalk send`'s start-up path.
 TYPE_CHECKING = False
@@ -105,16 +106,28 @@ def parse_reason(value: str | None) -> str | None:
     return None if value is None else _REASONS.get(value, value)
 
 
-@dataclass(frozen=True, slots=True)
-class Outcome:
+class Outcome(Record):
     """The delivery answer: what the receiver chain decided for one message, as every edge shows it. `task_id` is
-    set once the message belongs to an A2A task; `evidence` holds the harness's proof (and duplicate, late, ping)."""
+    set once the message belongs to an A2A task; `evidence` holds the harness's proof (and duplicate, late, ping).
+    A Record (core/record.py), not a dataclass: `crosstalk send` builds one on its start-up path."""
 
+    _fields = ("message_id", "state", "reason", "evidence", "task_id")
+    __slots__ = _fields
     message_id: str
     state: State
-    reason: str | None = None
-    evidence: dict[str, Any] = field(default_factory=dict)
-    task_id: str | None = None
+    reason: str | None
+    evidence: dict[str, Any]
+    task_id: str | None
+
+    def __init__(
+        self,
+        message_id: str,
+        state: State,
+        reason: str | None = None,
+        evidence: dict[str, Any] | None = None,
+        task_id: str | None = None,
+    ) -> None:
+        self._set(message_id, state, reason, {} if evidence is None else evidence, task_id)
 
     @property
     def delivered(self) -> bool:

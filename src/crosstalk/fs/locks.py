@@ -12,17 +12,22 @@ import fcntl
 import os
 import threading
 import time
-from pathlib import Path
-from types import TracebackType
 
 from crosstalk.fs.errors import LockHeld
 from crosstalk.fs.reading import open_regular
+
+TYPE_CHECKING = False  # not `typing`: importing it costs ~2 ms on `crosstalk send`'s start-up path
+if TYPE_CHECKING:
+    from pathlib import Path
+    from types import TracebackType
 
 _POLL_SECONDS = 0.002
 
 
 class FileLock:
     def __init__(self, path: Path | str) -> None:
+        from pathlib import Path  # here: is_locked (on `crosstalk send`'s path) needs no pathlib
+
         self.path = Path(path)
         self._fd: int | None = None
 

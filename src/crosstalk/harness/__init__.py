@@ -20,19 +20,21 @@ AUTO = "auto"
 
 class Entry:
     """One registered kind: its package, and what the CLI offers it for. `auto`: tried by `--harness auto`.
-    `standalone`: `crosstalk agent run --harness NAME` can host a session of it with no harness process."""
+    `standalone`: `crosstalk agent run --harness NAME` can host a session of it with no harness process. `native`: it
+    writes into sessions that run without crosstalk (harness.base.NativeDelivery), so `native_sessions` asks it, and
+    only it: `crosstalk send` to a name no crosstalk agent holds imports no other kind."""
 
-    __slots__ = ("auto", "module", "standalone")
+    __slots__ = ("auto", "module", "native", "standalone")
 
-    def __init__(self, module: str, *, auto: bool = False, standalone: bool = False) -> None:
-        self.module, self.auto, self.standalone = module, auto, standalone
+    def __init__(self, module: str, *, auto: bool = False, standalone: bool = False, native: bool = False) -> None:
+        self.module, self.auto, self.standalone, self.native = module, auto, standalone, native
 
 
 # Order matters for `auto`: the first kind that identifies a call wins (a Codex call carries its thread id; a Claude
 # call only its parent process).
 KINDS: dict[str, Entry] = {
-    "codex": Entry("crosstalk.harness.codex", auto=True),
-    "claude": Entry("crosstalk.harness.claude", auto=True),
+    "codex": Entry("crosstalk.harness.codex", auto=True, native=True),
+    "claude": Entry("crosstalk.harness.claude", auto=True, native=True),
     "fake": Entry("crosstalk.harness.fake", standalone=True),
     "pi": Entry("crosstalk.harness.pi"),
 }
@@ -99,7 +101,9 @@ def native_sessions(
     from crosstalk.harness.base import NativeDelivery
 
     found: list[tuple[HarnessKind, SessionRow]] = []
-    for kind_name in KINDS:
+    for kind_name, entry in KINDS.items():
+        if not entry.native:
+            continue
         k = kind(kind_name)
         if isinstance(k, NativeDelivery):
             rows = k.discover(environ, tuple((known or {}).get(kind_name, ())))

@@ -143,7 +143,8 @@ class Installable(Protocol):
     `crosstalk mcp`) with the harness in `scope`, idempotently, and undo it. `extra_env`: what the shim must be
     started with to find the user's crosstalk state (for a harness that filters its MCP children's environment)."""
 
-    scopes: tuple[str, ...]
+    @property
+    def scopes(self) -> tuple[str, ...]: ...  # a property: a kind may load its install module only when asked
 
     def install(
         self,

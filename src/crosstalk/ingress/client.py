@@ -5,9 +5,8 @@ Used by `crosstalk send`, the demo and agents themselves. No asyncio here: the C
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from crosstalk.core.message import Message
+from crosstalk.core.record import Record
 from crosstalk.core.states import Outcome
 from crosstalk.ingress.errors import A2ARefused, AgentUnreachable, WireError
 from crosstalk.ingress.uds_client import DEFAULT_TIMEOUT_S, deliver
@@ -26,10 +25,14 @@ if TYPE_CHECKING:
     from crosstalk.harness.base import InjectResult
 
 
-@dataclass(frozen=True, slots=True)
-class SendResult:
+class SendResult(Record):
+    _fields = ("target", "outcome")
+    __slots__ = _fields
     target: Descriptor
     outcome: Outcome
+
+    def __init__(self, target: Descriptor, outcome: Outcome) -> None:
+        self._set(target, outcome)
 
 
 def send(paths: StatePaths, msg: Message, *, timeout: float = DEFAULT_TIMEOUT_S) -> SendResult:
@@ -41,17 +44,21 @@ def send(paths: StatePaths, msg: Message, *, timeout: float = DEFAULT_TIMEOUT_S)
 def send_to(paths: StatePaths, target: Descriptor, msg: Message, *, timeout: float = DEFAULT_TIMEOUT_S) -> SendResult:
     """Deliver `msg` to the live agent `target` (already resolved). Raises AgentUnreachable or WireError."""
     try:
-        token = read_key(paths.key_path(target.agent_id))
+        token = read_key(paths.key_file(target.agent_id))
     except KeyFileError as exc:
         raise AgentUnreachable(f"agent {target.name!r} has no usable key: {exc}") from None
     return SendResult(target, deliver(target.uds_path, token, msg, timeout=timeout))
 
 
-@dataclass(frozen=True, slots=True)
-class A2ASendResult:
+class A2ASendResult(Record):
+    _fields = ("target", "sender", "task")
+    __slots__ = _fields
     target: Descriptor
     sender: Descriptor
     task: TaskView
+
+    def __init__(self, target: Descriptor, sender: Descriptor, task: TaskView) -> None:
+        self._set(target, sender, task)
 
 
 def send_a2a(

@@ -14,10 +14,10 @@ without them is shape (a) as a plain script writes it, a crosstalk client answer
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 
 from crosstalk.core import untrusted
 from crosstalk.core.message import Message
+from crosstalk.core.record import Record
 from crosstalk.core.states import Outcome, State
 from crosstalk.ingress.errors import FrameError
 
@@ -30,18 +30,34 @@ MAX_LINE_BYTES = 512 * 1024  # one frame line: 64 KiB of text JSON-escapes to at
 CROSSTALK_FRAME_VERSION = 1
 
 
-@dataclass(frozen=True, slots=True)
-class AuthLine:
+# Records (core/record.py), not dataclasses: this module is on `crosstalk send`'s start-up path.
+class AuthLine(Record):
+    _fields = ("token",)
+    __slots__ = _fields
     token: str
 
+    def __init__(self, token: str) -> None:
+        self._set(token)
 
-@dataclass(frozen=True, slots=True)
-class UserLine:
+
+class UserLine(Record):
+    _fields = ("content", "crosstalk", "native_from", "native_msg_id", "claude_frame")
+    __slots__ = _fields
     content: str
     crosstalk: dict[str, Any] | None  # present → a crosstalk frame; absent → a native frame
-    native_from: str | None = None  # Claude's top-level "from" (display only)
-    native_msg_id: str | None = None  # Claude's "msg_id" (display only)
-    claude_frame: bool = False  # Claude's own SendMessage wrote it (msgV/msg_id present): it must get bare EOF
+    native_from: str | None  # Claude's top-level "from" (display only)
+    native_msg_id: str | None  # Claude's "msg_id" (display only)
+    claude_frame: bool  # Claude's own SendMessage wrote it (msgV/msg_id present): it must get bare EOF
+
+    def __init__(
+        self,
+        content: str,
+        crosstalk: dict[str, Any] | None,
+        native_from: str | None = None,
+        native_msg_id: str | None = None,
+        claude_frame: bool = False,
+    ) -> None:
+        self._set(content, crosstalk, native_from, native_msg_id, claude_frame)
 
     @property
     def is_native(self) -> bool:

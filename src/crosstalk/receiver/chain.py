@@ -114,7 +114,7 @@ class Receiver:
                 # A concurrent duplicate waits for the first one's answer: exactly one injection.
                 self.stats.duplicates += 1
                 first = await asyncio.shield(running)
-                return replace(first, evidence={**first.evidence, "duplicate": True})
+                return first.with_(evidence={**first.evidence, "duplicate": True})
             prior = self.state.lookup_dedupe(*key)
             if prior is not None:
                 self.stats.duplicates += 1

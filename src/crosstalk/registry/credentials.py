@@ -7,12 +7,14 @@ from __future__ import annotations
 
 import os
 import stat
-from pathlib import Path
 
-from crosstalk.fs.atomic import atomic_write
 from crosstalk.fs.errors import NotRegularFile
 from crosstalk.fs.reading import open_regular
 from crosstalk.registry.errors import KeyFileError
+
+TYPE_CHECKING = False  # not `typing`: importing it costs ~2 ms on `crosstalk send`'s start-up path
+if TYPE_CHECKING:
+    from pathlib import Path
 
 KEY_BYTES = 32
 MAX_KEY_FILE_BYTES = 4096
@@ -22,6 +24,9 @@ KEY_MODE = 0o600
 def create_key(path: Path | str) -> str:
     """Write a fresh token to path (0600) and return it; an existing key file of ours is replaced."""
     import secrets  # lazily: only a registering agent needs it, and it pulls in random/hashlib
+    from pathlib import Path  # lazily too: `crosstalk send` only reads keys, by their path's string
+
+    from crosstalk.fs.atomic import atomic_write
 
     path = Path(path)
     try:
@@ -39,7 +44,6 @@ def create_key(path: Path | str) -> str:
 
 def read_key(path: Path | str) -> str:
     """The token in path; KeyFileError unless path is a non-empty regular file of ours, mode exactly 0600."""
-    path = Path(path)
     try:
         st = os.lstat(path)  # lstat: a symlink is refused, not followed
     except FileNotFoundError:
@@ -76,7 +80,7 @@ def remove_key(path: Path | str) -> None:
         pass
 
 
-def _check_owned_regular(path: Path, st: os.stat_result) -> None:
+def _check_owned_regular(path: Path | str, st: os.stat_result) -> None:
     if stat.S_ISLNK(st.st_mode):
         raise KeyFileError(path, "is a symlink; refusing to follow it")
     if not stat.S_ISREG(st.st_mode):
@@ -86,7 +90,7 @@ def _check_owned_regular(path: Path, st: os.stat_result) -> None:
         raise KeyFileError(path, f"is owned by uid {st.st_uid}, not by you (uid {uid})")
 
 
-def _check_key_stat(path: Path, st: os.stat_result) -> None:
+def _check_key_stat(path: Path | str, st: os.stat_result) -> None:
     _check_owned_regular(path, st)
     mode = stat.S_IMODE(st.st_mode)
     if mode != KEY_MODE:

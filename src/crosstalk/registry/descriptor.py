@@ -7,53 +7,94 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import dataclass, fields
-from pathlib import Path
 
 from crosstalk.core import untrusted
 from crosstalk.core.ids import is_agent_id, is_message_id
-from crosstalk.fs.atomic import atomic_write
+from crosstalk.core.record import Record
 from crosstalk.fs.reading import read_capped
 from crosstalk.registry.errors import RegistryError
 from crosstalk.registry.names import is_valid_name
-from crosstalk.registry.paths import StatePaths
 
-# `typing` is only needed by type checkers; importing it costs ~2 ms on `crosstalk send`'s start-up path.
+# `typing` and `pathlib` are only needed by type checkers; importing them costs ms on `crosstalk send`'s start-up path.
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from pathlib import Path
     from typing import Any
+
+    from crosstalk.registry.paths import StatePaths
 
 PROTOCOL = 1
 MAX_DESCRIPTOR_BYTES = 64 * 1024
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Descriptor:
+class Descriptor(Record):
+    """A Record (core/record.py), not a dataclass: `crosstalk send` reads descriptors on its start-up path. Every field
+    is given by keyword."""
+
+    _fields = (
+        "agent_id", "name", "harness", "role", "owner", "peers", "accept_from", "pid", "started_at", "harness_pid",
+        "harness_started_at", "cwd", "session_ref", "a2a_url", "uds_path", "instance_id", "harness_endpoint",
+        "harness_version", "inbound_reachable", "inbound_reason", "credential_ref", "registered_at", "protocol",
+    )  # fmt: skip
+    __slots__ = _fields
     agent_id: str
     name: str
     harness: str
-    role: str = "primary"
-    owner: str | None = None  # agent_id of the claiming parent
-    peers: tuple[str, ...] = ()
-    accept_from: tuple[str, ...] | None = None
+    role: str
+    owner: str | None  # agent_id of the claiming parent
+    peers: tuple[str, ...]
+    accept_from: tuple[str, ...] | None
     pid: int  # the process that serves this agent (the shim)
     started_at: str  # kernel start time of pid: pid + started_at survive pid reuse
-    harness_pid: int | None = None
-    harness_started_at: str | None = None
+    harness_pid: int | None
+    harness_started_at: str | None
     cwd: str
     session_ref: str
-    a2a_url: str | None = None
+    a2a_url: str | None
     uds_path: str
     instance_id: str  # uuidv7, new per registration: cleanup removes only its own instance's file
-    harness_endpoint: str | None = None
-    harness_version: str | None = None
+    harness_endpoint: str | None
+    harness_version: str | None
     # What binding to the harness session learned (harness.base.BindResult): whether a message put into this agent
     # can reach its session, and why not. list_agents and `crosstalk list` derive `reachable` from these.
-    inbound_reachable: bool = True
-    inbound_reason: str | None = None
-    credential_ref: str | None = None
+    inbound_reachable: bool
+    inbound_reason: str | None
+    credential_ref: str | None
     registered_at: str
-    protocol: int = PROTOCOL
+    protocol: int
+
+    def __init__(
+        self,
+        *,
+        agent_id: str,
+        name: str,
+        harness: str,
+        role: str = "primary",
+        owner: str | None = None,
+        peers: tuple[str, ...] = (),
+        accept_from: tuple[str, ...] | None = None,
+        pid: int,
+        started_at: str,
+        harness_pid: int | None = None,
+        harness_started_at: str | None = None,
+        cwd: str,
+        session_ref: str,
+        a2a_url: str | None = None,
+        uds_path: str,
+        instance_id: str,
+        harness_endpoint: str | None = None,
+        harness_version: str | None = None,
+        inbound_reachable: bool = True,
+        inbound_reason: str | None = None,
+        credential_ref: str | None = None,
+        registered_at: str,
+        protocol: int = PROTOCOL,
+    ) -> None:
+        self._set(
+            agent_id, name, harness, role, owner, peers, accept_from, pid, started_at, harness_pid,
+            harness_started_at, cwd, session_ref, a2a_url, uds_path, instance_id, harness_endpoint, harness_version,
+            inbound_reachable, inbound_reason, credential_ref, registered_at, protocol,
+        )  # fmt: skip
 
     def served_by(self, pid: int, started_at: str) -> bool:
         """Whether process (pid, kernel start time) is this agent's shim or its harness session: how a socket peer
@@ -74,7 +115,7 @@ class Descriptor:
         return "its socket is gone"
 
     def to_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {f.name: getattr(self, f.name) for f in fields(self)}
+        out: dict[str, Any] = {name: getattr(self, name) for name in self._fields}
         out["peers"] = list(self.peers)
         out["accept_from"] = None if self.accept_from is None else list(self.accept_from)
         return out
@@ -178,6 +219,8 @@ def _str_tuple(data: dict[str, Any], key: str) -> tuple[str, ...] | None:
 
 def write_descriptor(paths: StatePaths, desc: Descriptor) -> Path:
     """Publish desc atomically: a reader sees the previous descriptor or this one, never a partial file."""
+    from crosstalk.fs.atomic import atomic_write  # here: `crosstalk send` only reads descriptors
+
     path = paths.descriptor(desc.agent_id)
     data = json.dumps(desc.to_dict(), indent=2, ensure_ascii=False).encode("utf-8") + b"\n"
     atomic_write(path, data, mode=0o600)

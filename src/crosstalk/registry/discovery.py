@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Iterable, Iterator
-from pathlib import Path
 
 from crosstalk.core.ids import is_agent_id
 from crosstalk.fs.errors import NotRegularFile
@@ -19,7 +17,12 @@ from crosstalk.fs.locks import is_locked
 from crosstalk.fs.procinfo import is_same_process, proc_start_time
 from crosstalk.registry.descriptor import Descriptor, read_descriptor
 from crosstalk.registry.errors import AgentLockUnusable, AmbiguousName, NoSuchAgent
-from crosstalk.registry.paths import StatePaths
+
+TYPE_CHECKING = False  # not `typing`: importing it costs ~2 ms on `crosstalk send`'s start-up path
+if TYPE_CHECKING:
+    from collections.abc import Iterable, Iterator
+
+    from crosstalk.registry.paths import StatePaths
 
 _SUFFIX = ".json"
 SETTLED_NS = 1_000_000_000  # a stamp is trusted once its mtimes are this old (file-system timestamp granularity)
@@ -36,17 +39,17 @@ def registry_stamp(paths: StatePaths) -> tuple[int, int] | None:
     return stamp if time.time_ns() - max(stamp) > SETTLED_NS else None
 
 
-def _descriptor_files(paths: StatePaths) -> Iterator[tuple[str, Path]]:
+def _descriptor_files(paths: StatePaths) -> Iterator[tuple[str, str]]:
     """(agent_id, path) of every agents/<agent_id>.json; other files there are not descriptors."""
     try:
-        entries = os.scandir(paths.agents)
+        entries = os.scandir(paths.agents_dir())
     except (FileNotFoundError, NotADirectoryError):
         return
     with entries:
         for entry in entries:
             stem = entry.name[: -len(_SUFFIX)]
             if entry.name.endswith(_SUFFIX) and is_agent_id(stem):
-                yield stem, Path(entry.path)
+                yield stem, entry.path
 
 
 def _read_all(paths: StatePaths) -> Iterator[Descriptor]:
@@ -62,7 +65,7 @@ def is_live(paths: StatePaths, desc: Descriptor) -> bool:
     if not is_same_process(desc.pid, desc.started_at):  # cheap /proc read first
         return False
     try:
-        return is_locked(paths.agent_lock(desc.agent_id))
+        return is_locked(paths.agent_lock_file(desc.agent_id))
     except OSError:
         return False
 
@@ -72,9 +75,11 @@ def lock_problem(paths: StatePaths, desc: Descriptor) -> str | None:
     if not is_same_process(desc.pid, desc.started_at):
         return None
     try:
-        is_locked(paths.agent_lock(desc.agent_id))
+        is_locked(paths.agent_lock_file(desc.agent_id))
     except OSError as exc:
-        return str(exc) if isinstance(exc, NotRegularFile) else f"{paths.agent_lock(desc.agent_id)}: {exc.strerror}"
+        return (
+            str(exc) if isinstance(exc, NotRegularFile) else f"{paths.agent_lock_file(desc.agent_id)}: {exc.strerror}"
+        )
     return None
 
 
@@ -98,7 +103,7 @@ def resolve(paths: StatePaths, name_or_agent_id: str) -> Descriptor:
     """The live agent with this agent_id, else the one live agent with this name. A 16-hex target is an agent_id
     only: no name has that shape, so a down agent's id never reaches another agent."""
     if is_agent_id(name_or_agent_id):
-        desc = read_descriptor(paths.descriptor(name_or_agent_id))
+        desc = read_descriptor(paths.descriptor_file(name_or_agent_id))
         if desc is not None and desc.agent_id == name_or_agent_id and is_live(paths, desc):
             return desc
         _raise_lock_problem(paths, name_or_agent_id, [desc] if desc is not None else [])

@@ -4,13 +4,19 @@ from __future__ import annotations
 
 import os
 import stat
-from collections.abc import Mapping
-from dataclasses import dataclass
-from pathlib import Path
 
 from crosstalk.core.ids import is_agent_id
+from crosstalk.core.record import Record
 from crosstalk.registry.errors import RegistryError
 from crosstalk.registry.names import validate_name
+
+# pathlib (with urllib.parse, ipaddress and fnmatch) costs ~0.25x a bare interpreter start on `crosstalk send`'s
+# start-up path, which needs only strings: every path here is decided once, as a string (the `*_file`/`*_dir`
+# methods), and the Path API other callers use is that string as a Path, made on first use.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+    from pathlib import Path
 
 # sockaddr_un.sun_path is 108 bytes on Linux, including the terminating NUL.
 MAX_SOCKET_PATH_BYTES = 107
@@ -25,7 +31,29 @@ def check_socket_path(path: Path | str) -> Path:
             f"socket path {path} is {size} bytes, over the {MAX_SOCKET_PATH_BYTES}-byte AF_UNIX limit; "
             "set CROSSTALK_HOME to a shorter directory"
         )
+    return _path(os.fspath(path))
+
+
+def _path(path: str) -> Path:
+    from pathlib import Path
+
     return Path(path)
+
+
+def plain(path: str) -> str:
+    """`path` as `str(pathlib.PurePosixPath(path))` writes it, without importing pathlib: repeated and trailing
+    slashes and `.` parts dropped, `..` kept, exactly two leading slashes kept (POSIX leaves their meaning to the
+    system), "." for nothing. tests/unit/registry/test_registry_paths_plain.py holds it to pathlib."""
+    root = "//" if path.startswith("//") and not path.startswith("///") else "/" if path.startswith("/") else ""
+    parts = "/".join(p for p in path.split("/") if p and p != ".")
+    return root + parts if root or parts else "."
+
+
+def _join(base: str, name: str) -> str:
+    """`str(Path(base) / name)` for a plain `base` and a one-part `name`."""
+    if base == ".":
+        return name
+    return base + name if base.endswith("/") else f"{base}/{name}"
 
 
 def _agent(agent_id: str) -> str:
@@ -35,26 +63,51 @@ def _agent(agent_id: str) -> str:
     return agent_id
 
 
-@dataclass(frozen=True, slots=True)
-class StatePaths:
-    root: Path
+class StatePaths(Record):
+    """The state root and the paths under it. A Record (core/record.py): `crosstalk send` builds one at start-up.
+    Its one field, `root`, is kept as the string pathlib would write (`plain`); `root` and the path properties are
+    Paths of those strings."""
+
+    _fields = ("root",)
+    __slots__ = ("_root",)
+    _root: str
+
+    def __init__(self, root: Path | str) -> None:
+        self._set(root)
+
+    def _set(self, *values: object) -> None:
+        (root,) = values
+        object.__setattr__(self, "_root", plain(os.fspath(root)))  # type: ignore[call-overload]
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] = os.environ) -> StatePaths:
         """$CROSSTALK_HOME, else $XDG_STATE_HOME/crosstalk, else ~/.local/state/crosstalk."""
         home = environ.get("CROSSTALK_HOME")
         if home:
-            return cls(Path(home).expanduser().absolute())
+            home = os.path.expanduser(home)
+            return cls(home if os.path.isabs(home) else _join(os.getcwd(), home))  # Path.expanduser().absolute()
         xdg = environ.get("XDG_STATE_HOME")
         if xdg and os.path.isabs(xdg):  # the XDG spec says to ignore a relative value
-            return cls(Path(xdg) / "crosstalk")
-        user_home = environ.get("HOME")
-        base = Path(user_home) if user_home else Path.home()
-        return cls(base / ".local" / "state" / "crosstalk")
+            return cls(_join(plain(xdg), "crosstalk"))
+        base = environ.get("HOME") or os.path.expanduser("~")  # Path.home() when HOME is unset or empty
+        return cls(_join(_join(_join(plain(base), ".local"), "state"), "crosstalk"))
+
+    @property
+    def root(self) -> Path:
+        return _path(self._root)
+
+    def root_dir(self) -> str:
+        return self._root
+
+    def agents_dir(self) -> str:
+        return _join(self._root, "agents")
+
+    def sock_dir(self) -> str:
+        return _join(self._root, "sock")
 
     @property
     def agents(self) -> Path:
-        return self.root / "agents"
+        return _path(self.agents_dir())
 
     @property
     def names(self) -> Path:
@@ -66,13 +119,19 @@ class StatePaths:
 
     @property
     def sock(self) -> Path:
-        return self.root / "sock"
+        return _path(self.sock_dir())
+
+    def descriptor_file(self, agent_id: str) -> str:
+        return _join(self.agents_dir(), f"{_agent(agent_id)}.json")
 
     def descriptor(self, agent_id: str) -> Path:
-        return self.agents / f"{_agent(agent_id)}.json"
+        return _path(self.descriptor_file(agent_id))
+
+    def agent_lock_file(self, agent_id: str) -> str:
+        return _join(self.agents_dir(), f"{_agent(agent_id)}.lock")
 
     def agent_lock(self, agent_id: str) -> Path:
-        return self.agents / f"{_agent(agent_id)}.lock"
+        return _path(self.agent_lock_file(agent_id))
 
     def name_lock(self, name: str) -> Path:
         return self.names / f"{validate_name(name)}.lock"
@@ -86,8 +145,11 @@ class StatePaths:
     def uds_path(self, agent_id: str) -> Path:
         return self.sock / f"{_agent(agent_id)}.sock"
 
+    def key_file(self, agent_id: str) -> str:
+        return _join(self.sock_dir(), f"{_agent(agent_id)}.key")
+
     def key_path(self, agent_id: str) -> Path:
-        return self.sock / f"{_agent(agent_id)}.key"
+        return _path(self.key_file(agent_id))
 
     @property
     def credentials(self) -> Path:

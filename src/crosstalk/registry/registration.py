@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable
-from dataclasses import replace
 from types import TracebackType
 
 from crosstalk.core.ids import agent_id_for, new_message_id
@@ -179,7 +178,7 @@ class Registration:
             raise NameHeld(new_name)
         try:
             if self.descriptor is not None:
-                renamed = replace(self.descriptor, name=new_name)
+                renamed = self.descriptor.with_(name=new_name)
                 write_descriptor(self.paths, renamed)
                 self.descriptor = renamed
         except BaseException:

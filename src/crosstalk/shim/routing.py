@@ -9,18 +9,19 @@ In this order:
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass, field
 from enum import StrEnum
 
-from crosstalk.registry.descriptor import Descriptor
+from crosstalk.core.record import Record
 from crosstalk.registry.errors import AmbiguousName, NoSuchAgent
-from crosstalk.registry.paths import StatePaths
 
 # `typing` is only needed by type checkers; importing it costs ~2 ms on `crosstalk send`'s start-up path.
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Mapping
     from typing import Any
+
+    from crosstalk.registry.descriptor import Descriptor
+    from crosstalk.registry.paths import StatePaths
 
 
 class RouteKind(StrEnum):
@@ -30,13 +31,26 @@ class RouteKind(StrEnum):
     UNKNOWN = "unknown"
 
 
-@dataclass(frozen=True, slots=True)
-class Route:
+class Route(Record):
+    """A Record (core/record.py), not a dataclass: `crosstalk send` routes on its start-up path."""
+
+    _fields = ("kind", "to", "agent", "sessions", "problem")
+    __slots__ = _fields
     kind: RouteKind
     to: str
-    agent: Descriptor | None = None  # LIVE_AGENT: the agent's descriptor
-    sessions: list[tuple[Any, Any]] = field(default_factory=list)  # NATIVE: (harness kind, session row) found
-    problem: NoSuchAgent | AmbiguousName | None = None  # UNKNOWN: what the registry said
+    agent: Descriptor | None  # LIVE_AGENT: the agent's descriptor
+    sessions: list[tuple[Any, Any]]  # NATIVE: (harness kind, session row) found
+    problem: NoSuchAgent | AmbiguousName | None  # UNKNOWN: what the registry said
+
+    def __init__(
+        self,
+        kind: RouteKind,
+        to: str,
+        agent: Descriptor | None = None,
+        sessions: list[tuple[Any, Any]] | None = None,
+        problem: NoSuchAgent | AmbiguousName | None = None,
+    ) -> None:
+        self._set(kind, to, agent, [] if sessions is None else sessions, problem)
 
 
 def live_route(paths: StatePaths, to: str) -> Route | None:
@@ -62,11 +76,12 @@ def route(paths: StatePaths, to: str, environ: Mapping[str, str]) -> Route:
         return Route(RouteKind.UNKNOWN, to, problem=exc)
     except NoSuchAgent as exc:
         missing = exc
-    # Imported here: the bus (PyYAML, git helpers) loads only for an address no live agent here has.
-    from crosstalk.bus.live.bridge import is_bus_address
+    if "@" in to:  # a bus address has one; live agent names never do
+        # Imported here: the bus (PyYAML, git helpers) loads only for an address no live agent here has.
+        from crosstalk.bus.live.bridge import is_bus_address
 
-    if is_bus_address(to):
-        return Route(RouteKind.BUS, to)
+        if is_bus_address(to):
+            return Route(RouteKind.BUS, to)
     from crosstalk.ingress.client import native_targets
 
     sessions = native_targets(paths, to, environ)

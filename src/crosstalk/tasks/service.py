@@ -258,7 +258,7 @@ class TaskService(TaskApi):
             return existing
         if outcome.state is State.ACCEPTED and outcome.evidence.get("ping"):
             # Liveness: the chain answered it without the session; the task records that answer.
-            answer = replace(outcome, task_id=view.task_id)
+            answer = outcome.with_(task_id=view.task_id)
             done = replace(view, state=TaskState.COMPLETED, reason=Reason.PONG, delivery=State.ACCEPTED.value,
                            answer=answer)  # fmt: skip
             return await self.ledger.keep(done, msg, sender)
@@ -270,7 +270,7 @@ class TaskService(TaskApi):
         if not reason.startswith(POLICY_PREFIXES):
             raise TaskError(TaskError.INVALID, f"rejected: {reason}")
         # A policy refusal is an answer the creator can look up: a failed task, the message never injected.
-        answer = replace(outcome, task_id=view.task_id)
+        answer = outcome.with_(task_id=view.task_id)
         failed = replace(view, state=TaskState.FAILED, reason=reason, delivery=State.REJECTED.value, answer=answer)
         return await self.ledger.keep(failed, msg, sender)
 

@@ -114,7 +114,7 @@ class DispatchWorker:
     async def move(self, task: TaskEntry, message_id: str, outcome: Outcome, first: bool) -> None:
         """The task's state from its message's delivery: an ask stays working until its reply, an inform completes,
         a failure fails it; held (the receiving user decides) and unknown keep it working, never resent."""
-        answer = replace(outcome, task_id=task.view.task_id)  # the chain's answer, carried on with its task
+        answer = outcome.with_(task_id=task.view.task_id)  # the chain's answer, carried on with its task
         if outcome.delivered and is_ask(task):
             opened = [obligation_record(message_id, task.view.task_id, "open", None)] if first else []
             await self.ledger.record(task, state=TaskState.WORKING, answer=answer, reason=None, extra=opened)

@@ -34,7 +34,7 @@ def test_choices_standalone_and_auto_follow_the_table():
 
 
 def test_the_cli_offers_what_the_table_holds(monkeypatch: pytest.MonkeyPatch):
-    from crosstalk.cli.main import build_parser
+    from crosstalk.cli.parser import build_parser
 
     monkeypatch.setitem(kinds.KINDS, "echo", kinds.Entry("crosstalk_echo", auto=True, standalone=True))
     parser = build_parser()
@@ -50,3 +50,12 @@ def test_a_kind_that_fails_to_discover_never_breaks_the_listing(monkeypatch: pyt
     real = kinds.kind
     monkeypatch.setattr(kinds, "kind", lambda n: Broken() if n == "codex" else real(n))
     assert kinds.discover({"CLAUDE_CONFIG_DIR": "/nonexistent"}) == []
+
+
+def test_native_flag_names_exactly_the_kinds_that_write_natively() -> None:
+    # harness.native_sessions asks only the kinds marked native (so `crosstalk send` to a name no crosstalk agent
+    # holds imports no other kind): the mark must agree with what each kind implements.
+    from crosstalk.harness.base import NativeDelivery
+
+    for name, entry in kinds.KINDS.items():
+        assert entry.native == isinstance(kinds.kind(name), NativeDelivery), name

@@ -4,7 +4,6 @@ duplicates inject once, a message_id belongs to one sender, native frames are ex
 from __future__ import annotations
 
 import asyncio
-from dataclasses import replace
 
 import pytest
 
@@ -72,7 +71,7 @@ def test_concurrent_duplicates_inject_once(make_rig):
     firsts = [o for o in outs if not o.evidence.get("duplicate")]
     assert len(firsts) == 1  # the nine others answer the first's outcome, marked as duplicates
     assert all(
-        o == replace(firsts[0], evidence={**firsts[0].evidence, "duplicate": True}) for o in outs if o not in firsts
+        o == firsts[0].with_(evidence={**firsts[0].evidence, "duplicate": True}) for o in outs if o not in firsts
     )
     assert firsts[0].state is State.ACCEPTED
     assert rig.types_for(m.message_id) == [R.RECEIVED, R.DISPATCH, R.OUTCOME]
@@ -104,7 +103,7 @@ def test_duplicates_arriving_while_the_first_is_blocked_wait_for_its_answer(make
 
     first, dups = run(body())
     assert first.state is State.ACCEPTED
-    assert all(d == replace(first, evidence={**first.evidence, "duplicate": True}) for d in dups)
+    assert all(d == first.with_(evidence={**first.evidence, "duplicate": True}) for d in dups)
     assert len(rig.fake.writes) == 1 and rig.fake.attempts == 1
     assert rig.receiver.stats.duplicates == 10
 

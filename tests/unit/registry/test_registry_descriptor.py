@@ -4,7 +4,6 @@ import json
 import os
 import stat
 import threading
-from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -30,7 +29,7 @@ def make(**changes: object) -> Descriptor:
         instance_id=new_message_id(),
         registered_at="2026-11-29T21:04:05.123Z",
     )
-    return replace(base, **changes)  # type: ignore[arg-type]
+    return base.with_(**changes)
 
 
 def test_defaults_and_round_trip() -> None:

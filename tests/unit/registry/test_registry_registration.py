@@ -46,10 +46,9 @@ def test_publish_a_built_descriptor(paths: StatePaths) -> None:
         assert reg.publish(desc) is desc
         with pytest.raises(TypeError):
             reg.publish(desc, role="x")  # type: ignore[call-arg]
-        from dataclasses import replace
 
         with pytest.raises(RegistryError, match="is not this registration's"):
-            reg.publish(replace(desc, name="mallory"))
+            reg.publish(desc.with_(name="mallory"))
     assert not paths.descriptor(reg.agent_id).exists()
 
 
@@ -106,13 +105,12 @@ def test_rename(paths: StatePaths) -> None:
 
 def test_close_leaves_another_instances_descriptor(paths: StatePaths) -> None:
     # A late exit path of an older instance must not delete the descriptor that replaced it.
-    from dataclasses import replace
 
     from crosstalk.core.ids import new_message_id
 
     reg = acquire(paths)
     desc = reg.publish()
-    newer = replace(desc, instance_id=new_message_id())
+    newer = desc.with_(instance_id=new_message_id())
     write_descriptor(paths, newer)
     reg.close()
     assert read_descriptor(paths.descriptor(reg.agent_id)) == newer

@@ -37,10 +37,10 @@ from crosstalk.harness.base import ConfigChange
 from crosstalk.harness.errors import InstallError
 
 SERVER = "crosstalk"
+SCOPES = ("user", "project")
 SKILL = Path(__file__).with_name("SKILL.md")
 MARKER = ".crosstalk-skill"  # beside SKILL.md: the sha256 of the SKILL.md crosstalk last wrote there
 MAX_CONFIG_BYTES = 64 * 1024 * 1024
-SCOPES = ("user", "project")
 LOCK_WAIT_S = 10.0  # Claude Code holds its config lock for one save: milliseconds
 LOCK_STALE_S = 30.0  # a lock directory untouched this long was left by a process that died (Claude Code refreshes it)
 

@@ -23,10 +23,14 @@ from crosstalk.harness.base import (
     SessionRow,
     derived_name,
 )
-from crosstalk.harness.claude import install as setup
 from crosstalk.harness.claude import native, peers
-from crosstalk.harness.claude.adapter import ClaudeAdapter
 from crosstalk.harness.claude.sessions import config_dir, live_records, read_record, text_field
+
+# The adapter (asyncio) and install.py load where they are used: `crosstalk send` to a name no crosstalk agent holds
+# asks this kind to discover its sessions, and must not pay for them (docs/performance.md).
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from crosstalk.harness.claude.adapter import ClaudeAdapter
 
 NAME = "claude"
 
@@ -41,7 +45,12 @@ def own_name(record: Mapping[str, Any]) -> str | None:
 class ClaudeKind:
     name = NAME
     follows_renames = True
-    scopes = setup.SCOPES
+
+    @property
+    def scopes(self) -> tuple[str, ...]:
+        from crosstalk.harness.claude import install as setup
+
+        return setup.SCOPES
 
     def install(
         self,
@@ -52,9 +61,13 @@ class ClaudeKind:
         extra_env: Mapping[str, str] | None = None,
     ) -> list[ConfigChange]:
         # Claude starts its MCP servers with its own environment: nothing extra to carry.
+        from crosstalk.harness.claude import install as setup
+
         return setup.install(scope, command, environ, Path(cwd))
 
     def uninstall(self, scope: str, environ: Mapping[str, str], cwd: str) -> list[ConfigChange]:
+        from crosstalk.harness.claude import install as setup
+
         return setup.uninstall(scope, environ, Path(cwd))
 
     def identify(self, call: CallEvidence) -> SessionIdentity | None:
@@ -123,6 +136,8 @@ class ClaudeKind:
         return record is not None and record["sessionId"] != old.session_ref
 
     def adapter(self, session: SessionIdentity, environ: Mapping[str, str]) -> ClaudeAdapter:
+        from crosstalk.harness.claude.adapter import ClaudeAdapter
+
         return ClaudeAdapter(session, environ)
 
 

@@ -16,6 +16,7 @@ from typing import Any
 
 from crosstalk.core import untrusted
 from crosstalk.fs import trace
+from crosstalk.harness.codex.endpoints import CLIENT, MAX_FRAME
 from crosstalk.harness.errors import AppServerError, AppServerGone
 
 CONNECT_TIMEOUT_S = 3.0
@@ -23,8 +24,6 @@ REQUEST_TIMEOUT_S = 10.0
 LIST_DEADLINE_S = 5.0  # listing the loaded threads, every page together
 MAX_PAGES = 50
 MAX_LOADED = 5000  # thread ids kept from one server's listing
-MAX_FRAME = 16 * 1024 * 1024
-CLIENT = {"name": "crosstalk", "title": None, "version": "1"}
 # Told each message sent ("out") and received ("in"); crosstalk.capture sets it (this layer imports nothing above).
 frame_observer: Callable[[str, str | bytes], None] | None = None
 

@@ -21,9 +21,21 @@ from pathlib import Path
 
 from crosstalk.fs.procinfo import process_environ
 from crosstalk.fs.reading import read_capped
-from crosstalk.harness.codex.install import codex_home
 
 MAX_CMDLINE = 64 * 1024
+# How every client of an app-server (appserver.py's, asyncio; threads.py's, blocking) names itself and bounds a frame.
+# Here, where both find it: threads.py discovers on `crosstalk send`'s path, which must not import asyncio.
+MAX_FRAME = 16 * 1024 * 1024
+CLIENT = {"name": "crosstalk", "title": None, "version": "1"}
+
+
+def codex_home(environ: Mapping[str, str]) -> Path:
+    """$CODEX_HOME, else ~/.codex. Here, not in install.py: discovery reads it, and install.py imports tomlkit."""
+    value = environ.get("CODEX_HOME")
+    if value:
+        return Path(value).expanduser()
+    home = environ.get("HOME")
+    return (Path(home) if home else Path.home()) / ".codex"
 
 
 def control_socket(environ: Mapping[str, str]) -> Path:

@@ -27,6 +27,7 @@ from tomlkit.items import InlineTable
 from crosstalk.fs.config_edit import update
 from crosstalk.fs.errors import ConfigRefused
 from crosstalk.harness.base import ConfigChange
+from crosstalk.harness.codex.endpoints import codex_home as codex_home  # there: discovery needs it without tomlkit
 from crosstalk.harness.errors import InstallError
 
 SERVER = "crosstalk"
@@ -37,14 +38,6 @@ _KEY = r"""[ \t]*(?:{0}|"{0}"|'{0}')[ \t]*"""
 HEADER = re.compile(rf"^[ \t]*\[{_KEY.format('mcp_servers')}\.{_KEY.format(SERVER)}\][ \t]*(?:#[^\r\n]*)?\r?$", re.M)
 HEADER_START = re.compile(r"^[ \t]*\[", re.M)
 FILLER = re.compile(r"^[ \t]*(?:#[^\n]*)?\r?$")  # a blank or comment-only line
-
-
-def codex_home(environ: Mapping[str, str]) -> Path:
-    value = environ.get("CODEX_HOME")
-    if value:
-        return Path(value).expanduser()
-    home = environ.get("HOME")
-    return (Path(home) if home else Path.home()) / ".codex"
 
 
 def config_file(environ: Mapping[str, str]) -> Path:

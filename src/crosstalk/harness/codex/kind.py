@@ -11,8 +11,12 @@ from collections.abc import Callable, Mapping, Sequence
 
 from crosstalk.core.states import State
 from crosstalk.harness.base import CallEvidence, ConfigChange, InjectResult, SessionIdentity, SessionRow
-from crosstalk.harness.codex import install as setup
-from crosstalk.harness.codex.adapter import CodexAdapter
+
+# The adapter (asyncio) and install.py (tomlkit) load where they are used: `crosstalk send` to a name no crosstalk
+# agent holds asks this kind to discover its threads, and must not pay for them (docs/performance.md).
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from crosstalk.harness.codex.adapter import CodexAdapter
 
 NAME = "codex"
 
@@ -20,7 +24,12 @@ NAME = "codex"
 class CodexKind:
     name = NAME
     follows_renames = False
-    scopes = setup.SCOPES
+
+    @property
+    def scopes(self) -> tuple[str, ...]:
+        from crosstalk.harness.codex import install as setup
+
+        return setup.SCOPES
 
     def install(
         self,
@@ -30,9 +39,13 @@ class CodexKind:
         cwd: str,
         extra_env: Mapping[str, str] | None = None,
     ) -> list[ConfigChange]:
+        from crosstalk.harness.codex import install as setup
+
         return setup.install(scope, [*command, "--harness", NAME], environ, extra_env or {})
 
     def uninstall(self, scope: str, environ: Mapping[str, str], cwd: str) -> list[ConfigChange]:
+        from crosstalk.harness.codex import install as setup
+
         return setup.uninstall(scope, environ)
 
     def identify(self, call: CallEvidence) -> SessionIdentity | None:
@@ -71,6 +84,8 @@ class CodexKind:
         return False
 
     def adapter(self, session: SessionIdentity, environ: Mapping[str, str]) -> CodexAdapter:
+        from crosstalk.harness.codex.adapter import CodexAdapter
+
         return CodexAdapter(session, environ)
 
 

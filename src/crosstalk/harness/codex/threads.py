@@ -17,11 +17,10 @@ from typing import Any
 from crosstalk.core import untrusted
 from crosstalk.core.states import State
 from crosstalk.harness.base import InjectResult, SessionRow, derived_name
-from crosstalk.harness.codex.adapter import NAME
-from crosstalk.harness.codex.appserver import CLIENT, MAX_FRAME
-from crosstalk.harness.codex.endpoints import endpoints, own_socket
+from crosstalk.harness.codex.endpoints import CLIENT, MAX_FRAME, endpoints, own_socket
 from crosstalk.harness.errors import DeadlinePassed
 
+NAME = "codex"  # the kind's (kind.py, which loads this module only to discover or deliver)
 TIMEOUT_S = 3.0  # one step (connect, one request), at most
 DISCOVERY_DEADLINE_S = 5.0  # one whole discovery: every endpoint, every request
 DELIVER_DEADLINE_S = 10.0  # one whole delivery: connect, initialize, turn/start
