@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import fcntl
 import os
-import threading
 import time
 
 from crosstalk.fs.errors import LockHeld
@@ -107,6 +106,8 @@ class FileLock:
 
 def _wait_for_flock(path: Path, timeout: float) -> int | None:
     """An fd holding path's exclusive flock, taken by a blocking flock within `timeout`; None on timeout."""
+    import threading  # only a contended wait needs it; `crosstalk send` imports this module
+
     fd = open_regular(path, os.O_RDWR | os.O_CREAT, 0o600)
     done = threading.Event()
     state: dict[str, object] = {"abandoned": False, "error": None}
