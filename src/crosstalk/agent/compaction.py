@@ -15,7 +15,7 @@ import time
 from typing import Any
 
 from crosstalk.journal import Journal, JournalState
-from crosstalk.journal.retention import RETENTION_SECONDS, Plan, compact_records, ids_in
+from crosstalk.journal.retention import RETENTION_SECONDS, Plan, compact_records, ids_in, lean_reader
 from crosstalk.tasks.service import TaskService
 
 log = logging.getLogger(__name__)
@@ -87,7 +87,8 @@ class Compactor:
             kept_ids.update(ids_in(kept))
             return kept
 
-        before, after = await asyncio.wrap_future(self.journal.compact(select))
+        # Read as lean stand-ins, one line at a time: the whole journal is never in memory as records at once.
+        before, after = await asyncio.wrap_future(self.journal.compact(select, lean=lean_reader()))
         self._compacted_size = self.journal.size
         if after < before:
             self.state.prune(kept_ids, now - RETENTION_SECONDS)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from crosstalk.journal import records as R
@@ -94,6 +95,29 @@ def select_retained(
         elif float(rec.get("ts", 0)) >= cutoff:
             kept.append(rec)
     return kept
+
+
+_LEAN_KEYS = ("type", "ts", "message_id", "task_id", "in_reply_to", "reply_id")
+_LEAN_MESSAGE_KEYS = ("message_id", "in_reply_to", "task_id")
+
+
+def lean_reader() -> Callable[[dict[str, Any]], dict[str, Any]]:
+    """`lean(record)`: a record as retention reads it (`compact_records`, `Plan.forgotten`, `ids_in`), its type,
+    time and the ids it mentions, nothing else; each distinct string is held once across the records read (an id
+    is in four or five records). A live compaction reads the journal as these (Journal.compact's `lean`)."""
+    memo: dict[str, str] = {}
+
+    def one(value: Any) -> Any:
+        return memo.setdefault(value, value) if isinstance(value, str) else value
+
+    def lean(rec: dict[str, Any]) -> dict[str, Any]:
+        out = {k: one(rec[k]) for k in _LEAN_KEYS if k in rec}
+        msg = rec.get("message")
+        if isinstance(msg, dict):
+            out["message"] = {k: one(msg[k]) for k in _LEAN_MESSAGE_KEYS if k in msg}
+        return out
+
+    return lean
 
 
 def ids_in(records: list[dict[str, Any]]) -> set[str]:

@@ -13,7 +13,8 @@ import fcntl
 import os
 import threading
 import time
-from collections.abc import Callable, Iterable
+from array import array
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, InvalidStateError
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,7 +22,7 @@ from typing import Any
 
 from crosstalk.fs.atomic import atomic_write
 from crosstalk.fs.reading import NotRegularFile, open_regular
-from crosstalk.journal.codec import ReadResult, encode, read_journal
+from crosstalk.journal.codec import ReadResult, encode, read_journal, scan_journal
 from crosstalk.journal.errors import JournalError, JournalLocked, JournalWriteError
 
 APPEND_TIMEOUT_S = 30.0
@@ -44,10 +45,14 @@ class _Pending:
     future: Future[int] | None = None  # only for submit(); append/append_async wait on the batch's ticket
 
 
+LINE_KEY = "_line"  # a lean stand-in's line number in the journal it was read from (Journal.compact)
+
+
 @dataclass(slots=True)
 class _Compaction:
     select: Callable[[list[dict[str, Any]]], list[dict[str, Any]]]
     future: Future[tuple[int, int]]
+    lean: Callable[[dict[str, Any]], dict[str, Any]] | None = None
 
 
 @dataclass(slots=True)
@@ -190,15 +195,25 @@ class Journal:
                 return
             self._cv.wait(remaining)
 
-    def compact(self, select: Callable[[list[dict[str, Any]]], list[dict[str, Any]]]) -> Future[tuple[int, int]]:
+    def compact(
+        self,
+        select: Callable[[list[dict[str, Any]]], list[dict[str, Any]]],
+        *,
+        lean: Callable[[dict[str, Any]], dict[str, Any]] | None = None,
+    ) -> Future[tuple[int, int]]:
         """Rewrite the journal to the records `select` keeps (retention), on the flusher thread between two
         batches, so no append is ever in flight while the file is replaced. Every record appended before this
-        call is in what `select` sees; later ones land in the new file. Resolves to (records before, after)."""
+        call is in what `select` sees; later ones land in the new file. Resolves to (records before, after).
+
+        `lean(record)`: `select` sees each record as this small stand-in (the fields it reads), read one line at a
+        time, and a stand-in it keeps keeps its line as written; a record `select` adds (a checkpoint) is encoded.
+        A compaction then holds the kept lines' bytes, never the whole journal as records (a running agent's
+        memory: docs/dev/shim-memory.md)."""
         fut: Future[tuple[int, int]] = Future()
         with self._cv:
             if self._closed:
                 raise JournalError(f"journal {self.path} is closed")
-            self._compactions.append(_Compaction(select, fut))
+            self._compactions.append(_Compaction(select, fut, lean))
             self._cv.notify()
         return fut
 
@@ -207,14 +222,44 @@ class Journal:
             if self._truncate_to is not None:
                 self._fs.ftruncate(self._fd, self._truncate_to)
                 self._size, self._truncate_to = self._truncate_to, None
-            records = read_journal(self.path).records
-            kept = job.select(records)
-            if len(kept) < len(records):
-                self._replace_file(kept)
+            if job.lean is not None:
+                before, after = self._compact_lean(job.select, job.lean)
+            else:
+                records = read_journal(self.path).records
+                kept = job.select(records)
+                if len(kept) < len(records):
+                    self._replace_file(kept)
+                before, after = len(records), len(kept)
         except Exception as exc:
             _settle(job.future, exc=JournalError(f"journal compaction of {self.path} failed: {exc}"))
             return
-        _settle(job.future, result=(len(records), len(kept)))
+        _settle(job.future, result=(before, after))
+
+    def _compact_lean(
+        self, select: Callable[[list[dict[str, Any]]], list[dict[str, Any]]], lean: Callable[[dict[str, Any]], Any]
+    ) -> tuple[int, int]:
+        starts, lengths = array("q"), array("q")  # each stand-in's line in the file, by its LINE_KEY
+        stand_ins: list[dict[str, Any]] = []
+        for offset, length, record in scan_journal(self.path):
+            small = lean(record)
+            small[LINE_KEY] = len(starts)
+            starts.append(offset)
+            lengths.append(length)
+            stand_ins.append(small)
+        kept = select(stand_ins)
+        if len(kept) < len(stand_ins):
+            fd = open_regular(self.path, os.O_RDONLY)
+
+            def lines() -> Iterator[bytes]:  # each kept line as written; a record select added, encoded
+                for rec in kept:
+                    line = rec.get(LINE_KEY)
+                    yield encode(rec) if line is None else os.pread(fd, lengths[line], starts[line])
+
+            try:
+                self._replace_data(lines())
+            finally:
+                os.close(fd)
+        return len(stand_ins), len(kept)
 
     def _write_batch(self, batch: list[_Pending], ticket: _Ticket) -> None:
         data = b"".join(p.data for p in batch)
@@ -267,11 +312,22 @@ class Journal:
 
     def _replace_file(self, records: list[dict[str, Any]]) -> None:
         """Only with no batch in flight: at open (rewrite) or on the flusher thread (compact)."""
-        data = b"".join(encode(r) for r in records)  # before the temp file, so a refused record leaves none
-        atomic_write(self.path, data)
+        self._replace_data(b"".join(encode(r) for r in records))  # before the temp file: a refused record leaves none
+
+    def _replace_data(self, data: bytes | Iterable[bytes]) -> None:
+        """The journal's file replaced by `data` (or its chunks, written in turn: no buffer of the whole file)."""
+        size = 0
+
+        def counted(chunks: Iterable[bytes]) -> Iterator[bytes]:
+            nonlocal size
+            for chunk in chunks:
+                size += len(chunk)
+                yield chunk
+
+        atomic_write(self.path, counted([data] if isinstance(data, bytes) else data))
         os.close(self._fd)
         self._fd = open_regular(self.path, os.O_WRONLY | os.O_APPEND)
-        self._size = len(data)
+        self._size = size
         self._truncate_to = None  # a pending undo belonged to the old file; the new one holds no partial bytes
 
     @property

@@ -96,3 +96,45 @@ def test_a_failing_selector_fails_the_compaction_not_the_journal(tmp_path: Path)
     finally:
         journal.close()
     assert [r["message"]["message_id"] for r in read_journal(tmp_path / "c.jsonl").records] == ["one", "two"]
+
+
+def test_a_lean_compaction_writes_exactly_what_a_full_one_writes(tmp_path: Path) -> None:
+    """`lean`: retention reads stand-ins line by line and kept lines are copied as written; the file it leaves is
+    byte for byte the one a compaction over whole records leaves (the agent's compactor uses lean)."""
+    from crosstalk.journal import records as R
+    from crosstalk.journal.retention import lean_reader
+
+    now = time.time()
+    recs: list[dict[str, object]] = [
+        {"type": "checkpoint", "ts": OLD, "entries": []},
+        _msg("old-done", OLD),
+        _msg("old-done", OLD, "dispatch"),
+        _msg("old-done", OLD, "outcome"),
+        {"type": R.CLAIM, "ts": OLD, "action": "claimed", "role": "worker", "owner": "o"},
+        _msg("old-open", OLD),
+        {"type": "task", "ts": OLD, "task_id": "t-old", "message_id": "old-open", "state": "working"},
+        {"type": "received", "ts": now, "message": {"message_id": "reply", "in_reply_to": "old-done", "parts": []}},
+        _msg("recent", now),
+        {"type": "nudge", "ts": OLD, "peer": "p", "count": 30},
+        {"type": "nudge", "ts": now, "peer": "p", "count": 60},
+    ]
+
+    def select(records: list[dict[str, object]]) -> list[dict[str, object]]:
+        kept = select_retained(records, {"old-open"}, collapsed={"recent"})  # type: ignore[arg-type]
+        return [{"type": "checkpoint", "ts": now, "entries": [["x", "y"]]}, *kept]
+
+    files = []
+    for mode in ("full", "lean"):
+        path = tmp_path / f"{mode}.jsonl"
+        journal, _ = Journal.open(path, tmp_path / f"{mode}.lock")
+        try:
+            journal.append_many(recs)
+            with path.open("ab") as f:
+                f.write(b"not json\n")  # damage: skipped by both
+            out = journal.compact(select, lean=lean_reader() if mode == "lean" else None).result(timeout=10)
+            journal.append(_msg("after", now))
+        finally:
+            journal.close()
+        files.append((out, path.read_bytes()))
+    assert files[0] == files[1]
+    assert files[0][0][1] < files[0][0][0]
