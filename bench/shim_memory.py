@@ -42,9 +42,8 @@ from _common import (
     remove_tmp,
     stop_process,
 )
+from crosstalk.journal.window import MAX_SETTLED
 from shim_tools import RawShim, inbox_lines
-
-from crosstalk.journal.window import MAX_SETTLED  # noqa: E402
 
 TARGET_MB = 35.0
 FLAT_MB = 1.0

@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 import os
 import stat
-from dataclasses import dataclass, field
 from collections.abc import Iterator
+from dataclasses import dataclass, field
 from typing import Any
 
 from crosstalk.core import untrusted

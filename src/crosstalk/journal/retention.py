@@ -13,8 +13,9 @@ what the agent holds in memory, not its whole day.
 from __future__ import annotations
 
 import time
+from array import array
+from collections.abc import Iterable
 from dataclasses import dataclass
-from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from crosstalk.journal import records as R
@@ -97,29 +98,6 @@ def select_retained(
     return kept
 
 
-_LEAN_KEYS = ("type", "ts", "message_id", "task_id", "in_reply_to", "reply_id")
-_LEAN_MESSAGE_KEYS = ("message_id", "in_reply_to", "task_id")
-
-
-def lean_reader() -> Callable[[dict[str, Any]], dict[str, Any]]:
-    """`lean(record)`: a record as retention reads it (`compact_records`, `Plan.forgotten`, `ids_in`), its type,
-    time and the ids it mentions, nothing else; each distinct string is held once across the records read (an id
-    is in four or five records). A live compaction reads the journal as these (Journal.compact's `lean`)."""
-    memo: dict[str, str] = {}
-
-    def one(value: Any) -> Any:
-        return memo.setdefault(value, value) if isinstance(value, str) else value
-
-    def lean(rec: dict[str, Any]) -> dict[str, Any]:
-        out = {k: one(rec[k]) for k in _LEAN_KEYS if k in rec}
-        msg = rec.get("message")
-        if isinstance(msg, dict):
-            out["message"] = {k: one(msg[k]) for k in _LEAN_MESSAGE_KEYS if k in msg}
-        return out
-
-    return lean
-
-
 def ids_in(records: list[dict[str, Any]]) -> set[str]:
     """Every id the records mention: what a compaction kept, for pruning the in-memory state to match."""
     return {i for rec in records for i in _ids_of(rec)}
@@ -172,3 +150,72 @@ def compact_records(
     kept = select_retained(rest, plan.unresolved, now=now, window_s=window_s, collapsed=collapsed)
     fresh = [e for e in plan.window_entries if e[4] >= now - window_s]
     return [R.checkpoint(chunk) for chunk in checkpoint_chunks(fresh)] + kept
+
+
+def select_lines(
+    records: Iterable[dict[str, Any]], plan: Plan, *, now: float | None = None, window_s: float = RETENTION_SECONDS
+) -> tuple[list[dict[str, Any]], list[int], set[str]]:
+    """`compact_records`, reading each record once and keeping none of them: a live compaction's memory is a few
+    numbers per record and each id once, not the journal (Journal.compact_lines; docs/dev/shim-memory.md). Returns
+    the checkpoint records that head the compacted journal, the positions in `records` of the records kept (in
+    order), and every id the kept records mention (`ids_in`)."""
+    now = time.time() if now is None else now
+    cutoff = now - window_s
+    settled_before = plan.taken_at - APPLY_MARGIN_S
+    number: dict[str, int] = {}  # each id, once, as a number; names[n] is the id numbered n
+    names: list[str] = []
+    parent = array("q")  # union-find over the numbers: records that share an id are one group
+
+    def num(i: str) -> int:
+        n = number.get(i)
+        if n is None:
+            n = number[i] = len(names)
+            names.append(i)
+            parent.append(n)
+        return n
+
+    def find(n: int) -> int:
+        while parent[n] != n:
+            parent[n] = parent[parent[n]]
+            n = parent[n]
+        return n
+
+    positions, times = array("q"), array("d")  # of each record that is not a checkpoint
+    first, flat = array("q"), array("q")  # its ids: flat[first[k]:first[k + 1]]
+    last_claim, forgotten = -1, set()
+    for pos, rec in enumerate(records):
+        rtype = rec.get("type")
+        if rtype == R.CHECKPOINT:
+            continue
+        ts = float(rec.get("ts", 0))
+        if rtype == R.CLAIM:
+            last_claim = len(times)
+        positions.append(pos)
+        times.append(ts)
+        first.append(len(flat))
+        ids = [num(i) for i in _ids_of(rec)]
+        flat.extend(ids)
+        for other in ids[1:]:
+            ra, rb = find(ids[0]), find(other)
+            if ra != rb:
+                parent[rb] = ra
+        if rtype in (R.RECEIVED, R.TASK) and ts < settled_before:  # Plan.forgotten
+            rid = R.message_id_of(rec) if rtype == R.RECEIVED else rec.get("task_id")
+            if isinstance(rid, str) and rid not in plan.present:
+                forgotten.add(rid)
+    first.append(len(flat))
+    collapsed = plan.collapsed | forgotten
+    keep_roots = {find(number[i]) for i in plan.unresolved if i in number}
+    for k, ts in enumerate(times):
+        group = flat[first[k] : first[k + 1]]
+        if group and ts >= cutoff and not all(names[n] in collapsed for n in group):
+            keep_roots.add(find(group[0]))
+    kept: list[int] = []
+    kept_ids: set[str] = set()
+    for k, ts in enumerate(times):
+        group = flat[first[k] : first[k + 1]]
+        if k == last_claim or (find(group[0]) in keep_roots if group else ts >= cutoff):
+            kept.append(positions[k])
+            kept_ids.update(names[n] for n in group)
+    fresh = [e for e in plan.window_entries if e[4] >= now - window_s]
+    return [R.checkpoint(chunk) for chunk in checkpoint_chunks(fresh)], kept, kept_ids

@@ -45,14 +45,15 @@ class _Pending:
     future: Future[int] | None = None  # only for submit(); append/append_async wait on the batch's ticket
 
 
-LINE_KEY = "_line"  # a lean stand-in's line number in the journal it was read from (Journal.compact)
+# (records, read once) → (records that head the new journal, positions of the records kept): Journal.compact_lines
+LineChooser = Callable[[Iterator[dict[str, Any]]], tuple[list[dict[str, Any]], list[int]]]
 
 
 @dataclass(slots=True)
 class _Compaction:
-    select: Callable[[list[dict[str, Any]]], list[dict[str, Any]]]
-    future: Future[tuple[int, int]]
-    lean: Callable[[dict[str, Any]], dict[str, Any]] | None = None
+    select: Callable[[list[dict[str, Any]]], list[dict[str, Any]]] | None = None
+    choose: LineChooser | None = None
+    future: Future[tuple[int, int]] = field(default_factory=Future)
 
 
 @dataclass(slots=True)
@@ -195,36 +196,36 @@ class Journal:
                 return
             self._cv.wait(remaining)
 
-    def compact(
-        self,
-        select: Callable[[list[dict[str, Any]]], list[dict[str, Any]]],
-        *,
-        lean: Callable[[dict[str, Any]], dict[str, Any]] | None = None,
-    ) -> Future[tuple[int, int]]:
+    def compact(self, select: Callable[[list[dict[str, Any]]], list[dict[str, Any]]]) -> Future[tuple[int, int]]:
         """Rewrite the journal to the records `select` keeps (retention), on the flusher thread between two
         batches, so no append is ever in flight while the file is replaced. Every record appended before this
-        call is in what `select` sees; later ones land in the new file. Resolves to (records before, after).
+        call is in what `select` sees; later ones land in the new file. Resolves to (records before, after)."""
+        return self._add_compaction(_Compaction(select=select))
 
-        `lean(record)`: `select` sees each record as this small stand-in (the fields it reads), read one line at a
-        time, and a stand-in it keeps keeps its line as written; a record `select` adds (a checkpoint) is encoded.
-        A compaction then holds the kept lines' bytes, never the whole journal as records (a running agent's
-        memory: docs/dev/shim-memory.md)."""
-        fut: Future[tuple[int, int]] = Future()
+    def compact_lines(self, choose: LineChooser) -> Future[tuple[int, int]]:
+        """`compact`, in little memory: `choose(records)` reads the records once, one at a time (none is kept after
+        it moves on), and returns the records to head the new journal and the positions of the records to keep,
+        in order. Kept lines are copied as written, streamed into the new file (retention.select_lines; a running
+        agent's memory: docs/dev/shim-memory.md)."""
+        return self._add_compaction(_Compaction(choose=choose))
+
+    def _add_compaction(self, job: _Compaction) -> Future[tuple[int, int]]:
         with self._cv:
             if self._closed:
                 raise JournalError(f"journal {self.path} is closed")
-            self._compactions.append(_Compaction(select, fut, lean))
+            self._compactions.append(job)
             self._cv.notify()
-        return fut
+        return job.future
 
     def _run_compaction(self, job: _Compaction) -> None:
         try:
             if self._truncate_to is not None:
                 self._fs.ftruncate(self._fd, self._truncate_to)
                 self._size, self._truncate_to = self._truncate_to, None
-            if job.lean is not None:
-                before, after = self._compact_lean(job.select, job.lean)
+            if job.choose is not None:
+                before, after = self._compact_lines(job.choose)
             else:
+                assert job.select is not None
                 records = read_journal(self.path).records
                 kept = job.select(records)
                 if len(kept) < len(records):
@@ -235,31 +236,30 @@ class Journal:
             return
         _settle(job.future, result=(before, after))
 
-    def _compact_lean(
-        self, select: Callable[[list[dict[str, Any]]], list[dict[str, Any]]], lean: Callable[[dict[str, Any]], Any]
-    ) -> tuple[int, int]:
-        starts, lengths = array("q"), array("q")  # each stand-in's line in the file, by its LINE_KEY
-        stand_ins: list[dict[str, Any]] = []
-        for offset, length, record in scan_journal(self.path):
-            small = lean(record)
-            small[LINE_KEY] = len(starts)
-            starts.append(offset)
-            lengths.append(length)
-            stand_ins.append(small)
-        kept = select(stand_ins)
-        if len(kept) < len(stand_ins):
+    def _compact_lines(self, choose: LineChooser) -> tuple[int, int]:
+        starts, lengths = array("q"), array("q")  # where each record read is in the file
+
+        def records() -> Iterator[dict[str, Any]]:
+            for offset, length, record in scan_journal(self.path):
+                starts.append(offset)
+                lengths.append(length)
+                yield record
+
+        head, kept = choose(records())
+        before, after = len(starts), len(head) + len(kept)
+        if after < before:
             fd = open_regular(self.path, os.O_RDONLY)
 
-            def lines() -> Iterator[bytes]:  # each kept line as written; a record select added, encoded
-                for rec in kept:
-                    line = rec.get(LINE_KEY)
-                    yield encode(rec) if line is None else os.pread(fd, lengths[line], starts[line])
+            def lines() -> Iterator[bytes]:
+                yield from (encode(rec) for rec in head)
+                for k in kept:
+                    yield os.pread(fd, lengths[k], starts[k])
 
             try:
                 self._replace_data(lines())
             finally:
                 os.close(fd)
-        return len(stand_ins), len(kept)
+        return before, after
 
     def _write_batch(self, batch: list[_Pending], ticket: _Ticket) -> None:
         data = b"".join(p.data for p in batch)
