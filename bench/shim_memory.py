@@ -15,7 +15,7 @@ Then N more rounds, to show where the growth of the first N stops: an agent keep
 and tasks in memory (journal/window.py MAX_SETTLED; its journal is compacted to match), so RSS rises while that
 window fills, then stays flat.
 
-Targets (issue 29): shim A after N and after 2N rounds <= 35 MB; flat once the window is full: growth from N to
+Targets: shim A after N and after 2N rounds <= 35 MB; flat once the window is full: growth from N to
 2N rounds <= 1 MB (checked when N >= the window; a quick run reports it only).
 """
 

@@ -17,7 +17,13 @@ from pathlib import Path
 from crosstalk.core import untrusted
 from crosstalk.core.message import Message
 from crosstalk.core.tasks import TaskView
-from crosstalk.ingress.errors import A2AAuthError, A2AOutcomeUnknown, A2AProtocolError, A2AUnreachable
+from crosstalk.ingress.errors import (
+    A2AAuthError,
+    A2AOutcomeUnknown,
+    A2AProtocolError,
+    A2AUnreachable,
+    TaskFramesUnsupported,
+)
 from crosstalk.ingress.frames import MAX_LINE_BYTES, encode_auth
 from crosstalk.ingress.task_frames import (
     AUTH_KIND,
@@ -32,10 +38,6 @@ DEFAULT_TIMEOUT_S = 60.0
 CONNECT_TIMEOUT_S = 5.0
 ASK_WAIT_SLACK_S = 15.0  # a default-wait ask returns when answered or past its deadline: wait a little longer
 _OLD_AGENT = "frame: unknown frame type 'task'"  # what an agent without task frames answers (nothing received)
-
-
-class TaskFramesUnsupported(A2AProtocolError):
-    """The agent answered that it does not know task frames (an older crosstalk): nothing was received."""
 
 
 class UdsTaskClient:

@@ -74,8 +74,13 @@ class Sender:
         """SendMessage as `host` to `target`: the model-facing answer (state, reason, message_id, task_id).
         `op` ("claim", "release"): a request about the target itself (shim/claiming.py), not a message."""
         from crosstalk.core.errors import TaskError
-        from crosstalk.ingress.errors import A2AAuthError, A2AOutcomeUnknown, A2AProtocolError, A2AUnreachable
-        from crosstalk.ingress.uds_task_client import TaskFramesUnsupported
+        from crosstalk.ingress.errors import (
+            A2AAuthError,
+            A2AOutcomeUnknown,
+            A2AProtocolError,
+            A2AUnreachable,
+            TaskFramesUnsupported,
+        )
 
         mid, to = msg.message_id, target.name
 

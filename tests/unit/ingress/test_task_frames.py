@@ -23,7 +23,7 @@ from crosstalk.ingress.a2a.convert import (
     task_from_a2a,
     task_to_a2a,
 )
-from crosstalk.ingress.errors import FrameError
+from crosstalk.ingress.errors import FrameError, TaskFramesUnsupported
 from crosstalk.ingress.frames import TaskLine, parse_line
 from crosstalk.ingress.task_frames import (
     encode_error,
@@ -33,7 +33,7 @@ from crosstalk.ingress.task_frames import (
     task_error,
     view_from_dict,
 )
-from crosstalk.ingress.uds_task_client import TaskFramesUnsupported, _read
+from crosstalk.ingress.uds_task_client import _read
 
 pytestmark = pytest.mark.unit
 
