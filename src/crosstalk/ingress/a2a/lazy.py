@@ -19,6 +19,7 @@ import asyncio
 import contextlib
 import importlib
 import logging
+import os
 import socket
 from typing import Any
 
@@ -33,6 +34,8 @@ class LazyA2AServer:
     """An `A2AServer` (same keyword arguments) that imports the SDK only when a client first connects."""
 
     def __init__(self, **kwargs: Any) -> None:
+        check_no_paths("name", str(kwargs.get("name", "")))  # as A2AServer does: fail at start, not at the first client
+        check_no_paths("description", str(kwargs.get("description", "")))
         self._kwargs = dict(kwargs)
         self.host: str = kwargs.get("host", "127.0.0.1")
         self.url: str | None = None
@@ -86,8 +89,11 @@ class LazyA2AServer:
         self._server = server
 
     def rename(self, name: str) -> None:
-        """Address later messages to the agent's new alias (A2AServer.rename)."""
+        """Address later messages to the agent's new alias (A2AServer.rename); before the stack loads, the card
+        it builds then names the agent by it too."""
         self._kwargs["to"] = name
+        if self._server is None:
+            self._kwargs["name"] = name
         if self._server is not None:
             self._server.rename(name)
 
@@ -132,3 +138,10 @@ def bind(host: str, port: int) -> socket.socket:
 
 def url_host(host: str) -> str:
     return f"[{host}]" if ":" in host else host
+
+
+def check_no_paths(field: str, text: str) -> None:
+    """The card is public: it must not reveal where the session runs."""
+    for path in {os.getcwd(), os.path.expanduser("~")}:
+        if len(path) > 1 and path in text:
+            raise ValueError(f"A2A card {field} must not contain a filesystem path ({path!r} found)")

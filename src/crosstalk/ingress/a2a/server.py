@@ -11,7 +11,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import os
 import socket
 from collections.abc import Awaitable, Callable, Iterator
 from typing import Any
@@ -28,7 +27,7 @@ from crosstalk.core.sender import Sender
 from crosstalk.core.tasks import TaskApi
 from crosstalk.ingress.a2a.gate import EdgeGate
 from crosstalk.ingress.a2a.handler import A2ARequestHandler, OpHandler, SenderContextBuilder
-from crosstalk.ingress.a2a.lazy import bind, url_host
+from crosstalk.ingress.a2a.lazy import bind, check_no_paths, url_host
 from crosstalk.ingress.a2a.protocol import KEEP_ALIVE_S, HeaderDeadlineProtocol
 from crosstalk.ingress.errors import A2AServerError
 
@@ -59,8 +58,8 @@ class A2AServer:
         body_limit: int = DEFAULT_BODY_LIMIT,
         ops: OpHandler | None = None,
     ) -> None:
-        _check_no_paths("name", name)
-        _check_no_paths("description", description)
+        check_no_paths("name", name)
+        check_no_paths("description", description)
         self.name = name
         self.description = description
         self.host = host
@@ -217,10 +216,3 @@ class _EmbeddedServer(uvicorn.Server):
 
     def install_signal_handlers(self) -> None:  # uvicorn < 0.29 spelled it this way
         return None
-
-
-def _check_no_paths(field: str, text: str) -> None:
-    """The card is public: it must not reveal where the session runs."""
-    for path in {os.getcwd(), os.path.expanduser("~")}:
-        if len(path) > 1 and path in text:
-            raise ValueError(f"A2A card {field} must not contain a filesystem path ({path!r} found)")
