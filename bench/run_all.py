@@ -31,6 +31,7 @@ BENCHMARKS = (
     "send_cli",
     "shim_startup",
     "shim_tools",
+    "shim_memory",
     "bus_roundtrip",
     "bus_tick",
     "claude_delivery",

@@ -12,7 +12,8 @@ agent `alice`, shim B binds `bob` (fake harness, inbox CROSSTALK_FAKE_INBOX_DIR/
     checked to hold every message. Beside it, the same-run floor (bench/floor.py: a unix-socket round trip with one
     fsync to a separate process).
 (b) Memory: VmRSS of a shim idle after initialize + tools/list, then after binding 1, 2 and 4 agents (different
-    `crosstalk/session` values; the first bound agent also loads the A2A stack).
+    `crosstalk/session` values; the first bound agent loads the agent machinery; the A2A stack loads only when an
+    A2A client connects: bench/shim_memory.py).
 """
 
 from __future__ import annotations
@@ -230,7 +231,7 @@ def main() -> int:
         f"  shim RSS: idle {idle_mb:.1f} MB; 1 agent {rss['agents_1'] / 1024:.1f} MB, 2 agents "
         f"{rss['agents_2'] / 1024:.1f} MB, 4 agents {rss['agents_4'] / 1024:.1f} MB"
     )
-    print(f"  first bound agent +{first_mb:.1f} MB (loads the A2A stack); each extra agent +{extra_mb:.2f} MB")
+    print(f"  first bound agent +{first_mb:.1f} MB (the agent machinery); each extra agent +{extra_mb:.2f} MB")
     emit_result(
         "shim_tools",
         [

@@ -12,10 +12,11 @@ import asyncio
 import contextlib
 import logging
 import time
+from collections.abc import Iterator
 from typing import Any
 
 from crosstalk.journal import Journal, JournalState
-from crosstalk.journal.retention import RETENTION_SECONDS, Plan, compact_records, ids_in
+from crosstalk.journal.retention import RETENTION_SECONDS, Plan, select_lines
 from crosstalk.tasks.service import TaskService
 
 log = logging.getLogger(__name__)
@@ -78,16 +79,17 @@ class Compactor:
         """Apply the retention rule to the live journal (settled messages the state let go of collapse into the
         checkpoint) and forget in memory what it dropped. Returns (records before, records after)."""
         now = time.time() if now is None else now
-        plan = Plan.of(self.state)  # taken here, on the loop: the flusher thread that runs `select` never reads it
+        plan = Plan.of(self.state)  # taken here, on the loop: the flusher thread that reads the journal never reads it
         kept_ids: set[str] = set()
         self._compacted_size = self.journal.size  # no second growth compaction while this one is queued
 
-        def select(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
-            kept = compact_records(records, plan, now=now)
-            kept_ids.update(ids_in(kept))
-            return kept
+        def choose(records: Iterator[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[int]]:
+            # One record at a time, none kept: the journal is never in memory as records (retention.select_lines).
+            head, kept, ids = select_lines(records, plan, now=now)
+            kept_ids.update(ids)
+            return head, kept
 
-        before, after = await asyncio.wrap_future(self.journal.compact(select))
+        before, after = await asyncio.wrap_future(self.journal.compact_lines(choose))
         self._compacted_size = self.journal.size
         if after < before:
             self.state.prune(kept_ids, now - RETENTION_SECONDS)

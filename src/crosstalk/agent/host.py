@@ -20,21 +20,23 @@ from typing import Any, TypeVar
 from crosstalk.agent.claims import ClaimDesk
 from crosstalk.agent.compaction import Compactor
 from crosstalk.agent.config import AgentConfig
+from crosstalk.agent.edges import a2a_endpoint
 from crosstalk.agent.peers import publish_native_peers
 from crosstalk.agent.routes import INFORM_ROUTE_TTL_S, open_inbound
 from crosstalk.agent.session import session_ops
 from crosstalk.core.errors import CrosstalkError
 from crosstalk.core.ids import hop_entry
-from crosstalk.core.sender import Sender, SenderClass
 from crosstalk.core.states import Outcome
 from crosstalk.core.tasks import TaskView
 from crosstalk.harness.base import AgentInfo, BindResult, SessionModel
 from crosstalk.ingress.uds import UdsIngress
+from crosstalk.ingress.uds_tasks import TaskDesk
 from crosstalk.journal import Journal, JournalState
 from crosstalk.journal import records as R
 from crosstalk.journal.retention import Plan, compact_records
 from crosstalk.policy import ReceiverView, Role
 from crosstalk.receiver import AgentIdentity, Listener, Receiver
+from crosstalk.registry.bearer import BearerDirectory
 from crosstalk.registry.credentials import create_key, remove_key
 from crosstalk.registry.descriptor import Descriptor
 from crosstalk.registry.discovery import find_by_peer, list_descriptors, recorded_endpoints, registry_stamp
@@ -64,7 +66,8 @@ class AgentHost:
         self._tasks: TaskService | None = None
         self._ingress: UdsIngress | None = None
         self._claims: ClaimDesk | None = None
-        self._a2a: Any = None  # crosstalk.ingress.a2a.server.A2AServer, imported only when enabled
+        self._a2a: Any = None  # crosstalk.ingress.a2a.lazy.LazyA2AServer: the SDK loads on the first A2A client
+        self._bearers: BearerDirectory | None = None
         self._children: tuple[float, frozenset[str], tuple[int, int] | None] = (0.0, frozenset(), None)
         self._compactor: Compactor | None = None  # the journal kept bounded while the agent runs
         self._unpublish: list[Callable[[], None]] = []
@@ -222,7 +225,10 @@ class AgentHost:
 
         # 2. the socket and its key; the A2A server and this agent's bearer token.
         token = create_key(paths.key_path(agent_id))
-        self._ingress = UdsIngress(uds_path, token, self._receiver, lambda pid: find_by_peer(paths, pid))
+        # An agent that serves tasks serves them on its socket too: how crosstalk's own agents reach it (task
+        # frames, ingress/uds_tasks.py), without loading the A2A SDK in either process.
+        desk = TaskDesk(self._tasks, self._bearer().lookup, self._claims.handle) if self.config.a2a else None
+        self._ingress = UdsIngress(uds_path, token, self._receiver, lambda pid: find_by_peer(paths, pid), desk)
         await self._ingress.start()
         create_key(paths.token_path(agent_id))
         if self.config.a2a:
@@ -258,25 +264,16 @@ class AgentHost:
         self._compactor.start()
 
     async def _start_a2a(self) -> None:
-        from crosstalk.ingress.a2a.server import A2AServer
-        from crosstalk.registry.bearer import BearerDirectory
-
-        bearer = BearerDirectory(self.paths)
-
-        def authenticate(token: str) -> Sender | None:
-            desc = bearer.lookup(token)
-            return Sender(SenderClass.VERIFIED, desc.agent_id, desc.name, "a2a") if desc else None
-
-        self._a2a = A2AServer(
-            name=self.name,
-            description=f"crosstalk agent {self.name} ({self.harness_name} session): messages sent here "
-            "arrive inside the live session.",
-            tasks=self.tasks,
-            authenticate=authenticate,
-            to=self.name,
-            ops=self._claims.handle if self._claims is not None else None,
-        )
+        """The A2A endpoint: its port bound and published now, the SDK loaded when a client first connects."""
+        ops = self._claims.handle if self._claims is not None else None
+        self._a2a = a2a_endpoint(self.name, self.harness_name, self.tasks, self._bearer(), ops)
         await self._a2a.start()
+
+    def _bearer(self) -> BearerDirectory:
+        """The live agents' bearer tokens, shared by the A2A edge and the socket's task frames."""
+        if self._bearers is None:
+            self._bearers = BearerDirectory(self.paths)
+        return self._bearers
 
     # ------------------------------------------------------------------ while running
     async def compact(self, *, now: float | None = None) -> tuple[int, int]:

@@ -50,10 +50,34 @@ def daemon_executor() -> Any:
     return _DaemonExecutor()
 
 
+# glibc mallopt parameters (malloc.h) and the values the shim sets.
+M_TRIM_THRESHOLD, M_MMAP_THRESHOLD, M_ARENA_MAX = -1, -3, -8
+MALLOC_TUNING = ((M_ARENA_MAX, 1), (M_MMAP_THRESHOLD, 128 * 1024), (M_TRIM_THRESHOLD, 128 * 1024))
+
+
+def tune_malloc() -> bool:
+    """Keep the shim's resident memory flat under glibc (docs/dev/shim-memory.md). glibc gives each new thread a
+    malloc arena of its own (up to 8 per core), and each keeps what its thread freed: the shim runs Python one thread
+    at a time (the GIL) on short-lived threads (asyncio.to_thread) and the journal's flusher, so one arena serves
+    them all. And glibc raises its mmap threshold to the largest block freed (a journal compaction's buffers), after
+    which such blocks come from the heap and stay: fixed at glibc's defaults, large blocks go back to the system when
+    freed. Call before any thread starts; False where there is no glibc (nothing changes)."""
+    if not sys.platform.startswith("linux"):
+        return False
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None)
+        return all(libc.mallopt(param, value) == 1 for param, value in MALLOC_TUNING)
+    except (OSError, AttributeError):
+        return False
+
+
 def serve(make_router: Callable[[], ToolRouter], *, verbose: bool = False) -> int:
     """Serve MCP on stdin/stdout until stdin closes, with the router `make_router` builds inside the event loop."""
     import logging
 
+    tune_malloc()
     logging.basicConfig(
         stream=sys.stderr,
         level=logging.DEBUG if verbose else logging.WARNING,

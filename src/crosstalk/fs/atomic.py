@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 TMP_SUFFIX = ".tmp"
@@ -33,17 +33,18 @@ def temp_writer_pid(name: str) -> int | None:
 
 
 @contextlib.contextmanager
-def synced_temp(path: Path, data: bytes, mode: int) -> Iterator[Path]:
-    """A temp file beside path holding `data`, synced to disk, exactly `mode` (the umask may have narrowed it;
-    readers check the exact mode); removed on exit unless the caller renamed it away."""
+def synced_temp(path: Path, data: bytes | Iterable[bytes], mode: int) -> Iterator[Path]:
+    """A temp file beside path holding `data` (or its chunks, written in turn), synced to disk, exactly `mode` (the
+    umask may have narrowed it; readers check the exact mode); removed on exit unless the caller renamed it away."""
     tmp = temp_name_for(path)
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC | os.O_NOFOLLOW, mode)
     try:
         try:
             os.fchmod(fd, mode)
-            view = memoryview(data)
-            while view:
-                view = view[os.write(fd, view) :]
+            for chunk in [data] if isinstance(data, bytes | bytearray) else data:
+                view = memoryview(chunk)
+                while view:
+                    view = view[os.write(fd, view) :]
             os.fsync(fd)
         finally:
             os.close(fd)
@@ -53,8 +54,9 @@ def synced_temp(path: Path, data: bytes, mode: int) -> Iterator[Path]:
             os.unlink(tmp)
 
 
-def atomic_write(path: Path, data: bytes, *, mode: int = 0o600) -> None:
-    """Write data to path via temp file + fsync + rename + directory fsync; the file ends up exactly mode."""
+def atomic_write(path: Path, data: bytes | Iterable[bytes], *, mode: int = 0o600) -> None:
+    """Write data (or its chunks) to path via temp file + fsync + rename + directory fsync; the file ends up exactly
+    mode."""
     with synced_temp(path, data, mode) as tmp:
         os.replace(tmp, path)
     fsync_dir(path.parent)

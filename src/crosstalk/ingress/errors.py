@@ -64,5 +64,10 @@ class A2AProtocolError(CrosstalkError):
         self.status = status  # the HTTP status, when that was the problem
 
 
+class TaskFramesUnsupported(A2AProtocolError):
+    """The agent answered a task frame (ingress/task_frames.py) that it does not know them (an older crosstalk):
+    nothing was received, so the same request may go over A2A."""
+
+
 class A2AServerError(CrosstalkError):
     """The A2A server could not start."""

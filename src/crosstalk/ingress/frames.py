@@ -40,6 +40,19 @@ class AuthLine(Record):
         self._set(token)
 
 
+class TaskLine(Record):
+    """A task frame (task_frames.py): `method` "send" or "get", the sending agent's bearer token, the rest as sent."""
+
+    _fields = ("method", "bearer", "params")
+    __slots__ = _fields
+    method: str
+    bearer: str
+    params: dict[str, Any]
+
+    def __init__(self, method: str, bearer: str, params: dict[str, Any]) -> None:
+        self._set(method, bearer, params)
+
+
 class UserLine(Record):
     _fields = ("content", "crosstalk", "native_from", "native_msg_id", "claude_frame")
     __slots__ = _fields
@@ -64,7 +77,7 @@ class UserLine(Record):
         return self.crosstalk is None
 
 
-def parse_line(raw: bytes) -> AuthLine | UserLine:
+def parse_line(raw: bytes) -> AuthLine | UserLine | TaskLine:
     if len(raw) > MAX_LINE_BYTES:
         raise FrameError(f"frame line is {len(raw)} bytes, over the {MAX_LINE_BYTES}-byte limit")
     try:
@@ -106,7 +119,14 @@ def parse_line(raw: bytes) -> AuthLine | UserLine:
             nid if isinstance(nid, str) else None,
             claude_frame="msgV" in obj or "msg_id" in obj,
         )
-    raise FrameError(f"unknown frame type {ftype!r} (expected 'auth' or 'user')")
+    if ftype == "task":
+        method, bearer = obj.get("method"), obj.get("bearer")
+        if method not in ("send", "get"):
+            raise FrameError(f"task line 'method' must be 'send' or 'get', got {method!r}")
+        if not isinstance(bearer, str) or not bearer:
+            raise FrameError("task line needs a non-empty string 'bearer' (the sending agent's token)")
+        return TaskLine(method, bearer, obj)
+    raise FrameError(f"unknown frame type {ftype!r} (expected 'auth', 'user' or 'task')")
 
 
 def _check_unicode(obj: object) -> None:

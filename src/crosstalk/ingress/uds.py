@@ -31,12 +31,15 @@ from crosstalk.ingress.errors import FrameError
 from crosstalk.ingress.frames import (
     MAX_LINE_BYTES,
     AuthLine,
+    TaskLine,
     UserLine,
     encode_answer,
     encode_error_answer,
     message_from_crosstalk,
     parse_line,
 )
+from crosstalk.ingress.task_frames import encode_error
+from crosstalk.ingress.uds_tasks import TaskDesk, serve_task
 from crosstalk.receiver import Inbound, Receiver
 from crosstalk.registry.descriptor import Descriptor
 
@@ -93,8 +96,11 @@ class UdsIngress:
         token: str,
         receiver: Receiver,
         resolve_peer: PeerResolver,
+        tasks: TaskDesk | None = None,
     ) -> None:
+        """`tasks`: serve task frames (the agent serves tasks, as its A2A endpoint does); None refuses them."""
         self.path = path
+        self._tasks = tasks
         self._token = token
         self._receiver = receiver
         self._peers = _PeerCache(resolve_peer)
@@ -218,9 +224,13 @@ class UdsIngress:
                     return encode_error_answer("auth: wrong key for this agent")
                 authed = True
                 second = parse_line(await _read_line(reader))
+                if isinstance(second, TaskLine):
+                    return await self._serve_task(second, pid)
                 if not isinstance(second, UserLine):
-                    raise FrameError("expected a user line after the auth line")
+                    raise FrameError("expected a user or task line after the auth line")
                 user = second
+            elif isinstance(first, TaskLine):
+                return encode_error_answer("auth: send an auth line with the agent's key first")
             else:
                 user = first
             peer = self._peers.get(pid)
@@ -237,6 +247,12 @@ class UdsIngress:
             return encode_answer(await self._receive_crosstalk(user, peer))
         except FrameError as exc:
             return encode_error_answer(f"frame: {exc}")
+
+    async def _serve_task(self, line: TaskLine, pid: int) -> bytes:
+        """A task frame from another crosstalk agent (uds_tasks.py); refused by an agent that serves no tasks."""
+        if self._tasks is None:
+            return encode_error("unsupported_operation", "this agent serves no tasks (it was started without A2A)")
+        return await serve_task(self._tasks, line, pid, self._receiver.identity.name)
 
     async def _receive_crosstalk(self, user: UserLine, peer: Descriptor | None) -> Outcome:
         claimed = user.crosstalk.get("from") if user.crosstalk else None

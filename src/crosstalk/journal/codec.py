@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import stat
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -36,17 +37,10 @@ class ReadResult:
 def read_journal(path: str | os.PathLike[str]) -> ReadResult:
     """Read every complete record. A trailing line without its newline is a torn append and is dropped."""
     result = ReadResult()
-    try:
-        # Never through a symlink, never blocking on a FIFO: the journal is a regular file or it is damage.
-        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NOFOLLOW | os.O_NONBLOCK)
-    except FileNotFoundError:
+    fd = _open_journal(path)
+    if fd is None:
         return result
-    except OSError as exc:
-        why = exc.strerror or exc
-        raise JournalError(f"journal {path} cannot be opened ({why}): move it away, then start again") from None
     try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise JournalError(f"journal {path} is not a regular file: move it away, then start again")
         with os.fdopen(fd, "rb", closefd=False) as f:
             data = f.read()
     finally:
@@ -63,6 +57,43 @@ def read_journal(path: str | os.PathLike[str]) -> ReadResult:
         else:
             result.records.append(record)
     return result
+
+
+def scan_journal(path: str | os.PathLike[str]) -> Iterator[tuple[int, int, dict[str, Any]]]:
+    """(offset, length, record) of every complete record, one line at a time: what `read_journal` reads, without
+    the whole file and every record in memory at once (a live compaction, journal/writer.py)."""
+    fd = _open_journal(path)
+    if fd is None:
+        return
+    try:
+        with os.fdopen(fd, "rb", closefd=False) as f:
+            offset = 0
+            for line in f:
+                start, offset = offset, offset + len(line)
+                if not line.endswith(b"\n"):
+                    return  # a torn append
+                if not line.strip():
+                    continue
+                record = parse_line(line)
+                if record is not None:
+                    yield start, len(line), record
+    finally:
+        os.close(fd)
+
+
+def _open_journal(path: str | os.PathLike[str]) -> int | None:
+    try:
+        # Never through a symlink, never blocking on a FIFO: the journal is a regular file or it is damage.
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        why = exc.strerror or exc
+        raise JournalError(f"journal {path} cannot be opened ({why}): move it away, then start again") from None
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise JournalError(f"journal {path} is not a regular file: move it away, then start again")
+    return fd
 
 
 def parse_line(line: bytes) -> dict[str, Any] | None:

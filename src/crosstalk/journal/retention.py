@@ -13,6 +13,8 @@ what the agent holds in memory, not its whole day.
 from __future__ import annotations
 
 import time
+from array import array
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -148,3 +150,72 @@ def compact_records(
     kept = select_retained(rest, plan.unresolved, now=now, window_s=window_s, collapsed=collapsed)
     fresh = [e for e in plan.window_entries if e[4] >= now - window_s]
     return [R.checkpoint(chunk) for chunk in checkpoint_chunks(fresh)] + kept
+
+
+def select_lines(
+    records: Iterable[dict[str, Any]], plan: Plan, *, now: float | None = None, window_s: float = RETENTION_SECONDS
+) -> tuple[list[dict[str, Any]], list[int], set[str]]:
+    """`compact_records`, reading each record once and keeping none of them: a live compaction's memory is a few
+    numbers per record and each id once, not the journal (Journal.compact_lines; docs/dev/shim-memory.md). Returns
+    the checkpoint records that head the compacted journal, the positions in `records` of the records kept (in
+    order), and every id the kept records mention (`ids_in`)."""
+    now = time.time() if now is None else now
+    cutoff = now - window_s
+    settled_before = plan.taken_at - APPLY_MARGIN_S
+    number: dict[str, int] = {}  # each id, once, as a number; names[n] is the id numbered n
+    names: list[str] = []
+    parent = array("q")  # union-find over the numbers: records that share an id are one group
+
+    def num(i: str) -> int:
+        n = number.get(i)
+        if n is None:
+            n = number[i] = len(names)
+            names.append(i)
+            parent.append(n)
+        return n
+
+    def find(n: int) -> int:
+        while parent[n] != n:
+            parent[n] = parent[parent[n]]
+            n = parent[n]
+        return n
+
+    positions, times = array("q"), array("d")  # of each record that is not a checkpoint
+    first, flat = array("q"), array("q")  # its ids: flat[first[k]:first[k + 1]]
+    last_claim, forgotten = -1, set()
+    for pos, rec in enumerate(records):
+        rtype = rec.get("type")
+        if rtype == R.CHECKPOINT:
+            continue
+        ts = float(rec.get("ts", 0))
+        if rtype == R.CLAIM:
+            last_claim = len(times)
+        positions.append(pos)
+        times.append(ts)
+        first.append(len(flat))
+        ids = [num(i) for i in _ids_of(rec)]
+        flat.extend(ids)
+        for other in ids[1:]:
+            ra, rb = find(ids[0]), find(other)
+            if ra != rb:
+                parent[rb] = ra
+        if rtype in (R.RECEIVED, R.TASK) and ts < settled_before:  # Plan.forgotten
+            rid = R.message_id_of(rec) if rtype == R.RECEIVED else rec.get("task_id")
+            if isinstance(rid, str) and rid not in plan.present:
+                forgotten.add(rid)
+    first.append(len(flat))
+    collapsed = plan.collapsed | forgotten
+    keep_roots = {find(number[i]) for i in plan.unresolved if i in number}
+    for k, ts in enumerate(times):
+        group = flat[first[k] : first[k + 1]]
+        if group and ts >= cutoff and not all(names[n] in collapsed for n in group):
+            keep_roots.add(find(group[0]))
+    kept: list[int] = []
+    kept_ids: set[str] = set()
+    for k, ts in enumerate(times):
+        group = flat[first[k] : first[k + 1]]
+        if k == last_claim or (find(group[0]) in keep_roots if group else ts >= cutoff):
+            kept.append(positions[k])
+            kept_ids.update(names[n] for n in group)
+    fresh = [e for e in plan.window_entries if e[4] >= now - window_s]
+    return [R.checkpoint(chunk) for chunk in checkpoint_chunks(fresh)], kept, kept_ids

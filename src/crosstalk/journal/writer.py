@@ -13,7 +13,8 @@ import fcntl
 import os
 import threading
 import time
-from collections.abc import Callable, Iterable
+from array import array
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, InvalidStateError
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,7 +22,7 @@ from typing import Any
 
 from crosstalk.fs.atomic import atomic_write
 from crosstalk.fs.reading import NotRegularFile, open_regular
-from crosstalk.journal.codec import ReadResult, encode, read_journal
+from crosstalk.journal.codec import ReadResult, encode, read_journal, scan_journal
 from crosstalk.journal.errors import JournalError, JournalLocked, JournalWriteError
 
 APPEND_TIMEOUT_S = 30.0
@@ -44,10 +45,15 @@ class _Pending:
     future: Future[int] | None = None  # only for submit(); append/append_async wait on the batch's ticket
 
 
+# (records, read once) → (records that head the new journal, positions of the records kept): Journal.compact_lines
+LineChooser = Callable[[Iterator[dict[str, Any]]], tuple[list[dict[str, Any]], list[int]]]
+
+
 @dataclass(slots=True)
 class _Compaction:
-    select: Callable[[list[dict[str, Any]]], list[dict[str, Any]]]
-    future: Future[tuple[int, int]]
+    select: Callable[[list[dict[str, Any]]], list[dict[str, Any]]] | None = None
+    choose: LineChooser | None = None
+    future: Future[tuple[int, int]] = field(default_factory=Future)
 
 
 @dataclass(slots=True)
@@ -194,27 +200,66 @@ class Journal:
         """Rewrite the journal to the records `select` keeps (retention), on the flusher thread between two
         batches, so no append is ever in flight while the file is replaced. Every record appended before this
         call is in what `select` sees; later ones land in the new file. Resolves to (records before, after)."""
-        fut: Future[tuple[int, int]] = Future()
+        return self._add_compaction(_Compaction(select=select))
+
+    def compact_lines(self, choose: LineChooser) -> Future[tuple[int, int]]:
+        """`compact`, in little memory: `choose(records)` reads the records once, one at a time (none is kept after
+        it moves on), and returns the records to head the new journal and the positions of the records to keep,
+        in order. Kept lines are copied as written, streamed into the new file (retention.select_lines; a running
+        agent's memory: docs/dev/shim-memory.md)."""
+        return self._add_compaction(_Compaction(choose=choose))
+
+    def _add_compaction(self, job: _Compaction) -> Future[tuple[int, int]]:
         with self._cv:
             if self._closed:
                 raise JournalError(f"journal {self.path} is closed")
-            self._compactions.append(_Compaction(select, fut))
+            self._compactions.append(job)
             self._cv.notify()
-        return fut
+        return job.future
 
     def _run_compaction(self, job: _Compaction) -> None:
         try:
             if self._truncate_to is not None:
                 self._fs.ftruncate(self._fd, self._truncate_to)
                 self._size, self._truncate_to = self._truncate_to, None
-            records = read_journal(self.path).records
-            kept = job.select(records)
-            if len(kept) < len(records):
-                self._replace_file(kept)
+            if job.choose is not None:
+                before, after = self._compact_lines(job.choose)
+            else:
+                assert job.select is not None
+                records = read_journal(self.path).records
+                kept = job.select(records)
+                if len(kept) < len(records):
+                    self._replace_file(kept)
+                before, after = len(records), len(kept)
         except Exception as exc:
             _settle(job.future, exc=JournalError(f"journal compaction of {self.path} failed: {exc}"))
             return
-        _settle(job.future, result=(len(records), len(kept)))
+        _settle(job.future, result=(before, after))
+
+    def _compact_lines(self, choose: LineChooser) -> tuple[int, int]:
+        starts, lengths = array("q"), array("q")  # where each record read is in the file
+
+        def records() -> Iterator[dict[str, Any]]:
+            for offset, length, record in scan_journal(self.path):
+                starts.append(offset)
+                lengths.append(length)
+                yield record
+
+        head, kept = choose(records())
+        before, after = len(starts), len(head) + len(kept)
+        if after < before:
+            fd = open_regular(self.path, os.O_RDONLY)
+
+            def lines() -> Iterator[bytes]:
+                yield from (encode(rec) for rec in head)
+                for k in kept:
+                    yield os.pread(fd, lengths[k], starts[k])
+
+            try:
+                self._replace_data(lines())
+            finally:
+                os.close(fd)
+        return before, after
 
     def _write_batch(self, batch: list[_Pending], ticket: _Ticket) -> None:
         data = b"".join(p.data for p in batch)
@@ -267,11 +312,22 @@ class Journal:
 
     def _replace_file(self, records: list[dict[str, Any]]) -> None:
         """Only with no batch in flight: at open (rewrite) or on the flusher thread (compact)."""
-        data = b"".join(encode(r) for r in records)  # before the temp file, so a refused record leaves none
-        atomic_write(self.path, data)
+        self._replace_data(b"".join(encode(r) for r in records))  # before the temp file: a refused record leaves none
+
+    def _replace_data(self, data: bytes | Iterable[bytes]) -> None:
+        """The journal's file replaced by `data` (or its chunks, written in turn: no buffer of the whole file)."""
+        size = 0
+
+        def counted(chunks: Iterable[bytes]) -> Iterator[bytes]:
+            nonlocal size
+            for chunk in chunks:
+                size += len(chunk)
+                yield chunk
+
+        atomic_write(self.path, counted([data] if isinstance(data, bytes) else data))
         os.close(self._fd)
         self._fd = open_regular(self.path, os.O_WRONLY | os.O_APPEND)
-        self._size = len(data)
+        self._size = size
         self._truncate_to = None  # a pending undo belonged to the old file; the new one holds no partial bytes
 
     @property

@@ -2,8 +2,9 @@
 
 A send answered `held` is journaled in the sending agent's journal (a `held_send` record: to whom, and the target
 agent's task when the target is a crosstalk agent), then watched until it settles:
-- to a crosstalk agent, the target journals each transition and moves the message's A2A task; this shim reads that
-  task (GetTask, every POLL_S) until its delivery is no longer held;
+- to a crosstalk agent, the target journals each transition and moves the message's task; this shim reads that
+  task (GetTask, as a task frame on the target's socket: shim/sending.py; every POLL_S) until its delivery is no
+  longer held;
 - to a session without crosstalk, the harness tells the process that wrote the message (Claude's receipts,
   harness/claude/receipts.py): the final word comes to this shim on a reader thread.
 The final word is journaled first (the `held_send` record, settled), then told to the sending session as a notice
@@ -48,7 +49,8 @@ class HeldSends:
     """The held sends of one shim's agents, watched until each settles."""
 
     def __init__(self, paths: StatePaths, client_for: Any) -> None:
-        """`client_for(host, url) -> A2AClient | None`: the sending agent's A2A client for a target URL."""
+        """`client_for(host, target) -> client | None`: the sending agent's task client for a target agent
+        (shim/sending.py: its socket's task frames, or A2A)."""
         self.paths = paths
         self.client_for = client_for
         self._tasks: set[asyncio.Task[None]] = set()
@@ -123,7 +125,7 @@ class HeldSends:
         while True:
             try:
                 target = resolve(self.paths, to_agent)
-                client = self.client_for(host, target.a2a_url) if target.a2a_url else None
+                client = self.client_for(host, target) if target.a2a_url else None
                 view = await client.get(task_id) if client is not None else None
             except (NoSuchAgent, AmbiguousName):
                 view, failures = None, GONE_AFTER

@@ -1,4 +1,5 @@
-"""Sending as a bound agent over A2A, the answer as a model reads it, and the per-peer nudge."""
+"""Sending as a bound agent (task frames on the peer's socket, or A2A), the answer as a model reads it, and the
+per-peer nudge."""
 
 from __future__ import annotations
 
@@ -54,12 +55,17 @@ def _task_answer(view: Any, message_id: str, to: str) -> dict[str, Any]:
 
 
 class Sender:
-    """One shim's outbound side: an A2A client per (sending agent, peer URL) and the nudge counts."""
+    """One shim's outbound side: how each bound agent reaches its peers, and the nudge counts.
+
+    A peer that serves tasks (its descriptor has an `a2a_url`) is sent its tasks over its unix socket (task frames,
+    ingress/uds_tasks.py): the same TaskApi, answers, dedupe and journal records as an A2A SendMessage, without the
+    A2A SDK in either process. A peer too old for task frames gets A2A (ingress/a2a/client.py), as before."""
 
     def __init__(self, paths: StatePaths, *, timeout: float = 60.0) -> None:
         self.paths = paths
         self.timeout = timeout
         self._clients: dict[tuple[str, str, str], Any] = {}
+        self._a2a_only: set[str] = set()  # instance ids of peers that answered they take no task frames
         self.counts: dict[tuple[str, str], int] = {}
 
     async def send(
@@ -68,7 +74,13 @@ class Sender:
         """SendMessage as `host` to `target`: the model-facing answer (state, reason, message_id, task_id).
         `op` ("claim", "release"): a request about the target itself (shim/claiming.py), not a message."""
         from crosstalk.core.errors import TaskError
-        from crosstalk.ingress.errors import A2AAuthError, A2AOutcomeUnknown, A2AProtocolError, A2AUnreachable
+        from crosstalk.ingress.errors import (
+            A2AAuthError,
+            A2AOutcomeUnknown,
+            A2AProtocolError,
+            A2AUnreachable,
+            TaskFramesUnsupported,
+        )
 
         mid, to = msg.message_id, target.name
 
@@ -78,13 +90,17 @@ class Sender:
         if not target.a2a_url:
             return failed(State.UNREACHABLE, Reason.NO_A2A_ENDPOINT)
         try:
-            token = read_key(self.paths.token_path(host.agent_id))
+            client = self.client_for(host, target, strict=True)
         except KeyFileError as exc:
             return failed(State.UNREACHABLE, Reason.NO_SENDER_TOKEN, detail=str(exc))
-        client = self._client(host.agent_id, target.a2a_url, token)
+        extra = {"op": op} if op is not None else {}
         try:
-            extra = {"op": op} if op is not None else {}
-            view = await client.send(msg, return_immediately=return_immediately, **extra)
+            try:
+                view = await client.send(msg, return_immediately=return_immediately, **extra)
+            except TaskFramesUnsupported:  # nothing was received: the same send over A2A
+                self._a2a_only.add(target.instance_id)
+                client = self.client_for(host, target, strict=True)
+                view = await client.send(msg, return_immediately=return_immediately, **extra)
         except TaskError as exc:
             if exc.code == TaskError.INTERNAL:
                 return failed(State.UNREACHABLE, Reason.RECEIVER_JOURNAL_FAILED)
@@ -100,13 +116,25 @@ class Sender:
             return failed(State.REJECTED, Reason.PROTOCOL_ERROR, detail=str(exc))
         return _task_answer(view, mid, to)
 
-    def client_for(self, host: AgentHost, url: str) -> Any:
-        """`host`'s A2A client for the agent at `url` (None without its key)."""
+    def client_for(self, host: AgentHost, target: Descriptor, *, strict: bool = False) -> Any:
+        """`host`'s client for the tasks at `target` (`send`, `get`): its socket's task frames, or A2A for a peer
+        that takes none. None without `host`'s bearer token (strict: raise KeyFileError)."""
         try:
             token = read_key(self.paths.token_path(host.agent_id))
         except KeyFileError:
+            if strict:
+                raise
             return None
-        return self._client(host.agent_id, url, token)
+        if target.uds_path and target.instance_id not in self._a2a_only:
+            try:
+                key = read_key(self.paths.key_path(target.agent_id))
+            except KeyFileError:
+                key = None  # going, or gone: A2A says which
+            if key is not None:
+                from crosstalk.ingress.uds_task_client import UdsTaskClient
+
+                return UdsTaskClient(target.uds_path, key, token, timeout=self.timeout)
+        return self._client(host.agent_id, target.a2a_url or "", token)
 
     def _client(self, agent_id: str, url: str, token: str) -> Any:
         from crosstalk.ingress.a2a.client import A2AClient

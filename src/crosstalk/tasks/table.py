@@ -30,10 +30,23 @@ class TaskEntry:
     view: TaskView
     claimed: bool = False  # the worker took it: from here on not cancelable
     messages: list[str] = field(default_factory=list)  # every message id of the task (first + continuations)
-    changed: asyncio.Event = field(default_factory=asyncio.Event)
+    _changed: asyncio.Event | None = None  # made when someone waits: a kept terminal task holds none
     deadline: asyncio.TimerHandle | None = None
     awaiting: bool = False  # the receiving side said it will answer (expect_answer): delivery does not complete it
     input_turn: str | None = None  # the continuation that answered an input request: it settles like a first message
+
+    @property
+    def changed(self) -> asyncio.Event:
+        """Set when the task changes (a waiter takes it, then waits); a new, unset one after each change."""
+        if self._changed is None:
+            self._changed = asyncio.Event()
+        return self._changed
+
+    def notify(self) -> None:
+        """The task changed: wake whoever waits on `changed`; the next waiter gets a fresh event."""
+        if self._changed is not None:
+            self._changed.set()
+            self._changed = None
 
 
 class TaskTable:
@@ -146,8 +159,7 @@ class TaskTable:
             if task.deadline is not None:
                 task.deadline.cancel()
                 task.deadline = None
-        task.changed.set()
-        task.changed = asyncio.Event()
+        task.notify()
         return task
 
 

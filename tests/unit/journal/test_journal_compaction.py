@@ -94,3 +94,76 @@ def test_a_failing_selector_fails_the_compaction_not_the_journal(tmp_path: Path)
     finally:
         journal.close()
     assert [r["message"]["message_id"] for r in read_journal(tmp_path / "c.jsonl").records] == ["one", "two"]
+
+
+def test_a_line_by_line_compaction_keeps_exactly_what_compact_records_keeps(tmp_path: Path) -> None:
+    """compact_lines + retention.select_lines (the agent's compactor) read each record once and copy kept lines as
+    written; the journal they leave holds exactly the records compact + compact_records leave."""
+    import json
+
+    from crosstalk.journal import records as R
+    from crosstalk.journal.retention import Plan, compact_records, select_lines
+
+    now = time.time()
+    recs: list[dict[str, object]] = [
+        {"type": "checkpoint", "ts": OLD, "entries": []},
+        _msg("old-done", OLD),
+        _msg("old-done", OLD, "dispatch"),
+        _msg("old-done", OLD, "outcome"),
+        {"type": R.CLAIM, "ts": OLD, "action": "claimed", "role": "worker", "owner": "o"},
+        _msg("old-open", OLD),
+        {"type": "task", "ts": OLD, "task_id": "t-old", "message_id": "old-open", "state": "working"},
+        {"type": "received", "ts": now, "message": {"message_id": "reply", "in_reply_to": "old-done", "parts": []}},
+        _msg("recent", now),
+        _msg("recent", now, "outcome"),
+        _msg("collapsed", now),
+        _msg("forgotten", now - 3600),
+        {"type": "task", "ts": now - 3600, "task_id": "t-gone", "message_id": "forgotten", "state": "completed"},
+        {"type": R.CLAIM, "ts": now, "action": "released", "role": "primary"},
+        {"type": "nudge", "ts": OLD, "peer": "p", "count": 30},
+        {"type": "nudge", "ts": now, "peer": "p", "count": 60},
+    ]
+    plan = Plan(
+        unresolved={"old-open"},
+        collapsed={"collapsed"},
+        present={"old-open", "recent", "reply", "collapsed", "t-old"},
+        window_entries=[["w-1", "agent:x", "accepted", None, now - 10], ["w-2", "agent:x", "accepted", None, OLD]],
+        taken_at=now,
+    )
+    kept_ids: set[str] = set()
+
+    def choose(records):  # type: ignore[no-untyped-def]
+        head, kept, ids = select_lines(records, plan, now=now)
+        kept_ids.update(ids)
+        return head, kept
+
+    out = []
+    for mode in ("records", "lines"):
+        path = tmp_path / f"{mode}.jsonl"
+        journal, _ = Journal.open(path, tmp_path / f"{mode}.lock")
+        try:
+            journal.append_many(recs)
+            with path.open("ab") as f:
+                f.write(b"not json\n")  # damage: skipped by both
+            if mode == "records":
+                counts = journal.compact(lambda rs: compact_records(rs, plan, now=now)).result(timeout=10)
+            else:
+                counts = journal.compact_lines(choose).result(timeout=10)
+            journal.append(_msg("after", now))
+        finally:
+            journal.close()
+        records = read_journal(path).records
+        for rec in records:
+            if rec["type"] == "checkpoint":
+                rec.pop("ts")  # stamped when made
+        out.append((counts, json.dumps(records)))
+    assert out[0] == out[1]
+    (before, after), _ = out[0]
+    assert after < before
+    from crosstalk.journal.retention import ids_in
+
+    left = read_journal(tmp_path / "lines.jsonl").records
+    kept = [message_id_of(r) for r in left]
+    assert "collapsed" not in kept and "forgotten" not in kept and "old-open" in kept and "recent" in kept
+    assert "old-done" in kept  # a recent reply to it keeps its group
+    assert kept_ids == ids_in([r for r in left if message_id_of(r) != "after"]) - {"after"}

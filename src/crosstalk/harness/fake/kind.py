@@ -35,9 +35,13 @@ class FakeKind:
         return False
 
     def adapter(self, session: SessionIdentity, environ: Mapping[str, str]) -> FakeHarness:
-        return FakeHarness(
-            inbox_dir=environ.get("CROSSTALK_FAKE_INBOX_DIR") or None, answer=environ.get("CROSSTALK_FAKE_ANSWER")
-        )
+        inbox_dir = environ.get("CROSSTALK_FAKE_INBOX_DIR") or None
+        # With an inbox file every write is on disk: memory keeps only the newest, so a long-running fake session's
+        # shim stays flat (bench/shim_memory.py), as a real harness's does.
+        keep = KEEP_WRITES_WITH_INBOX if inbox_dir else None
+        return FakeHarness(inbox_dir=inbox_dir, answer=environ.get("CROSSTALK_FAKE_ANSWER"), keep_writes=keep)
 
+
+KEEP_WRITES_WITH_INBOX = 100
 
 KIND = FakeKind()

@@ -11,7 +11,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import os
 import socket
 from collections.abc import Awaitable, Callable, Iterator
 from typing import Any
@@ -28,6 +27,7 @@ from crosstalk.core.sender import Sender
 from crosstalk.core.tasks import TaskApi
 from crosstalk.ingress.a2a.gate import EdgeGate
 from crosstalk.ingress.a2a.handler import A2ARequestHandler, OpHandler, SenderContextBuilder
+from crosstalk.ingress.a2a.lazy import bind, check_no_paths, url_host
 from crosstalk.ingress.a2a.protocol import KEEP_ALIVE_S, HeaderDeadlineProtocol
 from crosstalk.ingress.errors import A2AServerError
 
@@ -58,8 +58,8 @@ class A2AServer:
         body_limit: int = DEFAULT_BODY_LIMIT,
         ops: OpHandler | None = None,
     ) -> None:
-        _check_no_paths("name", name)
-        _check_no_paths("description", description)
+        check_no_paths("name", name)
+        check_no_paths("description", description)
         self.name = name
         self.description = description
         self.host = host
@@ -83,13 +83,14 @@ class A2AServer:
     async def __aexit__(self, *exc: object) -> None:
         await self.close()
 
-    async def start(self) -> str:
-        """Bind, serve in the running loop, and return (and set) `.url` once the server accepts connections."""
+    async def start(self, sock: socket.socket | None = None) -> str:
+        """Bind (or take `sock`, already listening: lazy.LazyA2AServer), serve in the running loop, and return (and
+        set) `.url` once the server accepts connections."""
         if self._task is not None:
             raise A2AServerError("A2A server already started")
-        sock = _bind(self.host, self._want_port)
+        sock = sock if sock is not None else bind(self.host, self._want_port)
         port = sock.getsockname()[1]
-        url = f"http://{_url_host(self.host)}:{port}/"
+        url = f"http://{url_host(self.host)}:{port}/"
         app = self._build_app(url)
         config = uvicorn.Config(
             app,
@@ -215,30 +216,3 @@ class _EmbeddedServer(uvicorn.Server):
 
     def install_signal_handlers(self) -> None:  # uvicorn < 0.29 spelled it this way
         return None
-
-
-def _bind(host: str, port: int) -> socket.socket:
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    # IPPROTO_TCP, not 0: asyncio turns on TCP_NODELAY only for sockets that say they are TCP. Without it, Nagle
-    # holds uvicorn's response body behind its headers until the client's delayed ACK: ~40 ms on every request.
-    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
-    try:
-        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        sock.bind((host, port))
-        sock.listen(128)
-        sock.setblocking(False)
-    except OSError as exc:
-        sock.close()
-        raise A2AServerError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from exc
-    return sock
-
-
-def _url_host(host: str) -> str:
-    return f"[{host}]" if ":" in host else host
-
-
-def _check_no_paths(field: str, text: str) -> None:
-    """The card is public: it must not reveal where the session runs."""
-    for path in {os.getcwd(), os.path.expanduser("~")}:
-        if len(path) > 1 and path in text:
-            raise ValueError(f"A2A card {field} must not contain a filesystem path ({path!r} found)")

@@ -1,0 +1,129 @@
+"""The sending side of the socket's task frames (task_frames.py): one crosstalk agent's tasks at another, by its
+unix socket. The same calls and the same errors as the A2A client (a2a/client.py) for the two operations a session
+needs, `send` and `get`, without the A2A SDK or an HTTP stack: one connection per request, asyncio streams.
+
+Errors, as A2AClient raises them: TaskError for task-level errors, A2AAuthError for a refused key or token,
+A2AUnreachable when nothing was sent (no socket, connection refused), A2AOutcomeUnknown when the request left and
+no answer came back, A2AProtocolError for anything else the agent answered, and TaskFramesUnsupported when the
+agent predates task frames (the caller may use A2A instead: nothing was received).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from pathlib import Path
+
+from crosstalk.core import untrusted
+from crosstalk.core.message import Message
+from crosstalk.core.tasks import TaskView
+from crosstalk.ingress.errors import (
+    A2AAuthError,
+    A2AOutcomeUnknown,
+    A2AProtocolError,
+    A2AUnreachable,
+    TaskFramesUnsupported,
+)
+from crosstalk.ingress.frames import MAX_LINE_BYTES, encode_auth
+from crosstalk.ingress.task_frames import (
+    AUTH_KIND,
+    encode_task_get,
+    encode_task_send,
+    error_of,
+    task_error,
+    view_from_dict,
+)
+
+DEFAULT_TIMEOUT_S = 60.0
+CONNECT_TIMEOUT_S = 5.0
+ASK_WAIT_SLACK_S = 15.0  # a default-wait ask returns when answered or past its deadline: wait a little longer
+_OLD_AGENT = "frame: unknown frame type 'task'"  # what an agent without task frames answers (nothing received)
+
+
+class UdsTaskClient:
+    """One peer agent reached at its socket `uds_path` with its `key`, sending as the agent whose `bearer` it is."""
+
+    def __init__(self, uds_path: str | Path, key: str, bearer: str, *, timeout: float = DEFAULT_TIMEOUT_S) -> None:
+        self.uds_path = str(uds_path)
+        self.timeout = timeout
+        self._key = key
+        self._bearer = bearer
+
+    async def send(
+        self, message: Message, *, task_id: str | None = None, return_immediately: bool = False, op: str | None = None
+    ) -> TaskView:
+        """SendMessage as a task frame: the task (or, answered with a direct message, the view A2A would give)."""
+        wait = self.timeout
+        if not return_immediately and message.deadline_seconds:
+            wait = max(wait, message.deadline_seconds + ASK_WAIT_SLACK_S)
+        line = encode_task_send(self._bearer, message, return_immediately=return_immediately, task_id=task_id, op=op)
+        return await self._call(line, wait, message)
+
+    async def get(self, task_id: str) -> TaskView:
+        return await self._call(encode_task_get(self._bearer, task_id), self.timeout, None)
+
+    async def close(self) -> None:
+        """Nothing to release: one connection per request (the same interface as A2AClient)."""
+
+    async def _call(self, line: bytes, wait: float, sent: Message | None) -> TaskView:
+        payload = encode_auth(self._key) + line
+        if len(line) > MAX_LINE_BYTES:
+            raise A2AProtocolError(f"task frame is {len(line)} bytes, over the socket's {MAX_LINE_BYTES}-byte line")
+        try:
+            reader, writer = await asyncio.wait_for(
+                asyncio.open_unix_connection(self.uds_path, limit=MAX_LINE_BYTES + 2), CONNECT_TIMEOUT_S
+            )
+        except (OSError, TimeoutError) as exc:
+            raise A2AUnreachable(f"nothing answers on {self.uds_path}: {exc}") from None
+        try:
+            try:
+                writer.write(payload)
+                await asyncio.wait_for(writer.drain(), CONNECT_TIMEOUT_S)
+                if writer.can_write_eof():
+                    writer.write_eof()
+            except (OSError, TimeoutError) as exc:
+                raise A2AOutcomeUnknown(f"the request to {self.uds_path} failed mid-way: {exc}") from None
+            try:
+                raw = await asyncio.wait_for(reader.readuntil(b"\n"), wait)
+            except asyncio.IncompleteReadError as exc:
+                if exc.partial.strip():
+                    raw = exc.partial
+                else:
+                    raise A2AOutcomeUnknown(f"{self.uds_path} closed the connection without an answer") from None
+            except asyncio.LimitOverrunError:
+                raise A2AProtocolError(f"the answer from {self.uds_path} is over the line limit") from None
+            except (OSError, TimeoutError) as exc:
+                raise A2AOutcomeUnknown(f"no answer from {self.uds_path} within {wait:.0f} s: {exc!r}") from None
+        finally:
+            writer.close()
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(writer.wait_closed(), 1)
+        return _read(raw, sent, self.uds_path)
+
+
+def _read(raw: bytes, sent: Message | None, where: str) -> TaskView:
+    try:
+        data = untrusted.loads(raw, what="the agent's answer", max_bytes=MAX_LINE_BYTES)
+    except untrusted.UntrustedInput as exc:
+        raise A2AProtocolError(f"the answer from {where} is not JSON: {exc.problem}") from None
+    if not isinstance(data, dict):
+        raise A2AProtocolError(f"the answer from {where} is not an object")
+    if "task" in data:
+        try:
+            return view_from_dict(data["task"], sent)
+        except (ValueError, KeyError, TypeError) as exc:
+            raise A2AProtocolError(f"the task {where} answered is malformed: {exc}") from None
+    if "error" in data:
+        kind, text = error_of(data)
+        if kind == AUTH_KIND:
+            raise A2AAuthError(f"{where} refused the sender: {text}", 401)
+        err = task_error(kind, text)
+        if err is not None:
+            raise err
+        raise A2AProtocolError(f"{where}: {text}")
+    reason = str(data.get("reason") or "")  # the socket's own refusal line (frames.encode_error_answer)
+    if reason.startswith(_OLD_AGENT):
+        raise TaskFramesUnsupported(f"{where} does not take task frames")
+    if reason.startswith("auth:"):
+        raise A2AAuthError(f"{where} refused the key: {reason}", 401)
+    raise A2AProtocolError(f"{where} answered {reason or 'without a task'}")

@@ -1,0 +1,85 @@
+"""The socket's task frames, served (task_frames.py has the wire): SendMessage and GetTask without the A2A SDK.
+
+One crosstalk agent sends another a task over the receiver's unix socket: the key line proves the peer runs as this
+user; the frame's bearer token names the sending agent, as on A2A (registry/bearer.py); and the peer's SO_PEERCRED
+pid must be that agent's own process (its shim, or its harness), which A2A cannot check. The message then goes to
+the same TaskApi the A2A edge calls (tasks/service.py), with the same verified Sender: bounce, dedupe, policy,
+admission and the journal (fsync before any answer) run exactly as for a SendMessage, and the answer is the task.
+Claim and release requests (`op`) go to the same op handler the A2A edge uses (agent/claims.py).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+
+from crosstalk.core.errors import MessageError, TaskError
+from crosstalk.core.message import Message
+from crosstalk.core.sender import Sender, SenderClass
+from crosstalk.core.tasks import TaskApi, TaskView
+from crosstalk.fs.procinfo import proc_start_time
+from crosstalk.ingress.frames import TaskLine
+from crosstalk.ingress.task_frames import (
+    AUTH_KIND,
+    OPS,
+    PROTOCOL_KIND,
+    encode_error,
+    encode_view,
+    message_of,
+)
+from crosstalk.registry.descriptor import Descriptor
+
+log = logging.getLogger(__name__)
+
+TRANSPORT = "uds"  # the Sender's transport: how its identity was proven (the message itself travels as a task)
+OpHandler = Callable[[str, Sender, Message], Awaitable[tuple[TaskView, dict[str, Any]]]]
+
+
+@dataclass(slots=True)
+class TaskDesk:
+    """What an agent's socket needs to serve task frames: its task service, the bearer lookup, and its op handler."""
+
+    tasks: TaskApi
+    lookup: Callable[[str], Descriptor | None]  # a bearer token → the live agent it names (BearerDirectory.lookup)
+    ops: OpHandler | None = None
+
+
+async def serve_task(desk: TaskDesk, line: TaskLine, pid: int, to: str) -> bytes:
+    """Answer one task frame from peer `pid` to the agent named `to`: the encoded task, or an error line."""
+    desc = desk.lookup(line.bearer)
+    if desc is None:
+        return encode_error(AUTH_KIND, "the bearer token names no live agent")
+    started = proc_start_time(pid)
+    if started is None or not desc.served_by(pid, started):
+        return encode_error(AUTH_KIND, f"the peer process is not {desc.name}'s own: its token is not usable here")
+    sender = Sender(SenderClass.VERIFIED, desc.agent_id, desc.name, TRANSPORT)
+    params = line.params
+    try:
+        if line.method == "get":
+            task_id = params.get("task_id")
+            if not isinstance(task_id, str) or not task_id:
+                return encode_error(TaskError.INVALID_PARAMS.value, "task_id: a non-empty string is required")
+            return encode_view(await desk.tasks.get(desc.agent_id, task_id))
+        message = message_of(params, to=to, sender_name=sender.name)
+        op = params.get("op")
+        if op is not None:
+            if op not in OPS:
+                return encode_error(TaskError.INVALID_PARAMS.value, f"op: must be one of {', '.join(OPS)}")
+            if desk.ops is None:
+                return encode_error(TaskError.UNSUPPORTED.value, f"this agent does not serve op {op}")
+            view, _extra = await desk.ops(str(op), sender, message)
+            return encode_view(view)
+        view = await desk.tasks.send(
+            sender, message, task_id=message.task_id, return_immediately=params.get("return_immediately") is True
+        )
+        return encode_view(view)
+    except TaskError as exc:
+        return encode_error(exc.code.value, exc.message)
+    except MessageError as exc:
+        return encode_error(TaskError.INVALID_PARAMS.value, f"message.{exc.field}: {exc.problem}")
+    except Exception:
+        # Its text may hold paths or internals: to the log, not to the peer (as the A2A edge does).
+        log.exception("task frame %s failed in the task service", line.method)
+        return encode_error(PROTOCOL_KIND, f"{line.method} failed inside the agent")
