@@ -35,6 +35,7 @@ KINDS: dict[str, Entry] = {
     "claude": Entry("crosstalk.harness.claude", auto=True),
     "fake": Entry("crosstalk.harness.fake", standalone=True),
     "pi": Entry("crosstalk.harness.pi"),
+    "qwen": Entry("crosstalk.harness.qwen", auto=True),
 }
 
 
