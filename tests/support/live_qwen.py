@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from crosstalk.demo.models import RecordedRequest, ScriptedQwenChat
+from crosstalk.demo.models.base import text_parts
 from crosstalk.demo.models.wiring import MODEL, write_qwen_settings
 from tests.support.live_claude import CROSSTALK, bin_dir
 from tests.support.tmux_pane import TmuxPane
@@ -186,8 +187,7 @@ class LiveQwen:
                      for c in m.get("tool_calls") or [] if isinstance(c, dict)}  # fmt: skip
             for m in msgs:
                 if isinstance(m, dict) and m.get("role") == "tool" and names.get(m.get("tool_call_id")) == tool:
-                    text = m.get("content")
-                    text = text if isinstance(text, str) else json.dumps(text)
+                    text = text_parts(m.get("content"))
                     if text not in out:
                         out.append(text)
         return out

@@ -27,10 +27,9 @@ from crosstalk.harness.base import (
     InjectResult,
     LateSink,
     SessionIdentity,
-    render_envelope,
 )
 from crosstalk.harness.errors import HarnessDisconnected, HarnessRefused, PreSendFailure, ReceiverRefused
-from crosstalk.harness.qwen import receipts, wire
+from crosstalk.harness.qwen import receipts, render, wire
 from crosstalk.harness.qwen.sessions import read_record, text_field
 
 NAME = "qwen"
@@ -81,10 +80,10 @@ class QwenAdapter:
         return "unknown"  # the record says nothing of it
 
     def render(self, request: InjectRequest) -> str:
-        return render_envelope(request)
+        return render.render(request)
 
     def native_reply_address(self, agent: AgentInfo) -> str | None:
-        return agent.uds_path
+        return None  # Qwen's own envelope names the frame's `from` (our receipt inbox); crosstalk's names none
 
     async def inject(self, request: InjectRequest) -> InjectResult:
         if self.socket_path is None or self._token is None:

@@ -138,7 +138,7 @@ class _Expected:
     receipts: list[Receipt] = field(default_factory=list)
     status: str | None = None
     gone_since: float | None = None
-    settled_at: float | None = None  # when it reached `delivered` (listened for LATE_WINDOW_S more)
+    settled_at: float | None = None  # when it was delivered or settled (kept LATE_WINDOW_S more, then forgotten)
 
 
 class ReceiptInbox:
@@ -231,10 +231,8 @@ class ReceiptInbox:
                 return  # a repeat, or a word the protocol does not allow here
             entry.status = receipt.status
             entry.receipts.append(receipt)
-            if receipt.status == "delivered":
-                entry.settled_at = time.monotonic()
-            elif receipt.status in FINAL:
-                del self._expected[receipt.message_id]
+            if receipt.status == "delivered" or receipt.status in FINAL:
+                entry.settled_at = time.monotonic()  # forgotten by the sweep; a final word is the last one anyway
             self._cond.notify_all()
             callback = entry.callback
         if callback is not None:

@@ -11,7 +11,6 @@ read is capped and refuses symlinks and FIFOs; the sessions directory must be a 
 
 from __future__ import annotations
 
-import hashlib
 import os
 import re
 import stat
@@ -142,20 +141,21 @@ def _own_process(pid: int) -> bool:
         return False
 
 
-def derived_name(cwd: str | None, session_id: str) -> str:
-    """The name Qwen makes up when the user gave none: the cwd's basename (letters, marks, digits, `.`, `_`, `-`;
-    at most 32) and the first two hex of sha256(sessionId). It changes with the session id (`/clear`)."""
-    base = "".join(c for c in os.path.basename((cwd or "").rstrip("/")) if c.isalnum() or c in "._-")[:32]
-    return f"{base}-{hashlib.sha256(session_id.encode()).hexdigest()[:2]}"
+def derived_base(cwd: str | None) -> str:
+    """The cwd's basename as Qwen puts it in a name it derives (letters, marks, digits, `.`, `_`, `-`; at most 32)."""
+    return "".join(c for c in os.path.basename((cwd or "").rstrip("/")) if c.isalnum() or c in "._-")[:32]
 
 
 def own_name(record: Mapping[str, Any]) -> str | None:
-    """The record's name when the user chose it; None when Qwen derived it (crosstalk names the agent instead, and
-    keeps that name across `/clear`, which derives another)."""
+    """The record's name when the user chose it; None when Qwen derived it: the cwd's basename, `-` and two hex of
+    sha256(sessionId). `/clear` keeps the old derived name under the new id, so any two hex count: crosstalk names
+    the agent instead, and keeps that name across `/clear`."""
     name = text_field(record, "name")
-    if name is None or name == derived_name(text_field(record, "cwd"), str(record.get("sessionId"))):
+    if name is None:
         return None
-    return name
+    base, dash, tail = name.rpartition("-")
+    derived = dash and base == derived_base(text_field(record, "cwd")) and re.fullmatch(r"[0-9a-f]{2}", tail)
+    return None if derived else name
 
 
 def token_of(record: Mapping[str, Any]) -> str | None:

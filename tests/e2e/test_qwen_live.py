@@ -1,0 +1,206 @@
+"""Qwen Code for real: the pinned 0.24.4 TUI in tmux with crosstalk installed the README's way (`crosstalk install
+qwen`), against a mock chat-completions server that logs every request; the tests assert what each model saw and
+the one state each send answered. One module's sessions are shared by its tests (each test uses its own tokens):
+a Qwen session with crosstalk, a headless Claude Code session with crosstalk, and Qwen sessions without crosstalk
+(one that reviews peers, one whose workspace refuses them)."""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import subprocess
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.e2e.conftest import make_tmp
+from tests.support.live_claude import CROSSTALK, LiveClaude
+from tests.support.live_qwen import LiveQwen
+
+pytestmark = pytest.mark.timeout(300)
+
+
+class Live:
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.closers: list[Any] = []
+
+    def cli(self, *args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+        env = {"PATH": os.environ["PATH"], "HOME": str(self.root), "CROSSTALK_HOME": str(self.root / "xt"),
+               "QWEN_HOME": str(self.root / "qwen"), "USER": "tester",
+               "XDG_RUNTIME_DIR": str(self.root / "clirun")}  # fmt: skip
+        (self.root / "clirun").mkdir(mode=0o700, exist_ok=True)
+        return subprocess.run([str(CROSSTALK), *args], env=env, capture_output=True, text=True, timeout=timeout)
+
+
+@pytest.fixture(scope="module")
+def live() -> Iterator[Live]:
+    from tests.e2e.conftest import harness_binary
+
+    harness_binary("qwen")
+    harness_binary("claude")
+    root = make_tmp()
+    world = Live(root)
+    try:
+        yield world
+    finally:
+        for close in reversed(world.closers):
+            close()
+        import shutil
+
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def _lazy(live: Live, key: str, start: Callable[[], Any]) -> Any:
+    if not hasattr(live, key):
+        session = start()
+        live.closers.append(session.close)
+        setattr(live, key, session)
+    return getattr(live, key)
+
+
+def qwen(live: Live) -> LiveQwen:
+    """The Qwen session with crosstalk, registered (its first tool call)."""
+    q = _lazy(live, "q", lambda: LiveQwen.start(live.root / "q", crosstalk_home=live.root / "xt",
+                                                qwen_home=live.root / "qwen"))  # fmt: skip
+    if not hasattr(live, "q_name"):
+        q.say("CALL mcp__crosstalk__list_agents {}")
+        live.q_name = next(r for r in q.wait_tool_result("list_agents")["agents"] if r.get("self"))["name"]  # type: ignore[attr-defined]
+    return q
+
+
+def claude(live: Live) -> LiveClaude:
+    c = _lazy(live, "c", lambda: LiveClaude.start(live.root / "c", crosstalk_home=live.root / "xt",
+                                                  config_dir=live.root / "claude",
+                                                  extra_env={"QWEN_HOME": str(live.root / "qwen")}))  # fmt: skip
+    if not hasattr(live, "c_name"):
+        c.say("CALL mcp__crosstalk__list_agents {}")
+        live.c_name = next(r for r in c.wait_tool_result("list_agents")["agents"] if r.get("self"))["name"]  # type: ignore[attr-defined]
+    return c
+
+
+def bare(live: Live, key: str, settings: dict[str, Any] | None = None) -> LiveQwen:
+    """A Qwen session without crosstalk (same QWEN_HOME: the others discover it)."""
+    return _lazy(live, key, lambda: LiveQwen.start(live.root / key, crosstalk_home=live.root / "xt",
+                                                   qwen_home=live.root / "qwen", install=False,
+                                                   settings=settings))  # fmt: skip
+
+
+def envelope_of(raw: str, token: str) -> str:
+    return raw[max(0, raw.find(token) - 600) : raw.find(token) + 60]
+
+
+def review(b: LiveQwen, verdict: str) -> None:
+    """The user of `b` lists what waits (`/peers`), then accepts or denies all of it (Qwen asks for a fresh list)."""
+    b.say("/peers")
+    deadline = time.monotonic() + 30
+    while "waiting for your review" not in b.screen():
+        assert time.monotonic() < deadline, b.tail()
+        time.sleep(0.1)
+    b.say(f"/peers {verdict} all")
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+def test_a_shell_send_reaches_the_qwen_model_and_the_tui_shows_it(live: Live):
+    q = qwen(live)
+    token = secrets.token_hex(4)
+    out = live.cli("send", live.q_name, f"build 481 failed {token}", "--json")  # type: ignore[attr-defined]
+    assert out.returncode == 0, out.stderr
+    answer = json.loads(out.stdout)
+    assert answer["state"] == "queued", answer
+    seen = q.wait_seen(f"build 481 failed {token}").raw
+    assert f"[crosstalk inform · from @cli:tester (external) · message-id {answer['message_id']}]\\nbuild 481" in seen
+    assert 'origin=\\"own-process\\"' in seen  # the shim's child token: a process the session started
+    deadline = time.monotonic() + 30
+    while answer["message_id"] not in "".join(q.screen().split()):  # "Message from a process this session started"
+        assert time.monotonic() < deadline, q.tail()
+        time.sleep(0.1)
+
+
+def test_claude_to_qwen_idle_then_busy_says_when_the_model_sees_it(live: Live):
+    q, c = qwen(live), claude(live)
+    token = secrets.token_hex(4)
+    n = len(c.requests())
+    c.say(f"CALL mcp__crosstalk__send_message {json.dumps({'to': live.q_name, 'text': f'idle hello {token}'})}")  # type: ignore[attr-defined]
+    answer = c.wait_tool_result("send_message", after=n)
+    assert answer["state"] == "queued" and "idle session starts a turn with it at once" in answer["reason"], answer
+    seen = q.wait_seen(f"idle hello {token}").raw
+    assert f"[crosstalk inform · from agents:{live.c_name} · message-id {answer['message_id']}]" in seen  # type: ignore[attr-defined]
+    # busy: a slow turn runs when the message comes; it is queued at once and starts a turn after that one ends
+    q.mock.scripts_by[f"slow turn {token}"] = "SLEEP 8"
+    q.say(f"slow turn {token}")
+    busy = q.wait_seen(f"slow turn {token}")
+    n = len(c.requests())
+    c.say(f"CALL mcp__crosstalk__send_message {json.dumps({'to': live.q_name, 'text': f'busy hello {token}'})}")  # type: ignore[attr-defined]
+    answer = c.wait_tool_result("send_message", after=n)
+    assert answer["state"] == "queued" and "a busy one after its running turn ends" in answer["reason"], answer
+    answered_at = time.time()
+    seen_busy = q.wait_seen(f"busy hello {token}", timeout=60)
+    assert seen_busy.at - busy.at >= 7.5, "the message joined the running turn"
+    assert answered_at < busy.at + 8, "the send's answer waited for the busy turn"
+
+
+def test_qwen_to_claude_by_name_and_an_ask_from_qwen_answered_with_reply(live: Live):
+    q, c = qwen(live), claude(live)
+    token = secrets.token_hex(4)
+    n = len(q.requests())
+    q.say(f"CALL mcp__crosstalk__send_message {json.dumps({'to': live.c_name, 'text': f'hello claude {token}'})}")  # type: ignore[attr-defined]
+    assert q.wait_tool_result("send_message", after=n)["state"] == "accepted"
+    c.wait_seen(f"hello claude {token}")
+    answer = json.dumps({"message_id": "$MESSAGE_ID", "text": f"use main {token}"})
+    ask = json.dumps({"to": live.c_name, "text": f"which branch {token}?\nCALL mcp__crosstalk__reply {answer}",  # type: ignore[attr-defined]
+                      "deadline_seconds": 120})  # fmt: skip
+    n = len(q.requests())
+    q.say(f"CALL mcp__crosstalk__ask {ask}")
+    ask_id = q.wait_tool_result("ask", after=n)["message_id"]
+    seen = q.wait_seen(f"in-reply-to {ask_id}]", after=n).raw
+    assert f"from agents:{live.c_name}" in seen and f"use main {token}" in seen  # type: ignore[attr-defined]
+
+
+def test_a_held_message_is_reported_held_then_delivered_when_its_user_releases_it(live: Live):
+    """fromMode mismatch: Claude runs with bypass permissions, the session without crosstalk reviews each action."""
+    c, b = claude(live), bare(live, "b1", {"tools": {"approvalMode": "default"}})
+    name = str(b.record()["name"])  # type: ignore[index]
+    token = secrets.token_hex(4)
+    n = len(c.requests())
+    c.say(f"CALL mcp__crosstalk__send_message {json.dumps({'to': name, 'text': f'held hello {token}'})}")
+    answer = c.wait_tool_result("send_message", after=n)
+    assert answer["state"] == "held", answer
+    assert not any(f"held hello {token}" in r.raw for r in b.requests())
+    review(b, "accept")
+    b.wait_seen(f"held hello {token}")
+    c.wait_seen(f"your message {answer['message_id']} to {name}, held for its user, was delivered")
+
+
+def test_a_shell_send_to_a_session_without_crosstalk_is_held_and_a_refusing_one_rejects(live: Live):
+    b = bare(live, "b1", {"tools": {"approvalMode": "default"}})
+    r = bare(live, "b2", {"agents": {"crossSessionInbound": "refuse"}})
+    token = secrets.token_hex(4)
+    out = live.cli("send", str(r.record()["name"]), f"refused hello {token}")  # type: ignore[index]
+    assert out.returncode == 3 and "refused" in out.stderr, (out.stdout, out.stderr)
+    out = live.cli("send", str(b.record()["name"]), f"shell held {token}", "--json")  # type: ignore[index]
+    assert out.returncode == 5 and json.loads(out.stdout)["state"] == "held", (out.stdout, out.stderr)
+    assert not any(token in x.raw for x in r.requests() + b.requests())
+    review(b, "deny")
+
+
+def test_clear_keeps_the_name_and_messages_reach_the_new_session(live: Live):
+    q = qwen(live)
+    before = q.session_id()
+    q.say("/clear")
+    deadline = time.monotonic() + 30
+    while q.session_id() in ("", before):
+        assert time.monotonic() < deadline, q.tail()
+        time.sleep(0.1)
+    token = secrets.token_hex(4)
+    n = len(q.requests())
+    q.say("CALL mcp__crosstalk__list_agents {}")
+    rows = q.wait_tool_result("list_agents", after=n)["agents"]
+    assert next(r for r in rows if r.get("self"))["name"] == live.q_name  # type: ignore[attr-defined]
+    out = live.cli("send", live.q_name, f"after clear {token}", "--json")  # type: ignore[attr-defined]
+    assert json.loads(out.stdout)["state"] == "queued", (out.stdout, out.stderr)
+    q.wait_seen(f"after clear {token}")
