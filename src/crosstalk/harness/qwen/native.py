@@ -1,5 +1,5 @@
 """Messages into a Qwen Code session crosstalk does not serve, written as Qwen's own peers write them (cross-session
-protocol §3–§4), inform only. Which token the frame presents decides how the session judges it:
+protocol sections 3–4), inform only. Which token the frame presents decides how the session judges it:
 
 - the controller token the user minted for crosstalk (`qwen sessions controllers add --label crosstalk`, saved 0600
   at `$CROSSTALK_HOME/qwen-controller.token`, docs/qwen.md): a program the user trusts, delivered under the default

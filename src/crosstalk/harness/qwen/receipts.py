@@ -1,5 +1,5 @@
 """Qwen Code's delivery receipts: how a process that writes into a Qwen session learns what became of each message
-(cross-session protocol §5; docs/dev/qwen-adapter.md has what 0.24.4 does).
+(cross-session protocol section 5; docs/dev/qwen-adapter.md has what 0.24.4 does).
 
 A frame names our inbox (`from`) and its token (`replyToken`); the receiving session answers every outcome on a new
 connection to that inbox: the auth line with our token, then one JSON line

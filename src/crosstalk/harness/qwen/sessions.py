@@ -1,4 +1,4 @@
-"""Qwen Code's session registry (its cross-session protocol, §1): `$QWEN_HOME/sessions/<pid>.json` or
+"""Qwen Code's session registry (its cross-session protocol, section 1): `$QWEN_HOME/sessions/<pid>.json` or
 `<pid>-<8 hex>.json` (default `~/.qwen`), one record per live interactive session, written by the TUI (not by `-p`
 or stream-json) and removed when it exits.
 

@@ -1,4 +1,4 @@
-"""One message into a Qwen Code session's inbox (cross-session protocol §2–§4), blocking with timeouts, no asyncio
+"""One message into a Qwen Code session's inbox (cross-session protocol sections 2–4), blocking with timeouts, no asyncio
 (`crosstalk send` calls it on its start-up path; the shim calls it in a thread):
 
     {"msgV":1,"type":"auth","token":<token>}
