@@ -1,5 +1,5 @@
-"""One message into a Qwen Code session's inbox (cross-session protocol sections 2–4), blocking with timeouts, no asyncio
-(`crosstalk send` calls it on its start-up path; the shim calls it in a thread):
+"""One message into a Qwen Code session's inbox (cross-session protocol sections 2–4), blocking with timeouts, no
+asyncio (`crosstalk send` calls it on its start-up path; the shim calls it in a thread):
 
     {"msgV":1,"type":"auth","token":<token>}
     {"msgV":1,"msgId":…,"type":"user","from":<our inbox>,"replyToken":<its token>,"fromName":…,"fromMode"?:…,
