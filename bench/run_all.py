@@ -36,6 +36,7 @@ BENCHMARKS = (
     "claude_delivery",
     "codex_delivery",
     "pi_delivery",
+    "qwen_delivery",
     "many_agents",
 )
 TIMEOUT_S = {"quick": 180.0, "full": 900.0}
