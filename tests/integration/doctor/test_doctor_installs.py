@@ -50,7 +50,8 @@ def test_each_install_is_seen_and_a_broken_one_says_to_install_again(machine: Ma
     qwen_settings.write_text(json.dumps(data))
     code, report = machine.doctor()
     by_fix = {f["fix"]: f["text"] for f in problems(report, "installed")}
-    assert by_fix["crosstalk install qwen"] == f"qwen: installed but crosstalk's tools in tools.visible of {qwen_settings} is missing"
+    hidden = f"qwen: installed but crosstalk's tools in tools.visible of {qwen_settings} is missing"
+    assert by_fix["crosstalk install qwen"] == hidden
     assert machine.crosstalk("install", "qwen").returncode == 0
     # Running the fix it names makes it healthy again.
     assert machine.crosstalk("install", "claude").returncode == 0
