@@ -210,17 +210,16 @@ class ReceiptInbox:
             threading.Thread(target=self._read, args=(conn,), daemon=True).start()
 
     def _read(self, conn: socket.socket) -> None:
+        """One connection: its receipts are applied before it is closed (a writer that saw our EOF was heard)."""
         try:
             creds = conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
             pid, uid, _gid = struct.unpack("3i", creds)
-            if uid != os.geteuid():
-                return
-            raw = _read_all(conn)
+            if uid == os.geteuid():
+                for receipt in parse(_read_all(conn), self.token):
+                    self._record(receipt, pid)
         finally:
             conn.close()
             self._readers.release()
-        for receipt in parse(raw, self.token):
-            self._record(receipt, pid)
 
     def _record(self, receipt: Receipt, pid: int) -> None:
         with self._cond:
