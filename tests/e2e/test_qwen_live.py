@@ -204,3 +204,26 @@ def test_clear_keeps_the_name_and_messages_reach_the_new_session(live: Live):
     out = live.cli("send", live.q_name, f"after clear {token}", "--json")  # type: ignore[attr-defined]
     assert json.loads(out.stdout)["state"] == "queued", (out.stdout, out.stderr)
     q.wait_seen(f"after clear {token}")
+
+
+def test_qwen_to_codex_and_pi_by_name(live: Live):
+    from tests.e2e.conftest import harness_binary
+    from tests.support.live_codex import LiveCodex
+    from tests.support.live_pi import LivePi
+
+    harness_binary("codex")
+    harness_binary("pi")
+    q = qwen(live)
+    cx = _lazy(live, "cx", lambda: LiveCodex.start(live.root / "cx", crosstalk_home=live.root / "xt"))
+    pi = _lazy(live, "pi", lambda: LivePi.start(live.root / "p", crosstalk_home=live.root / "xt",
+                                                PI_CROSSTALK_HANDLE="pi-q"))  # fmt: skip
+    thread = cx.start_thread()
+    cx.say(thread, "CALL mcp__crosstalk.list_agents {}")
+    codex_name = next(r for r in cx.wait_tool_result("list_agents")["agents"] if r.get("self"))["name"]
+    token = secrets.token_hex(4)
+    for to, text in ((codex_name, f"to codex {token}"), ("pi-q", f"to pi {token}")):
+        n = len(q.requests())
+        q.say(f"CALL mcp__crosstalk__send_message {json.dumps({'to': to, 'text': text})}")
+        assert q.wait_tool_result("send_message", after=n)["state"] in ("accepted", "queued")
+    cx.wait_seen(f"to codex {token}")
+    assert f"[from agents:{live.q_name}] to pi {token}" in pi.wait_seen(f"to pi {token}").raw  # type: ignore[attr-defined]
