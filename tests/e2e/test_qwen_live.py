@@ -227,3 +227,42 @@ def test_qwen_to_codex_and_pi_by_name(live: Live):
         assert q.wait_tool_result("send_message", after=n)["state"] in ("accepted", "queued")
     cx.wait_seen(f"to codex {token}")
     assert f"[from agents:{live.q_name}] to pi {token}" in pi.wait_seen(f"to pi {token}").raw  # type: ignore[attr-defined]
+
+
+def test_a_restarted_shim_resumes_its_journal_and_a_reply_to_a_pre_restart_ask_routes(live: Live):
+    """Q's shim is killed (-9) while Q owes Claude an answer; the next crosstalk call finds the same agent (same
+    agent_id, the journal replayed), and Q's reply to the pre-restart ask reaches Claude."""
+    import signal
+
+    from crosstalk.fs.procinfo import pid_alive
+
+    q, c = qwen(live), claude(live)
+    token = secrets.token_hex(4)
+    n = len(c.requests())
+    ask = {"to": live.q_name, "text": f"before the restart {token}", "deadline_seconds": 300}  # type: ignore[attr-defined]
+    c.say(f"CALL mcp__crosstalk__ask {json.dumps(ask)}")
+    ask_id = c.wait_tool_result("ask", after=n)["message_id"]
+    q.wait_seen(f"before the restart {token}")
+    old = q.agent()
+    os.kill(old.pid, signal.SIGKILL)
+    deadline = time.monotonic() + 30
+    while pid_alive(old.pid):
+        assert time.monotonic() < deadline, f"shim {old.pid} still running 30 s after SIGKILL"
+        time.sleep(0.01)
+    reply = {"message_id": ask_id, "text": f"after the restart {token}"}
+    n = len(q.requests())
+    q.say(f"CALL mcp__crosstalk__reply {json.dumps(reply)}")
+    # Qwen finds its MCP child gone on this call, reconnects, and does not replay it ("MCP tool execution may have
+    # completed before the connection failed"): a model calls again; so does this test, once.
+    deadline = time.monotonic() + 60
+    while not (texts := q.tool_results("mcp__crosstalk__reply", after=n)):
+        assert time.monotonic() < deadline, q.tail()
+        time.sleep(0.05)
+    if not texts[-1].lstrip().startswith("{"):
+        n = len(q.requests())
+        q.say(f"CALL mcp__crosstalk__reply {json.dumps(reply)}")
+    replied = q.wait_tool_result("reply", after=n)
+    new = q.agent()
+    assert new.agent_id == old.agent_id and new.pid != old.pid and new.name == old.name
+    assert replied["state"] == "replied", replied
+    c.wait_seen(f"after the restart {token}")
