@@ -119,6 +119,9 @@ def test_a_shell_send_reaches_the_qwen_model_and_the_tui_shows_it(live: Live):
     while answer["message_id"] not in "".join(q.screen().split()):  # "Message from a process this session started"
         assert time.monotonic() < deadline, q.tail()
         time.sleep(0.1)
+    # `watch` shows the agent and the message
+    snap = json.loads(live.cli("watch", "--once", "--json").stdout)
+    assert any(a["name"] == live.q_name and a["harness"] == "qwen" for a in snap["agents"]), snap["agents"]  # type: ignore[attr-defined]
 
 
 def test_claude_to_qwen_idle_then_busy_says_when_the_model_sees_it(live: Live):
@@ -179,6 +182,10 @@ def test_a_held_message_is_reported_held_then_delivered_when_its_user_releases_i
 def test_a_shell_send_to_a_session_without_crosstalk_is_held_and_a_refusing_one_rejects(live: Live):
     b = bare(live, "b1", {"tools": {"approvalMode": "default"}})
     r = bare(live, "b2", {"agents": {"crossSessionInbound": "refuse"}})
+    rows = {row["name"]: row for row in json.loads(live.cli("list", "--json").stdout)}
+    for session in (b, r):
+        row = rows[str(session.record()["name"])]  # type: ignore[index]
+        assert row["harness"] == "qwen" and row["crosstalk"] is False and row["reachable"] is True, row
     token = secrets.token_hex(4)
     out = live.cli("send", str(r.record()["name"]), f"refused hello {token}")  # type: ignore[index]
     assert out.returncode == 3 and "refused" in out.stderr, (out.stdout, out.stderr)
