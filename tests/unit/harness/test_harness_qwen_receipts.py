@@ -87,3 +87,16 @@ def test_the_inbox_directory_is_private(tmp_path: Path) -> None:
     (tmp_path / "other").mkdir()
     (tmp_path / "other" / "crosstalk-qwen").symlink_to(tmp_path)
     assert receipts.inbox_dir({"XDG_RUNTIME_DIR": str(tmp_path / "other")}) != tmp_path / "other" / "crosstalk-qwen"
+
+
+def test_inboxes_crashed_processes_left_are_removed(tmp_path: Path) -> None:
+    dead = tmp_path / "999999999-00000000.sock"
+    with socket.socket(socket.AF_UNIX) as left:
+        left.bind(str(dead))
+    kept = tmp_path / "notes.txt"
+    kept.write_text("mine")
+    box = ReceiptInbox(tmp_path)
+    try:
+        assert not dead.exists() and kept.exists() and Path(box.path).exists()
+    finally:
+        box.close()

@@ -146,6 +146,7 @@ class ReceiptInbox:
     receipt; every receipt that is a transition also goes to its callback (on a reader thread)."""
 
     def __init__(self, directory: Path) -> None:
+        prune(directory)
         self.token = secrets.token_hex(32)
         self.path = str(directory / f"{os.getpid()}-{secrets.token_hex(4)}.sock")
         self._sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -281,6 +282,26 @@ def _alive(pid: int) -> bool:
     except PermissionError:
         return True
     return True
+
+
+def prune(directory: Path) -> None:
+    """Remove the inboxes crashed processes left in our directory (a socket of this user named for a pid that no
+    longer runs)."""
+    try:
+        names = os.listdir(directory)[:4096]
+    except OSError:
+        return
+    for name in names:
+        pid = name.split("-", 1)[0]
+        path = directory / name
+        try:
+            st = os.lstat(path)
+        except OSError:
+            continue
+        ours = name.endswith(".sock") and pid.isdigit() and stat.S_ISSOCK(st.st_mode) and st.st_uid == os.geteuid()
+        if ours and not _alive(int(pid)):
+            with contextlib.suppress(OSError):
+                path.unlink()
 
 
 def inbox_dir(environ: dict[str, str] | None = None) -> Path | None:
