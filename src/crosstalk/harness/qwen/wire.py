@@ -19,6 +19,7 @@ import uuid
 
 from crosstalk.core.states import State
 from crosstalk.harness.base import InjectResult
+from crosstalk.harness.errors import HarnessDisconnected, PreSendFailure
 from crosstalk.harness.qwen import receipts
 from crosstalk.harness.qwen.sessions import socket_problem
 
@@ -27,14 +28,6 @@ EOF_TIMEOUT_S = 5.0
 RECEIPT_TIMEOUT_S = 3.0  # measured: the first receipt comes within a few ms of the EOF, ~60 ms on a loaded machine
 MSG_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$")
 NO_INBOX = "no inbox for receipts could be bound: without one, Qwen Code would not say what became of a message"
-
-
-class Unsent(Exception):
-    """Nothing reached the session (no connection)."""
-
-
-class Broken(Exception):
-    """The connection broke after the write may have landed."""
 
 
 def frame(token: str | None, *, msg_id: str, to_session: str, content: str, from_name: str, from_mode: str | None,
@@ -56,31 +49,32 @@ def msg_id_for(message_id: str | None) -> str:
 
 
 def write(socket_path: str, payload: bytes) -> None:
-    """Connect, write, half-close, wait for the EOF. Unsent when nothing went out; Broken after."""
+    """Connect, write, half-close, wait for the EOF. PreSendFailure when nothing went out; HarnessDisconnected
+    after."""
     problem = socket_problem(socket_path)
     if problem:
-        raise Unsent(problem)
+        raise PreSendFailure(problem)
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
         sock.settimeout(CONNECT_TIMEOUT_S)
         try:
             sock.connect(socket_path)
         except OSError as exc:
-            raise Unsent(f"the Qwen Code session's inbox {socket_path} refused: {exc}") from None
+            raise PreSendFailure(f"the Qwen Code session's inbox {socket_path} refused: {exc}") from None
         try:
             sock.sendall(payload)
             sock.shutdown(socket.SHUT_WR)
         except OSError as exc:
-            raise Broken(f"the write to the Qwen Code session broke: {exc}") from None
+            raise HarnessDisconnected(f"the write to the Qwen Code session broke: {exc}") from None
         sock.settimeout(EOF_TIMEOUT_S)
         try:
             answer = sock.recv(4096)
         except TimeoutError:
-            raise Broken(f"the Qwen Code session did not close within {EOF_TIMEOUT_S:.0f} s") from None
+            raise HarnessDisconnected(f"the Qwen Code session did not close within {EOF_TIMEOUT_S:.0f} s") from None
         except OSError:
             return  # a reset as it closes: it has read what it will read
         if answer:
-            raise Broken(f"the Qwen Code session answered bytes on the connection: {answer[:80]!r}")
+            raise HarnessDisconnected(f"the Qwen Code session answered bytes on the connection: {answer[:80]!r}")
     finally:
         sock.close()
 
@@ -118,10 +112,10 @@ def deliver(
     evidence: dict[str, object] = {"socket": socket_path, "msg_id": mid}
     try:
         write(socket_path, payload)
-    except Unsent as exc:
+    except PreSendFailure as exc:
         inbox.forget(mid)
         return InjectResult(State.UNREACHABLE, str(exc), evidence)
-    except Broken as exc:
+    except HarnessDisconnected as exc:
         return InjectResult(State.UNKNOWN, str(exc), evidence)
     receipt = inbox.wait(mid, receipt_timeout_s)
     if receipt is None:
