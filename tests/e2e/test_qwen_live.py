@@ -10,6 +10,7 @@ import json
 import os
 import secrets
 import subprocess
+import tempfile
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -17,7 +18,6 @@ from typing import Any
 
 import pytest
 
-from tests.e2e.conftest import make_tmp
 from tests.support.live_claude import CROSSTALK, LiveClaude
 from tests.support.live_qwen import LiveQwen
 
@@ -37,13 +37,16 @@ class Live:
         return subprocess.run([str(CROSSTALK), *args], env=env, capture_output=True, text=True, timeout=timeout)
 
 
+@pytest.fixture(autouse=True)
+def _clis(require: Callable[[str], Path]) -> None:
+    require("qwen")
+    require("claude")
+
+
 @pytest.fixture(scope="module")
 def live() -> Iterator[Live]:
-    from tests.e2e.conftest import harness_binary
-
-    harness_binary("qwen")
-    harness_binary("claude")
-    root = make_tmp()
+    """The module's sessions, started by the first test that needs each, closed after the last test."""
+    root = Path(tempfile.mkdtemp(prefix="xq", dir="/tmp"))  # short: unix socket paths stay under 108 bytes
     world = Live(root)
     try:
         yield world
@@ -213,13 +216,12 @@ def test_clear_keeps_the_name_and_messages_reach_the_new_session(live: Live):
     q.wait_seen(f"after clear {token}")
 
 
-def test_qwen_to_codex_and_pi_by_name(live: Live):
-    from tests.e2e.conftest import harness_binary
+def test_qwen_to_codex_and_pi_by_name(live: Live, require: Callable[[str], Path]):
     from tests.support.live_codex import LiveCodex
     from tests.support.live_pi import LivePi
 
-    harness_binary("codex")
-    harness_binary("pi")
+    require("codex")
+    require("pi")
     q = qwen(live)
     cx = _lazy(live, "cx", lambda: LiveCodex.start(live.root / "cx", crosstalk_home=live.root / "xt"))
     pi = _lazy(live, "pi", lambda: LivePi.start(live.root / "p", crosstalk_home=live.root / "xt",
