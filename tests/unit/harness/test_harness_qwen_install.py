@@ -51,7 +51,7 @@ def test_uninstall_after_the_user_changed_the_file_removes_only_crosstalks_entri
 def test_a_file_crosstalk_created_is_removed(tmp_path: Path) -> None:
     assert [c.action for c in install.install("user", CMD, env(tmp_path), tmp_path)] == ["created"]
     assert [c.action for c in install.uninstall("user", env(tmp_path), tmp_path)] == ["removed"]
-    assert not settings(tmp_path).exists()
+    assert not settings(tmp_path).exists() and not settings(tmp_path).parent.exists()  # nothing left behind
     assert [c.action for c in install.uninstall("user", env(tmp_path), tmp_path)] == ["absent"]
 
 

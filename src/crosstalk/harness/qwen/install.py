@@ -19,6 +19,7 @@ A settings file that is not a JSON object is an error naming it, and nothing is 
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 from collections.abc import Mapping, Sequence
@@ -65,6 +66,7 @@ def install(
 ) -> list[ConfigChange]:  # fmt: skip
     path = settings_file(scope, environ, cwd)
     wanted = entry(command, extra_env)
+    had_dir = path.parent.is_dir()
 
     def add(raw: bytes | None) -> bytes | None:
         settings = _parse(path, raw)
@@ -83,7 +85,7 @@ def install(
 
     before, after = _edit(path, add)
     if before != after and after is not None:
-        _keep(environ, path, before, after)
+        _keep(environ, path, before, after, made_dir=not had_dir)
     return [_change(path, before, after)]
 
 
@@ -117,6 +119,9 @@ def uninstall(scope: str, environ: Mapping[str, str], cwd: Path) -> list[ConfigC
         return json_bytes(settings) if changed else raw
 
     before, after = _edit(path, remove)
+    if after is None and kept is not None and kept.get("made_dir") and path.parent.is_dir():
+        with contextlib.suppress(OSError):
+            path.parent.rmdir()  # the directory install made for the file, if nothing else is in it now
     backup.unlink(missing_ok=True)
     if backup.parent.is_dir() and not any(backup.parent.iterdir()):
         backup.parent.rmdir()
@@ -126,7 +131,7 @@ def uninstall(scope: str, environ: Mapping[str, str], cwd: Path) -> list[ConfigC
     return [ConfigChange(change.path, "absent") if change.action == "unchanged" else change]
 
 
-def _keep(environ: Mapping[str, str], path: Path, before: bytes | None, after: bytes) -> None:
+def _keep(environ: Mapping[str, str], path: Path, before: bytes | None, after: bytes, *, made_dir: bool) -> None:
     """What the file held before crosstalk's first edit (kept across re-installs), and the digest of what crosstalk
     wrote last."""
     backup = _backup_file(environ, path)
@@ -134,7 +139,8 @@ def _keep(environ: Mapping[str, str], path: Path, before: bytes | None, after: b
     original = kept.get("before") if kept is not None else (before.decode("utf-8", "surrogateescape") if before
                                                             is not None else None)  # fmt: skip
     backup.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-    data = {"path": str(path), "before": original, "after": hashlib.sha256(after).hexdigest()}
+    made = bool(kept.get("made_dir")) if kept is not None else made_dir
+    data = {"path": str(path), "before": original, "after": hashlib.sha256(after).hexdigest(), "made_dir": made}
     atomic_write(backup, (json.dumps(data) + "\n").encode(), mode=0o600)
 
 
