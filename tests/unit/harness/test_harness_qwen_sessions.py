@@ -3,7 +3,6 @@ namespace and boot; nothing followed through a symlink; derived names told from 
 
 from __future__ import annotations
 
-import json
 import os
 import socket
 from pathlib import Path
@@ -11,25 +10,8 @@ from pathlib import Path
 from crosstalk.fs.procinfo import proc_start_time
 from crosstalk.harness.base import CallEvidence
 from crosstalk.harness.qwen import KIND
-from crosstalk.harness.qwen.sessions import boot_id, live_records, own_name, pid_namespace, read_record
-
-
-def record(pid: int = 0, **over: object) -> dict[str, object]:
-    pid = pid or os.getpid()
-    base: dict[str, object] = {
-        "schemaVersion": 1, "pid": pid, "procStart": f"{boot_id()}:{proc_start_time(pid)}", "pidNs": pid_namespace(),
-        "sessionId": "8e016be8-5b48-4c13-ad22-1f5326ae64ac", "cwd": "/home/me/project", "name": "project-3f",
-        "kind": "tui", "ipcPath": "/nonexistent.sock", "ipcToken": "ab" * 32,
-    }  # fmt: skip
-    return {**base, **over}
-
-
-def write(home: Path, data: dict[str, object], name: str | None = None) -> Path:
-    sessions = home / "sessions"
-    sessions.mkdir(parents=True, exist_ok=True, mode=0o700)
-    path = sessions / (name or f"{data['pid']}.json")
-    path.write_text(json.dumps(data))
-    return path
+from crosstalk.harness.qwen.sessions import boot_id, live_records, own_name, read_record
+from tests.support.qwen_registry import record, write
 
 
 def env(home: Path) -> dict[str, str]:
