@@ -275,3 +275,32 @@ def test_a_restarted_shim_resumes_its_journal_and_a_reply_to_a_pre_restart_ask_r
     assert new.agent_id == old.agent_id and new.pid != old.pid and new.name == old.name
     assert replied["state"] == "replied", replied
     c.wait_seen(f"after the restart {token}")
+
+
+def test_a_controller_token_the_user_minted_for_crosstalk_is_delivered_without_review(live: Live):
+    """docs/qwen.md's set-up: `qwen sessions controllers add --label crosstalk`, its token saved 0600 for crosstalk.
+    The shell's message to a session that reviews peers is then delivered, shown as from that controller."""
+    import re
+
+    b = bare(live, "b1", {"tools": {"approvalMode": "default"}})
+    qwen_bin = str(Path(b.env["PATH"].split(os.pathsep)[0]) / "qwen")
+    minted = subprocess.run([qwen_bin, "sessions", "controllers", "add", "--label", "crosstalk"], env=b.env,
+                            capture_output=True, text=True, timeout=60)  # fmt: skip
+    token = re.search(r"qpc_[0-9a-f]{64}", minted.stdout + minted.stderr)
+    assert token is not None, (minted.stdout, minted.stderr)
+    path = live.root / "xt" / "qwen-controller.token"
+    path.parent.mkdir(mode=0o700, exist_ok=True)
+    path.write_text(token.group(0) + "\n")
+    try:
+        path.chmod(0o644)  # readable by others: not used
+        word = secrets.token_hex(4)
+        out = live.cli("send", str(b.record()["name"]), f"ignored controller {word}", "--json")  # type: ignore[index]
+        assert json.loads(out.stdout)["state"] == "held", out.stdout
+        review(b, "deny")
+        path.chmod(0o600)
+        out = live.cli("send", str(b.record()["name"]), f"controller hello {word}", "--json")  # type: ignore[index]
+        assert json.loads(out.stdout)["state"] == "queued", (out.stdout, out.stderr)
+        seen = b.wait_seen(f"controller hello {word}").raw
+        assert 'origin=\\"controller\\" controller=\\"crosstalk\\"' in seen
+    finally:
+        path.unlink()
