@@ -6,6 +6,8 @@
   writes it (the envelope with from-mode="bypass", priority "next").
 - `pi_line {socket, text}`: one line into bench/pi/bare_inbox.ts's socket (a bare pi extension), which makes it
   `pi.sendUserMessage(line)`.
+- `qwen_frame {socket, token, session, text}`: the auth line and one user frame into a Qwen Code session's inbox
+  (the registry token, `fromMode: "bypass"`), as Qwen's own peers write them.
 
 The Codex benchmark registers it in the sending session beside crosstalk, so both deliveries start from the same
 tool call and differ only in what happens between the sender's harness and the receiver's.
@@ -21,6 +23,7 @@ import itertools
 import json
 import socket
 import sys
+import uuid
 from typing import Any
 
 TOOLS = [
@@ -49,6 +52,15 @@ TOOLS = [
             "type": "object",
             "properties": {"socket": {"type": "string"}, "text": {"type": "string"}},
             "required": ["socket", "text"],
+        },
+    },
+    {
+        "name": "qwen_frame",
+        "description": "Put this text into a Qwen Code session through its inbox.",
+        "inputSchema": {
+            "type": "object",
+            "properties": {k: {"type": "string"} for k in ("socket", "token", "session", "text")},
+            "required": ["socket", "token", "session", "text"],
         },
     },
 ]
@@ -94,6 +106,19 @@ def pi_line(path: str, text: str) -> str:
         return sock.recv(16).decode(errors="replace")
 
 
+def qwen_frame(path: str, token: str, session: str, text: str) -> str:
+    user = {"msgV": 1, "msgId": str(uuid.uuid4()), "type": "user", "fromName": "bare", "fromMode": "bypass",
+            "toSessionId": session, "priority": "next", "message": {"role": "user", "content": text}}  # fmt: skip
+    with socket.socket(socket.AF_UNIX) as sock:
+        sock.settimeout(TIMEOUT_S)
+        sock.connect(path)
+        sock.sendall(
+            (json.dumps({"msgV": 1, "type": "auth", "token": token}) + "\n" + json.dumps(user) + "\n").encode()
+        )
+        sock.shutdown(socket.SHUT_WR)
+        return sock.recv(4096).decode(errors="replace")
+
+
 def main() -> None:
     servers: dict[str, AppServer] = {}
     out = sys.stdout
@@ -119,6 +144,8 @@ def main() -> None:
                 answer: Any = claude_line(path, text)
             elif params.get("name") == "pi_line":
                 answer = pi_line(path, text)
+            elif params.get("name") == "qwen_frame":
+                answer = qwen_frame(path, str(args.get("token", "")), str(args.get("session", "")), text)
             else:
                 server = servers.get(path) or servers.setdefault(path, AppServer(path))
                 input_ = [{"type": "text", "text": text, "text_elements": []}]

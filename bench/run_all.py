@@ -38,6 +38,7 @@ BENCHMARKS = (
     "codex_delivery",
     "pi_delivery",
     "own_part",
+    "qwen_delivery",
     "many_agents",
 )
 TIMEOUT_S = {"quick": 180.0, "full": 900.0}

@@ -37,7 +37,8 @@ command -v npm >/dev/null 2>&1 || { echo "install_harnesses: npm not found (need
 mkdir -p "$PREFIX"
 rm -f "$STAMP"
 # Exact pins: a plain `npm install @anthropic-ai/claude-code` resolves to an older release on node 20.
-# The EBADENGINE warning claude-code prints on node 20 is harmless (it ships a native binary).
+# The EBADENGINE warning claude-code prints on node 20 is harmless (it ships a native binary); qwen-code declares
+# node >= 22 and runs on node 20 with the same warning (docs/dev/qwen-adapter.md).
 echo "install_harnesses: npm install into $PREFIX/ ..." >&2
 timeout "${HARNESS_INSTALL_TIMEOUT:-600}" \
   npm install --prefix "$PREFIX" --save-exact --no-audit --no-fund --loglevel=error "${PINS[@]}" >&2
@@ -49,7 +50,7 @@ trap 'rm -rf "$scratch"' EXIT
 check() {  # check BIN EXPECTED_VERSION
   local out
   out="$(HOME="$scratch" CODEX_HOME="$scratch/.codex" CLAUDE_CONFIG_DIR="$scratch/.claude" \
-         PI_CODING_AGENT_DIR="$scratch/.pi" PI_OFFLINE=1 DISABLE_AUTOUPDATER=1 \
+         PI_CODING_AGENT_DIR="$scratch/.pi" PI_OFFLINE=1 DISABLE_AUTOUPDATER=1 QWEN_HOME="$scratch/.qwen" \
          timeout 60 "$BIN/$1" --version 2>&1 </dev/null)" || { echo "install_harnesses: $1 --version failed: $out" >&2; exit 1; }
   case "$out" in
     *"$2"*) ;;

@@ -231,6 +231,7 @@ class LiveClaude(Session):
         permission_mode: str = "bypass",
         settings: dict[str, Any] | None = None,
         name: str | None = None,
+        extra_env: dict[str, str] | None = None,
     ) -> LiveClaude:
         """A session in `root` (cwd `root/<basename>`, Claude config dir `config_dir`, default its own), crosstalk
         set up for it; with `install` false, a session without crosstalk: it loads no MCP server at all
@@ -238,10 +239,11 @@ class LiveClaude(Session):
         `mcp_servers`: more user-scope MCP servers for it (the benchmarks' bare baselines). `permission_mode`:
         "bypass" (`--dangerously-skip-permissions`), "default" or "plan" (PERMISSION_FLAGS); `settings`: more
         settings for this session alone (`--settings <json>`, e.g. {"crossSessionInbound": "hold"}); `name`: the
-        session's name (`--name`)."""
+        session's name (`--name`); `extra_env`: more environment (QWEN_HOME, to share one user's Qwen sessions)."""
         if permission_mode not in PERMISSION_FLAGS:
             raise ValueError(f"permission_mode {permission_mode!r}: expected one of {sorted(PERMISSION_FLAGS)}")
         env, cwd, mock = prepare(root, crosstalk_home, config_dir, install)
+        env.update(extra_env or {})
         if mcp_servers:
             path = Path(env["CLAUDE_CONFIG_DIR"]) / ".claude.json"
             data = json.loads(path.read_text()) if path.exists() else {}

@@ -82,7 +82,11 @@ class Registration:
         if not agent_lock.try_acquire(AGENT_LOCK_GRACE_SECONDS):
             raise AgentAlreadyRegistered(agent_id, _holder_hint(paths, agent_id))
         try:
-            candidates = candidate_names(preferred_name, harness, cwd, agent_id)
+            # No name of its own: the one this agent had before a crash (a session renamed by inheritance, `/clear`,
+            # keeps it across a restarted shim), when nobody took it meanwhile.
+            previous = None if preferred_name else read_descriptor(paths.descriptor(agent_id))
+            candidates = candidate_names(preferred_name or (previous.name if previous else None), harness, cwd,
+                                         agent_id)  # fmt: skip
             name, name_lock, held = claim_first_name(paths, candidates)
         except BaseException:
             agent_lock.release()

@@ -16,12 +16,12 @@ def test_nothing_installed_is_healthy(machine: Machine) -> None:
     code, report = machine.doctor()
     assert code == 0
     rows = _installed(report)
-    assert set(rows) == {"claude", "codex", "pi"}
+    assert set(rows) == {"claude", "codex", "pi", "qwen"}
     assert all(r["status"] == "ok" and "not installed" in r["text"] for r in rows.values())
 
 
 def test_each_install_is_seen_and_a_broken_one_says_to_install_again(machine: Machine) -> None:
-    for harness in ("claude", "codex", "pi"):
+    for harness in ("claude", "codex", "pi", "qwen"):
         assert machine.crosstalk("install", harness).returncode == 0
     code, report = machine.doctor()
     rows = _installed(report)
@@ -29,6 +29,8 @@ def test_each_install_is_seen_and_a_broken_one_says_to_install_again(machine: Ma
     assert rows["claude"]["text"] == f"claude: crosstalk installed ({machine.home / '.claude.json'})"
     assert rows["codex"]["text"] == f"codex: crosstalk installed ({machine.home / '.codex' / 'config.toml'})"
     assert rows["pi"]["text"] == f"pi: crosstalk installed ({machine.home / '.pi' / 'agent' / 'settings.json'})"
+    qwen_settings = machine.home / ".qwen" / "settings.json"
+    assert rows["qwen"]["text"] == f"qwen: crosstalk installed ({qwen_settings})"
 
     # The skill deleted, and Codex's entry pointing at a crosstalk that is gone (a removed venv).
     skill = machine.home / ".claude" / "skills" / "crosstalk" / "SKILL.md"
@@ -42,6 +44,15 @@ def test_each_install_is_seen_and_a_broken_one_says_to_install_again(machine: Ma
         "crosstalk install claude": f"claude: installed but the skill {skill} is missing",
         "crosstalk install codex": "codex: the installed command /gone/crosstalk is missing or not executable",
     }
+    # Qwen's tools taken out of tools.visible: the model would not see them.
+    data = json.loads(qwen_settings.read_text())
+    data["tools"]["visible"] = []
+    qwen_settings.write_text(json.dumps(data))
+    code, report = machine.doctor()
+    by_fix = {f["fix"]: f["text"] for f in problems(report, "installed")}
+    hidden = f"qwen: installed but crosstalk's tools in tools.visible of {qwen_settings} is missing"
+    assert by_fix["crosstalk install qwen"] == hidden
+    assert machine.crosstalk("install", "qwen").returncode == 0
     # Running the fix it names makes it healthy again.
     assert machine.crosstalk("install", "claude").returncode == 0
     assert machine.crosstalk("install", "codex").returncode == 0

@@ -6,6 +6,7 @@ else the text is echoed back as a digest."""
 from .anthropic import ScriptedAnthropic
 from .base import REPLY_PREFIX, RecordedRequest, ScriptedModelServer, digest_reply
 from .chat import ScriptedChat
+from .qwen import ScriptedQwenChat
 from .responses import ScriptedResponses
 
 __all__ = [
@@ -14,6 +15,7 @@ __all__ = [
     "ScriptedAnthropic",
     "ScriptedChat",
     "ScriptedModelServer",
+    "ScriptedQwenChat",
     "ScriptedResponses",
     "digest_reply",
 ]

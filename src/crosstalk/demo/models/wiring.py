@@ -33,3 +33,17 @@ def write_pi_models(agent_dir: Path, base_url: str, *, provider: str = "scripted
                     "contextWindow": 200000, "maxTokens": 1024}],
     }  # fmt: skip
     (agent_dir / "models.json").write_text(json.dumps({"providers": {provider: spec}}, indent=1))
+
+
+def write_qwen_settings(qwen_home: Path, extra: dict[str, object] | None = None) -> None:
+    """$QWEN_HOME/settings.json for a session against the mock (its URL and key come from OPENAI_BASE_URL,
+    OPENAI_API_KEY and OPENAI_MODEL in the environment): OpenAI auth, model MODEL, yolo approvals, nothing that
+    calls home; `extra` merged in at the top level."""
+    qwen_home.mkdir(parents=True, exist_ok=True)
+    settings: dict[str, object] = {
+        "security": {"auth": {"selectedType": "openai"}}, "model": {"name": MODEL},
+        "general": {"enableAutoUpdate": False}, "privacy": {"usageStatisticsEnabled": False},
+        "telemetry": {"enabled": False}, "ui": {"hideTips": True, "enableUserFeedback": False},
+        "tools": {"approvalMode": "yolo"}, **(extra or {}),
+    }  # fmt: skip
+    (qwen_home / "settings.json").write_text(json.dumps(settings, indent=2) + "\n")

@@ -1,4 +1,4 @@
-"""Which harnesses have crosstalk installed (`crosstalk install claude|codex|pi`), and whether what the install
+"""Which harnesses have crosstalk installed (`crosstalk install claude|codex|pi|qwen`), and whether what the install
 wrote still points at a crosstalk that runs."""
 
 from __future__ import annotations

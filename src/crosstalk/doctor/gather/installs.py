@@ -14,6 +14,7 @@ from crosstalk.fs.reading import read_capped, read_json_object
 from crosstalk.harness.claude import install as claude
 from crosstalk.harness.codex import install as codex
 from crosstalk.harness.pi import install as pi
+from crosstalk.harness.qwen import install as qwen
 
 MAX_BYTES = 16 * 1024 * 1024
 
@@ -96,5 +97,27 @@ def pi_install(environ: Mapping[str, str], cwd: Path) -> Install:
     return Install("pi", bool(where), tuple(where), command, not command or _runnable(command), missing)
 
 
+def qwen_install(environ: Mapping[str, str], cwd: Path) -> Install:
+    """`mcpServers.crosstalk` in Qwen's settings, and crosstalk's tools in `tools.visible` (else Qwen hides them
+    behind its tool search and the model does not see them)."""
+    where, command, missing = [], (), []
+    try:
+        for scope in qwen.SCOPES:
+            settings = qwen.settings_file(scope, environ, cwd)
+            data = _json(settings)
+            servers, tools = data.get("mcpServers"), data.get("tools")
+            entry = servers.get(qwen.SERVER) if isinstance(servers, dict) else None
+            if not isinstance(entry, dict):
+                continue
+            where.append(str(settings))
+            command = command or (entry.get("command", ""), *_argv(entry.get("args")))
+            visible = tools.get("visible") if isinstance(tools, dict) else None
+            if not isinstance(visible, list) or not all(t in visible for t in qwen.VISIBLE):
+                missing.append(f"crosstalk's tools in tools.visible of {settings}")
+    except (ValueError, OSError) as exc:
+        return Install("qwen", False, error=str(exc))
+    return Install("qwen", bool(where), tuple(where), command, _runnable(command), tuple(missing))
+
+
 def gather(environ: Mapping[str, str], cwd: Path) -> tuple[Install, ...]:
-    return (claude_install(environ, cwd), codex_install(environ), pi_install(environ, cwd))
+    return (claude_install(environ, cwd), codex_install(environ), pi_install(environ, cwd), qwen_install(environ, cwd))

@@ -1,0 +1,354 @@
+"""Qwen Code's delivery receipts: how a process that writes into a Qwen session learns what became of each message
+(cross-session protocol section 5; docs/dev/qwen-adapter.md has what 0.24.4 does).
+
+A frame names our inbox (`from`) and its token (`replyToken`); the receiving session answers every outcome on a new
+connection to that inbox: the auth line with our token, then one JSON line
+
+    {"msgV":1,"type":"control","action":"delivery_status","status":S,"origMsgId":<our msgId>,"reason":…,
+     "dropReason"?:…,"droppedMsgIds"?:[…]}
+
+S is held, delivered, denied, refused, expired, misaddressed or dropped, applied as transitions (pending → any;
+held → delivered | denied | expired | misaddressed; delivered → expired | misaddressed; anything else a repeat).
+So each writing process binds one inbox (`inbox()`), in a directory of its own (0700), and keeps it as long as it
+lives. Blocking sockets and threads, no asyncio: `crosstalk send` may use it; the shim hands receipts to its loop.
+Every read is capped; a connection from another uid, or without our token, is dropped unread; a receipt counts only
+from the process the message was written to.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import os
+import secrets
+import socket
+import stat
+import struct
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from crosstalk.core.errors import UntrustedInput
+from crosstalk.core.states import State
+from crosstalk.core.untrusted import loads
+from crosstalk.harness.base import InjectResult
+
+MAX_RECEIPT_BYTES = 64 * 1024
+READ_TIMEOUT_S = 2.0
+MAX_CONNECTIONS = 16
+TICK_S = 0.5
+GONE_GRACE_S = 2.0  # how long a session that ended may take to send its `expired` receipts
+LATE_WINDOW_S = 30.0  # how long a delivered message is still listened for (expired, misaddressed after all)
+NEXT = {
+    None: frozenset({"held", "delivered", "denied", "refused", "expired", "misaddressed", "dropped"}),
+    "held": frozenset({"delivered", "denied", "expired", "misaddressed"}),
+    "delivered": frozenset({"expired", "misaddressed"}),
+}
+FINAL = frozenset({"denied", "refused", "expired", "misaddressed", "dropped"})
+QUEUED_REASON = (
+    "delivered: Qwen Code queued it for its model; an idle session starts a turn with it at once, a busy one "
+    "after its running turn ends (it never joins a running turn)"
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Receipt:
+    message_id: str
+    status: str  # the protocol's word, or "gone" (the session ended holding it and said nothing)
+    reason: str | None = None
+    drop_reason: str | None = None
+
+
+def result_of(receipt: Receipt) -> InjectResult:
+    """The one delivery state a receipt says."""
+    evidence: dict[str, object] = {"qwen": "receipt", "receipt": receipt.status}
+    if receipt.drop_reason:
+        evidence["drop_reason"] = receipt.drop_reason
+    words = f" ({receipt.reason[:200]})" if receipt.reason else ""
+    status = receipt.status
+    if status == "delivered":
+        return InjectResult(State.QUEUED, QUEUED_REASON, evidence)
+    if status == "held":
+        return InjectResult(
+            State.HELD, "held: the receiving Qwen Code session holds it for its user (/peers)", evidence
+        )
+    if status == "denied":
+        return InjectResult(State.REJECTED, f"denied: the receiving user declined it{words}", evidence)
+    if status == "refused":
+        return InjectResult(
+            State.REJECTED, "refused: the receiving session's settings refuse cross-session messages "
+            "(agents.crossSessionInbound)", evidence,
+        )  # fmt: skip
+    if status == "expired":
+        return InjectResult(State.UNREACHABLE, f"expired: it never reached the model{words}", evidence)
+    if status == "misaddressed":
+        return InjectResult(
+            State.UNREACHABLE, "misaddressed: the session at that inbox changed (/clear or /resume) before it arrived",
+            evidence,
+        )  # fmt: skip
+    if status == "dropped":
+        why = receipt.drop_reason or "dropped"
+        return InjectResult(State.UNREACHABLE, f"dropped by the receiving session's inbox ({why}); not delivered",
+                            evidence)  # fmt: skip
+    return InjectResult(
+        State.UNKNOWN, "the receiving session ended while holding it and said nothing of what became of it", evidence
+    )
+
+
+def parse(raw: bytes, token: str) -> list[Receipt]:
+    """The receipts in one connection's bytes; nothing unless its first line is the auth line with `token`."""
+    lines = raw.splitlines()
+    try:
+        auth = loads(lines[0], what="a Qwen auth line", max_bytes=4096) if lines else None
+    except UntrustedInput:
+        return []
+    if not isinstance(auth, dict) or auth.get("type") != "auth" or auth.get("token") != token:
+        return []
+    out = []
+    for line in lines[1:]:
+        try:
+            data = loads(line, what="a Qwen receipt", max_bytes=MAX_RECEIPT_BYTES)
+        except UntrustedInput:
+            continue
+        if not isinstance(data, dict) or data.get("type") != "control" or data.get("action") != "delivery_status":
+            continue
+        mid, status = data.get("origMsgId"), data.get("status")
+        if not isinstance(mid, str) or not isinstance(status, str):
+            continue
+        reason, drop = data.get("reason"), data.get("dropReason")
+        receipt = Receipt(mid, status, reason if isinstance(reason, str) else None,
+                          drop if isinstance(drop, str) else None)  # fmt: skip
+        out.append(receipt)
+        more = data.get("droppedMsgIds") if status == "dropped" else None
+        for other in (more if isinstance(more, list) else [])[:256]:
+            if isinstance(other, str):
+                out.append(Receipt(other, status, receipt.reason, receipt.drop_reason))
+    return out
+
+
+Callback = Callable[[Receipt], None]
+
+
+@dataclass(slots=True)
+class _Expected:
+    peer_pid: int
+    callback: Callback | None
+    receipts: list[Receipt] = field(default_factory=list)
+    status: str | None = None
+    gone_since: float | None = None
+    settled_at: float | None = None  # when it was delivered or settled (kept LATE_WINDOW_S more, then forgotten)
+
+
+class ReceiptInbox:
+    """One listening socket for this process's frames. `expect` a msgId before writing it; `wait` for its first
+    receipt; every receipt that is a transition also goes to its callback (on a reader thread)."""
+
+    def __init__(self, directory: Path) -> None:
+        prune(directory)
+        self.token = secrets.token_hex(32)
+        self.path = str(directory / f"{os.getpid()}-{secrets.token_hex(4)}.sock")
+        self._sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            self._sock.bind(self.path)
+            os.chmod(self.path, 0o600)
+            self._sock.listen(64)
+        except OSError:
+            self._sock.close()
+            raise
+        self._sock.settimeout(TICK_S)
+        self._cond = threading.Condition()
+        self._expected: dict[str, _Expected] = {}
+        self._readers = threading.BoundedSemaphore(MAX_CONNECTIONS)
+        self.closed = False
+        threading.Thread(target=self._serve, name="qwen-receipts", daemon=True).start()
+
+    def expect(self, message_id: str, peer_pid: int, callback: Callback | None = None) -> None:
+        with self._cond:
+            self._expected[message_id] = _Expected(peer_pid, callback)
+
+    def forget(self, message_id: str) -> None:
+        with self._cond:
+            self._expected.pop(message_id, None)
+
+    def wait(self, message_id: str, timeout_s: float) -> Receipt | None:
+        """The first receipt for `message_id`, waiting at most `timeout_s` for it."""
+        deadline = time.monotonic() + timeout_s
+        with self._cond:
+            while True:
+                entry = self._expected.get(message_id)
+                if entry is None:
+                    return None
+                if entry.receipts:
+                    return entry.receipts[0]
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return None
+                self._cond.wait(left)
+
+    def close(self) -> None:
+        self.closed = True
+        self._sock.close()
+        with contextlib.suppress(OSError):
+            os.unlink(self.path)
+
+    def _serve(self) -> None:
+        checked = time.monotonic()
+        while not self.closed:
+            if time.monotonic() - checked >= TICK_S:
+                self._sweep()
+                checked = time.monotonic()
+            try:
+                conn, _ = self._sock.accept()
+            except TimeoutError:
+                continue
+            except OSError:
+                return
+            if not self._readers.acquire(blocking=False):
+                conn.close()
+                continue
+            threading.Thread(target=self._read, args=(conn,), daemon=True).start()
+
+    def _read(self, conn: socket.socket) -> None:
+        """One connection: its receipts are applied before it is closed (a writer that saw our EOF was heard)."""
+        try:
+            creds = conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
+            pid, uid, _gid = struct.unpack("3i", creds)
+            if uid == os.geteuid():
+                for receipt in parse(_read_all(conn), self.token):
+                    self._record(receipt, pid)
+        finally:
+            conn.close()
+            self._readers.release()
+
+    def _record(self, receipt: Receipt, pid: int) -> None:
+        with self._cond:
+            entry = self._expected.get(receipt.message_id)
+            if entry is None or (entry.peer_pid and pid != entry.peer_pid):
+                return  # not ours, or not from the session it was written to
+            if receipt.status not in NEXT.get(entry.status, frozenset()):
+                return  # a repeat, or a word the protocol does not allow here
+            entry.status = receipt.status
+            entry.receipts.append(receipt)
+            if receipt.status == "delivered" or receipt.status in FINAL:
+                entry.settled_at = time.monotonic()  # forgotten by the sweep; a final word is the last one anyway
+            self._cond.notify_all()
+            callback = entry.callback
+        if callback is not None:
+            with contextlib.suppress(Exception):  # a callback never stops the reader
+                callback(receipt)
+
+    def _sweep(self) -> None:
+        """Delivered messages are listened for LATE_WINDOW_S; a held one whose session ended without a word is
+        settled `gone`."""
+        now, gone = time.monotonic(), []
+        with self._cond:
+            for mid, entry in list(self._expected.items()):
+                if entry.settled_at is not None and now - entry.settled_at > LATE_WINDOW_S:
+                    del self._expected[mid]
+                elif entry.status == "held" and not _alive(entry.peer_pid):
+                    entry.gone_since = entry.gone_since or now
+                    if now - entry.gone_since >= GONE_GRACE_S:
+                        del self._expected[mid]
+                        gone.append(entry)
+                        entry.receipts.append(Receipt(mid, "gone"))
+        for entry in gone:
+            if entry.callback is not None:
+                with contextlib.suppress(Exception):
+                    entry.callback(entry.receipts[-1])
+
+
+def _read_all(conn: socket.socket) -> bytes:
+    conn.settimeout(READ_TIMEOUT_S)
+    chunks, size = [], 0
+    with contextlib.suppress(OSError):
+        while size < MAX_RECEIPT_BYTES:
+            chunk = conn.recv(min(65536, MAX_RECEIPT_BYTES - size))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+    return b"".join(chunks)
+
+
+def _alive(pid: int) -> bool:
+    if pid <= 0:
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def prune(directory: Path) -> None:
+    """Remove the inboxes crashed processes left in our directory (a socket of this user named for a pid that no
+    longer runs)."""
+    try:
+        names = os.listdir(directory)[:4096]
+    except OSError:
+        return
+    for name in names:
+        pid = name.split("-", 1)[0]
+        path = directory / name
+        try:
+            st = os.lstat(path)
+        except OSError:
+            continue
+        ours = name.endswith(".sock") and pid.isdigit() and stat.S_ISSOCK(st.st_mode) and st.st_uid == os.geteuid()
+        if ours and not _alive(int(pid)):
+            with contextlib.suppress(OSError):
+                path.unlink()
+
+
+def inbox_dir(environ: dict[str, str] | None = None) -> Path | None:
+    """A directory of this user's, 0700, not a symlink: `$XDG_RUNTIME_DIR/crosstalk-qwen`, else
+    `/tmp/crosstalk-qwen-<uid>`; None when neither can be had."""
+    env = os.environ if environ is None else environ
+    bases = [Path(env["XDG_RUNTIME_DIR"]) / "crosstalk-qwen"] if env.get("XDG_RUNTIME_DIR") else []
+    for directory in [*bases, Path(f"/tmp/crosstalk-qwen-{os.geteuid()}")]:
+        with contextlib.suppress(OSError):
+            directory.mkdir(mode=0o700, exist_ok=True)
+            st = os.lstat(directory)
+            private = stat.S_ISDIR(st.st_mode) and st.st_uid == os.geteuid() and not st.st_mode & 0o077
+            if private and len(str(directory)) < 80:
+                return directory
+    return None
+
+
+_inbox: ReceiptInbox | None = None
+_lock = threading.Lock()
+
+
+def inbox(environ: dict[str, str] | None = None) -> ReceiptInbox | None:
+    """This process's inbox (bound on first use), or None when none can be bound."""
+    global _inbox
+    with _lock:
+        if _inbox is None or _inbox.closed:
+            directory = inbox_dir(environ)
+            if directory is None:
+                return None
+            try:
+                _inbox = ReceiptInbox(directory)
+            except OSError:
+                return None
+        return _inbox
+
+
+@atexit.register
+def _close() -> None:
+    with _lock:
+        if _inbox is not None:
+            _inbox.close()
+
+
+def late_result(receipt: Receipt) -> InjectResult:
+    """A later receipt's state, for the late-outcome path (core.states.LATE_STATES): a held message the user
+    released is `accepted` (Qwen queued it for its model: it is in the session)."""
+    result = result_of(receipt)
+    if result.state is State.QUEUED:
+        return InjectResult(State.ACCEPTED, "released by its user: Qwen Code queued it for its model", result.evidence)
+    return result
