@@ -37,7 +37,7 @@ KINDS: dict[str, Entry] = {
     "claude": Entry("crosstalk.harness.claude", auto=True, native=True),
     "fake": Entry("crosstalk.harness.fake", standalone=True),
     "pi": Entry("crosstalk.harness.pi"),
-    "qwen": Entry("crosstalk.harness.qwen", auto=True),
+    "qwen": Entry("crosstalk.harness.qwen", auto=True, native=True),
 }
 
 
