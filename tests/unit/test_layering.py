@@ -94,10 +94,13 @@ def _limits(mod: str) -> tuple[tuple[str, ...] | None, str, list[tuple[str, str]
         only, why = at("harness", "core"), "the kind registry imports only harness.* and core"
     elif _in(mod, *at("harness.base", "harness.errors")):
         only, why = at("harness.base", "harness.errors", "core"), "the harness seam imports only core"
+    elif _in(mod, *at("harness.receipt_inbox")):
+        only, why = at("core", "fs"), "the harnesses' receipt inbox imports only core and fs"
     elif _in(mod, *at("harness")):
         # fs is the OS layer beside core (files, locks, /proc process identity): a harness may read its own files.
-        only = (*at("core", "fs", "harness.base", "harness.errors"), ".".join(mod.split(".")[:3]))
-        why = "a harness imports only core, fs, harness.base, harness.errors and itself"
+        seam = at("core", "fs", "harness.base", "harness.errors", "harness.receipt_inbox")
+        only = (*seam, ".".join(mod.split(".")[:3]))
+        why = "a harness imports only core, fs, the harness seam and itself"
     forbidden = []
     if unit(mod) == "ingress":  # stricter than the rank: A2A tasks are served through core's TaskApi protocol
         forbidden.append((f"{root}.tasks", "ingress reaches tasks only through core's TaskApi"))
@@ -227,8 +230,8 @@ def test_checker_passes_a_clean_tree_and_names_each_violation(tmp_path: Path) ->
         "crosstalk.agent.host imports crosstalk.exthost.core: agent sits below exthost",
         "crosstalk.core.bad imports crosstalk.shim: core imports only core",
         "crosstalk.core.bad imports crosstalk.shim: core sits below shim",
-        "crosstalk.harness.bar imports crosstalk.tasks.service: a harness imports only core, fs, harness.base, "
-        "harness.errors and itself",
+        "crosstalk.harness.bar imports crosstalk.tasks.service: a harness imports only core, fs, the harness seam "
+        "and itself",
         "crosstalk.harness.bar imports crosstalk.tasks.service: harness sits below tasks",
         "crosstalk.registry.x imports crosstalk.journal.y: registry sits below journal",
         "units import in a circle: journal -> registry -> journal",

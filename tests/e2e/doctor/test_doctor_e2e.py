@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import shlex
 import shutil
 import subprocess
@@ -149,10 +150,12 @@ def test_doctor_in_a_real_terminal_shows_the_problem_then_fix_makes_it_healthy(l
         first, _, second = screen.partition("doctor-exit=")
         assert f"PROBLEM stale agent ghost ({agent_id}), pid {proc.pid}: descriptor, key left" in first
         assert "-> run: crosstalk doctor --fix" in first
-        assert "1 problem (3 notes)" in first and second.startswith("1")
+        # The notes (a harness not on this terminal's PATH, ...) are the same before and after the fix.
+        notes = re.search(r"1 problem \((\d+) notes\)", first)
+        assert notes is not None and second.startswith("1"), first
         assert f"removed {paths.descriptor(agent_id)}" in second
         assert "ok      no stale descriptors, sockets or keys (0 live agents)" in second
-        assert "healthy (3 notes)" in second and "fix-exit=0" in second
+        assert f"healthy ({notes.group(1)} notes)" in second and "fix-exit=0" in second
     finally:
         with contextlib.suppress(Exception):
             pane.close()

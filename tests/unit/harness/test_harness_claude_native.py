@@ -217,10 +217,11 @@ def test_no_socket_or_a_file_in_its_place_is_unreachable_and_a_shared_key_is_ign
 def test_an_inbox_forgets_what_was_delivered_once_nothing_contradicted_it(tmp_path: Path, monkeypatch) -> None:
     """A message delivered at once is listened for a while (a contradicting receipt), then forgotten: an inbox that
     served many deliveries holds nothing for them."""
+    from crosstalk.harness import receipt_inbox
     from crosstalk.harness.claude import receipts
 
     monkeypatch.setattr(receipts, "LATE_WINDOW_S", 0.0)
-    monkeypatch.setattr(receipts, "TICK_S", 0.01)
+    monkeypatch.setattr(receipt_inbox, "TICK_S", 0.01)
     inbox = receipts.ReceiptInbox(str(tmp_path))
     try:
         for i in range(50):

@@ -24,8 +24,6 @@ import os
 import re
 import secrets
 import socket
-import stat
-import struct
 import threading
 import time
 from collections.abc import Callable
@@ -36,12 +34,9 @@ from crosstalk.core.errors import UntrustedInput
 from crosstalk.core.states import State
 from crosstalk.core.untrusted import loads
 from crosstalk.harness.base import InjectResult
+from crosstalk.harness.receipt_inbox import MAX_RECEIPT_BYTES, InboxServer, alive, prune, read_all
 
 ADDRESS = re.compile(r"^uds:[A-Za-z0-9%:_/.\-]{1,200}$")
-MAX_RECEIPT_BYTES = 64 * 1024
-READ_TIMEOUT_S = 2.0
-MAX_CONNECTIONS = 16  # read at once; more are closed unread
-TICK_S = 0.5
 GONE_GRACE_S = 2.0  # how long a session that ended may take to send its `expired` receipts
 LATE_WINDOW_S = 10.0  # how long a message answered without a receipt is still listened for (a contradicting one)
 PREFIX = "crosstalk-"
@@ -126,28 +121,16 @@ class _Expected:
     waited_at: float = 0.0
 
 
-class ReceiptInbox:
+class ReceiptInbox(InboxServer):
     """One listening socket in a Claude socket directory, for this process's frames into that directory's sessions.
     `expect` a frame's msg_id before writing it; `wait` for its first receipt after the EOF; every receipt also goes
     to its callback (on a reader thread), until a final one."""
 
     def __init__(self, directory: str) -> None:
-        prune(directory)
-        self.path = os.path.join(directory, f"{PREFIX}{os.getpid()}-{secrets.token_hex(4)}.sock")
-        self._sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        try:
-            self._sock.bind(self.path)
-            os.chmod(self.path, 0o600)
-            self._sock.listen(64)
-        except OSError:
-            self._sock.close()
-            raise
-        self._sock.settimeout(TICK_S)
-        self._cond = threading.Condition()
+        prune(directory, PREFIX)
         self._expected: dict[str, _Expected] = {}
-        self._readers = threading.BoundedSemaphore(MAX_CONNECTIONS)
-        self._closed = False
-        threading.Thread(target=self._serve, name="claude-receipts", daemon=True).start()
+        path = os.path.join(directory, f"{PREFIX}{os.getpid()}-{secrets.token_hex(4)}.sock")
+        super().__init__(path, thread_name="claude-receipts")
 
     @property
     def address(self) -> str | None:
@@ -179,40 +162,9 @@ class ReceiptInbox:
                     return entry.receipts[0] if entry.receipts else None
                 self._cond.wait(left)
 
-    def close(self) -> None:
-        self._closed = True
-        self._sock.close()
-        with contextlib.suppress(OSError):
-            os.unlink(self.path)
-
-    # ------------------------------------------------------------------ the reader thread
-    def _serve(self) -> None:
-        checked = time.monotonic()
-        while not self._closed:
-            if time.monotonic() - checked >= TICK_S:
-                self._check_gone()
-                checked = time.monotonic()
-            try:
-                conn, _ = self._sock.accept()
-            except TimeoutError:
-                continue
-            except OSError:
-                return
-            if not self._readers.acquire(blocking=False):
-                conn.close()
-                continue
-            threading.Thread(target=self._read, args=(conn,), daemon=True).start()
-
-    def _read(self, conn: socket.socket) -> None:
-        try:
-            pid, uid = peer_of(conn)
-            if uid != os.getuid():
-                return
-            raw = read_all(conn)
-        finally:
-            conn.close()
-            self._readers.release()
-        for receipt in parse(raw):
+    # ------------------------------------------------------------------ the reader threads
+    def _read(self, conn: socket.socket, pid: int) -> None:
+        for receipt in parse(read_all(conn)):
             self._record(receipt, pid)
 
     def _record(self, receipt: Receipt, pid: int) -> None:
@@ -229,7 +181,7 @@ class ReceiptInbox:
             with contextlib.suppress(Exception):  # a callback never stops the reader
                 callback(receipt)
 
-    def _check_gone(self) -> None:
+    def _tick(self) -> None:
         """A held message whose session ended without a word (killed: no `expired` receipt) is settled unknown; a
         message delivered at once is no longer listened for once LATE_WINDOW_S passed."""
         now = time.monotonic()
@@ -240,7 +192,7 @@ class ReceiptInbox:
                     if entry.waited and now - entry.waited_at > LATE_WINDOW_S:
                         del self._expected[mid]  # delivered at once, and nothing has contradicted it since
                     continue
-                if _alive(entry.peer_pid):
+                if alive(entry.peer_pid):
                     continue
                 if entry.gone_since is None:
                     entry.gone_since = now
@@ -253,60 +205,6 @@ class ReceiptInbox:
                     entry.callback(Receipt(mid, "gone"))
 
 
-def peer_of(conn: socket.socket) -> tuple[int, int]:
-    """(pid, uid) of the process on the other end of a unix socket."""
-    creds = conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
-    pid, uid, _gid = struct.unpack("3i", creds)
-    return pid, uid
-
-
-def read_all(conn: socket.socket) -> bytes:
-    conn.settimeout(READ_TIMEOUT_S)
-    chunks, size = [], 0
-    with contextlib.suppress(OSError):
-        while size < MAX_RECEIPT_BYTES:
-            chunk = conn.recv(min(65536, MAX_RECEIPT_BYTES - size))
-            if not chunk:
-                break
-            chunks.append(chunk)
-            size += len(chunk)
-    return b"".join(chunks)
-
-
-def _alive(pid: int) -> bool:
-    if pid <= 0:
-        return True
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
-def prune(directory: str) -> None:
-    """Remove the inboxes crashed crosstalk processes left in `directory` (ours: a socket of this user, named for a
-    pid that no longer runs)."""
-    try:
-        names = os.listdir(directory)[:4096]
-    except OSError:
-        return
-    for name in names:
-        if not (name.startswith(PREFIX) and name.endswith(".sock")):
-            continue
-        pid = name[len(PREFIX) :].split("-", 1)[0]
-        path = os.path.join(directory, name)
-        try:
-            st = os.lstat(path)
-        except OSError:
-            continue
-        if not pid.isdigit() or not stat.S_ISSOCK(st.st_mode) or st.st_uid != os.getuid() or _alive(int(pid)):
-            continue
-        with contextlib.suppress(OSError):
-            os.unlink(path)
-
-
 _inboxes: dict[str, ReceiptInbox] = {}
 _inboxes_lock = threading.Lock()
 
@@ -317,7 +215,7 @@ def inbox_for(session_socket: str) -> ReceiptInbox | None:
     directory = str(Path(session_socket).parent)
     with _inboxes_lock:
         inbox = _inboxes.get(directory)
-        if inbox is None or inbox._closed:
+        if inbox is None or inbox.closed:
             try:
                 inbox = _inboxes[directory] = ReceiptInbox(directory)
             except OSError:

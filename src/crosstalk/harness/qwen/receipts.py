@@ -23,7 +23,6 @@ import os
 import secrets
 import socket
 import stat
-import struct
 import threading
 import time
 from collections.abc import Callable
@@ -34,11 +33,8 @@ from crosstalk.core.errors import UntrustedInput
 from crosstalk.core.states import State
 from crosstalk.core.untrusted import loads
 from crosstalk.harness.base import InjectResult
+from crosstalk.harness.receipt_inbox import MAX_RECEIPT_BYTES, InboxServer, alive, prune, read_all
 
-MAX_RECEIPT_BYTES = 64 * 1024
-READ_TIMEOUT_S = 2.0
-MAX_CONNECTIONS = 16
-TICK_S = 0.5
 GONE_GRACE_S = 2.0  # how long a session that ended may take to send its `expired` receipts
 LATE_WINDOW_S = 30.0  # how long a delivered message is still listened for (expired, misaddressed after all)
 NEXT = {
@@ -141,28 +137,15 @@ class _Expected:
     settled_at: float | None = None  # when it was delivered or settled (kept LATE_WINDOW_S more, then forgotten)
 
 
-class ReceiptInbox:
+class ReceiptInbox(InboxServer):
     """One listening socket for this process's frames. `expect` a msgId before writing it; `wait` for its first
     receipt; every receipt that is a transition also goes to its callback (on a reader thread)."""
 
     def __init__(self, directory: Path) -> None:
-        prune(directory)
+        prune(str(directory))
         self.token = secrets.token_hex(32)
-        self.path = str(directory / f"{os.getpid()}-{secrets.token_hex(4)}.sock")
-        self._sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        try:
-            self._sock.bind(self.path)
-            os.chmod(self.path, 0o600)
-            self._sock.listen(64)
-        except OSError:
-            self._sock.close()
-            raise
-        self._sock.settimeout(TICK_S)
-        self._cond = threading.Condition()
         self._expected: dict[str, _Expected] = {}
-        self._readers = threading.BoundedSemaphore(MAX_CONNECTIONS)
-        self.closed = False
-        threading.Thread(target=self._serve, name="qwen-receipts", daemon=True).start()
+        super().__init__(str(directory / f"{os.getpid()}-{secrets.token_hex(4)}.sock"), thread_name="qwen-receipts")
 
     def expect(self, message_id: str, peer_pid: int, callback: Callback | None = None) -> None:
         with self._cond:
@@ -187,40 +170,10 @@ class ReceiptInbox:
                     return None
                 self._cond.wait(left)
 
-    def close(self) -> None:
-        self.closed = True
-        self._sock.close()
-        with contextlib.suppress(OSError):
-            os.unlink(self.path)
-
-    def _serve(self) -> None:
-        checked = time.monotonic()
-        while not self.closed:
-            if time.monotonic() - checked >= TICK_S:
-                self._sweep()
-                checked = time.monotonic()
-            try:
-                conn, _ = self._sock.accept()
-            except TimeoutError:
-                continue
-            except OSError:
-                return
-            if not self._readers.acquire(blocking=False):
-                conn.close()
-                continue
-            threading.Thread(target=self._read, args=(conn,), daemon=True).start()
-
-    def _read(self, conn: socket.socket) -> None:
+    def _read(self, conn: socket.socket, pid: int) -> None:
         """One connection: its receipts are applied before it is closed (a writer that saw our EOF was heard)."""
-        try:
-            creds = conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
-            pid, uid, _gid = struct.unpack("3i", creds)
-            if uid == os.geteuid():
-                for receipt in parse(_read_all(conn), self.token):
-                    self._record(receipt, pid)
-        finally:
-            conn.close()
-            self._readers.release()
+        for receipt in parse(read_all(conn), self.token):
+            self._record(receipt, pid)
 
     def _record(self, receipt: Receipt, pid: int) -> None:
         with self._cond:
@@ -239,7 +192,7 @@ class ReceiptInbox:
             with contextlib.suppress(Exception):  # a callback never stops the reader
                 callback(receipt)
 
-    def _sweep(self) -> None:
+    def _tick(self) -> None:
         """Delivered messages are listened for LATE_WINDOW_S; a held one whose session ended without a word is
         settled `gone`."""
         now, gone = time.monotonic(), []
@@ -247,7 +200,7 @@ class ReceiptInbox:
             for mid, entry in list(self._expected.items()):
                 if entry.settled_at is not None and now - entry.settled_at > LATE_WINDOW_S:
                     del self._expected[mid]
-                elif entry.status == "held" and not _alive(entry.peer_pid):
+                elif entry.status == "held" and not alive(entry.peer_pid):
                     entry.gone_since = entry.gone_since or now
                     if now - entry.gone_since >= GONE_GRACE_S:
                         del self._expected[mid]
@@ -257,51 +210,6 @@ class ReceiptInbox:
             if entry.callback is not None:
                 with contextlib.suppress(Exception):
                     entry.callback(entry.receipts[-1])
-
-
-def _read_all(conn: socket.socket) -> bytes:
-    conn.settimeout(READ_TIMEOUT_S)
-    chunks, size = [], 0
-    with contextlib.suppress(OSError):
-        while size < MAX_RECEIPT_BYTES:
-            chunk = conn.recv(min(65536, MAX_RECEIPT_BYTES - size))
-            if not chunk:
-                break
-            chunks.append(chunk)
-            size += len(chunk)
-    return b"".join(chunks)
-
-
-def _alive(pid: int) -> bool:
-    if pid <= 0:
-        return True
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
-def prune(directory: Path) -> None:
-    """Remove the inboxes crashed processes left in our directory (a socket of this user named for a pid that no
-    longer runs)."""
-    try:
-        names = os.listdir(directory)[:4096]
-    except OSError:
-        return
-    for name in names:
-        pid = name.split("-", 1)[0]
-        path = directory / name
-        try:
-            st = os.lstat(path)
-        except OSError:
-            continue
-        ours = name.endswith(".sock") and pid.isdigit() and stat.S_ISSOCK(st.st_mode) and st.st_uid == os.geteuid()
-        if ours and not _alive(int(pid)):
-            with contextlib.suppress(OSError):
-                path.unlink()
 
 
 def inbox_dir(environ: dict[str, str] | None = None) -> Path | None:
