@@ -155,18 +155,29 @@ def notice(s: LiveClaude, message_id: str, timeout: float = WAIT_S, after: int =
 
 
 def _notice(s: LiveClaude, message_id: str, timeout: float = WAIT_S, after: int = 0) -> tuple[str, str]:
-    """(the opening tag of the envelope that carried the notice, the notice's text)."""
+    """(the opening tag of the envelope that carried the notice, the notice's text). The notice is a text block of a
+    user message, or, when it arrived while a tool ran, a text block inside that tool's result."""
     needle = f"crosstalk: your message {message_id} to "
     req = s.wait_seen(needle, timeout=timeout, after=after)
-    for msg in req.body.get("messages", []):
-        content = msg.get("content")
-        blocks = [content] if isinstance(content, str) else [b.get("text", "") for b in content if isinstance(b, dict)]
-        for text in blocks:
-            if isinstance(text, str) and needle in text:
-                head, rest = text.split(needle, 1)
-                tag = head[head.rfind("<cross-session-message") :]
-                return tag, (needle + rest).split("</cross-session-message>")[0].strip()
+    for text in _texts(req.body.get("messages", [])):
+        if needle in text:
+            head, rest = text.split(needle, 1)
+            tag = head[head.rfind("<cross-session-message") :]
+            return tag, (needle + rest).split("</cross-session-message>")[0].strip()
     raise AssertionError(f"{s.root.name}: {needle!r} is in a request, but in no text block: {req.raw[-3000:]}")
+
+
+def _texts(node: object) -> Iterator[str]:
+    """Every text the model reads in `node` (messages, their content blocks, a tool result's content)."""
+    if isinstance(node, str):
+        yield node
+    elif isinstance(node, list):
+        for item in node:
+            yield from _texts(item)
+    elif isinstance(node, dict):
+        if isinstance(node.get("text"), str):
+            yield node["text"]
+        yield from _texts(node.get("content"))
 
 
 def assert_unseen(s: LiveClaude, needle: str, seconds: float = UNSEEN_S) -> None:

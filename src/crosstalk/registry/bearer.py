@@ -36,11 +36,13 @@ class BearerDirectory:
         if not token:
             return None
         desc = self._find(token)
-        if desc is None and time.monotonic() - self._loaded_at > 0.05:
-            self._reload()  # a token we have not seen: maybe an agent that registered since the last load
+        if desc is None and (time.monotonic() - self._loaded_at > 0.05 or self._changed()):
+            # A token we have not seen: maybe an agent that registered since the last load. Unknown tokens reread
+            # at most every 50 ms, unless the registry changed since: a new agent's first request never waits.
+            self._reload()
             desc = self._find(token)
         elif desc is not None and time.monotonic() - self._loaded_at > self._ttl:
-            if self._stamp is None or self._stamp != registry_stamp(self._paths):
+            if self._changed():
                 self._reload()
                 desc = self._find(token)
             else:
@@ -48,6 +50,10 @@ class BearerDirectory:
         if desc is not None and not self._live(desc):
             return None
         return desc
+
+    def _changed(self) -> bool:
+        """The registry may have changed since the last load (or changed too recently to tell)."""
+        return self._stamp is None or self._stamp != registry_stamp(self._paths)
 
     def _live(self, desc: Descriptor) -> bool:
         """Liveness (pid, start time, lock) costs ~0.1 ms: checked at most once per ttl per agent. A clean stop

@@ -17,7 +17,9 @@ CMD = ["/opt/xt/bin/crosstalk", "mcp"]
 WRITER_TIMEOUT_S = 120
 
 # Claude Code's save, as its binary does it: the `<file>.lock` directory (proper-lockfile), read, change one key,
-# temp file + rename. Each update adds a key of its own; it writes until told to stop, then prints its count.
+# temp file + rename. Each update adds a key of its own; it writes until told to stop, then prints its count. Between
+# saves it lets go for a millisecond, as a program that saves far less often does: a writer that takes the lock again
+# the instant it frees it would starve any other process polling for it (proper-lockfile has no queue either).
 WRITER = r"""
 import json, os, sys, time
 path, stop = sys.argv[1], sys.argv[2]
@@ -28,6 +30,7 @@ while not os.path.exists(stop) and time.monotonic() < deadline:
     try:
         os.mkdir(lock)
     except FileExistsError:
+        time.sleep(0.001)
         continue
     try:
         with open(path) as f:
@@ -40,6 +43,7 @@ while not os.path.exists(stop) and time.monotonic() < deadline:
         n += 1
     finally:
         os.rmdir(lock)
+    time.sleep(0.001)
 print(n)
 """
 

@@ -60,3 +60,31 @@ def test_a_known_token_is_not_reread_after_the_ttl_while_the_registry_is_unchang
     assert reads == [1]  # past the ttl every time, but nothing changed: no reread
     (paths.credentials / "x.cred").write_text("t")  # a token written: reread at the next lookup past the ttl
     assert directory.lookup("tok") is None and reads == [1, 1]
+
+
+def test_an_agent_that_registers_just_after_a_load_is_found_at_its_first_request(tmp_path, monkeypatch):
+    """The 50 ms throttle on rereads for unknown tokens never refuses a token written since the last load."""
+    paths = _paths(tmp_path)
+    registered: list[SimpleNamespace] = []
+    monkeypatch.setattr(bearer_mod, "list_descriptors", lambda _p: list(registered))
+    monkeypatch.setattr(bearer_mod, "read_key", lambda _path: "new-token")
+    directory = BearerDirectory(paths)
+    monkeypatch.setattr(directory, "_live", lambda _d: True)
+    assert directory.lookup("new-token") is None  # loaded now: nobody holds it yet
+    desc = SimpleNamespace(
+        agent_id="0123456789abcdef", instance_id="i1", credential_ref=str(paths.token_path("0123456789abcdef"))
+    )
+    paths.token_path(desc.agent_id).write_text("new-token\n")
+    registered.append(desc)
+    assert directory.lookup("new-token") is desc  # well within 50 ms of the last load
+
+
+def test_unknown_tokens_do_not_reread_a_settled_registry_more_than_every_50_ms(tmp_path, monkeypatch):
+    paths = _paths(tmp_path)
+    _aged(paths)
+    reads: list[int] = []
+    monkeypatch.setattr(bearer_mod, "list_descriptors", lambda _p: reads.append(1) or [])
+    directory = BearerDirectory(paths)
+    for _ in range(20):
+        assert directory.lookup("nobody") is None
+    assert reads == [1]
