@@ -225,9 +225,9 @@ class AgentHost:
 
         # 2. the socket and its key; the A2A server and this agent's bearer token.
         token = create_key(paths.key_path(agent_id))
-        # An agent that serves tasks serves them on its socket too: how crosstalk's own agents reach it (task
-        # frames, ingress/uds_tasks.py), without loading the A2A SDK in either process.
-        desk = TaskDesk(self._tasks, self._bearer().lookup, self._claims.handle) if self.config.a2a else None
+        # Every agent serves tasks on its socket: how crosstalk's own agents reach it (task frames,
+        # ingress/uds_tasks.py), without loading the A2A SDK in either process; with or without an A2A endpoint.
+        desk = TaskDesk(self._tasks, self._bearer().lookup, self._claims.handle)
         self._ingress = UdsIngress(uds_path, token, self._receiver, lambda pid: find_by_peer(paths, pid), desk)
         await self._ingress.start()
         create_key(paths.token_path(agent_id))

@@ -92,7 +92,7 @@ def add_parser(sub: Any) -> None:
         "--no-a2a",
         dest="no_a2a",
         action="store_true",
-        help="Do not serve A2A (the uds socket only; starts faster, no SDK import).",
+        help="Serve no A2A endpoint (sessions and send still reach it on its socket; starts faster).",
     )
     p.add_argument("-v", "--verbose", action="store_true", help="Log each delivery to stderr.")
     p.set_defaults(run="crosstalk.cli.agent_cmd:run")

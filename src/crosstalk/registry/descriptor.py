@@ -103,15 +103,13 @@ class Descriptor(Record):
 
     def reachable(self) -> bool:
         """Whether a message sent to this agent can be delivered into its session now: its harness binding says
-        inbound delivery works, and it serves A2A (how sessions send) on a socket that is there."""
-        return self.inbound_reachable and bool(self.a2a_url) and os.path.exists(self.uds_path)
+        inbound delivery works, and its socket (which takes sessions' task frames and `crosstalk send`) is there."""
+        return self.inbound_reachable and bool(self.uds_path) and os.path.exists(self.uds_path)
 
     def unreachable_reason(self) -> str:
         """Why reachable() is false, in words a listing shows (list_agents, `crosstalk watch`)."""
         if not self.inbound_reachable:
             return self.inbound_reason or "its harness binding cannot deliver into the session"
-        if not self.a2a_url:
-            return "it serves no A2A endpoint"
         return "its socket is gone"
 
     def to_dict(self) -> dict[str, Any]:

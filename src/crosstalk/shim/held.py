@@ -125,7 +125,7 @@ class HeldSends:
         while True:
             try:
                 target = resolve(self.paths, to_agent)
-                client = self.client_for(host, target) if target.a2a_url else None
+                client = self.client_for(host, target)
                 view = await client.get(task_id) if client is not None else None
             except (NoSuchAgent, AmbiguousName):
                 view, failures = None, GONE_AFTER

@@ -57,9 +57,9 @@ def _task_answer(view: Any, message_id: str, to: str) -> dict[str, Any]:
 class Sender:
     """One shim's outbound side: how each bound agent reaches its peers, and the nudge counts.
 
-    A peer that serves tasks (its descriptor has an `a2a_url`) is sent its tasks over its unix socket (task frames,
-    ingress/uds_tasks.py): the same TaskApi, answers, dedupe and journal records as an A2A SendMessage, without the
-    A2A SDK in either process. A peer too old for task frames gets A2A (ingress/a2a/client.py), as before."""
+    A peer is sent its tasks over its unix socket (task frames, ingress/uds_tasks.py): the same TaskApi, answers,
+    dedupe and journal records as an A2A SendMessage, without the A2A SDK in either process. A peer too old for task
+    frames gets A2A (ingress/a2a/client.py) when it serves an endpoint."""
 
     def __init__(self, paths: StatePaths, *, timeout: float = 60.0) -> None:
         self.paths = paths
@@ -87,12 +87,12 @@ class Sender:
         def failed(state: State, reason: str, **extra: Any) -> dict[str, Any]:
             return Outcome(mid, state, reason).answer(to=to, **extra)
 
-        if not target.a2a_url:
-            return failed(State.UNREACHABLE, Reason.NO_A2A_ENDPOINT)
         try:
             client = self.client_for(host, target, strict=True)
         except KeyFileError as exc:
             return failed(State.UNREACHABLE, Reason.NO_SENDER_TOKEN, detail=str(exc))
+        if client is None:
+            return failed(State.UNREACHABLE, Reason.NO_A2A_ENDPOINT)
         extra = {"op": op} if op is not None else {}
         try:
             try:
@@ -100,6 +100,8 @@ class Sender:
             except TaskFramesUnsupported:  # nothing was received: the same send over A2A
                 self._a2a_only.add(target.instance_id)
                 client = self.client_for(host, target, strict=True)
+                if client is None:
+                    return failed(State.UNREACHABLE, Reason.NO_A2A_ENDPOINT)
                 view = await client.send(msg, return_immediately=return_immediately, **extra)
         except TaskError as exc:
             if exc.code == TaskError.INTERNAL:
@@ -118,7 +120,7 @@ class Sender:
 
     def client_for(self, host: AgentHost, target: Descriptor, *, strict: bool = False) -> Any:
         """`host`'s client for the tasks at `target` (`send`, `get`): its socket's task frames, or A2A for a peer
-        that takes none. None without `host`'s bearer token (strict: raise KeyFileError)."""
+        that takes none. None without `host`'s bearer token (strict: raise KeyFileError) or any way to reach it."""
         try:
             token = read_key(self.paths.token_path(host.agent_id))
         except KeyFileError:
@@ -134,7 +136,9 @@ class Sender:
                 from crosstalk.ingress.uds_task_client import UdsTaskClient
 
                 return UdsTaskClient(target.uds_path, key, token, timeout=self.timeout)
-        return self._client(host.agent_id, target.a2a_url or "", token)
+        if not target.a2a_url:
+            return None  # neither its socket's task frames nor an A2A endpoint
+        return self._client(host.agent_id, target.a2a_url, token)
 
     def _client(self, agent_id: str, url: str, token: str) -> Any:
         from crosstalk.ingress.a2a.client import A2AClient

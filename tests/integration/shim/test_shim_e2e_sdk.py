@@ -16,7 +16,7 @@ import pytest
 
 from crosstalk.journal.codec import read_journal
 from crosstalk.registry.paths import StatePaths
-from tests.support.shim_e2e import Root, meta, rows
+from tests.support.shim_e2e import CROSSTALK, Root, meta, rows
 from tests.support.shim_tools import until
 
 pytestmark = pytest.mark.timeout(120)
@@ -527,5 +527,30 @@ def test_a_renamed_claude_session_keeps_its_agent_journal_asks_and_claims() -> N
         assert root.inbox("alice")[-1]["from"] == "carla"
         out, err = await peer.call("release", ALICE, name="carla")
         assert not err and out["state"] == "released", out
+
+    run(go)
+
+
+def test_an_agent_without_an_a2a_endpoint_is_reachable_and_takes_a_sessions_message() -> None:
+    """`--no-a2a` drops the HTTP endpoint only: the agent's socket still takes a session's task frames, so it is
+    listed reachable and a send_message reaches it."""
+
+    async def go(root: Root) -> None:
+        inbox = root.inbox_dir / "quiet.jsonl"
+        cmd = [CROSSTALK, "agent", "run", "--harness", "fake", "--name", "quiet", "--no-a2a", "--inbox", str(inbox)]
+        agent = await asyncio.create_subprocess_exec(*cmd, env=root.env(), cwd=root.cwd)
+        try:
+            alice = await root.shim()
+            await until(lambda: "quiet" in {d["name"] for d in root.descriptors().values()}, what="quiet registers")
+            listed = rows((await alice.call("list_agents", ALICE))[0])
+            assert listed["quiet"]["reachable"] is True and "reason" not in listed["quiet"], listed["quiet"]
+            assert not next(d for d in root.descriptors().values() if d["name"] == "quiet").get("a2a_url")
+            out, err = await alice.call("send_message", ALICE, to="quiet", text="no endpoint, still here?")
+            assert not err and out["state"] == "accepted", out
+            assert root.inbox("quiet")[-1]["text"] == "no endpoint, still here?"
+        finally:
+            if agent.returncode is None:
+                agent.terminate()
+            await asyncio.wait_for(agent.wait(), 20)
 
     run(go)

@@ -52,7 +52,7 @@ def test_reachable_is_what_the_binding_published(tmp_root: Path) -> None:
     assert not make(
         uds_path=str(sock), a2a_url="http://127.0.0.1:1", inbound_reachable=False, inbound_reason="x"
     ).reachable()
-    assert not make(uds_path=str(sock), a2a_url=None).reachable()  # no A2A: sessions cannot send to it
+    assert make(uds_path=str(sock), a2a_url=None).reachable()  # no A2A endpoint: sessions send on its socket
     assert not make(uds_path=str(tmp_root / "gone.sock"), a2a_url="http://127.0.0.1:1").reachable()
 
 
