@@ -212,7 +212,8 @@ def _mcp(sub: Any) -> None:
 
 def _install(sub: Any, verb: str = "install") -> None:
     p = sub.add_parser(verb, help=_HELP[verb])
-    p.add_argument("harness", choices=harness_kinds.names(), help="The harness to set up (claude).")
+    what = "set up" if verb == "install" else "remove crosstalk from"
+    p.add_argument("harness", choices=harness_kinds.installable(), help=f"The harness to {what}.")
     p.add_argument(
         "--scope",
         default="user",

@@ -107,7 +107,7 @@ def _default_from() -> str:
 
 def run(args: Any) -> int:
     """`crosstalk send`: see add_arguments above for the options."""
-    from crosstalk.core.errors import MessageError
+    from crosstalk.core.errors import MessageError, MessageTooLarge
     from crosstalk.core.ids import is_external_tag
     from crosstalk.core.kinds import PI_MODE_ALIASES, parse_kind
     from crosstalk.core.message import new_message
@@ -147,10 +147,16 @@ def run(args: Any) -> int:
     elif text is None or text == "-":
         if sys.stdin is None or sys.stdin.isatty():
             fail("no TEXT given and stdin is a terminal; pass TEXT or pipe the body in", ErrorKind.USAGE)
+        from crosstalk.core.message import MAX_TEXT_BYTES
+
+        cap = 4 * MAX_TEXT_BYTES  # characters: room for trailing whitespace, never a whole file in memory
         try:
-            text = sys.stdin.read()
+            text = sys.stdin.read(cap + 1)
         except UnicodeDecodeError:
             fail("stdin is not valid UTF-8 text", ErrorKind.USAGE)
+        if len(text) > cap:
+            problem = f"stdin is over {cap} characters, far over the {MAX_TEXT_BYTES}-byte limit"
+            fail(f"rejected: admission:text_too_large ({problem}); nothing was sent", ErrorKind.REJECTED)
     text = text.rstrip()
     if not text and kind != "ping":
         fail("the message is empty", ErrorKind.USAGE)
@@ -164,6 +170,8 @@ def run(args: Any) -> int:
             delivery=chosen,
             deadline_seconds=args.deadline,
         )
+    except MessageTooLarge as exc:  # what the receiver would refuse: rejected, as the exit codes say
+        fail(f"rejected: {exc.reason} ({exc.problem}); nothing was sent", ErrorKind.REJECTED)
     except MessageError as exc:
         fail(f"invalid message: {exc}", ErrorKind.USAGE)
     if args.a2a:

@@ -107,6 +107,12 @@ class MessageError(CrosstalkError, ValueError):
         self.problem = problem
 
 
+class MessageTooLarge(MessageError):
+    """A message's text is over the size limit: what a receiver's admission refuses as admission:text_too_large."""
+
+    reason = "admission:text_too_large"
+
+
 class EnvelopeError(CrosstalkError, ValueError):
     """Text is not a well-formed <cross-session-message> envelope."""
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import time
 
-from crosstalk.core.errors import MessageError
+from crosstalk.core.errors import MessageError, MessageTooLarge
 from crosstalk.core.ids import is_hop_entry, new_message_id
 from crosstalk.core.kinds import Delivery, Kind, parse_delivery, parse_kind
 from crosstalk.core.record import Record
@@ -196,7 +196,7 @@ def new_message(
 def check_text_size(msg: Message, limit: int = MAX_TEXT_BYTES) -> None:
     size = msg.text_bytes()
     if size > limit:
-        raise MessageError("parts", f"text is {size} bytes, over the {limit}-byte limit")
+        raise MessageTooLarge("parts", f"text is {size} bytes, over the {limit}-byte limit")
 
 
 def _required_str(data: dict[str, Any], key: str, max_chars: int) -> str:

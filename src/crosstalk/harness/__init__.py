@@ -22,12 +22,16 @@ class Entry:
     """One registered kind: its package, and what the CLI offers it for. `auto`: tried by `--harness auto`.
     `standalone`: `crosstalk agent run --harness NAME` can host a session of it with no harness process. `native`: it
     writes into sessions that run without crosstalk (harness.base.NativeDelivery), so `native_sessions` asks it, and
-    only it: `crosstalk send` to a name no crosstalk agent holds imports no other kind."""
+    only it: `crosstalk send` to a name no crosstalk agent holds imports no other kind. `installable`: `crosstalk
+    install NAME` sets a user's harness up (its kind is a harness.base.Installable)."""
 
-    __slots__ = ("auto", "module", "native", "standalone")
+    __slots__ = ("auto", "installable", "module", "native", "standalone")
 
-    def __init__(self, module: str, *, auto: bool = False, standalone: bool = False, native: bool = False) -> None:
+    def __init__(
+        self, module: str, *, auto: bool = False, standalone: bool = False, native: bool = False, installable: bool = True
+    ) -> None:
         self.module, self.auto, self.standalone, self.native = module, auto, standalone, native
+        self.installable = installable
 
 
 # Order matters for `auto`: the first kind that identifies a call wins (a Codex call carries its thread id; a Claude
@@ -35,7 +39,7 @@ class Entry:
 KINDS: dict[str, Entry] = {
     "codex": Entry("crosstalk.harness.codex", auto=True, native=True),
     "claude": Entry("crosstalk.harness.claude", auto=True, native=True),
-    "fake": Entry("crosstalk.harness.fake", standalone=True),
+    "fake": Entry("crosstalk.harness.fake", standalone=True, installable=False),
     "pi": Entry("crosstalk.harness.pi"),
     "qwen": Entry("crosstalk.harness.qwen", auto=True, native=True),
 }
@@ -43,6 +47,11 @@ KINDS: dict[str, Entry] = {
 
 def names() -> tuple[str, ...]:
     return tuple(KINDS)
+
+
+def installable() -> tuple[str, ...]:
+    """What `crosstalk install` and `uninstall` accept."""
+    return tuple(n for n, e in KINDS.items() if e.installable)
 
 
 def standalone() -> tuple[str, ...]:

@@ -263,3 +263,14 @@ def test_send_to_a_session_that_holds_it_exits_5_and_says_held(xt: Procs) -> Non
     waited = xt.cli("send", "holder", "again", "--wait-held", "1.2", "--json")
     assert waited.returncode == 5 and json.loads(waited.stdout)["state"] == "held"
     assert holder.inbox_lines() == []
+
+
+@pytest.mark.parametrize("via", ["argument", "stdin", "stdin far over"])
+def test_send_over_the_text_limit_is_rejected_exit_3_and_nothing_sent(xt: Procs, alice: Agent, via: str) -> None:
+    """A limit is `rejected` (3) with the receiver's own reason, as the exit-code table says; stdin is read capped."""
+    body = "x" * (70_000 if via != "stdin far over" else 2_000_000)
+    res = xt.cli("send", "alice", body) if via == "argument" else xt.cli("send", "alice", "-", input=body)
+    assert res.returncode == 3, res.stderr
+    line = one_error_line(res.stderr)
+    assert line.startswith("crosstalk: rejected: admission:text_too_large") and "nothing was sent" in line, line
+    assert alice.inbox_lines() == []
