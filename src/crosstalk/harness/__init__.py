@@ -28,7 +28,13 @@ class Entry:
     __slots__ = ("auto", "installable", "module", "native", "standalone")
 
     def __init__(
-        self, module: str, *, auto: bool = False, standalone: bool = False, native: bool = False, installable: bool = True
+        self,
+        module: str,
+        *,
+        auto: bool = False,
+        standalone: bool = False,
+        native: bool = False,
+        installable: bool = True,
     ) -> None:
         self.module, self.auto, self.standalone, self.native = module, auto, standalone, native
         self.installable = installable
