@@ -97,17 +97,12 @@ def add_parser(sub: Any) -> None:
     p.add_argument("-v", "--verbose", action="store_true", help="Log each delivery to stderr.")
     p.set_defaults(run="crosstalk.cli.agent_cmd:run")
 
-    lp = agent_sub.add_parser(
-        "list",
-        help="List the bus models of a transport: which this machine claims, and why the others are skipped.",
-    )
+    lp = agent_sub.add_parser("list", help="List the live agents on this machine (as `crosstalk list`).")
+    lp.add_argument("--json", dest="as_json", action="store_true", help="Print a JSON array of descriptors.")
     lp.add_argument(
-        "--transport",
-        metavar="NAME|DIR",
-        help="The transport (default: the one containing the current directory, else the only one known).",
+        "--all", dest="include_stale", action="store_true", help="Include descriptors whose process is gone."
     )
-    lp.add_argument("--json", dest="as_json", action="store_true", help="Print JSON.")
-    lp.set_defaults(run="crosstalk.cli.bus_agent_cmd:run_list")
+    lp.set_defaults(run="crosstalk.cli.list_cmd:run_list")
 
 
 def run(args: Any) -> int:

@@ -218,9 +218,11 @@ def run_send(args: argparse.Namespace) -> int:
                 body=body,
             )
             files[f"{channel.rel_dir}/{new_message_name()}"] = render_message(msg)
-        _check_claimed(transport, args.to, strict=args.strict)
+        here = _check_claimed(transport, args.to, strict=args.strict)
         what = f"{count} messages" if count > 1 else "message"
         result = publish(transport, files, f"crosstalk: {what} from {sender} to {args.to} in {channel.name}")
+    if here:
+        _check_dispatcher(transport)
     if result.push_error:
         sys.stderr.write(
             f"crosstalk: warning: the message is committed locally but the push failed ({result.push_error}); "
@@ -234,32 +236,49 @@ def run_send(args: argparse.Namespace) -> int:
     return 0
 
 
-def _check_claimed(transport: Any, to: str, *, strict: bool) -> None:
+def _check_dispatcher(transport: Any) -> None:
+    """A message this machine serves is answered by this machine's dispatcher: say so when none runs."""
+    from crosstalk.bus.transport.state import dispatcher_pid
+
+    if dispatcher_pid(transport.state()) is None:
+        sys.stderr.write(
+            f"crosstalk: warning: no dispatcher runs for transport {transport.name} on this machine, so the message "
+            "stays PENDING until one does: crosstalk server start\n"
+        )
+
+
+def _check_claimed(transport: Any, to: str, *, strict: bool) -> bool:
     """Warn (or with --strict refuse) when no known machine claims `to`: such a message stays PENDING until one
     does. Known: this machine's claimed models, the machines whose replies its dispatcher has seen (what workflows
-    place copies by), and a live agent here for NAME@<this machine>."""
+    place copies by), and a live agent here for NAME@<this machine>. True when this machine may serve it."""
     from crosstalk.bus.errors import ModelError
     from crosstalk.bus.live.bridge import live_agent_name
     from crosstalk.bus.protocol.addressing import WORKFLOW_ADDRESS, split_address
-    from crosstalk.bus.protocol.models import claim, load_registry
+    from crosstalk.bus.protocol.models import claim, load_registry, resolve
     from crosstalk.bus.runs.claimers import HOW_MACHINES_CLAIM, known_claimer, load_claimers
     from crosstalk.cli.common import state_paths
 
     actor, machine = split_address(to)
     if actor == WORKFLOW_ADDRESS:
-        return
+        return True  # this machine's dispatcher runs the workflow
     try:
         claimed, _ = claim(load_registry(transport.root), os.environ.get("PATH"))
     except ModelError:
         claimed = []
-    if known_claimer(to, claimed, load_claimers(transport.state().dir), transport.alias):
-        return
+    claimers = load_claimers(transport.state().dir)
+    if known_claimer(to, claimed, claimers, transport.alias):
+        try:
+            resolve(claimed, actor)
+        except ModelError:
+            return False  # known on another machine only: that machine's dispatcher answers
+        return machine in (None, transport.alias)
     if machine == transport.alias and live_agent_name(state_paths(), actor) is not None:
-        return
+        return True
     problem = f"no known machine claims {to!r}"
     if strict:
         raise Fail(f"{problem}; nothing was sent: {HOW_MACHINES_CLAIM}", ErrorKind.USAGE)
     sys.stderr.write(f"crosstalk: warning: {problem}, so it stays PENDING until one does: {HOW_MACHINES_CLAIM}\n")
+    return False
 
 
 def open_transport_of(args: argparse.Namespace, given: Sequence[str]) -> Any:

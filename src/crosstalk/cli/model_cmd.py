@@ -16,7 +16,7 @@ from crosstalk.cli.bus_common import add_transport_option, bus_errors, open_tran
 from crosstalk.cli.common import Fail, echo, print_json
 from crosstalk.core.errors import ErrorKind
 
-_COLUMNS = ("MODEL", "CLAIMED HERE", "KNOWN ON", "COMMAND")
+_COLUMNS = ("MODEL", "CLAIMED HERE", "KNOWN ON", "COMMAND", "WHY NOT HERE")
 
 
 def _after_dashes(base: type[argparse.ArgumentParser]) -> type[argparse.ArgumentParser]:
@@ -177,6 +177,11 @@ def run_list(args: argparse.Namespace) -> int:
     for s in registry.skipped:
         if s.what not in declared:
             sys.stderr.write(f"crosstalk: warning: {s.reason}\n")
+    # A missing env_file matters only where a model of its provider runs: on a machine that claims one.
+    running = {spec.provider for spec in claimed}
+    for warning in registry.warnings:
+        if warning.what in running:
+            sys.stderr.write(f"crosstalk: warning: {warning.reason}\n")
     if args.as_json:
         print_json(rows)
         return 0
@@ -184,7 +189,13 @@ def run_list(args: argparse.Namespace) -> int:
         echo("no models declared: add one with 'crosstalk model add PROVIDER/NAME -- COMMAND...'")
         return 0
     table = [
-        [r["model"], "yes" if r["claimed_here"] else "no", ", ".join(r["known_on"]) or "-", " ".join(r["argv"])]
+        [
+            r["model"],
+            "yes" if r["claimed_here"] else "no",
+            ", ".join(r["known_on"]) or "-",
+            " ".join(r["argv"]),
+            (r["reason"] or "").removeprefix("not claimed: "),
+        ]
         for r in rows
     ]
     widths = [max(len(c), *(len(t[i]) for t in table)) for i, c in enumerate(_COLUMNS)]

@@ -82,9 +82,18 @@ def test_message_send_warns_when_no_known_machine_claims(two_machines: TwoMachin
 
     model = write_model(a.base, "echo", ECHO)
     assert a.cli("model", "add", "t/echo", "--", str(model)).returncode == 0
-    for to in ("t/echo", "echo", "t/echo@m1", "echo@m1"):  # this machine claims it
-        res = a.cli("message", "send", "--strict", "--to", to, "x")
-        assert (res.returncode, res.stderr) == (0, ""), to
+    # This machine claims it, but no dispatcher of this machine runs to answer it: sent, and it says so.
+    res = a.cli("message", "send", "--strict", "--to", "t/echo", "x")
+    assert res.returncode == 0 and res.stdout.startswith("data/channels/"), res.stderr
+    assert res.stderr == (
+        "crosstalk: warning: no dispatcher runs for transport bus on this machine, so the message stays PENDING "
+        "until one does: crosstalk server start\n"
+    )
+    with Daemon(a, "--interval", "5") as da:
+        da.wait_ready()
+        for to in ("t/echo", "echo", "t/echo@m1", "echo@m1"):
+            res = a.cli("message", "send", "--strict", "--to", to, "x")
+            assert (res.returncode, res.stderr) == (0, ""), to
     res = a.cli("message", "send", "--strict", "--to", "t/echo@m2", "x")  # nobody has seen m2 answer as t/echo
     assert res.returncode == 2 and "no known machine claims 't/echo@m2'" in res.stderr
 
@@ -162,7 +171,7 @@ def test_model_add_list_remove_commit_and_push(two_machines: TwoMachines) -> Non
     assert rows["t/echo"]["argv"] == [str(model), "--flag", "--"]
     assert rows["anthropic/sonnet"]["claimed_here"] is False  # out of the box: claude is not on this PATH
     text = b.cli("model", "list").stdout
-    assert text.splitlines()[0].split() == ["MODEL", "CLAIMED", "HERE", "KNOWN", "ON", "COMMAND"]
+    assert text.splitlines()[0].split() == ["MODEL", "CLAIMED", "HERE", "KNOWN", "ON", "COMMAND", "WHY", "NOT", "HERE"]
 
     res = b.cli("model", "add", "t/missing", "--", "xt-no-such-program", "--print")
     assert (
@@ -263,3 +272,19 @@ def test_model_files_keep_their_mode(two_machines: TwoMachines) -> None:
     assert a.cli("model", "add", "t/echo", "--", "/bin/echo").returncode == 0
     mode = stat.S_IMODE((a.root / "data" / "crosstalk.yaml").stat().st_mode)
     assert mode & 0o444 == 0o444
+
+
+def test_model_list_warns_of_a_missing_env_file_only_where_its_provider_runs(two_machines: TwoMachines) -> None:
+    """The scaffold's example providers name env files nobody made: a machine that claims none of their models is
+    not warned on every run; one that runs a model whose env_file is missing is, with the reason in the row too."""
+    a = two_machines.a
+    res = a.cli("model", "list")
+    assert res.returncode == 0 and "env_file" not in res.stderr, res.stderr
+    row = next(line for line in res.stdout.splitlines() if line.startswith("anthropic/sonnet "))
+    assert row.endswith("'claude' is not on PATH")
+    model = write_model(a.base, "echo", ECHO)
+    registry = a.root / "data" / "crosstalk.yaml"
+    registry.write_text(registry.read_text() + f"  t:\n    env_file: auth/t.env\n    models:\n      echo: {model}\n")
+    res = a.cli("model", "list")
+    assert res.returncode == 0
+    assert res.stderr == "crosstalk: warning: env_file auth/t.env of provider t is missing; its models fail at spawn\n"

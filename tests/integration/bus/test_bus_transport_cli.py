@@ -71,6 +71,18 @@ def test_init_push_failure_says_how_to_push_later(make_machine: Callable[[str], 
     assert m.cli("transport", "list", "--json").stdout.count('"bus"') == 1
 
 
+def test_init_against_a_remote_that_holds_a_transport_creates_nothing_and_says_clone(
+    bare_remote: Path, make_machine: Callable[[str], Machine]
+) -> None:
+    assert make_machine("m1").cli("transport", "init", "bus", "--remote", str(bare_remote)).returncode == 0
+    m = make_machine("m2")
+    res = m.cli("transport", "init", "bus", "--remote", str(bare_remote), "--alias", "gpu")
+    assert res.returncode == 1 and res.stderr.count("\n") == 1, res.stderr
+    assert f"crosstalk transport clone {bare_remote} --alias gpu" in res.stderr and "push" not in res.stderr
+    assert not (m.base / "bus").exists()
+    assert m.cli("transport", "list", "--json").stdout.strip() == "[]"  # nothing registered
+
+
 def test_clone_joins_and_list_shows_both_machines(two_machines: TwoMachines) -> None:
     a, b = two_machines.a, two_machines.b
     assert (b.root / "PROTOCOL.md").is_file()

@@ -31,6 +31,15 @@ def test_agent_alone_prints_help_exit_2(xt: Procs) -> None:
     assert "usage: crosstalk agent" in res.stderr and re.search(r"^\s+run\s", res.stderr, re.M), res.stderr
 
 
+def test_agent_list_lists_the_live_agents_as_list_does(xt: Procs) -> None:
+    xt.start_agent("alice")
+    for args in (("list", "--json"), ("agent", "list", "--json")):
+        res = xt.cli(*args)
+        assert res.returncode == 0, res.stderr
+        assert [d["name"] for d in json.loads(res.stdout)] == ["alice"], args
+    assert xt.cli("agent", "list").stdout == xt.cli("list").stdout
+
+
 def test_version(xt: Procs) -> None:
     res = xt.cli("--version")
     assert res.returncode == 0

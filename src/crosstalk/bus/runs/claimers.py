@@ -19,7 +19,7 @@ from crosstalk.bus.transport.state import read_json
 STATE_FILE = "workflows.json"  # in the transport's machine-local state dir: {"open": [...], "claimers": {...}}
 HOW_MACHINES_CLAIM = (
     "a machine claims the models of data/crosstalk.yaml whose program is on its PATH; add one with 'crosstalk model "
-    "add PROVIDER/NAME -- COMMAND...', and 'crosstalk agent list' shows what this machine claims"
+    "add PROVIDER/NAME -- COMMAND...', and 'crosstalk model list' shows what this machine claims"
 )
 
 

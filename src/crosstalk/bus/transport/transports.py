@@ -239,6 +239,8 @@ def init_transport(
     """Scaffold a new transport, commit it, register it, and push it when a remote is given."""
     root = _target_dir(directory, name, cwd)
     _check_new(name, alias, root, environ, "pick another name")
+    if remote:
+        _check_remote_empty(remote, alias)
     created = not root.exists()
     try:
         layout.scaffold(root)
@@ -271,6 +273,22 @@ def init_transport(
             f"with: git -C {root} push -u origin main"
         ) from None
     return InitResult(transport, pushed=True)
+
+
+def _check_remote_empty(remote: str, alias: str | None) -> None:
+    """Refuse, before anything is made, a remote that already has a main branch: the first push could never land
+    there, and what the user wants is most likely to join the transport it holds. A remote that cannot be reached
+    now is left to the push, which says so and how to push later."""
+    try:
+        heads = run_git(["ls-remote", "--", remote, "refs/heads/main"], timeout=GIT_TIMEOUT)
+    except GitError:
+        return
+    if heads.strip():
+        join = f"crosstalk transport clone {remote}" + (f" --alias {alias}" if alias else " --alias ALIAS")
+        raise BusError(
+            f"{remote} already has a main branch (a transport, or another repository): to join the transport it "
+            f"holds run: {join}; to create a new one, give an empty remote"
+        )
 
 
 def _default_clone_dir(url: str) -> str:
