@@ -67,6 +67,8 @@ def test_no_update_of_claude_code_writing_its_config_meanwhile_is_lost(tmp_path:
         if writer.poll() is None:
             writer.kill()
             writer.wait(10)
+        if writer.stdout is not None:
+            writer.stdout.close()  # closed on failure too: a pipe left to the collector warns in a later test
     count = int(out)
     assert count > 100  # the two really ran at the same time
     data = json.loads(path.read_text())
