@@ -1,4 +1,5 @@
-"""`crosstalk agent run`: a standalone agent in the foreground until SIGTERM or SIGINT."""
+"""`crosstalk agent run`: a standalone agent in the foreground until SIGTERM or SIGINT (`agent start` and `stop`,
+the same in the background: cli/agent_start.py)."""
 
 from __future__ import annotations
 
@@ -22,6 +23,28 @@ def add_parser(sub: Any) -> None:
     agent = sub.add_parser("agent", help="Run a standalone agent.")
     agent_sub = agent.add_subparsers(dest="agent_command", metavar="COMMAND", parser_class=type(agent))
     p = agent_sub.add_parser("run", help="Register an agent and deliver into its harness until SIGTERM/SIGINT.")
+    _run_options(p)
+    p.set_defaults(run="crosstalk.cli.agent_cmd:run")
+
+    sp = agent_sub.add_parser(
+        "start", help="Start an agent in the background (as `agent run`); returns once it is ready for messages."
+    )
+    _run_options(sp)
+    sp.add_argument("--log", help="Where its output goes (default: $CROSSTALK_HOME/logs/agent-NAME.log).")
+    sp.set_defaults(run="crosstalk.cli.agent_start:run_start")
+    stop = agent_sub.add_parser("stop", help="Stop an agent `agent start` or `agent run` started (SIGTERM).")
+    stop.add_argument("name", metavar="NAME", help="The agent's name or agent_id.")
+    stop.set_defaults(run="crosstalk.cli.agent_start:run_stop")
+
+    lp = agent_sub.add_parser("list", help="List the live agents on this machine (as `crosstalk list`).")
+    lp.add_argument("--json", dest="as_json", action="store_true", help="Print a JSON array of descriptors.")
+    lp.add_argument(
+        "--all", dest="include_stale", action="store_true", help="Include descriptors whose process is gone."
+    )
+    lp.set_defaults(run="crosstalk.cli.list_cmd:run_list")
+
+
+def _run_options(p: Any) -> None:
     p.add_argument(
         "--harness",
         choices=harness_kinds.standalone(),
@@ -95,14 +118,6 @@ def add_parser(sub: Any) -> None:
         help="Serve no A2A endpoint (sessions and send still reach it on its socket; starts faster).",
     )
     p.add_argument("-v", "--verbose", action="store_true", help="Log each delivery to stderr.")
-    p.set_defaults(run="crosstalk.cli.agent_cmd:run")
-
-    lp = agent_sub.add_parser("list", help="List the live agents on this machine (as `crosstalk list`).")
-    lp.add_argument("--json", dest="as_json", action="store_true", help="Print a JSON array of descriptors.")
-    lp.add_argument(
-        "--all", dest="include_stale", action="store_true", help="Include descriptors whose process is gone."
-    )
-    lp.set_defaults(run="crosstalk.cli.list_cmd:run_list")
 
 
 def run(args: Any) -> int:
