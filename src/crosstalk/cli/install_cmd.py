@@ -67,7 +67,12 @@ def run_uninstall(args: Any) -> int:
     changes = _apply(lambda: kind.uninstall(args.scope, dict(os.environ), os.getcwd()))
     changes = _apply(lambda: _remove_created(changes))
     if isinstance(kind, PeerPublisher):
-        changes.append(_apply(lambda: _native_peers(kind, args.harness, on=False)))
+        peers = _apply(lambda: _native_peers(kind, args.harness, on=False))
+        if peers.action != "absent":  # opt-in: said only when it was on
+            changes.append(peers)
+    from crosstalk.fs.install_undo import tidy
+
+    _apply(lambda: tidy(state_paths().root))
     return _report(args, changes, "uninstalled", "not installed")
 
 
@@ -126,6 +131,9 @@ def _save_created(path: Any, created: list[str]) -> None:
     from crosstalk.fs.atomic import atomic_write
     from crosstalk.registry.paths import ensure_private_dir
 
+    if not created:
+        path.unlink(missing_ok=True)
+        return
     path.parent.mkdir(parents=True, exist_ok=True)
     ensure_private_dir(path.parent)
     atomic_write(path, (json.dumps({"created": created}, indent=2) + "\n").encode())
@@ -146,6 +154,8 @@ def _remove_created(changes: list[Any]) -> list[Any]:
     record, created = _created()
     out = []
     for change in changes:
+        if change.action in ("removed", "restored") and change.path in created:
+            created.remove(change.path)  # undone byte for byte (fs/install_undo.py): nothing left to watch
         if change.action == "updated" and change.path in created:
             created.remove(change.path)
             _, after = update(Path(change.path), lambda raw: None if _holds_nothing(raw) else raw,

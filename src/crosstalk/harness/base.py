@@ -134,7 +134,7 @@ class ConfigChange:
     """One file an install or uninstall touched (or found as it should be)."""
 
     path: str
-    action: str  # created | updated | unchanged | removed | absent
+    action: str  # created | updated | unchanged | restored (byte for byte) | removed | absent | kept
 
 
 @runtime_checkable

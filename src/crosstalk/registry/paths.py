@@ -7,6 +7,9 @@ import stat
 
 from crosstalk.core.ids import is_agent_id
 from crosstalk.core.record import Record
+from crosstalk.fs.state_root import join as _join
+from crosstalk.fs.state_root import plain as plain
+from crosstalk.fs.state_root import state_root
 from crosstalk.registry.errors import RegistryError
 from crosstalk.registry.names import validate_name
 
@@ -40,22 +43,6 @@ def _path(path: str) -> Path:
     return Path(path)
 
 
-def plain(path: str) -> str:
-    """`path` as `str(pathlib.PurePosixPath(path))` writes it, without importing pathlib: repeated and trailing
-    slashes and `.` parts dropped, `..` kept, exactly two leading slashes kept (POSIX leaves their meaning to the
-    system), "." for nothing. tests/unit/registry/test_registry_paths_plain.py holds it to pathlib."""
-    root = "//" if path.startswith("//") and not path.startswith("///") else "/" if path.startswith("/") else ""
-    parts = "/".join(p for p in path.split("/") if p and p != ".")
-    return root + parts if root or parts else "."
-
-
-def _join(base: str, name: str) -> str:
-    """`str(Path(base) / name)` for a plain `base` and a one-part `name`."""
-    if base == ".":
-        return name
-    return base + name if base.endswith("/") else f"{base}/{name}"
-
-
 def _agent(agent_id: str) -> str:
     # Agent ids become file names; a hostile id must never walk out of the state dir.
     if not is_agent_id(agent_id):
@@ -81,16 +68,8 @@ class StatePaths(Record):
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] = os.environ) -> StatePaths:
-        """$CROSSTALK_HOME, else $XDG_STATE_HOME/crosstalk, else ~/.local/state/crosstalk."""
-        home = environ.get("CROSSTALK_HOME")
-        if home:
-            home = os.path.expanduser(home)
-            return cls(home if os.path.isabs(home) else _join(os.getcwd(), home))  # Path.expanduser().absolute()
-        xdg = environ.get("XDG_STATE_HOME")
-        if xdg and os.path.isabs(xdg):  # the XDG spec says to ignore a relative value
-            return cls(_join(plain(xdg), "crosstalk"))
-        base = environ.get("HOME") or os.path.expanduser("~")  # Path.home() when HOME is unset or empty
-        return cls(_join(_join(_join(plain(base), ".local"), "state"), "crosstalk"))
+        """$CROSSTALK_HOME, else $XDG_STATE_HOME/crosstalk, else ~/.local/state/crosstalk (fs/state_root.py)."""
+        return cls(state_root(environ))
 
     @property
     def root(self) -> Path:

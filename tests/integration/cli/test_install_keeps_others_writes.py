@@ -84,13 +84,14 @@ def test_uninstall_deletes_only_a_file_crosstalk_created_that_holds_nothing_else
     res = xt.cli("uninstall", "codex")
     assert res.returncode == 0, res.stderr
     assert f"removed   {config}" in res.stdout
-    assert not config.exists()
-    # a file the user had, even one left empty of crosstalk's entry: kept, reported `updated`
+    assert not config.exists() and not codex.exists()  # the directory install made for it goes too
+    # a file the user had, even an empty one: put back as it was, reported `restored`
+    codex.mkdir()
     config.write_text("")
     assert xt.cli("install", "codex").returncode == 0
     res = xt.cli("uninstall", "codex")
-    assert f"updated   {config}" in res.stdout and "removed" not in res.stdout
-    assert config.read_bytes() == b""
+    assert f"restored  {config}" in res.stdout and "removed" not in res.stdout
+    assert config.read_bytes() == b"" and codex.is_dir()
     # created by crosstalk, then the user wrote into it: kept
     config.unlink()
     assert xt.cli("install", "codex").returncode == 0

@@ -30,7 +30,7 @@ def test_the_entry_is_added_with_everything_else_kept_and_a_second_install_chang
     before = (home / "config.toml").stat().st_mtime_ns
     again = KIND.install("user", CMD, env, str(tmp_path), {"CROSSTALK_HOME": "/x/state"})
     assert [c.action for c in again] == ["unchanged"] and (home / "config.toml").stat().st_mtime_ns == before
-    assert [c.action for c in KIND.uninstall("user", env, str(tmp_path))] == ["updated"]
+    assert [c.action for c in KIND.uninstall("user", env, str(tmp_path))] == ["restored"]  # byte for byte
     assert (home / "config.toml").read_text() == USER
 
 

@@ -143,8 +143,10 @@ def test_install_adds_the_package_keeps_the_rest_and_is_idempotent(tmp_path: Pat
     rel = os.path.relpath(setup.package_dir(), settings.parent)
     settings.write_text(json.dumps({"packages": [rel]}))
     assert setup.install("user", ["/opt/xt/crosstalk"], env(tmp_path), tmp_path)[0].action == "unchanged"
-    assert [c.action for c in setup.uninstall("user", env(tmp_path), tmp_path)] == ["updated"]
-    assert json.loads(settings.read_text())["packages"] == []
+    # settings changed since install: only the package goes; the extension's config, as install wrote it, goes too
+    assert [c.action for c in setup.uninstall("user", env(tmp_path), tmp_path)] == ["updated", "removed"]
+    assert "packages" not in json.loads(settings.read_text())  # none left: no empty list behind
+    assert not config.exists() and not (tmp_path / "home" / ".config").exists()
     assert [c.action for c in setup.uninstall("user", env(tmp_path), tmp_path)] == ["absent"]
 
 

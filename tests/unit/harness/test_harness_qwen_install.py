@@ -33,9 +33,10 @@ def test_install_is_idempotent_and_uninstall_restores_the_bytes(tmp_path: Path) 
     written = path.read_bytes()
     assert [c.action for c in install.install("user", CMD, env(tmp_path), tmp_path)] == ["unchanged"]
     assert path.read_bytes() == written
-    assert [c.action for c in install.uninstall("user", env(tmp_path), tmp_path)] == ["updated"]
+    assert [c.action for c in install.uninstall("user", env(tmp_path), tmp_path)] == ["restored"]
     assert path.read_bytes() == USER
-    assert not (tmp_path / "xt" / "qwen-install").exists()
+    store = tmp_path / "xt" / "install-undo"
+    assert [p.name for p in store.iterdir()] == ["made-dirs.json"]  # no record left; `crosstalk uninstall` tidies
 
 
 def test_uninstall_after_the_user_changed_the_file_removes_only_crosstalks_entries(tmp_path: Path) -> None:

@@ -4,6 +4,7 @@ refused config names the exact reason."""
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
@@ -34,7 +35,8 @@ def test_uninstall_claude_keeps_the_users_own_files_in_the_skill_folder(tmp_path
     CLAUDE.install("user", CMD, claude_env(tmp_path), str(tmp_path))
     folder = tmp_path / "cfg" / "skills" / "crosstalk"
     (folder / "notes.md").write_text("mine\n")
-    assert actions(CLAUDE.uninstall("user", claude_env(tmp_path), str(tmp_path))) == ["updated", "removed"]
+    # .claude.json did not exist before install: removed; the skill folder keeps the user's file
+    assert actions(CLAUDE.uninstall("user", claude_env(tmp_path), str(tmp_path))) == ["removed", "removed"]
     assert not (folder / "SKILL.md").exists()
     assert (folder / "notes.md").read_text() == "mine\n"
     (folder / "notes.md").unlink()
@@ -162,15 +164,23 @@ def test_codex_install_over_an_inline_mcp_servers_table_is_a_clear_error(tmp_pat
 
 
 # ------------------------------------------------------------------ finding 4: `updated` for an edit
-def test_uninstall_says_updated_for_an_edited_file(tmp_path: Path):
+def test_uninstall_never_says_removed_for_a_file_it_only_edited(tmp_path: Path):
+    """A file the user had is `restored` byte for byte while it is as crosstalk left it, `updated` (crosstalk's entry
+    taken out) once someone changed it since: never `removed`."""
     env = {"HOME": str(tmp_path / "home"), "PI_CODING_AGENT_DIR": str(tmp_path / "agent")}
+    settings = tmp_path / "agent" / "settings.json"
+    settings.parent.mkdir()
+    settings.write_text('{"theme": "dark"}')
     pi_setup.install("user", ["/x"], env, tmp_path)
-    assert actions(pi_setup.uninstall("user", env, tmp_path)) == ["updated"]
+    settings.write_text(settings.read_text().replace('"dark"', '"light"'))  # pi saved a setting meanwhile
+    assert actions(pi_setup.uninstall("user", env, tmp_path)) == ["updated", "removed"]  # the extension config: ours
+    assert json.loads(settings.read_text()) == {"theme": "light"}
     (tmp_path / "codex").mkdir()
-    codex_env = {"CODEX_HOME": str(tmp_path / "codex")}
+    codex_env = {"CODEX_HOME": str(tmp_path / "codex"), "HOME": str(tmp_path / "home")}
     (tmp_path / "codex" / "config.toml").write_text("a = 1\n")
     CODEX.install("user", CMD, codex_env, str(tmp_path), {})
-    assert actions(CODEX.uninstall("user", codex_env, str(tmp_path))) == ["updated"]
+    assert actions(CODEX.uninstall("user", codex_env, str(tmp_path))) == ["restored"]
+    assert (tmp_path / "codex" / "config.toml").read_text() == "a = 1\n"
 
 
 # ------------------------------------------------------------------ finding 5: the exact reason

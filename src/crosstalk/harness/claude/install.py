@@ -16,6 +16,10 @@ The skill folder may hold the user's own files, and SKILL.md may be the user's: 
 it is absent or a version crosstalk wrote (its sha256 is one crosstalk shipped, or the one recorded in the folder's
 `.crosstalk-skill` marker), and uninstall removes only such a SKILL.md, the marker, and the folder if then empty.
 A SKILL.md the user changed is `kept`, by install and by uninstall.
+
+Uninstall is a clean undo (fs/install_undo.py): a config file still as crosstalk left it gets its bytes from before
+the install back (`restored`, or `removed` when install created it), one changed since loses only crosstalk's entry,
+and the directories install made go when empty.
 """
 
 from __future__ import annotations
@@ -33,6 +37,8 @@ from typing import Any
 from crosstalk.fs.atomic import atomic_write
 from crosstalk.fs.config_edit import json_bytes, json_object, read_config, update
 from crosstalk.fs.errors import ConfigRefused
+from crosstalk.fs.install_undo import UndoRecord, missing_dirs
+from crosstalk.fs.state_root import state_root
 from crosstalk.harness.base import ConfigChange
 from crosstalk.harness.errors import InstallError
 
@@ -94,8 +100,15 @@ def install(scope: str, command: Sequence[str], environ: Mapping[str, str], cwd:
         servers[SERVER] = wanted
         return json_bytes(config)
 
-    changes = [_change(path, *_edit(path, add))]
-    changes.append(_install_skill(skill_file(scope, environ, cwd)))
+    made = missing_dirs(path)
+    before, after = _edit(path, add)
+    if after is not None:
+        UndoRecord(state_root(environ), path).keep(before, after, made)
+    skill = skill_file(scope, environ, cwd)
+    made = missing_dirs(skill)
+    changes = [_change(path, before, after), _install_skill(skill)]
+    if changes[-1].action == "created":
+        UndoRecord(state_root(environ), skill).keep(None, skill.read_bytes(), made)
     return changes
 
 
@@ -112,11 +125,21 @@ def uninstall(scope: str, environ: Mapping[str, str], cwd: Path) -> list[ConfigC
         if not isinstance(servers, dict) or SERVER not in servers:
             return raw
         del servers[SERVER]
+        if not servers:
+            del config["mcpServers"]  # an empty table means what no table means: none left behind
         return json_bytes(config)
 
-    change = _change(path, *_edit(path, remove))
-    changes = [ConfigChange(change.path, "absent") if change.action == "unchanged" else change]
-    changes.append(_uninstall_skill(skill_file(scope, environ, cwd)))
+    undo = UndoRecord(state_root(environ), path)
+    before, after = _edit(path, undo.restore)  # byte for byte, while the file is as crosstalk left it
+    if before != after:
+        changes = [ConfigChange(str(path), "removed" if after is None else "restored")]
+    else:
+        change = _change(path, *_edit(path, remove))
+        changes = [ConfigChange(change.path, "absent") if change.action == "unchanged" else change]
+    undo.finish()
+    skill = skill_file(scope, environ, cwd)
+    changes.append(_uninstall_skill(skill))
+    UndoRecord(state_root(environ), skill).finish()
     return changes
 
 

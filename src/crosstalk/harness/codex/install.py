@@ -26,6 +26,8 @@ from tomlkit.items import InlineTable
 
 from crosstalk.fs.config_edit import update
 from crosstalk.fs.errors import ConfigRefused
+from crosstalk.fs.install_undo import UndoRecord, missing_dirs
+from crosstalk.fs.state_root import state_root
 from crosstalk.harness.base import ConfigChange
 from crosstalk.harness.codex.endpoints import codex_home as codex_home  # there: discovery needs it without tomlkit
 from crosstalk.harness.errors import InstallError
@@ -82,7 +84,10 @@ def install(
                 del current[key]
         return tomlkit.dumps(doc).encode()
 
+    made = missing_dirs(path)
     before, after = _edit(path, add)
+    if after is not None:
+        UndoRecord(state_root(environ), path).keep(before, after, made)
     return [ConfigChange(str(path), "unchanged" if before == after else "created" if before is None else "updated")]
 
 
@@ -100,8 +105,15 @@ def uninstall(scope: str, environ: Mapping[str, str]) -> list[ConfigChange]:
             return raw
         return (_cut(text, doc) or _remove_with_tomlkit(doc)).encode()
 
-    before, after = _edit(path, remove)
-    return [ConfigChange(str(path), "absent" if before == after else "updated")]
+    undo = UndoRecord(state_root(environ), path)
+    before, after = _edit(path, undo.restore)  # byte for byte, while the file is as crosstalk left it
+    if before != after:
+        action = "removed" if after is None else "restored"
+    else:
+        before, after = _edit(path, remove)
+        action = "absent" if before == after else "updated"
+    undo.finish()
+    return [ConfigChange(str(path), action)]
 
 
 def _edit(path: Path, edit: Any) -> tuple[bytes | None, bytes | None]:

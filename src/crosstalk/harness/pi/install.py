@@ -8,7 +8,7 @@ core's command in the extension's config file. Idempotent: an install that finds
 The package is `integrations/pi` of a source checkout, or the copy a wheel carries next to this module. Other
 settings and other packages stay as they are; a settings file that is not a JSON object is an error naming it, and
 one that is not a plain file an error naming exactly why. Each edit is replaced only if nobody (pi) wrote the file
-meanwhile (fs/config_edit.py); uninstall reports the settings file it edited `updated`.
+meanwhile (fs/config_edit.py). Uninstall is a clean undo (fs/install_undo.py).
 """
 
 from __future__ import annotations
@@ -20,6 +20,8 @@ from typing import Any
 
 from crosstalk.fs.config_edit import json_bytes, json_object, update
 from crosstalk.fs.errors import ConfigRefused
+from crosstalk.fs.install_undo import UndoRecord, missing_dirs
+from crosstalk.fs.state_root import state_root
 from crosstalk.harness.base import ConfigChange
 from crosstalk.harness.errors import InstallError
 
@@ -69,13 +71,22 @@ def install(scope: str, command: Sequence[str], environ: Mapping[str, str], cwd:
         packages.append(package)
         return json_bytes(settings)
 
-    changes = [_change(settings_path, *_edit(settings_path, add))]
-    changes.append(_set_command(config_file(environ), list(command)))
-    return changes
+    root = state_root(environ)
+    made = missing_dirs(settings_path)
+    before, after = _edit(settings_path, add)
+    if after is not None:
+        UndoRecord(root, settings_path).keep(before, after, made)
+    config = config_file(environ)
+    made = missing_dirs(config)
+    before_config, after_config = _set_command(config, list(command))
+    if after_config is not None:
+        UndoRecord(root, config).keep(before_config, after_config, made)
+    return [_change(settings_path, before, after), _change(config, before_config, after_config)]
 
 
 def uninstall(scope: str, environ: Mapping[str, str], cwd: Path) -> list[ConfigChange]:
-    """Remove the package from pi's settings (the extension's config file, with the user's tool flags, stays)."""
+    """Undo install: each file as it was before, byte for byte, while it is as crosstalk left it; else the package
+    leaves pi's settings, and the extension's config file (the user's tool flags in it) stays, `kept`."""
     settings_path = settings_file(scope, environ, cwd)
     package = str(package_dir())
 
@@ -87,10 +98,24 @@ def uninstall(scope: str, environ: Mapping[str, str], cwd: Path) -> list[ConfigC
         if not isinstance(packages, list) or not any(_same(e, package, settings_path) for e in packages):
             return raw
         settings[KEY] = [e for e in packages if not _same(e, package, settings_path)]
+        if not settings[KEY]:
+            del settings[KEY]  # an empty list means what no list means: none left behind
         return json_bytes(settings)
 
-    before, after = _edit(settings_path, remove)
-    return [ConfigChange(str(settings_path), "absent" if before == after else "updated")]
+    root = state_root(environ)
+    changes = []
+    for path, surgery in ((settings_path, remove), (config_file(environ), None)):
+        undo = UndoRecord(root, path)
+        before, after = _edit(path, undo.restore)  # byte for byte, while the file is as crosstalk left it
+        if before != after:
+            changes.append(ConfigChange(str(path), "removed" if after is None else "restored"))
+        elif surgery is not None:
+            before, after = _edit(path, surgery)
+            changes.append(ConfigChange(str(path), "absent" if before == after else "updated"))
+        elif after is not None and undo.load() is not None:
+            changes.append(ConfigChange(str(path), "kept"))  # the extension's config, with the user's changes
+        undo.finish()
+    return changes
 
 
 def _same(entry: Any, package: str, settings_path: Path) -> bool:
@@ -103,7 +128,7 @@ def _same(entry: Any, package: str, settings_path: Path) -> bool:
     return os.path.realpath(path) == os.path.realpath(package)
 
 
-def _set_command(path: Path, command: list[str]) -> ConfigChange:
+def _set_command(path: Path, command: list[str]) -> tuple[bytes | None, bytes | None]:
     def put(raw: bytes | None) -> bytes | None:
         config = _parse(path, raw)
         if config.get("command") == command:
@@ -111,7 +136,7 @@ def _set_command(path: Path, command: list[str]) -> ConfigChange:
         config["command"] = command
         return json_bytes(config)
 
-    return _change(path, *_edit(path, put))
+    return _edit(path, put)
 
 
 def _change(path: Path, before: bytes | None, after: bytes | None) -> ConfigChange:

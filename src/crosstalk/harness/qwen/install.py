@@ -11,28 +11,24 @@ Qwen 0.24.4 defers every MCP tool behind its `tool_search`/`tool_call` bridge, s
 tools until it searched for them. `tools.visible` (merged as a union across scopes) declares the seven up front and
 leaves the user's `tools.toolSearch` as it is: disabling tool search would change how every other tool loads.
 
-A clean undo: install keeps the file's bytes from before its edit (`$CROSSTALK_HOME/qwen-install/<hash>.json`,
-0600); uninstall puts them back byte for byte when the file is still as crosstalk left it. When the user (or Qwen)
-changed it since, uninstall removes only crosstalk's entries, and the containers they were the only content of.
+A clean undo (fs/install_undo.py): uninstall puts the file's bytes from before the install back, byte for byte, when
+the file is still as crosstalk left it. When the user (or Qwen) changed it since, uninstall removes only crosstalk's
+entries, and the containers they were the only content of.
 A settings file that is not a JSON object is an error naming it, and nothing is written.
 """
 
 from __future__ import annotations
 
-import contextlib
-import hashlib
-import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from crosstalk.fs.atomic import atomic_write
 from crosstalk.fs.config_edit import json_bytes, json_object, update
 from crosstalk.fs.errors import ConfigRefused
-from crosstalk.fs.reading import read_capped
+from crosstalk.fs.install_undo import UndoRecord, missing_dirs
+from crosstalk.fs.state_root import state_root
 from crosstalk.harness.base import ConfigChange
 from crosstalk.harness.errors import InstallError
-from crosstalk.harness.qwen.native import crosstalk_home
 from crosstalk.harness.qwen.sessions import qwen_home
 
 SERVER = "crosstalk"
@@ -55,18 +51,13 @@ def entry(command: Sequence[str], extra_env: Mapping[str, str] | None) -> dict[s
     return wanted
 
 
-def _backup_file(environ: Mapping[str, str], path: Path) -> Path:
-    digest = hashlib.sha256(str(path.absolute()).encode()).hexdigest()[:16]
-    return crosstalk_home(environ) / "qwen-install" / f"{digest}.json"
-
-
 def install(
     scope: str, command: Sequence[str], environ: Mapping[str, str], cwd: Path,
     extra_env: Mapping[str, str] | None = None,
 ) -> list[ConfigChange]:  # fmt: skip
     path = settings_file(scope, environ, cwd)
     wanted = entry(command, extra_env)
-    had_dir = path.parent.is_dir()
+    made = missing_dirs(path)
 
     def add(raw: bytes | None) -> bytes | None:
         settings = _parse(path, raw)
@@ -84,22 +75,17 @@ def install(
         return json_bytes(settings)
 
     before, after = _edit(path, add)
-    if before != after and after is not None:
-        _keep(environ, path, before, after, made_dir=not had_dir)
+    if after is not None:
+        UndoRecord(state_root(environ), path).keep(before, after, made)
     return [_change(path, before, after)]
 
 
 def uninstall(scope: str, environ: Mapping[str, str], cwd: Path) -> list[ConfigChange]:
     path = settings_file(scope, environ, cwd)
-    backup = _backup_file(environ, path)
-    kept = _kept(backup)
 
     def remove(raw: bytes | None) -> bytes | None:
         if raw is None:
             return None
-        if kept is not None and hashlib.sha256(raw).hexdigest() == kept.get("after"):
-            original = kept.get("before")
-            return original.encode() if isinstance(original, str) else None  # as it was, byte for byte
         settings = _parse(path, raw)
         servers, tools = settings.get("mcpServers"), settings.get("tools")
         changed = False
@@ -118,39 +104,15 @@ def uninstall(scope: str, environ: Mapping[str, str], cwd: Path) -> list[ConfigC
                 del settings["tools"]
         return json_bytes(settings) if changed else raw
 
-    before, after = _edit(path, remove)
-    if after is None and kept is not None and kept.get("made_dir") and path.parent.is_dir():
-        with contextlib.suppress(OSError):
-            path.parent.rmdir()  # the directory install made for the file, if nothing else is in it now
-    backup.unlink(missing_ok=True)
-    if backup.parent.is_dir() and not any(backup.parent.iterdir()):
-        backup.parent.rmdir()
-    change = _change(path, before, after)
-    if before is not None and after is None:
-        change = ConfigChange(str(path), "removed")
-    return [ConfigChange(change.path, "absent") if change.action == "unchanged" else change]
-
-
-def _keep(environ: Mapping[str, str], path: Path, before: bytes | None, after: bytes, *, made_dir: bool) -> None:
-    """What the file held before crosstalk's first edit (kept across re-installs), and the digest of what crosstalk
-    wrote last."""
-    backup = _backup_file(environ, path)
-    kept = _kept(backup)
-    original = kept.get("before") if kept is not None else (before.decode("utf-8", "surrogateescape") if before
-                                                            is not None else None)  # fmt: skip
-    backup.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-    made = bool(kept.get("made_dir")) if kept is not None else made_dir
-    data = {"path": str(path), "before": original, "after": hashlib.sha256(after).hexdigest(), "made_dir": made}
-    atomic_write(backup, (json.dumps(data) + "\n").encode(), mode=0o600)
-
-
-def _kept(backup: Path) -> dict[str, Any] | None:
-    raw = read_capped(backup, MAX_SETTINGS_BYTES * 2)
-    try:
-        data = json.loads(raw) if raw else None
-    except ValueError:
-        return None
-    return data if isinstance(data, dict) else None
+    undo = UndoRecord(state_root(environ), path)
+    before, after = _edit(path, undo.restore)  # byte for byte, while the file is as crosstalk left it
+    if before != after:
+        change = ConfigChange(str(path), "removed" if after is None else "restored")
+    else:
+        change = _change(path, *_edit(path, remove))
+        change = ConfigChange(change.path, "absent") if change.action == "unchanged" else change
+    undo.finish()
+    return [change]
 
 
 def _change(path: Path, before: bytes | None, after: bytes | None) -> ConfigChange:

@@ -24,6 +24,7 @@ from pathlib import Path
 
 from crosstalk.core.states import State
 from crosstalk.fs.reading import read_capped
+from crosstalk.fs.state_root import state_root
 from crosstalk.harness.base import InjectResult, SessionRow
 from crosstalk.harness.qwen import receipts, wire
 from crosstalk.harness.qwen.sessions import read_record, token_of
@@ -36,15 +37,8 @@ BYPASS_MODES = frozenset({"yolo", "bypassPermissions"})
 
 
 def crosstalk_home(environ: Mapping[str, str]) -> Path:
-    """Where crosstalk keeps its state (as registry.paths.StatePaths.from_env says)."""
-    home = environ.get("CROSSTALK_HOME")
-    if home:
-        return Path(home).expanduser()
-    xdg = environ.get("XDG_STATE_HOME")
-    if xdg and os.path.isabs(xdg):
-        return Path(xdg) / "crosstalk"
-    user = environ.get("HOME")
-    return (Path(user) if user else Path.home()) / ".local" / "state" / "crosstalk"
+    """Where crosstalk keeps its state (fs/state_root.py)."""
+    return Path(state_root(environ))
 
 
 def controller_token(environ: Mapping[str, str]) -> str | None:
