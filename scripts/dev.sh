@@ -39,8 +39,21 @@ setup() {
 cmd="${1:-}"
 case "$cmd" in
   demo)  setup
-         # The pinned harness CLIs, where scripts/install_harnesses.sh (and so `dev.sh test`) puts them: real sessions.
-         # Without them the demo looks on PATH, and runs fake agents when they are not there either.
+         # Real sessions need the pinned harness CLIs: installed here, into .harnesses/, by the same installer and
+         # pins as the tests (once; later runs find them). Without node and npm the demo runs crosstalk's fake
+         # agents, and says so and what would give real sessions.
+         if command -v npm >/dev/null 2>&1 && command -v node >/dev/null 2>&1; then
+           if [ ! -f .harnesses/.installed ]; then
+             echo "dev.sh: installing the pinned harness CLIs into .harnesses/ for real sessions (once; about a minute)" >&2
+           fi
+           if ! bash scripts/install_harnesses.sh; then
+             echo "dev.sh: installing the harness CLIs failed (above): the demo runs fake agents instead" >&2
+           fi
+         else
+           echo "dev.sh: no node and npm here: the demo runs crosstalk's fake agents, not real sessions;" \
+                "for real Claude Code, Codex, pi and Qwen Code sessions install node >= 20 with npm, then run" \
+                "bash scripts/dev.sh demo again" >&2
+         fi
          if [ -x .harnesses/node_modules/.bin/claude ]; then
            exec .venv/bin/crosstalk demo --harness-bin "$PWD/.harnesses/node_modules/.bin"
          fi

@@ -14,7 +14,7 @@ from typing import Any
 from crosstalk.cli.argtypes import non_negative_int
 from crosstalk.cli.bus_common import add_transport_option, bus_errors, open_transport
 from crosstalk.cli.common import Fail, echo, print_json
-from crosstalk.core.errors import ErrorKind
+from crosstalk.core.errors import ErrorKind, exit_code
 
 MAX_FANOUT = 64
 
@@ -314,4 +314,5 @@ def run_replies(args: argparse.Namespace) -> int:
     else:
         for s in statuses:
             echo(f"{s.path} {s.state}")
-    return 2 if any(s.state == PENDING for s in statuses) else 0
+    # A PENDING message's outcome is not known yet: exit 1, as the exit-code table has it for an unknown outcome.
+    return exit_code(ErrorKind.FAILED) if any(s.state == PENDING for s in statuses) else 0

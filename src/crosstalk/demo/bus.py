@@ -65,7 +65,8 @@ class BusDemo:
             timeout=CLI_TIMEOUT_S,
             stdin=subprocess.DEVNULL,
         )
-        if res.returncode not in (0, 2) or (res.returncode == 2 and args[:2] != ("message", "replies")):
+        pending = res.returncode == 1 and args[:2] == ("message", "replies") and res.stdout.startswith("[")
+        if res.returncode != 0 and not pending:  # `message replies` exits 1 while a message is PENDING
             raise RuntimeError(f"crosstalk {' '.join(args)} ({machine}): {res.stderr.strip()}")
         return res.stdout
 
