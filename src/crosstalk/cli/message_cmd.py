@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from crosstalk.cli.argtypes import non_negative_int
+from crosstalk.cli.argtypes import non_negative_int, positive_float
 from crosstalk.cli.bus_common import add_transport_option, bus_errors, open_transport
 from crosstalk.cli.common import Fail, echo, print_json
 from crosstalk.core.errors import ErrorKind, exit_code
@@ -76,6 +76,12 @@ def add_parser(sub: Any) -> None:
     )
     show.add_argument("path", metavar="PATH")
     show.add_argument("--pull", action="store_true", help="Fetch the remote's new messages first.")
+    show.add_argument(
+        "--wait",
+        metavar="S",
+        type=positive_float(0.1, 86400),
+        help="Wait up to S seconds for the first reply (pulling meanwhile); exit 1 if none came.",
+    )
     show.add_argument("--json", dest="as_json", action="store_true", help="Print JSON (front matter and bodies).")
     add_transport_option(show)
     show.set_defaults(run="crosstalk.cli.message_show:run_show")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import time
 from pathlib import Path
 from typing import Any
 
@@ -10,9 +11,12 @@ from crosstalk.cli.bus_common import bus_errors
 from crosstalk.cli.common import Fail, echo, print_json
 from crosstalk.cli.message_cmd import open_transport_of
 
+WAIT_POLL_S = 0.25  # --wait: how often the replies are looked for (this machine's dispatcher commits them here)
+PULL_EVERY = 8  # polls between pulls from the remote (2 s): a fetch is a round trip to it
+
 
 def run_show(args: argparse.Namespace) -> int:
-    from crosstalk.bus.transport.store import normalize_message_path, read_message, replies_status, sync
+    from crosstalk.bus.transport.store import PENDING, normalize_message_path, read_message, replies_status, sync
 
     transport = open_transport_of(args, [args.path])
     with bus_errors():
@@ -20,6 +24,15 @@ def run_show(args: argparse.Namespace) -> int:
             sync(transport)
         rel = normalize_message_path(transport, args.path, Path.cwd())
         (status,) = replies_status(transport, [rel])
+        deadline = time.monotonic() + (args.wait or 0)
+        remote = bool(args.wait) and transport.git().has_remote()
+        polls = 0
+        while status.state == PENDING and time.monotonic() < deadline:
+            time.sleep(WAIT_POLL_S)
+            polls += 1
+            if remote and polls % PULL_EVERY == 0:
+                sync(transport)  # a reply another machine answered arrives by the remote
+            (status,) = replies_status(transport, [rel])
         msg = read_message(transport.root, rel)
         if msg is None:
             raise Fail(f"{rel} is not a readable message (its front matter does not parse)")
@@ -32,7 +45,7 @@ def run_show(args: argparse.Namespace) -> int:
                 "replies": [_message_json(path, reply) for path, reply in replies if reply is not None],
             }
         )
-        return 0
+        return 1 if args.wait and status.state == PENDING else 0
     _print_message(rel, msg)
     for path, reply in replies:
         if reply is not None:
@@ -41,7 +54,7 @@ def run_show(args: argparse.Namespace) -> int:
     if not replies:
         echo("")
         echo(f"({status.state}: no reply yet)")
-    return 0
+    return 1 if args.wait and status.state == PENDING else 0
 
 
 def _summary(msg: Any) -> str:

@@ -1,0 +1,123 @@
+"""Every command in the README works as typed: each ```bash block is run by bash, in order, in a scratch HOME with
+crosstalk on PATH (`/tmp/` becomes the scratch directory, so a run leaves nothing behind). A block is classified
+below by its first line; a new block must be added there. Lines that need what a test machine cannot give a shell
+(a terminal, the set-up the test command itself is) are named, with why, and every other line runs."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from crosstalk.fs.procinfo import pid_alive
+from tests.support.procs import wait_for
+
+REPO = Path(__file__).resolve().parents[3]
+BIN = Path(sys.executable).parent
+BLOCK_TIMEOUT_S = 180
+
+# A line starting with one of these is not run, for the reason given.
+NOT_RUN = {
+    "bash scripts/dev.sh": "the set-up itself: `dev.sh test` is what CI runs, and the demo has a test of its own",
+    "crosstalk watch": "a full-screen view: it needs a terminal (its --once --json form is tested in test_watch_*)",
+}
+# Each README block, by its first line: what it needs before it runs (a session named my-session is a standalone
+# agent here), and what its output shows when it worked. The install block runs in the checkout (it activates its
+# .venv, which the test command made); the others in the scratch directory.
+BLOCKS: dict[str, tuple[list[list[str]], list[str]]] = {
+    "bash scripts/dev.sh demo": ([], []),
+    "bash scripts/dev.sh demo && source .venv/bin/activate": ([], ["installed: crosstalk for qwen", "healthy"]),
+    "crosstalk list": (
+        [["agent", "start", "--harness", "fake", "--name", "my-session"]],
+        ["accepted ", "→ my-session"],
+    ),
+    "crosstalk agent start --harness fake --name alice --inbox /tmp/alice.jsonl": (
+        [],
+        ['"text": "hello"', "agent alice stopped"],
+    ),
+    "git init -q --bare --initial-branch=main /tmp/team.git": (
+        [],
+        ["== reply ", "and the tests?", "stopped"],
+    ),
+}
+
+
+def readme_blocks() -> list[str]:
+    text = (REPO / "README.md").read_text()
+    return [m.group(1) for m in re.finditer(r"^```bash\n(.*?)^```", text, re.M | re.S)]
+
+
+def _first_line(block: str) -> str:
+    return block.splitlines()[0].split("  #")[0].strip()
+
+
+@pytest.fixture
+def scratch() -> Iterator[Path]:
+    base = Path(tempfile.mkdtemp(prefix="xt-readme"))
+    try:
+        (base / "home").mkdir()
+        yield base
+    finally:
+        _stop_everything(base)
+        shutil.rmtree(base, ignore_errors=True)
+
+
+def _env(scratch: Path) -> dict[str, str]:
+    drop = ("CROSSTALK_HOME", "XDG_STATE_HOME", "CLAUDE_CONFIG_DIR", "CODEX_HOME", "QWEN_HOME", "PI_CODING_AGENT_DIR")
+    env = {k: v for k, v in os.environ.items() if k not in drop and not k.startswith("GIT_")}
+    path = f"{BIN}{os.pathsep}{env.get('PATH', os.defpath)}"
+    return {**env, "HOME": str(scratch / "home"), "PATH": path, "TMPDIR": str(scratch)}
+
+
+def _stop_everything(scratch: Path) -> None:
+    """Whatever a block started and left running (an agent, a dispatcher), by the pids crosstalk recorded."""
+    env = _env(scratch)
+    listed = subprocess.run([str(BIN / "crosstalk"), "list", "--json"], env=env, capture_output=True, text=True,
+                            timeout=30, check=False)  # fmt: skip
+    pids = [d["pid"] for d in json.loads(listed.stdout or "[]")] if listed.returncode == 0 else []
+    for pidfile in scratch.rglob("dispatcher.pid"):
+        pids.append(int(pidfile.read_text().strip() or 0))
+    for pid in pids:
+        if pid > 0 and pid_alive(pid):
+            os.kill(pid, signal.SIGTERM)
+            wait_for(lambda p=pid: not pid_alive(p), 20, f"process {pid} stopped")
+
+
+def test_every_block_is_classified() -> None:
+    firsts = [_first_line(b) for b in readme_blocks()]
+    assert sorted(firsts) == sorted(BLOCKS), "a README block changed or is new: classify it in BLOCKS"
+
+
+@pytest.mark.parametrize("first", [f for f in BLOCKS if not any(f.startswith(p) for p in NOT_RUN) or "&&" in f])
+def test_a_readme_block_works_as_typed(scratch: Path, first: str) -> None:
+    [block] = [b for b in readme_blocks() if _first_line(b) == first]
+    setup, shows = BLOCKS[first]
+    env = _env(scratch)
+    for args in setup:
+        res = subprocess.run([str(BIN / "crosstalk"), *args], env=env, cwd=scratch, capture_output=True, text=True,
+                             timeout=120, check=False)  # fmt: skip
+        assert res.returncode == 0, res.stderr
+    lines = []
+    for line in block.replace("/tmp/", f"{scratch}/").splitlines():
+        skipped = next((p for p in NOT_RUN if line.startswith(p)), None)
+        if skipped and "&&" in line:
+            line = line.split("&&", 1)[1].strip()  # `dev.sh demo && source .venv/bin/activate`: the activation runs
+        elif skipped:
+            continue
+        lines.append(line)
+    script = "set -euo pipefail\n" + "\n".join(lines) + "\n"
+    cwd = REPO if "source .venv/bin/activate" in block else scratch
+    res = subprocess.run(["bash", "-c", script], env=env, cwd=cwd, capture_output=True, text=True,
+                         timeout=BLOCK_TIMEOUT_S, check=False)  # fmt: skip
+    assert res.returncode == 0, f"{script}\n--- stdout\n{res.stdout}\n--- stderr\n{res.stderr}"
+    for needle in shows:
+        assert needle in res.stdout, f"{needle!r} not in:\n{res.stdout}\n--- stderr\n{res.stderr}"
