@@ -261,7 +261,7 @@ def _check_claimed(transport: Any, to: str, *, strict: bool) -> bool:
     from crosstalk.bus.live.bridge import live_agent_name
     from crosstalk.bus.protocol.addressing import WORKFLOW_ADDRESS, split_address
     from crosstalk.bus.protocol.models import claim, load_registry, resolve
-    from crosstalk.bus.runs.claimers import HOW_MACHINES_CLAIM, known_claimer, load_claimers
+    from crosstalk.bus.runs.claimers import HOW_MACHINES_CLAIM, known_claimer, known_claimers
     from crosstalk.cli.common import state_paths
 
     actor, machine = split_address(to)
@@ -271,7 +271,7 @@ def _check_claimed(transport: Any, to: str, *, strict: bool) -> bool:
         claimed, _ = claim(load_registry(transport.root), os.environ.get("PATH"))
     except ModelError:
         claimed = []
-    claimers = load_claimers(transport.state().dir)
+    claimers = known_claimers(transport)
     if known_claimer(to, claimed, claimers, transport.alias):
         try:
             resolve(claimed, actor)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from collections.abc import Callable
 from typing import Any
 
 from crosstalk.cli.bus_common import add_transport_option, bus_errors, open_transport
@@ -84,7 +85,7 @@ def _claimed_here(transport: Any, key: str) -> str | None:
     return next((s.reason.removeprefix("not claimed: ") for s in skipped if s.what == key), None)
 
 
-def _edit(args: argparse.Namespace, edit: Any, summary: str) -> tuple[Any, Any, Any]:
+def _edit(args: argparse.Namespace, edit: Any, summary: str | Callable[[Any], str]) -> tuple[Any, Any, Any]:
     """Check PROVIDER/NAME, then apply `edit` to the transport's registry text under its lock, commit and push it:
     (transport, the change, the publish result). A bad name or registry is one usage error."""
     from crosstalk.bus.errors import ModelError
@@ -97,7 +98,7 @@ def _edit(args: argparse.Namespace, edit: Any, summary: str) -> tuple[Any, Any, 
     transport = open_transport(args)
     with bus_errors():
         try:
-            change, result = edit_registry(transport, edit, summary)
+            change, result = edit_registry(transport, edit, summary if isinstance(summary, str) else summary(transport))
         except ModelError as exc:
             raise Fail(exc.message, ErrorKind.USAGE) from None
     _warn_push(result)
@@ -114,9 +115,13 @@ def run_add(args: argparse.Namespace) -> int:
         command_line(args.command_argv)
     except ModelError as exc:
         raise Fail(exc.message, ErrorKind.USAGE) from None
+    from crosstalk.bus.protocol.models import unrunnable
+    from crosstalk.bus.runs.claimers import add_summary
+
+    runs_here = unrunnable(args.command_argv[0], os.environ.get("PATH")) is None
     transport, change, result = _edit(
         args, lambda text: add_model(text, args.key, args.command_argv, replace=args.replace),
-        f"crosstalk: model add {args.key}",
+        lambda t: add_summary(args.key, t.alias if runs_here else None),
     )  # fmt: skip
     with bus_errors():
         not_here = _claimed_here(transport, args.key)
@@ -152,14 +157,14 @@ def run_remove(args: argparse.Namespace) -> int:
 
 def run_list(args: argparse.Namespace) -> int:
     from crosstalk.bus.protocol.models import claim, load_registry
-    from crosstalk.bus.runs.claimers import load_claimers, placed
+    from crosstalk.bus.runs.claimers import known_claimers, placed
 
     _no_command(args, "list")
     transport = open_transport(args)
     with bus_errors():
         registry = load_registry(transport.root)
     claimed, skipped = claim(registry, os.environ.get("PATH"))
-    learned = load_claimers(transport.state().dir)
+    learned = known_claimers(transport)
     reasons = {s.what: s.reason for s in skipped}
     rows: list[dict[str, Any]] = []
     for spec in registry.models:

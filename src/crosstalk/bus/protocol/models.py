@@ -234,7 +234,7 @@ def claim(registry: Registry, path_env: str | None) -> tuple[list[ModelSpec], li
     claimed: list[ModelSpec] = []
     skipped = list(registry.skipped)
     for spec in registry.models:
-        reason = _unrunnable(spec.argv[0], path_env)
+        reason = unrunnable(spec.argv[0], path_env)
         if reason is None:
             claimed.append(spec)
         else:
@@ -242,7 +242,8 @@ def claim(registry: Registry, path_env: str | None) -> tuple[list[ModelSpec], li
     return claimed, skipped
 
 
-def _unrunnable(binary: str, path_env: str | None) -> str | None:
+def unrunnable(binary: str, path_env: str | None) -> str | None:
+    """Why this machine cannot run a model whose command starts with `binary`; None when it can."""
     if os.path.isabs(binary):
         try:
             st = os.stat(binary)
