@@ -82,7 +82,7 @@ def loads(s: str | bytes) -> Any:
         return _json_loads(s)  # json's TypeError
     if text.startswith("\ufeff"):
         return _json_loads(s)
-    idx = len(text) - len(text.lstrip(_WS))
+    idx = len(text) - len(text.lstrip(_WS)) if text[:1] in _WS else 0  # no copy of an unpadded document
     try:
         obj, end = _scan(text, idx)
     except (StopIteration, ValueError):
