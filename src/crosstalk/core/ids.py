@@ -8,7 +8,7 @@ import time
 
 # The shapes below are checked with str methods, not `re`: `crosstalk send` checks ids and its --from at start-up,
 # and `re` (with enum and functools) costs about a bare interpreter start there (docs/performance.md, "Lean send
-# path"). tests/unit/core/test_core_ids_kinds.py holds each to its regular expression, quoted in its docstring.
+# path"). tests/unit/core/test_core_lean_shapes.py holds each to its regular expression, quoted in its docstring.
 _HEX = frozenset("0123456789abcdef")
 _UUID_DASHES = (8, 13, 18, 23)
 _ALNUM = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789")
