@@ -15,6 +15,7 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
+from crosstalk.fs.memory import release_freed_memory
 from crosstalk.journal import Journal, JournalState
 from crosstalk.journal.retention import RETENTION_SECONDS, Plan, select_lines
 from crosstalk.tasks.service import TaskService
@@ -80,6 +81,7 @@ class Compactor:
         checkpoint) and forget in memory what it dropped. Returns (records before, records after)."""
         now = time.time() if now is None else now
         plan = Plan.of(self.state)  # taken here, on the loop: the flusher thread that reads the journal never reads it
+        gone_tasks = self.state.gone_tasks.ids()  # in the plan's `collapsed`: their records are dropped
         kept_ids: set[str] = set()
         self._compacted_size = self.journal.size  # no second growth compaction while this one is queued
 
@@ -94,4 +96,9 @@ class Compactor:
         if after < before:
             self.state.prune(kept_ids, now - RETENTION_SECONDS)
             self.tasks.prune(kept_ids, now - RETENTION_SECONDS)
+        # A terminal task let go is remembered only so that compaction drops its records; once one has (no kept
+        # record names it), nothing needs it. Without this the set grew by one task per message up to the window's
+        # 20,000 (docs/dev/shim-memory.md). A task let go after the plan was taken stays for the next round.
+        self.state.gone_tasks.forget(gone_tasks - kept_ids)
+        release_freed_memory()
         return before, after

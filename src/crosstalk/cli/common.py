@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import sys
 
 from crosstalk.core.errors import CrosstalkError, ErrorKind
@@ -43,5 +42,7 @@ def echo(text: str = "", *, err: bool = False) -> None:
 
 
 def print_json(data: Any) -> None:
-    sys.stdout.write(json.dumps(data, ensure_ascii=False) + "\n")
+    from crosstalk.core.jsonc import dumps  # json.dumps without importing json (re, enum): send prints with it
+
+    sys.stdout.write(dumps(data, ensure_ascii=False) + "\n")
     sys.stdout.flush()

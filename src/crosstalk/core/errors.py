@@ -12,7 +12,7 @@ too (tests/unit/test_errors.py holds all of this).
 
 from __future__ import annotations
 
-from enum import StrEnum
+from crosstalk.core.strenum import StrEnum
 
 
 class ErrorKind(StrEnum):

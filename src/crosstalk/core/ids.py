@@ -4,15 +4,19 @@ from __future__ import annotations
 
 import _thread
 import os
-import re
 import time
 
-_UUID_RE = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\Z")
-_AGENT_ID_RE = re.compile(r"^[0-9a-f]{16}\Z")
-_HOP_RE = re.compile(r"^[0-9a-f]{24}\Z")
-# An external sender's tag, @scheme:topic (crosstalk send --from @ci:build). Here rather than in core/sender.py, beside
-# the record it classes: `crosstalk send` checks its --from at start-up, and that record is a dataclass.
-EXTERNAL_TAG_RE = re.compile(r"^@[A-Za-z0-9][A-Za-z0-9._-]*:[^\s]+\Z")
+# The shapes below are checked with str methods, not `re`: `crosstalk send` checks ids and its --from at start-up,
+# and `re` (with enum and functools) costs about a bare interpreter start there (docs/performance.md, "Lean send
+# path"). tests/unit/core/test_core_lean_shapes.py holds each to its regular expression, quoted in its docstring.
+_HEX = frozenset("0123456789abcdef")
+_UUID_DASHES = (8, 13, 18, 23)
+_ALNUM = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789")
+_SCHEME = _ALNUM | frozenset("._-")
+
+
+def _is_hex(value: str, length: int) -> bool:
+    return len(value) == length and _HEX.issuperset(value)
 
 
 # uuidv7 is written out here rather than imported: on Python 3.11 the stdlib has no uuid7, the uuid6 package costs
@@ -44,8 +48,14 @@ def new_message_id() -> str:
 
 
 def is_message_id(value: object) -> bool:
-    """True for a canonical lowercase UUID string (any version: peers may use uuid4)."""
-    return isinstance(value, str) and bool(_UUID_RE.match(value))
+    """True for a canonical lowercase UUID string (any version: peers may use uuid4):
+    `^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\\Z`."""
+    return (
+        isinstance(value, str)
+        and len(value) == 36
+        and all(value[i] == "-" for i in _UUID_DASHES)
+        and _HEX.issuperset(value[:8] + value[9:13] + value[14:18] + value[19:23] + value[24:])
+    )
 
 
 def agent_id_for(harness: str, session_ref: str) -> str:
@@ -58,7 +68,8 @@ def agent_id_for(harness: str, session_ref: str) -> str:
 
 
 def is_agent_id(value: object) -> bool:
-    return isinstance(value, str) and bool(_AGENT_ID_RE.match(value))
+    """16 lowercase hex: `^[0-9a-f]{16}\\Z`."""
+    return isinstance(value, str) and _is_hex(value, 16)
 
 
 def hop_entry(agent_id: str) -> str:
@@ -69,8 +80,20 @@ def hop_entry(agent_id: str) -> str:
 
 
 def is_external_tag(value: str | None) -> bool:
-    return bool(value) and bool(EXTERNAL_TAG_RE.match(value or ""))
+    """An external sender's tag, @scheme:topic (crosstalk send --from @ci:build):
+    `^@[A-Za-z0-9][A-Za-z0-9._-]*:[^\\s]+\\Z` (core/sender.py holds it as EXTERNAL_TAG_RE). Here rather than in
+    core/sender.py, beside the record it classes: `crosstalk send` checks its --from at start-up."""
+    if not value or value[0] != "@":
+        return False
+    scheme, colon, topic = value[1:].partition(":")
+    return (
+        bool(colon and scheme and topic)
+        and scheme[0] in _ALNUM
+        and _SCHEME.issuperset(scheme)
+        and not any(c.isspace() for c in topic)
+    )
 
 
 def is_hop_entry(value: object) -> bool:
-    return isinstance(value, str) and bool(_HOP_RE.match(value))
+    """24 lowercase hex: `^[0-9a-f]{24}\\Z`."""
+    return isinstance(value, str) and _is_hex(value, 24)

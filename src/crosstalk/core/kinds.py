@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from enum import StrEnum
-
 from crosstalk.core.errors import MessageError
+from crosstalk.core.strenum import StrEnum
 
 
 class Kind(StrEnum):

@@ -7,9 +7,8 @@ into their own wire form and read it back with `Outcome.from_dict`.
 
 from __future__ import annotations
 
-from enum import StrEnum
-
 from crosstalk.core.record import Record
+from crosstalk.core.strenum import StrEnum
 
 # `typing` is only needed by type checkers; importing it costs ~2 ms on `crosstalk send`'s start-up path.
 TYPE_CHECKING = False

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from enum import StrEnum
 from typing import Any
 
 from crosstalk.core.states import Outcome
+from crosstalk.core.strenum import StrEnum
 
 
 class TaskState(StrEnum):

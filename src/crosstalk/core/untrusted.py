@@ -8,9 +8,7 @@ so a few kilobytes nesting a thousand levels cost a linear scan and a clear erro
 
 from __future__ import annotations
 
-import json
-import re
-
+from crosstalk.core import jsonc
 from crosstalk.core.errors import (
     UntrustedInput as UntrustedInput,  # the error of this rule, raised and caught by its name here
 )
@@ -22,16 +20,18 @@ if TYPE_CHECKING:
 MAX_DEPTH = 64  # deeper than any record crosstalk writes or reads from a harness
 MAX_NODES = 1_000_000  # values in one parsed document (YAML aliases can repeat a subtree)
 
-_STRING = re.compile(rb'"(?:[^"\\]|\\.)*"', re.DOTALL)
-_BRACKET = re.compile(rb"[\[\]{}]")
-
 
 def json_depth(raw: bytes) -> int:
     """How deeply `raw` nests arrays and objects (brackets inside strings do not count). Linear in its size."""
     if b"[" not in raw and b"{" not in raw:
         return 0
+    # `re` here, not at the top: only a document with more brackets than MAX_DEPTH is scanned, and `crosstalk send`
+    # (which reads a descriptor and a one-line answer) stays without it (docs/performance.md, "Lean send path").
+    import re
+
     depth = deepest = 0
-    for match in _BRACKET.finditer(_STRING.sub(b"", raw)):
+    strings = re.compile(rb'"(?:[^"\\]|\\.)*"', re.DOTALL)
+    for match in re.finditer(rb"[\[\]{}]", strings.sub(b"", raw)):
         if match.group() in (b"[", b"{"):
             depth += 1
             deepest = max(deepest, depth)
@@ -51,7 +51,7 @@ def loads(raw: str | bytes, *, what: str, max_bytes: int, max_depth: int = MAX_D
     if data.count(b"[") + data.count(b"{") > max_depth and json_depth(data) > max_depth:
         raise UntrustedInput(what, f"nested deeper than {max_depth} levels")
     try:
-        return json.loads(data)
+        return jsonc.loads(data)  # json.loads, without importing json (core/jsonc.py)
     except RecursionError:
         raise UntrustedInput(what, f"nested deeper than {max_depth} levels") from None
     except ValueError as exc:

@@ -13,9 +13,7 @@ without them is shape (a) as a plain script writes it, a crosstalk client answer
 
 from __future__ import annotations
 
-import json
-
-from crosstalk.core import untrusted
+from crosstalk.core import jsonc, untrusted
 from crosstalk.core.message import Message
 from crosstalk.core.record import Record
 from crosstalk.core.states import Outcome, State
@@ -178,7 +176,7 @@ def message_from_crosstalk(line: UserLine, to: str) -> Message:
 
 
 def encode_auth(token: str) -> bytes:
-    return json.dumps({"type": "auth", "token": token}).encode() + b"\n"
+    return jsonc.dumps({"type": "auth", "token": token}).encode() + b"\n"
 
 
 def encode_crosstalk_user(msg: Message) -> bytes:
@@ -200,15 +198,15 @@ def encode_crosstalk_user(msg: Message) -> bytes:
     if msg.hop_chain:
         meta["hop_chain"] = list(msg.hop_chain)
     line = {"type": "user", "message": {"role": "user", "content": msg.text}, "crosstalk": meta}
-    return json.dumps(line, ensure_ascii=False).encode() + b"\n"
+    return jsonc.dumps(line, ensure_ascii=False).encode() + b"\n"
 
 
 def encode_answer(outcome: Outcome) -> bytes:
-    return json.dumps(outcome.to_dict()).encode() + b"\n"
+    return jsonc.dumps(outcome.to_dict()).encode() + b"\n"
 
 
 def encode_error_answer(reason: str, message_id: str | None = None) -> bytes:
-    return json.dumps({"message_id": message_id, "state": State.REJECTED.value, "reason": reason}).encode() + b"\n"
+    return jsonc.dumps({"message_id": message_id, "state": State.REJECTED.value, "reason": reason}).encode() + b"\n"
 
 
 def parse_answer(raw: bytes) -> Outcome:

@@ -13,6 +13,7 @@ records of the messages it holds: the file, like the memory, stays bounded by th
 from __future__ import annotations
 
 import json
+import sys
 from collections import OrderedDict
 from collections.abc import Callable, Iterable
 from typing import Any, NamedTuple
@@ -52,10 +53,17 @@ class DedupeWindow:
         return set(self._items)
 
     def add(self, message_id: str, dedupe_key: str | None, state: str, reason: str | None, ts: float) -> None:
-        self._items[message_id] = Known(dedupe_key, state, reason, ts)
+        # One copy of each sender's key however many of its messages the window holds (docs/dev/shim-memory.md).
+        key = None if dedupe_key is None else sys.intern(dedupe_key)
+        self._items[message_id] = Known(key, state, reason, ts)
         self._items.move_to_end(message_id)
         while len(self._items) > self.limit:
             self._items.popitem(last=False)
+
+    def forget(self, message_ids: Iterable[str]) -> None:
+        """Forget these ids' answers (those it holds)."""
+        for mid in message_ids:
+            self._items.pop(mid, None)
 
     def expire(self, cutoff: float) -> None:
         """Forget answers older than `cutoff` (retention's)."""

@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from enum import StrEnum
-
+from crosstalk.core.strenum import StrEnum
 from crosstalk.policy.errors import PolicyError
 
 

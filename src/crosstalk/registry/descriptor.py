@@ -5,7 +5,6 @@ A descriptor holds where and who an agent is, never a secret: credential_ref is 
 
 from __future__ import annotations
 
-import json
 import os
 
 from crosstalk.core import untrusted
@@ -217,7 +216,9 @@ def _str_tuple(data: dict[str, Any], key: str) -> tuple[str, ...] | None:
 
 def write_descriptor(paths: StatePaths, desc: Descriptor) -> Path:
     """Publish desc atomically: a reader sees the previous descriptor or this one, never a partial file."""
-    from crosstalk.fs.atomic import atomic_write  # here: `crosstalk send` only reads descriptors
+    import json  # here, as the next: `crosstalk send` only reads descriptors
+
+    from crosstalk.fs.atomic import atomic_write
 
     path = paths.descriptor(desc.agent_id)
     data = json.dumps(desc.to_dict(), indent=2, ensure_ascii=False).encode("utf-8") + b"\n"

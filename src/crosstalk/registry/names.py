@@ -3,24 +3,34 @@
 from __future__ import annotations
 
 import os
-import re
-from collections.abc import Iterator
 
 from crosstalk.core.ids import is_agent_id
 from crosstalk.registry.errors import InvalidName, RegistryError
 
+TYPE_CHECKING = False  # not `typing`: importing it costs ~2 ms on `crosstalk send`'s start-up path
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+
 MAX_NAME_CHARS = 64
-NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
+# A name is `^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$` in full (fullmatch), checked with str methods: `crosstalk send`
+# checks descriptor names at start-up, where `re` costs about a bare interpreter start (docs/performance.md, "Lean
+# send path"); tests/unit/registry/test_registry_names.py holds the check to that expression.
+_ALNUM = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789")
+_NAME_CHARS = _ALNUM | frozenset("._-")
 FALLBACK_HEX = (8, 10, 12, 14, 16)  # first 8 hex of agent_id, extended two at a time
-_NOT_NAME_CHARS = re.compile(r"[^A-Za-z0-9._-]+")
 _MAX_HARNESS_CHARS = 24
 
 
 def is_valid_name(name: object) -> bool:
     """A name is also a file name; it never has an agent_id's shape (16 lowercase hex), or `crosstalk send <id>`
     could reach an agent that took another's id as its name while the owner is down."""
-    # fullmatch, not match: '$' also matches before a trailing newline, and "alice\n" is not a name.
-    return isinstance(name, str) and NAME_RE.fullmatch(name) is not None and not is_agent_id(name)
+    return (
+        isinstance(name, str)
+        and 0 < len(name) <= MAX_NAME_CHARS
+        and name[0] in _ALNUM
+        and _NAME_CHARS.issuperset(name)
+        and not is_agent_id(name)
+    )
 
 
 def validate_name(name: object) -> str:
@@ -42,7 +52,9 @@ def validate_name(name: object) -> str:
 
 
 def _sanitize(text: str) -> str:
-    return _NOT_NAME_CHARS.sub("-", text).strip("-")
+    import re  # here: only a registering agent names itself
+
+    return re.sub(r"[^A-Za-z0-9._-]+", "-", text).strip("-")
 
 
 def fallback_names(harness: str, cwd: str, agent_id: str) -> Iterator[str]:

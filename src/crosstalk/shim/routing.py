@@ -9,9 +9,8 @@ In this order:
 
 from __future__ import annotations
 
-from enum import StrEnum
-
 from crosstalk.core.record import Record
+from crosstalk.core.strenum import StrEnum
 from crosstalk.registry.errors import AmbiguousName, NoSuchAgent
 
 # `typing` is only needed by type checkers; importing it costs ~2 ms on `crosstalk send`'s start-up path.

@@ -42,9 +42,11 @@ NOT_FOR_A_LIVE_AGENT = (*SDKS, *PARSERS, "crosstalk.harness.codex", "crosstalk.h
                         "crosstalk.receiver", "crosstalk.agent", "crosstalk.tasks")  # fmt: skip
 # The stdlib modules the lean path avoids, each for a cheap alternative (core/record.py, _socket, _thread, ...):
 # argparse (with gettext and locale) for cli/fastparse.py on an ordinary send line, pathlib (with urllib.parse,
-# ipaddress and fnmatch) for the strings registry/paths.py decides.
+# ipaddress and fnmatch) for the strings registry/paths.py decides, json (with re, enum, functools and collections)
+# for core/jsonc.py on `_json`, enum for core/strenum.py, re for str methods (core/ids.py, registry/names.py).
 COSTLY_STDLIB = ("dataclasses", "inspect", "typing", "socket", "threading", "shutil", "subprocess", "logging",
-                 "argparse", "gettext", "locale", "pathlib", "urllib", "ipaddress", "fnmatch")  # fmt: skip
+                 "argparse", "gettext", "locale", "pathlib", "urllib", "ipaddress", "fnmatch", "json", "re",
+                 "enum", "functools", "collections", "operator", "types", "warnings", "importlib")  # fmt: skip
 # A name no crosstalk agent holds: the native kinds look for a session of that name (claude and codex, and only
 # their discovery); the kinds that cannot write natively (pi, fake) are not even imported.
 NOT_FOR_A_MISSING_NAME = (*SDKS, *PARSERS, "crosstalk.harness.pi", "crosstalk.harness.fake", "crosstalk.bus")

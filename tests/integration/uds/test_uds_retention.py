@@ -61,3 +61,16 @@ def test_a_busy_agent_compacts_on_growth_and_its_memory_and_journal_stay_bounded
         retry = send(again.paths, new_message(again.name, "again", from_=SENDER, message_id=o.message_id)).outcome
         assert retry.state.value == "accepted" and retry.evidence.get("duplicate") is True
     assert again.fake.writes == []  # nothing injected twice
+
+
+def test_compaction_forgets_the_terminal_tasks_whose_records_it_dropped(host: HostThread) -> None:
+    """A terminal task let go is remembered only until a compaction has dropped its records (docs/dev/shim-memory.md):
+    the set no longer grows by a task per message up to the dedupe window's 20,000."""
+    assert send(host.paths, new_message(host.name, "one", from_=SENDER)).outcome.state.value == "accepted"
+    gone = host.host.state.gone_tasks
+    gone.add("01a24000-0000-7000-8000-000000000001", None, "completed", None, time.time() - 60)  # idle host
+    assert len(gone) == 1
+    host.call(host.host.compact())
+    assert len(gone) == 0
+    again = send(host.paths, new_message(host.name, "two", from_=SENDER)).outcome
+    assert again.state.value == "accepted"

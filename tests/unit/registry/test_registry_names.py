@@ -1,12 +1,15 @@
 from __future__ import annotations
 
+import re
+
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from crosstalk.core.ids import agent_id_for
 from crosstalk.fs.locks import FileLock
 from crosstalk.registry.errors import InvalidName
 from crosstalk.registry.names import (
-    NAME_RE,
     candidate_names,
     fallback_names,
     is_valid_name,
@@ -16,6 +19,15 @@ from crosstalk.registry.paths import StatePaths
 from crosstalk.registry.registration import claim_first_name
 
 AID = "1a2b3c4d5e6f7a8b"
+# The name rule as a regular expression (registry/names.py checks it with str methods: no `re` on send's path).
+NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
+_NAMEISH = st.text(st.sampled_from("aZ09._-é \n/\x00"), max_size=70) | st.text(max_size=70)
+
+
+@given(_NAMEISH)
+def test_is_valid_name_is_the_expression(name: str) -> None:
+    expected = NAME_RE.fullmatch(name) is not None and re.fullmatch(r"[0-9a-f]{16}", name) is None
+    assert is_valid_name(name) == expected
 
 
 @pytest.mark.parametrize("name", ["alice", "A", "0", "codex-proj-1a2b3c4d", "a.b_c-d", "x" * 64])
