@@ -176,11 +176,12 @@ class RealDemo:
         self.out(f"  {row.sender:<{self.width}} → {row.to:<{self.width}}  {row.kind:<7} {row.state:<9} {row.text!r}")
 
     def landed(self, row: Sent) -> None:
-        """Wait until the receiving model read the text; count it in that model's newest request."""
+        """Wait until the receiving model read the text; count it in that model's newest request (of the session's
+        own turns: Qwen's TUI also asks its model things of its own, without tools, which are not counted)."""
         session = self.sessions[row.harness]
-        self.wait_read(session, lambda r: row.text in r.raw, repr(row.text))
-        own = getattr(session.model, "conversation_requests", None)  # Qwen's, without its side requests
-        newest = (own() if own is not None else session.model.model_requests())[-1]
+        own = row.harness != "qwen"
+        self.wait_read(session, lambda r: row.text in r.raw and (own or bool(r.body.get("tools"))), repr(row.text))
+        newest = [r for r in session.model.model_requests() if own or r.body.get("tools")][-1]
         row.seen = newest.raw.count(json.dumps(row.text)[1:-1])
 
     def wait_read(self, session: Session, found: Callable[[RecordedRequest], bool], what: str, after: int = 0) -> None:
