@@ -32,6 +32,7 @@ from pathlib import Path
 from crosstalk.core.errors import UntrustedInput
 from crosstalk.core.states import State
 from crosstalk.core.untrusted import loads
+from crosstalk.fs import trace
 from crosstalk.harness.base import InjectResult
 from crosstalk.harness.receipt_inbox import MAX_RECEIPT_BYTES, InboxServer, alive, prune, read_all
 
@@ -186,6 +187,7 @@ class ReceiptInbox(InboxServer):
                 return  # a repeat, or a word the protocol does not allow here
             entry.status = receipt.status
             entry.receipts.append(receipt)
+            trace.mark("harness_receipt", harness="qwen", status=receipt.status)
             if receipt.status == "delivered" or receipt.status in FINAL:
                 entry.settled_at = time.monotonic()  # forgotten by the sweep; a final word is the last one anyway
             self._cond.notify_all()
