@@ -184,7 +184,9 @@ def test_a_held_message_is_reported_held_then_delivered_when_its_user_releases_i
     assert not any(f"held hello {token}" in r.raw for r in b.requests())
     review(b, "accept")
     b.wait_seen(f"held hello {token}")
-    c.wait_seen(f"your message {answer['message_id']} to {name}, held for its user, was delivered")
+    # `delivered` after `held` is `queued`, as a first `delivered` is: the notice carries that state's reason
+    c.wait_seen(f"your message {answer['message_id']} to {name}, held for its user, was delivered: released by its "
+                "user; delivered: Qwen Code queued it for its model")  # fmt: skip
 
 
 def test_a_held_message_expires_unread_and_the_sender_is_told_unreachable(live: Live):
