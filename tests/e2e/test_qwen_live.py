@@ -93,6 +93,11 @@ def bare(live: Live, key: str, settings: dict[str, Any] | None = None) -> LiveQw
                                                    settings=settings))  # fmt: skip
 
 
+# The session without crosstalk that reviews peers (default approval mode: Claude's bypass and the CLI's silence do
+# not match it), and lets a held message wait one minute (the shortest Qwen allows) before it expires.
+REVIEWS = {"tools": {"approvalMode": "default"}, "agents": {"crossSessionHeldExpiry": "1m"}}
+
+
 def envelope_of(raw: str, token: str) -> str:
     return raw[max(0, raw.find(token) - 600) : raw.find(token) + 60]
 
@@ -169,7 +174,7 @@ def test_qwen_to_claude_by_name_and_an_ask_from_qwen_answered_with_reply(live: L
 
 def test_a_held_message_is_reported_held_then_delivered_when_its_user_releases_it(live: Live):
     """fromMode mismatch: Claude runs with bypass permissions, the session without crosstalk reviews each action."""
-    c, b = claude(live), bare(live, "b1", {"tools": {"approvalMode": "default"}})
+    c, b = claude(live), bare(live, "b1", REVIEWS)
     name = str(b.record()["name"])  # type: ignore[index]
     token = secrets.token_hex(4)
     n = len(c.requests())
@@ -179,11 +184,52 @@ def test_a_held_message_is_reported_held_then_delivered_when_its_user_releases_i
     assert not any(f"held hello {token}" in r.raw for r in b.requests())
     review(b, "accept")
     b.wait_seen(f"held hello {token}")
-    c.wait_seen(f"your message {answer['message_id']} to {name}, held for its user, was delivered")
+    # `delivered` after `held` is `queued`, as a first `delivered` is: the notice carries that state's reason
+    c.wait_seen(f"your message {answer['message_id']} to {name}, held for its user, was delivered: released by its "
+                "user; delivered: Qwen Code queued it for its model")  # fmt: skip
+
+
+def test_a_held_message_expires_unread_and_the_sender_is_told_unreachable(live: Live):
+    """Nobody reviews it: after `agents.crossSessionHeldExpiry` Qwen answers `expired`, one state: unreachable."""
+    c, b = claude(live), bare(live, "b1", REVIEWS)
+    name = str(b.record()["name"])  # type: ignore[index]
+    token = secrets.token_hex(4)
+    n = len(c.requests())
+    c.say(f"CALL mcp__crosstalk__send_message {json.dumps({'to': name, 'text': f'never reviewed {token}'})}")
+    answer = c.wait_tool_result("send_message", after=n)
+    assert answer["state"] == "held", answer
+    told = c.wait_seen(f"your message {answer['message_id']} to {name}, held for its user, was not delivered",
+                       timeout=150).raw  # fmt: skip
+    assert "(unreachable): expired" in told, told[-600:]
+    assert not any(f"never reviewed {token}" in r.raw for r in b.requests())
+
+
+def test_a_queued_message_lost_when_the_session_exits_unread_is_told_unreachable(live: Live):
+    """Claude (bypass) to a yolo session without crosstalk (bypass too): delivered → queued behind a busy turn; the
+    session exits before that turn ends; Qwen answers `expired` and Claude's session is told."""
+    c = claude(live)
+    b = LiveQwen.start(live.root / "b3", crosstalk_home=live.root / "xt", qwen_home=live.root / "qwen", install=False)
+    try:
+        name = str(b.record()["name"])  # type: ignore[index]
+        token = secrets.token_hex(4)
+        b.mock.scripts_by[f"slow turn {token}"] = "SLEEP 30"
+        b.say(f"slow turn {token}")
+        b.wait_seen(f"slow turn {token}")
+        n = len(c.requests())
+        c.say(f"CALL mcp__crosstalk__send_message {json.dumps({'to': name, 'text': f'queued then lost {token}'})}")
+        answer = c.wait_tool_result("send_message", after=n)
+        assert answer["state"] == "queued", answer
+        b.pane.close()  # the terminal closes (SIGHUP) while the slow turn runs
+    finally:
+        b.close()
+    told = c.wait_seen(f"your message {answer['message_id']} to {name}, queued for its model, was not delivered",
+                       timeout=60).raw  # fmt: skip
+    assert "(unreachable): expired" in told, told[-600:]
+    assert not any(f"queued then lost {token}" in r.raw for r in b.requests())
 
 
 def test_a_shell_send_to_a_session_without_crosstalk_is_held_and_a_refusing_one_rejects(live: Live):
-    b = bare(live, "b1", {"tools": {"approvalMode": "default"}})
+    b = bare(live, "b1", REVIEWS)
     r = bare(live, "b2", {"agents": {"crossSessionInbound": "refuse"}})
     rows = {row["name"]: row for row in json.loads(live.cli("list", "--json").stdout)}
     for session in (b, r):
@@ -282,7 +328,7 @@ def test_a_controller_token_the_user_minted_for_crosstalk_is_delivered_without_r
     The shell's message to a session that reviews peers is then delivered, shown as from that controller."""
     import re
 
-    b = bare(live, "b1", {"tools": {"approvalMode": "default"}})
+    b = bare(live, "b1", REVIEWS)
     qwen_bin = str(Path(b.env["PATH"].split(os.pathsep)[0]) / "qwen")
     minted = subprocess.run([qwen_bin, "sessions", "controllers", "add", "--label", "crosstalk"], env=b.env,
                             capture_output=True, text=True, timeout=60)  # fmt: skip

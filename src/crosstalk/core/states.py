@@ -43,9 +43,10 @@ class State(StrEnum):
 
 SEND_STATES = frozenset({State.ACCEPTED, State.QUEUED, State.HELD, State.REJECTED, State.UNREACHABLE, State.UNKNOWN})
 DELIVERED_STATES = frozenset({State.ACCEPTED, State.QUEUED})
-# A held message settles later, once the harness says what its user did: accepted (delivered), rejected (denied,
-# refused), unreachable (expired, dropped) or unknown (its word can no longer reach us).
-LATE_STATES = frozenset({State.ACCEPTED, State.REJECTED, State.UNREACHABLE, State.UNKNOWN})
+# A held message settles later, once the harness says what its user did: accepted or queued (delivered, as the
+# harness says it delivers), rejected (denied, refused), unreachable (expired, dropped) or unknown (its word can no
+# longer reach us). A queued one may still be lost later: unreachable (the session exited with it unread).
+LATE_STATES = frozenset({State.ACCEPTED, State.QUEUED, State.REJECTED, State.UNREACHABLE, State.UNKNOWN})
 UNRESOLVED_STATES = frozenset({State.SUBMITTED, State.DISPATCHING, State.HELD, State.UNKNOWN, State.RECOVERED})
 # Answers a model must read as a failure of its call (the MCP result's isError).
 ERROR_STATES = frozenset(

@@ -1,6 +1,6 @@
-"""Where `crosstalk demo` finds the real harness CLIs (claude, codex, pi), and the environment every demo session
-gets: its own HOME and TMPDIR under the demo's temp dir, the shared CROSSTALK_HOME, and nothing else of the
-caller's but PATH (no API key or session variable leaks in)."""
+"""Where `crosstalk demo` finds the real harness CLIs (claude, codex, pi; qwen when it is there too), and the
+environment every demo session gets: its own HOME and TMPDIR under the demo's temp dir, the shared CROSSTALK_HOME,
+and nothing else of the caller's but PATH (no API key or session variable leaks in)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 HARNESSES = ("claude", "codex", "pi")
-NEEDS_NODE = ("codex", "pi")
+OPTIONAL = ("qwen",)  # the demo adds a session of it when found, and runs without it
+NEEDS_NODE = ("codex", "pi", "qwen")
 VERSION_TIMEOUT_S = 20.0
 SETUP_TIMEOUT_S = 60.0
 HOW_TO_GET = (
@@ -24,7 +25,8 @@ HOW_TO_GET = (
 
 @dataclass(frozen=True, slots=True)
 class Harnesses:
-    """The three CLIs found (name -> executable), or what is missing and where it was looked for."""
+    """The CLIs found (name -> executable; the optional ones only when found), or what is missing of the three
+    and where it was looked for."""
 
     bins: dict[str, Path]
     missing: tuple[str, ...]
@@ -43,7 +45,7 @@ def find_harnesses(bin_dir: Path | None, environ: Mapping[str, str]) -> Harnesse
     """The CLIs in `bin_dir` when given (and only there), else on the PATH of `environ`."""
     path = environ.get("PATH", os.defpath)
     bins: dict[str, Path] = {}
-    for name in HARNESSES:
+    for name in (*HARNESSES, *OPTIONAL):
         if bin_dir is not None:
             candidate = bin_dir / name
             found = str(candidate) if candidate.is_file() and os.access(candidate, os.X_OK) else None

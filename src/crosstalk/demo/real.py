@@ -1,4 +1,5 @@
-"""The demo with the real harnesses: live Claude Code, Codex and pi sessions, crosstalk installed into each one's
+"""The demo with the real harnesses: live Claude Code, Codex and pi sessions (and Qwen Code when its CLI is found),
+crosstalk installed into each one's
 own HOME the way a user does, every model a scripted model server on 127.0.0.1 (crosstalk.demo.models: the model's
 part is scripted on the server, so nothing leaves the machine and no account is needed).
 
@@ -31,8 +32,15 @@ WHO = "Who else is on this machine?"
 ASK = "Which branch should the 1.4 release be cut from?"
 ANSWER = "From release-1.4: main still has the unreviewed retry change."
 ASKING = "Ask the Claude Code session which branch the release is cut from."
-API = {"claude": "Anthropic Messages API", "codex": "OpenAI Responses API", "pi": "Chat Completions API"}
-TITLE = {"claude": "Claude Code", "codex": "Codex", "pi": "pi"}
+API = {"claude": "Anthropic Messages API", "codex": "OpenAI Responses API", "pi": "Chat Completions API",
+       "qwen": "Chat Completions API"}  # fmt: skip
+TITLE = {"claude": "Claude Code", "codex": "Codex", "pi": "pi", "qwen": "Qwen Code"}
+TEXTS = {
+    "claude": "Heads-up from the demo: the build of main is green again.",
+    "codex": "Heads-up from the demo: test_login is flaky on CI.",
+    "pi": "Heads-up from the demo: the changelog needs a 1.4 entry.",
+    "qwen": "Heads-up from the demo: the docs site deploy is paused.",
+}
 
 
 class Session(Protocol):
@@ -83,14 +91,20 @@ class RealDemo:
 
         scratch = session_env(self.root / "versions", self.harnesses, self.state)
         versions = {h: version(exe, scratch) for h, exe in self.harnesses.bins.items()}
+        names = [f"{TITLE[h]} {versions[h]}" for h in ("claude", "codex", "pi", "qwen") if h in versions]
         self.out(
-            f"crosstalk demo: real Claude Code {versions['claude']}, Codex {versions['codex']} and pi {versions['pi']}"
+            f"crosstalk demo: real {', '.join(names[:-1])} and {names[-1]}"
             f" sessions (found {self.harnesses.where}), in a temporary dir {self.root}"
         )
         self.out("  their models are scripted model servers on 127.0.0.1 (the demo scripts each model's part)\n")
         self.sessions["pi"] = PiSession(self.root / "pi", self.harnesses, self.state, self.procs, PI_HANDLE)
         self.sessions["claude"] = ClaudeSession(self.root / "claude", self.harnesses, self.state, self.procs)
         self.sessions["codex"] = codex = CodexSession(self.root / "codex", self.harnesses, self.state, self.procs)
+        if "qwen" in self.harnesses.bins:  # its first prompt (on its command line) registers it
+            from crosstalk.demo.qwen_session import QwenSession
+
+            qwen = QwenSession(self.root / "qwen", self.harnesses, self.state, self.procs, WHO)
+            self.sessions["qwen"] = qwen
         self.orchestrator.start(self.root)
         claude = self.sessions["claude"]
         claude.model.scripts_by[WHO] = f"CALL {claude.tool_prefix}list_agents {{}}"
@@ -128,12 +142,8 @@ class RealDemo:
     # ------------------------------------------------------------------ messages
     def send_into_each(self) -> None:
         self.out("\nA message into each session (sender → receiver, kind, state):")
-        texts = {
-            "claude": "Heads-up from the demo: the build of main is green again.",
-            "codex": "Heads-up from the demo: test_login is flaky on CI.",
-            "pi": "Heads-up from the demo: the changelog needs a 1.4 entry.",
-        }
-        for harness, text in texts.items():
+        for harness in self.sessions:
+            text = TEXTS[harness]
             msg = self.orchestrator.message(self.names[harness], text)
             state = self.orchestrator.send(msg).state.value
             self.record(Sent(ORCHESTRATOR, self.names[harness], harness, "inform", text, state))
@@ -166,10 +176,12 @@ class RealDemo:
         self.out(f"  {row.sender:<{self.width}} → {row.to:<{self.width}}  {row.kind:<7} {row.state:<9} {row.text!r}")
 
     def landed(self, row: Sent) -> None:
-        """Wait until the receiving model read the text; count it in that model's newest request."""
+        """Wait until the receiving model read the text; count it in that model's newest request (of the session's
+        own turns: Qwen's TUI also asks its model things of its own, without tools, which are not counted)."""
         session = self.sessions[row.harness]
-        self.wait_read(session, lambda r: row.text in r.raw, repr(row.text))
-        newest = session.model.model_requests()[-1]
+        own = row.harness != "qwen"
+        self.wait_read(session, lambda r: row.text in r.raw and (own or bool(r.body.get("tools"))), repr(row.text))
+        newest = [r for r in session.model.model_requests() if own or r.body.get("tools")][-1]
         row.seen = newest.raw.count(json.dumps(row.text)[1:-1])
 
     def wait_read(self, session: Session, found: Callable[[RecordedRequest], bool], what: str, after: int = 0) -> None:
@@ -234,8 +246,11 @@ class RealDemo:
             at = next((k for k, line in enumerate(lines) if row.text in line), None)
             if at is None:
                 continue
-            opened = at > 0 and lines[at - 1].lstrip().startswith("<")  # an envelope: its open and close tags
-            block = lines[at - 1 : at + 2] if opened else lines[at : at + 1]
+            start = at
+            while start > 0 and lines[start - 1].lstrip().startswith("[crosstalk "):  # crosstalk's header (Qwen)
+                start -= 1
+            opened = start > 0 and lines[start - 1].lstrip().startswith("<")  # an envelope: its open and close tags
+            block = lines[start - 1 : at + 2] if opened else lines[start : at + 1]
             self.out(f"  {TITLE[harness]}:")
             for line in block:
                 self.out(f"    {line}")

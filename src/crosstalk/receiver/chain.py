@@ -235,8 +235,8 @@ class Receiver:
 
     async def settle_late(self, message_id: str, result: InjectResult) -> Outcome | None:
         """Journal the harness's later word on `message_id` (durable, then apply), then tell the late listeners.
-        A held message moves to its final state once; an accepted one moves only when the harness contradicts it
-        (held or refused after all). Anything else (a repeat, a word on a settled message) changes nothing: None."""
+        Held moves to its final state once; accepted only when contradicted (held or refused after all); queued
+        only when lost unread (unreachable). Anything else (a repeat, a word on a settled one) changes nothing."""
         async with self._late_lock:
             entry = self.state.messages.get(message_id)
             if entry is None:
@@ -245,11 +245,12 @@ class Receiver:
             if entry.state is State.DISPATCHING:
                 self._early[message_id] = result  # the held answer is still being journaled: applied after it
                 return None
-            held = entry.state is State.HELD and result.state in LATE_STATES
             contradicted = entry.state is State.ACCEPTED and result.state in (State.HELD, State.REJECTED)
-            if not (held or contradicted):
+            lost = entry.state is State.QUEUED and result.state is State.UNREACHABLE
+            if not ((entry.state is State.HELD and result.state in LATE_STATES) or contradicted or lost):
                 return None
-            evidence = {**result.evidence, "late": True, **({"contradicts": "accepted"} if contradicted else {})}
+            after = {"contradicts": "accepted"} if contradicted else {"after": "queued"} if lost else {}
+            evidence = {**result.evidence, "late": True, **after}
             rec = R.outcome(message_id, result.state, result.reason, self.identity.binding, evidence)
             try:
                 await self.record([rec])

@@ -6,7 +6,9 @@ agent's task when the target is a crosstalk agent), then watched until it settle
   task (GetTask, as a task frame on the target's socket: shim/sending.py; every POLL_S) until its delivery is no
   longer held;
 - to a session without crosstalk, the harness tells the process that wrote the message (Claude's receipts,
-  harness/claude/receipts.py): the final word comes to this shim on a reader thread.
+  harness/claude/receipts.py; Qwen's, harness/qwen/receipts.py): the final word comes to this shim on a reader
+  thread. Qwen also says when a message it answered `delivered` (queued) was lost unread (`expired`: the session
+  exited first; `misaddressed`): the sending session is told that too, the same way.
 The final word is journaled first (the `held_send` record, settled), then told to the sending session as a notice
 from crosstalk (a short inform through its receiver chain), and the record is marked notified. After a restart the
 watches resume from the journal: a target agent's task still answers; a native session's receipts went to the old
@@ -18,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 from typing import Any
 
 from crosstalk.agent import AgentHost
@@ -29,6 +32,7 @@ from crosstalk.registry.paths import StatePaths
 log = logging.getLogger(__name__)
 
 POLL_S = 1.0
+QUEUED_WATCH_S = 600.0  # how long a queued native send's later loss is told (harness/qwen/receipts.LATE_WINDOW_S)
 GONE_AFTER = 10  # failed reads of the target's task in a row before it counts as gone
 NATIVE_LOST = (
     "the session without crosstalk tells only the process that wrote the message what its user did, and that "
@@ -37,11 +41,13 @@ NATIVE_LOST = (
 TARGET_GONE = "the receiving agent ended while its session held the message"
 
 
-def notice(message_id: str, to: str, state: str, reason: str | None) -> str:
-    """What the sending session reads when a held message settles."""
-    head = f"crosstalk: your message {message_id} to {to}, held for its user,"
+def notice(message_id: str, to: str, state: str, reason: str | None, was: str = "held for its user") -> str:
+    """What the sending session reads when a held (or queued, then lost) message settles."""
+    head = f"crosstalk: your message {message_id} to {to}, {was},"
     if state == State.ACCEPTED.value:
         return f"{head} was delivered."
+    if state == State.QUEUED.value:
+        return f"{head} was delivered: {reason or 'queued for its model'}"
     return f"{head} was not delivered ({state}): {reason or 'no reason given'}"
 
 
@@ -55,6 +61,7 @@ class HeldSends:
         self.client_for = client_for
         self._tasks: set[asyncio.Task[None]] = set()
         self._journaled: dict[str, asyncio.Event] = {}  # native message id → set once its held record is durable
+        self._queued: dict[str, float] = {}  # native message id answered queued → when (a later loss is told)
 
     # ------------------------------------------------------------------ starting a watch
     async def held_by_agent(self, host: AgentHost, message_id: str, to: str, to_agent: str, task_id: str) -> None:
@@ -81,8 +88,15 @@ class HeldSends:
     async def held_native(self, host: AgentHost, message_id: str, to: str, state: str, reason: str | None) -> None:
         """A native delivery came back: journal it if it is held (its later word may already be on its way)."""
         event = self._journaled.get(message_id)
+        if state == State.QUEUED.value:
+            now = time.monotonic()
+            for mid in [m for m, at in self._queued.items() if now - at > QUEUED_WATCH_S]:
+                del self._queued[mid]
+            self._queued[message_id] = now
         if state != State.HELD.value:
             self._journaled.pop(message_id, None)
+            if event is not None:
+                event.set()
             return
         try:
             await host.record([R.held_send(message_id, state, reason, to=to)])
@@ -147,9 +161,23 @@ class HeldSends:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(event.wait(), 10.0)  # the held record first, then its final word
         self._journaled.pop(mid, None)
+        if self._queued.pop(mid, None) is not None:
+            if result.state is State.UNREACHABLE:  # queued, then lost unread
+                await self._tell_lost(host, mid, to, result)
+            return
         if mid not in host.state.held_sends:
             return  # never answered held (a contradiction of an accepted send is the receiver's to journal)
         await self._settle(host, mid, to, result.state.value, result.reason)
+        if result.state is State.QUEUED:  # released into the session's queue: it may still be lost unread
+            self._queued[mid] = time.monotonic()
+
+    async def _tell_lost(self, host: AgentHost, mid: str, to: str, result: InjectResult) -> None:
+        try:
+            await host.record([R.held_send(mid, result.state.value, result.reason, to=to)])
+        except Exception:
+            log.exception("could not journal the loss of queued send %s", mid)
+            return
+        await self._tell(host, mid, to, result.state.value, result.reason, "queued for its model")
 
     async def _settle(self, host: AgentHost, mid: str, to: str, state: str, reason: str | None) -> None:
         known = host.state.held_sends.get(mid, {})
@@ -162,9 +190,11 @@ class HeldSends:
             return
         await self._tell(host, mid, to, state, reason)
 
-    async def _tell(self, host: AgentHost, mid: str, to: str, state: str, reason: str | None) -> None:
+    async def _tell(
+        self, host: AgentHost, mid: str, to: str, state: str, reason: str | None, was: str = "held for its user"
+    ) -> None:
         try:
-            told = await host.notify(notice(mid, to, state, reason))
+            told = await host.notify(notice(mid, to, state, reason, was))
         except Exception:
             log.exception("could not tell the session the final word on %s", mid)
             return

@@ -72,3 +72,16 @@ def test_how_to_get_them_names_the_install_script_and_the_npm_packages():
     assert "scripts/install_harnesses.sh" in HOW_TO_GET
     for package in ("@anthropic-ai/claude-code", "@openai/codex", "@mariozechner/pi-coding-agent"):
         assert package in HOW_TO_GET
+
+
+def test_qwen_is_taken_when_found_and_never_missed(dirs: tuple[Path, Path]):
+    """The demo adds a Qwen Code session when its CLI is there, and runs the three without it."""
+    bins, node = dirs
+    for name in ("claude", "codex", "pi"):
+        executable(bins / name)
+    without = find_harnesses(bins, {"PATH": str(node)})
+    assert without.complete and "qwen" not in without.bins
+    executable(bins / "qwen")
+    found = find_harnesses(bins, {"PATH": str(node)})
+    assert found.complete and found.bins["qwen"] == bins / "qwen"
+    assert "node (for qwen)" in find_harnesses(bins, {"PATH": ""}).missing

@@ -94,20 +94,31 @@ async def _delivered(tmp_path: Path) -> None:
     assert user["message"]["content"].startswith("[crosstalk inform · from agents:alice · message-id ")
 
 
-def test_held_then_released_settles_accepted_through_the_sink(tmp_path: Path) -> None:
-    asyncio.run(_held(tmp_path))
+@pytest.mark.parametrize(
+    ("statuses", "first", "later"),
+    [(("held", "delivered"), State.HELD, [State.QUEUED]),
+     (("held", "delivered", "expired"), State.HELD, [State.QUEUED, State.UNREACHABLE]),
+     (("held", "expired"), State.HELD, [State.UNREACHABLE]),
+     (("delivered", "expired"), State.QUEUED, [State.UNREACHABLE]),
+     (("delivered", "misaddressed"), State.QUEUED, [State.UNREACHABLE])],
+)  # fmt: skip
+def test_every_later_receipt_goes_to_the_sink_as_its_one_state(
+    tmp_path: Path, statuses: tuple[str, ...], first: State, later: list[State]
+) -> None:
+    asyncio.run(_later(tmp_path, statuses, first, later))
 
 
-async def _held(tmp_path: Path) -> None:
+async def _later(tmp_path: Path, statuses: tuple[str, ...], first: State, later: list[State]) -> None:
     qa = await adapter(tmp_path)
     settled: asyncio.Queue[tuple[str, InjectResult]] = asyncio.Queue()
     qa.on_settled(lambda mid, result: settled.put_nowait((mid, result)))
     req = request()
-    async with FakeQwen(tmp_path / "in.sock", "held", "delivered"):
+    async with FakeQwen(tmp_path / "in.sock", *statuses):
         result = await qa.inject(req)
-        assert result.state is State.HELD
-        mid, late = await asyncio.wait_for(settled.get(), 5)
-    assert mid == req.message.message_id and late.state is State.ACCEPTED
+        assert result.state is first
+        words = [await asyncio.wait_for(settled.get(), 5) for _ in later]
+    assert [mid for mid, _ in words] == [req.message.message_id] * len(later)
+    assert [r.state for _, r in words] == later
 
 
 @pytest.mark.parametrize(("status", "error"), [("refused", ReceiverRefused), ("misaddressed", HarnessRefused),

@@ -150,3 +150,42 @@ def test_a_late_word_is_told_to_late_listeners_once(tmp_path: Path) -> None:
         run(main())
     finally:
         rig.close()
+
+
+def test_a_queued_message_lost_unread_moves_to_unreachable_and_its_ask_fails(tmp_path: Path) -> None:
+    """Qwen's `delivered` is queued; `expired` after it (the session exited with it unread) is the harness's later
+    word on it: journaled, its ask task failed. A later delivered or queued word changes nothing."""
+    from crosstalk.core.kinds import Kind
+    from crosstalk.harness.base import InjectResult
+
+    lost = InjectResult(State.UNREACHABLE, "expired: it never reached the model", {"qwen": "receipt"})
+
+    async def body(rig: Rig, svc: TaskService) -> None:
+        m = msg("for later", kind=Kind.ASK)
+        await svc.send(CAROL, m, task_id=None, return_immediately=True)
+        await wait_for(lambda: svc.table.holding(m.message_id).view.delivery == "queued")  # type: ignore[union-attr]
+        assert svc.table.holding(m.message_id).view.state is TaskState.WORKING  # type: ignore[union-attr]
+        assert await rig.receiver.settle_late(m.message_id, InjectResult(State.QUEUED, "again")) is None
+        moved = await rig.receiver.settle_late(m.message_id, lost)
+        assert moved is not None and moved.state is State.UNREACHABLE and moved.evidence["after"] == "queued"
+        await wait_for(lambda: svc.table.holding(m.message_id).view.state is TaskState.FAILED)  # type: ignore[union-attr]
+        assert outcomes(rig, m.message_id) == ["queued", "unreachable"]
+        assert await rig.receiver.settle_late(m.message_id, lost) is None  # once
+
+    run_with_service(tmp_path, body, script=["queue"])
+
+
+def test_a_released_held_message_may_settle_queued(tmp_path: Path) -> None:
+    """A harness that queues what it delivers (Qwen) settles a released message `queued`: one state per word."""
+    from crosstalk.harness.base import InjectResult
+
+    async def body(rig: Rig, svc: TaskService) -> None:
+        m = msg()
+        view = await svc.send(CAROL, m, task_id=None, return_immediately=False)
+        assert view.delivery == "held"
+        rig.fake.held.pop(m.message_id)
+        await rig.receiver.settle_late(m.message_id, InjectResult(State.QUEUED, "released by its user"))
+        await wait_for(lambda: svc.table.holding(m.message_id).view.state is TaskState.COMPLETED)  # type: ignore[union-attr]
+        assert outcomes(rig, m.message_id) == ["held", "queued"]
+
+    run_with_service(tmp_path, body, script=["hold"])

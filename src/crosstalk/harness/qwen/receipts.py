@@ -32,11 +32,14 @@ from pathlib import Path
 from crosstalk.core.errors import UntrustedInput
 from crosstalk.core.states import State
 from crosstalk.core.untrusted import loads
+from crosstalk.fs import trace
 from crosstalk.harness.base import InjectResult
 from crosstalk.harness.receipt_inbox import MAX_RECEIPT_BYTES, InboxServer, alive, prune, read_all
 
 GONE_GRACE_S = 2.0  # how long a session that ended may take to send its `expired` receipts
-LATE_WINDOW_S = 30.0  # how long a delivered message is still listened for (expired, misaddressed after all)
+# How long a delivered message is still listened for: Qwen answers `expired` when the session exits with it unread and
+# `misaddressed` when `/clear` or `/resume` swaps the session first, which may be long after a busy turn ends.
+LATE_WINDOW_S = 600.0
 NEXT = {
     None: frozenset({"held", "delivered", "denied", "refused", "expired", "misaddressed", "dropped"}),
     "held": frozenset({"delivered", "denied", "expired", "misaddressed"}),
@@ -184,6 +187,7 @@ class ReceiptInbox(InboxServer):
                 return  # a repeat, or a word the protocol does not allow here
             entry.status = receipt.status
             entry.receipts.append(receipt)
+            trace.mark("harness_receipt", harness="qwen", status=receipt.status)
             if receipt.status == "delivered" or receipt.status in FINAL:
                 entry.settled_at = time.monotonic()  # forgotten by the sweep; a final word is the last one anyway
             self._cond.notify_all()
@@ -254,9 +258,10 @@ def _close() -> None:
 
 
 def late_result(receipt: Receipt) -> InjectResult:
-    """A later receipt's state, for the late-outcome path (core.states.LATE_STATES): a held message the user
-    released is `accepted` (Qwen queued it for its model: it is in the session)."""
+    """A later receipt's state, for the late-outcome path (core.states.LATE_STATES): the same one state `result_of`
+    gives each word (a held message the user released is `queued`, as one delivered at once is: Qwen queued it for
+    its model, which sees it when the session is idle), said as a later word."""
     result = result_of(receipt)
     if result.state is State.QUEUED:
-        return InjectResult(State.ACCEPTED, "released by its user: Qwen Code queued it for its model", result.evidence)
+        return InjectResult(State.QUEUED, f"released by its user; {QUEUED_REASON}", result.evidence)
     return result

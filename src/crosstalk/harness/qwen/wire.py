@@ -18,6 +18,7 @@ import socket
 import uuid
 
 from crosstalk.core.states import State
+from crosstalk.fs import trace
 from crosstalk.harness.base import InjectResult
 from crosstalk.harness.errors import HarnessDisconnected, PreSendFailure
 from crosstalk.harness.qwen import receipts
@@ -64,6 +65,7 @@ def write(socket_path: str, payload: bytes) -> None:
         try:
             sock.sendall(payload)
             sock.shutdown(socket.SHUT_WR)
+            trace.mark("harness_write", harness="qwen")
         except OSError as exc:
             raise HarnessDisconnected(f"the write to the Qwen Code session broke: {exc}") from None
         sock.settimeout(EOF_TIMEOUT_S)
