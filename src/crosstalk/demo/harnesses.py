@@ -17,10 +17,18 @@ OPTIONAL = ("qwen",)  # the demo adds a session of it when found, and runs witho
 NEEDS_NODE = ("codex", "pi", "qwen")
 VERSION_TIMEOUT_S = 20.0
 SETUP_TIMEOUT_S = 60.0
-HOW_TO_GET = (
-    "bash scripts/install_harnesses.sh in a crosstalk checkout, or "
-    "npm install -g @anthropic-ai/claude-code @openai/codex @mariozechner/pi-coding-agent"
-)
+
+
+def _how_to_get() -> str:
+    """The versions crosstalk is tested with, exactly (a plain `npm install -g` resolves to an older Claude Code on
+    node 20): from the one pin file the installer and doctor read."""
+    from crosstalk.doctor.pins import load_pins
+
+    wanted = " ".join(f"{p.package}@{p.version}" for p in load_pins() if p.command in (*HARNESSES, *OPTIONAL))
+    return f"bash scripts/dev.sh demo in a crosstalk checkout (it installs them), or npm install -g {wanted}"
+
+
+HOW_TO_GET = _how_to_get()
 
 
 @dataclass(frozen=True, slots=True)

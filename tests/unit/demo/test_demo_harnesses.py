@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from crosstalk.demo.harnesses import HOW_TO_GET, find_harnesses
+from crosstalk.demo.harnesses import HARNESSES, HOW_TO_GET, OPTIONAL, find_harnesses
+from crosstalk.doctor.pins import load_pins
 
 
 def executable(path: Path) -> Path:
@@ -68,10 +69,11 @@ def test_codex_and_pi_without_node_are_missing_node(dirs: tuple[Path, Path]):
     assert found.missing == ("node (for codex)", "node (for pi)")
 
 
-def test_how_to_get_them_names_the_install_script_and_the_npm_packages():
-    assert "scripts/install_harnesses.sh" in HOW_TO_GET
-    for package in ("@anthropic-ai/claude-code", "@openai/codex", "@mariozechner/pi-coding-agent"):
-        assert package in HOW_TO_GET
+def test_how_to_get_them_names_the_set_up_and_the_pinned_npm_packages():
+    assert "scripts/dev.sh demo" in HOW_TO_GET
+    for pin in load_pins():
+        if pin.command in (*HARNESSES, *OPTIONAL):
+            assert f"{pin.package}@{pin.version}" in HOW_TO_GET
 
 
 def test_qwen_is_taken_when_found_and_never_missed(dirs: tuple[Path, Path]):
