@@ -1,7 +1,7 @@
-"""Every command in the README works as typed: each ```bash block is run by bash, in order, in a scratch HOME with
-crosstalk on PATH (`/tmp/` becomes the scratch directory, so a run leaves nothing behind). A block is classified
-below by its first line; a new block must be added there. Lines that need what a test machine cannot give a shell
-(a terminal, the set-up the test command itself is) are named, with why, and every other line runs."""
+"""Every command in the README and docs/recipes.md works as typed: each ```bash block is run by bash, in order, in a
+scratch HOME with crosstalk on PATH (`/tmp/` becomes the scratch directory, so a run leaves nothing behind). A block
+is classified below by its first line; a new block must be added there. Lines that need what a test machine cannot
+give a shell (a terminal, the set-up the test command itself is) are named, with why, and every other line runs."""
 
 from __future__ import annotations
 
@@ -48,12 +48,26 @@ BLOCKS: dict[str, tuple[list[list[str]], list[str]]] = {
         [],
         ["== reply ", "and the tests?", "stopped"],
     ),
+    # docs/recipes.md
+    "crosstalk agent start --harness fake --name coder --inbox /tmp/coder.jsonl": ([], ["accepted ", "→ coder"]),
+    'crosstalk agent start --harness fake --name coder --answer "yes: the retry stops after 3 tries"': (
+        [],
+        ["→ coder (replied)\nyes: the retry stops after 3 tries\n"],
+    ),
+    "crosstalk agent start --harness fake --name lead --role orchestrator": (
+        [],
+        ["→ worker-1 (delivered)", "refused (exit 3): a worker hears only its parent"],
+    ),
 }
+DOCS = ("README.md", "docs/recipes.md")
 
 
 def readme_blocks() -> list[str]:
-    text = (REPO / "README.md").read_text()
-    return [m.group(1) for m in re.finditer(r"^```bash\n(.*?)^```", text, re.M | re.S)]
+    out = []
+    for doc in DOCS:
+        text = (REPO / doc).read_text()
+        out += [m.group(1) for m in re.finditer(r"^```bash\n(.*?)^```", text, re.M | re.S)]
+    return out
 
 
 def _first_line(block: str) -> str:
