@@ -75,6 +75,7 @@ class Receiver:
         self._late_lock = asyncio.Lock()
         self._late_tasks: set[asyncio.Task[Outcome | None]] = set()
         self._deferred_buckets: dict[str, str] = {}  # a journaled message's sender bucket, from check to dispatch
+        self._settles_from = (State.HELD, State.QUEUED) if getattr(harness, "settles_queued", False) else (State.HELD,)
         if isinstance(harness, SettlesLater):
             harness.on_settled(self._on_late)
 
@@ -245,7 +246,7 @@ class Receiver:
             if entry.state is State.DISPATCHING:
                 self._early[message_id] = result  # the held answer is still being journaled: applied after it
                 return None
-            held = entry.state is State.HELD and result.state in LATE_STATES
+            held = entry.state in self._settles_from and result.state in LATE_STATES
             contradicted = entry.state is State.ACCEPTED and result.state in (State.HELD, State.REJECTED)
             if not (held or contradicted):
                 return None
