@@ -40,7 +40,7 @@ from crosstalk.harness.base import (
     render_envelope,
 )
 from crosstalk.harness.errors import PreSendFailure
-from crosstalk.harness.gemini.sessions import parent_of, read_record, run_dir, socket_path
+from crosstalk.harness.gemini.sessions import parent_of, read_record, run_dir, socket_path, status_of
 
 NAME = "gemini"
 READ_TIMEOUT_S = 5.0
@@ -104,9 +104,10 @@ class GeminiAdapter:
         directory = run_dir(self._environ, create=True)
         if directory is None:
             self.reason = "no private directory for crosstalk's Gemini sockets (/tmp/crosstalk-gemini-<uid>)"
-        elif read_record(self._environ, pid) is None:
+        elif (record := read_record(self._environ, pid)) is None:
             self.reason = "no live Gemini CLI session record for this shim's parent (is crosstalk's hook installed?)"
         else:
+            self._status = status_of(record)
             path = socket_path(directory, pid)
             with contextlib.suppress(FileNotFoundError):
                 path.unlink()  # a socket the session's previous shim left (one shim per Gemini process)

@@ -12,6 +12,7 @@ and reads one JSON object from its stdout. On every event it records `{Gemini pr
 - `SessionStart`: the record only.
 
 It never fails Gemini: any problem prints `{}` (no context) and exits 0. No shim listening: nothing is queued.
+The record is written after the exchange with the shim.
 """
 
 from __future__ import annotations
@@ -80,10 +81,12 @@ def main(argv: list[str]) -> int:
         if isinstance(session_id, str) and session_id and directory is not None:
             pid = gemini_pid(os.getppid())
             cwd = data.get("cwd") if isinstance(data.get("cwd"), str) else None
-            write_record(directory, pid, session_id, cwd)
             path = socket_path(directory, pid)
-            if event in ASKS and path.exists():
-                ask(str(path), event, session_id, emit)
+            try:
+                if event in ASKS and path.exists():
+                    ask(str(path), event, session_id, emit)
+            finally:  # after the exchange: a record saying AfterAgent means the shim knows the turn ended
+                write_record(directory, pid, session_id, cwd, event)
     except Exception:  # a hook never fails its session
         pass
     if not printed:

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from crosstalk.harness.base import CallEvidence, ConfigChange, SessionIdentity, SessionRow, derived_name
-from crosstalk.harness.gemini.sessions import live_records, read_record, run_dir, socket_path
+from crosstalk.harness.gemini.sessions import live_records, read_record, run_dir, socket_path, status_of
 
 if TYPE_CHECKING:
     from crosstalk.harness.gemini.adapter import GeminiAdapter
@@ -69,7 +69,7 @@ class GeminiKind:
                     session_ref=ref,
                     name=derived_name(NAME, ref),
                     cwd=record.get("cwd") if isinstance(record.get("cwd"), str) else None,
-                    status="unknown",
+                    status=status_of(record),
                     reachable=served,
                     reason=None if served else "crosstalk's MCP server is not running in this Gemini CLI session",
                     pid=pid,

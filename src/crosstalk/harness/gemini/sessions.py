@@ -3,7 +3,8 @@
 Gemini process `<pid>`:
 
     <pid>.json   the record crosstalk's hook writes on every hook event: the session id Gemini gave the hook on
-                 stdin, the process's start ticks, cwd; Gemini's MCP children and hooks share that process as parent
+                 stdin, the process's start ticks, cwd, the event; Gemini's MCP children and hooks share that
+                 process as parent
     <pid>.sock   the socket the shim's adapter listens on while it serves that session; the hook asks it for what
                  is queued (harness/gemini/hook.py)
 
@@ -72,12 +73,13 @@ def gemini_pid(start: int) -> int:
     return pid
 
 
-def write_record(directory: Path, pid: int, session_id: str, cwd: str | None) -> bool:
-    """The record for process `pid` naming `session_id`; written only when it changes. True when written."""
+def write_record(directory: Path, pid: int, session_id: str, cwd: str | None, event: str | None = None) -> bool:
+    """The record for process `pid` naming `session_id` and the hook event it saw last (`status` reads it); written
+    only when it changes. True when written."""
     start = proc_start_time(pid)
     if start is None:
         return False
-    data = {"pid": pid, "start": start, "sessionId": session_id, "cwd": cwd}
+    data = {"pid": pid, "start": start, "sessionId": session_id, "cwd": cwd, "event": event}
     path = directory / f"{pid}.json"
     if read_record_at(path) == data:
         return False
@@ -87,6 +89,14 @@ def write_record(directory: Path, pid: int, session_id: str, cwd: str | None) ->
         f.write(json.dumps(data))
     os.replace(tmp, path)
     return True
+
+
+def status_of(record: dict[str, Any] | None) -> str:
+    """busy while a turn runs (its last hook event started one or ended a tool call), idle after it ended."""
+    event = record.get("event") if record else None
+    return {"BeforeAgent": "busy", "AfterTool": "busy", "AfterAgent": "idle", "SessionStart": "idle"}.get(
+        str(event), "unknown"
+    )
 
 
 def read_record_at(path: Path) -> dict[str, Any] | None:
