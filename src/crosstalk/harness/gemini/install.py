@@ -71,7 +71,8 @@ def hook_group(event: str, python: str) -> dict[str, Any]:
     return {**({"matcher": ".*"} if event == "AfterTool" else {}), "hooks": [hook]}
 
 
-def _ours(group: Any) -> bool:
+def ours(group: Any) -> bool:
+    """A hook group crosstalk's install added."""
     hooks = group.get("hooks") if isinstance(group, dict) else None
     return isinstance(hooks, list) and any(isinstance(h, dict) and h.get("name") == SERVER for h in hooks)
 
@@ -98,11 +99,11 @@ def install(
         lists = {event: hooks.setdefault(event, []) for event in EVENTS}
         if not all(isinstance(v, list) for v in lists.values()):
             raise InstallError(f"{path}: a hooks entry is not a list; fix it, then install again")
-        if servers.get(SERVER) == wanted and all([g for g in lists[e] if _ours(g)] == [groups[e]] for e in EVENTS):
+        if servers.get(SERVER) == wanted and all([g for g in lists[e] if ours(g)] == [groups[e]] for e in EVENTS):
             return raw
         servers[SERVER] = wanted
         for event in EVENTS:
-            lists[event][:] = [g for g in lists[event] if not _ours(g)] + [groups[event]]
+            lists[event][:] = [g for g in lists[event] if not ours(g)] + [groups[event]]
         return json_bytes(settings)
 
     before, after = _edit(path, add)
@@ -133,8 +134,8 @@ def uninstall(scope: str, environ: Mapping[str, str], cwd: Path) -> list[ConfigC
         hooks = hooks if isinstance(hooks, dict) else {}
         for event in EVENTS:
             groups = hooks.get(event)
-            if isinstance(groups, list) and any(_ours(g) for g in groups):
-                hooks[event] = [g for g in groups if not _ours(g)]
+            if isinstance(groups, list) and any(ours(g) for g in groups):
+                hooks[event] = [g for g in groups if not ours(g)]
                 changed = True
                 if not hooks[event]:
                     del hooks[event]
