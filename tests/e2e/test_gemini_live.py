@@ -131,6 +131,24 @@ def test_a_shell_send_to_an_idle_gemini_is_queued_then_seen_with_the_next_prompt
     assert late["state"] == "accepted" and late["evidence"]["gemini"] == "BeforeAgent", late
 
 
+def test_claude_to_an_idle_gemini_is_queued_seen_at_the_next_prompt_and_claude_is_told(live: Live):
+    g, c = gemini(live), claude(live)
+    wait_idle(g)
+    token = secrets.token_hex(4)
+    n = len(c.requests())
+    c.say(f"CALL mcp__crosstalk__send_message {json.dumps({'to': live.names['g'], 'text': f'idle hello {token}'})}")
+    answer = c.wait_tool_result("send_message", after=n)
+    assert answer["state"] == "queued" and "with the user's next prompt" in answer["reason"], answer
+    assert answer["settles"] == "crosstalk tells the sender when the hook hands it to the model", answer
+    assert not any(f"idle hello {token}" in r.raw for r in g.requests())
+    m = len(g.requests())
+    g.say(f"good morning {token}")
+    seen = g.wait_seen(f"idle hello {token}", after=m)
+    assert f"good morning {token}" in seen.raw and f'from-name=\\"{live.names["c"]}\\"' in seen.raw
+    told = f"your message {answer['message_id']} to {live.names['g']}, queued for its model, was delivered"
+    assert "BeforeAgent hook" in c.wait_seen(told).raw
+
+
 def test_claude_to_gemini_mid_turn_is_seen_at_the_next_tool_boundary_once(live: Live):
     g, c = gemini(live), claude(live)
     token = secrets.token_hex(4)

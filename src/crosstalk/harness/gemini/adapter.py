@@ -53,6 +53,7 @@ IDLE_REASON = (
     "queued: the Gemini CLI session is idle; its model sees it with the user's next prompt (crosstalk's BeforeAgent "
     "hook). Nothing can start a turn in an idle Gemini CLI session"
 )
+SETTLES = "crosstalk tells the sender when the hook hands it to the model"
 WHERE = {
     "AfterTool": "with a tool result, in the running turn",
     "BeforeAgent": "with the user's prompt, at the start of a turn",
@@ -139,8 +140,8 @@ class GeminiAdapter:
             raise PreSendFailure("the Gemini CLI process now runs another session (/clear or /resume)")
         self._queue.append((request.message.message_id, self.render(request)))
         reason = BUSY_REASON if self._status == "busy" else IDLE_REASON
-        return InjectResult(State.QUEUED, reason, {"gemini": "hook-queue", "session": self._status,
-                                                    "position": len(self._queue)})  # fmt: skip
+        evidence = {"gemini": "hook-queue", "session": self._status, "settles": SETTLES}
+        return InjectResult(State.QUEUED, reason, evidence)
 
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         taken: list[str] = []
