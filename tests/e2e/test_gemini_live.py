@@ -177,3 +177,22 @@ def test_gemini_to_claude_by_name(live: Live):
     assert g.wait_tool_result("send_message", after=n)["state"] == "accepted"
     seen = c.wait_seen(f"hello claude {token}").raw
     assert f'from-name=\\"{live.names["g"]}\\"' in seen or live.names["g"] in seen
+
+
+def test_an_ask_from_claude_is_answered_by_gemini_with_reply(live: Live):
+    g, c = gemini(live), claude(live)
+    wait_idle(g)
+    token = secrets.token_hex(4)
+    answer = json.dumps({"message_id": "$MESSAGE_ID", "text": f"use main {token}"})
+    ask = {"to": live.names["g"], "text": f"which branch {token}?\nCALL mcp_crosstalk_reply {answer}",
+           "deadline_seconds": 120}  # fmt: skip
+    n = len(c.requests())
+    c.say(f"CALL mcp__crosstalk__ask {json.dumps(ask)}")
+    ask_id = c.wait_tool_result("ask", after=n)["message_id"]
+    m = len(g.requests())
+    g.say(f"anything for me {token}")
+    seen = g.wait_seen(f"which branch {token}?", after=m).raw
+    assert f"answer with the crosstalk reply tool, message_id {ask_id}" in seen
+    assert g.wait_tool_result("reply", after=m)["state"] == "replied"
+    got = c.wait_seen(f'in-reply-to=\\"{ask_id}\\"', after=n).raw  # the reply, not the ask that carried its text
+    assert f"use main {token}" in got and live.names["g"] in got
