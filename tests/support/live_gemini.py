@@ -43,7 +43,11 @@ class LiveGemini:
         self.pid = 0
 
     @classmethod
-    def start(cls, root: Path, *, crosstalk_home: Path, run_dir: Path, install: bool = True) -> LiveGemini:
+    def start(
+        cls, root: Path, *, crosstalk_home: Path, run_dir: Path, install: bool = True,
+        settings: dict[str, Any] | None = None,
+    ) -> LiveGemini:  # fmt: skip
+        """`install` false: crosstalk is not set up for it; `settings`: more of its user settings (a bare hook)."""
         for sub in ("home/.gemini", "tmp"):
             (root / sub).mkdir(parents=True, exist_ok=True)
         cwd = root / root.name
@@ -56,7 +60,7 @@ class LiveGemini:
             "GEMINI_API_KEY": "dummy", "GOOGLE_GEMINI_BASE_URL": mock.base_url, "GEMINI_CLI_NO_RELAUNCH": "true",
             "CROSSTALK_HOME": str(crosstalk_home), "CROSSTALK_GEMINI_RUN_DIR": str(run_dir),
         }  # fmt: skip
-        (root / "home" / ".gemini" / "settings.json").write_text(json.dumps(SETTINGS, indent=2) + "\n")
+        (root / "home" / ".gemini" / "settings.json").write_text(json.dumps({**SETTINGS, **(settings or {})}) + "\n")
         if install:
             subprocess.run([str(CROSSTALK), "install", "gemini"], env=env, cwd=cwd, check=True, capture_output=True,
                            timeout=60)  # fmt: skip

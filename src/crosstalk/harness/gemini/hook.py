@@ -22,9 +22,12 @@ import json
 import os
 import socket
 import sys
-from typing import Any
 
 from crosstalk.harness.gemini.sessions import gemini_pid, run_dir, socket_path, write_record
+
+TYPE_CHECKING = False  # not `typing`: this module is on the path of a hook Gemini runs on every tool call
+if TYPE_CHECKING:
+    from typing import Any
 
 MAX_STDIN = 4 * 1024 * 1024
 MAX_ANSWER = 8 * 1024 * 1024

@@ -19,12 +19,15 @@ import contextlib
 import json
 import os
 import stat
-from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import Any
 
 from crosstalk.fs.procinfo import is_same_process, proc_start_time
 from crosstalk.fs.reading import read_capped
+
+TYPE_CHECKING = False  # not `typing`: this module is on the path of a hook Gemini runs on every tool call
+if TYPE_CHECKING:
+    from collections.abc import Iterator, Mapping
+    from typing import Any
 
 RUN_DIR_ENV = "CROSSTALK_GEMINI_RUN_DIR"
 MAX_RECORD_BYTES = 16 * 1024
