@@ -1,7 +1,9 @@
 """Claude → Gemini mid-turn through crosstalk, beside a bare hook handing the model the same text, in one run.
 
 A real Gemini CLI 0.61.0 TUI in tmux with crosstalk installed (`crosstalk install gemini`), a second one with only a
-bare AfterTool hook (bench/bare_gemini_hook.py: it hands over what waits in a file), and a real `claude` 2.1.332,
+bare AfterTool hook (bench/bare_gemini_hook.py: it hands over what waits in a file) and crosstalk's MCP server
+without crosstalk's hooks (so both offer the model the same tools and run the same MCP child), and a real
+`claude` 2.1.332,
 each against its own mock model server. Each round the Gemini session runs a shell call (`sleep SLEEP_S`); while it
 runs, the message is queued: by Claude's `send_message` (crosstalk) or by this process writing the file (bare). The
 model reads it with that call's result (AfterTool). Latency on the mocks' clock: from the end of the shell call
@@ -61,8 +63,10 @@ def main() -> None:
         g = LiveGemini.start(root / "g", crosstalk_home=root / "xt", run_dir=run_dir)
         argv = " ".join(shlex.quote(str(x)) for x in (sys.executable, BARE, queue))
         hook = {"name": "bare", "type": "command", "command": argv}
-        b = LiveGemini.start(root / "b", crosstalk_home=root / "xt", run_dir=run_dir, install=False,
-                             settings={"hooks": {"AfterTool": [{"matcher": ".*", "hooks": [hook]}]}})  # fmt: skip
+        servers = json.loads((root / "g" / "home" / ".gemini" / "settings.json").read_text())["mcpServers"]
+        b = LiveGemini.start(root / "b", crosstalk_home=root / "xb", run_dir=run_dir, install=False,
+                             settings={"mcpServers": servers,
+                                       "hooks": {"AfterTool": [{"matcher": ".*", "hooks": [hook]}]}})  # fmt: skip
         run_env = {"CROSSTALK_GEMINI_RUN_DIR": str(run_dir)}
         c = LiveClaude.start(root / "c", crosstalk_home=root / "xt", extra_env=run_env)
         g.say("CALL mcp_crosstalk_list_agents {}")
