@@ -148,7 +148,7 @@ def test_claude_to_an_idle_gemini_is_queued_seen_at_the_next_prompt_and_claude_i
     seen = g.wait_seen(f"idle hello {token}", after=m)
     assert f"good morning {token}" in seen.raw and f'from-name=\\"{live.names["c"]}\\"' in seen.raw
     told = f"your message {answer['message_id']} to {live.names['g']}, queued for its model, was delivered"
-    assert "BeforeAgent hook" in c.wait_seen(told).raw
+    c.wait_seen(f"{told} (handed to the Gemini model with the user's prompt, at the start of a turn (BeforeAgent")
 
 
 def test_claude_to_gemini_mid_turn_is_seen_at_the_next_tool_boundary_once(live: Live):

@@ -139,7 +139,8 @@ class HeldSends:
                 log.info("reading the task of held send %s failed: %s", mid, exc)
                 view = None
             if view is not None and view.delivery not in PENDING:
-                await self._settle(host, mid, to, str(view.delivery or State.UNKNOWN.value), view.reason)
+                reason = (view.answer.reason if view.answer is not None else None) or view.reason
+                await self._settle(host, mid, to, str(view.delivery or State.UNKNOWN.value), reason)
                 return
             failures = failures + 1 if view is None else 0
             if failures >= GONE_AFTER:
