@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 
 from tests.support.live_claude import CROSSTALK, LiveClaude
-from tests.support.live_gemini import LiveGemini
+from tests.support.live_gemini import LiveGemini, answer_of
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -198,3 +198,37 @@ def test_an_ask_from_claude_is_answered_by_gemini_with_reply(live: Live):
     assert g.wait_tool_result("reply", after=m)["state"] == "replied"
     got = c.wait_seen(f'in-reply-to=\\"{ask_id}\\"', after=n).raw  # the reply, not the ask that carried its text
     assert f"use main {token}" in got and live.names["g"] in got
+
+
+def test_a_killed_shim_comes_back_as_the_same_agent_with_its_name(live: Live):
+    """The Gemini session's crosstalk MCP child is killed (-9); after `/mcp refresh` Gemini starts it again, and the
+    next crosstalk call finds the same agent (same agent_id and name, its journal replayed); messages reach it."""
+    import signal
+
+    from crosstalk.fs.procinfo import pid_alive
+
+    g = gemini(live)
+    wait_idle(g)
+    old = g.agent()
+    os.kill(old.pid, signal.SIGKILL)
+    deadline = time.monotonic() + 30
+    while pid_alive(old.pid):
+        assert time.monotonic() < deadline, f"shim {old.pid} still running 30 s after SIGKILL"
+        time.sleep(0.01)
+    token = secrets.token_hex(4)
+    g.say("/mcp refresh")  # Gemini does not start a crashed MCP server again by itself: its user refreshes them
+    deadline = time.monotonic() + 90
+    while True:  # until the refreshed server answers (a call before it is up fails with Gemini's tool error)
+        n = len(g.requests())
+        g.say("CALL mcp_crosstalk_list_agents {}")
+        wait_idle(g)
+        texts = g.tool_results("mcp_crosstalk_list_agents", after=n)
+        if texts and "agents" in (answer_of(json.loads(texts[-1])) or {}):
+            break
+        assert time.monotonic() < deadline, (texts, g.tail())
+    new = g.agent()
+    assert new.agent_id == old.agent_id and new.pid != old.pid and new.name == old.name == live.names["g"]
+    out = live.cli("send", live.names["g"], f"after the restart {token}", "--json")
+    assert json.loads(out.stdout)["state"] == "queued", (out.stdout, out.stderr)
+    g.say(f"still there {token}")
+    g.wait_seen(f"after the restart {token}")

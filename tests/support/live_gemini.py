@@ -117,6 +117,21 @@ class LiveGemini:
             return data if isinstance(data, dict) else None
         return None
 
+    def agent(self, timeout: float = WAIT_S) -> Any:
+        """The crosstalk agent of this session's current session id (its descriptor), once its shim registered it."""
+        from crosstalk.registry.discovery import list_descriptors
+        from crosstalk.registry.paths import StatePaths
+
+        paths = StatePaths(Path(self.env["CROSSTALK_HOME"]))
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            ref = (self.record() or {}).get("sessionId")
+            for d in list_descriptors(paths):
+                if d.harness == "gemini" and d.session_ref == ref:
+                    return d
+            time.sleep(0.05)
+        raise AssertionError(f"{self.root.name} has no crosstalk agent\n{self.tail()}")
+
     def requests(self) -> list[RecordedRequest]:
         return self.mock.conversation_requests()
 
@@ -150,7 +165,7 @@ class LiveGemini:
         deadline = time.monotonic() + timeout
         while True:
             for text in reversed(self.tool_results(name, after)):
-                found = _answer(json.loads(text))
+                found = answer_of(json.loads(text))
                 if found is not None:
                     return found
             assert time.monotonic() < deadline and self.alive(), f"no result of {name} reached gemini's model\n" + (
@@ -180,22 +195,22 @@ class LiveGemini:
         self.close()
 
 
-def _answer(value: Any) -> dict[str, Any] | None:
+def answer_of(value: Any) -> dict[str, Any] | None:
     """The crosstalk JSON answer inside a function response (a string holding JSON, or nested under output)."""
     if isinstance(value, dict):
         if "state" in value or "agents" in value:
             return value
         for inner in value.values():
-            found = _answer(inner)
+            found = answer_of(inner)
             if found is not None:
                 return found
     if isinstance(value, list):
         for inner in value:
-            found = _answer(inner)
+            found = answer_of(inner)
             if found is not None:
                 return found
     if isinstance(value, str):
         start = value.find("{")
         with contextlib.suppress(ValueError):  # Gemini wraps an MCP tool's output: <untrusted_context>{…}</…>
-            return _answer(json.JSONDecoder().raw_decode(value[start:])[0]) if start >= 0 else None
+            return answer_of(json.JSONDecoder().raw_decode(value[start:])[0]) if start >= 0 else None
     return None
