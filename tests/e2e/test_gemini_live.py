@@ -232,3 +232,27 @@ def test_a_killed_shim_comes_back_as_the_same_agent_with_its_name(live: Live):
     assert json.loads(out.stdout)["state"] == "queued", (out.stdout, out.stderr)
     g.say(f"still there {token}")
     g.wait_seen(f"after the restart {token}")
+
+
+def test_gemini_to_codex_and_pi_by_name(live: Live, require: Callable[[str], Path]):
+    from tests.support.live_codex import LiveCodex
+    from tests.support.live_pi import LivePi
+
+    require("codex")
+    require("pi")
+    g = gemini(live)
+    cx = LiveCodex.start(live.root / "cx", crosstalk_home=live.root / "xt")
+    live.closers.append(cx.close)
+    pi = LivePi.start(live.root / "p", crosstalk_home=live.root / "xt", PI_CROSSTALK_HANDLE="pi-g")
+    live.closers.append(pi.close)
+    thread = cx.start_thread()
+    cx.say(thread, "CALL mcp__crosstalk.list_agents {}")
+    codex_name = next(r for r in cx.wait_tool_result("list_agents")["agents"] if r.get("self"))["name"]
+    token = secrets.token_hex(4)
+    for to, text in ((codex_name, f"to codex {token}"), ("pi-g", f"to pi {token}")):
+        wait_idle(g)
+        n = len(g.requests())
+        g.say(f"CALL mcp_crosstalk_send_message {json.dumps({'to': to, 'text': text})}")
+        assert g.wait_tool_result("send_message", after=n)["state"] in ("accepted", "queued")
+    cx.wait_seen(f"to codex {token}")
+    assert f"[from agents:{live.names['g']}] to pi {token}" in pi.wait_seen(f"to pi {token}").raw
