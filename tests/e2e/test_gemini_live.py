@@ -217,6 +217,10 @@ def test_a_killed_shim_comes_back_as_the_same_agent_with_its_name(live: Live):
         time.sleep(0.01)
     token = secrets.token_hex(4)
     g.say("/mcp refresh")  # Gemini does not start a crashed MCP server again by itself: its user refreshes them
+    deadline = time.monotonic() + 60
+    while "crosstalk - Ready" not in g.screen():  # keys typed while it reloads are lost
+        assert time.monotonic() < deadline, g.tail()
+        time.sleep(0.05)
     deadline = time.monotonic() + 90
     while True:  # until the refreshed server answers (a call before it is up fails with Gemini's tool error)
         n = len(g.requests())
