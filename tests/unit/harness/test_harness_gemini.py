@@ -166,3 +166,17 @@ def test_the_hook_never_fails_its_session(env: dict[str, str], monkeypatch: pyte
     monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(b"not json")))
     assert hook.main(["AfterTool"]) == 0
     assert json.loads(capsys.readouterr().out) == {}
+
+
+def test_prune_removes_only_what_ended_processes_left(env: dict[str, str]) -> None:
+    from crosstalk.harness.gemini.sessions import prune
+
+    directory = run_dir(env)
+    assert directory is not None
+    write_record(directory, PARENT, "live", "/w")
+    dead = directory / "999999999.json"
+    dead.write_text(json.dumps({"pid": 999999999, "start": "1", "sessionId": "gone"}))
+    (directory / "999999999.sock").write_text("")
+    (directory / "other.txt").write_text("")
+    prune(directory)
+    assert sorted(p.name for p in directory.iterdir()) == sorted([f"{PARENT}.json", "other.txt"])

@@ -9,7 +9,7 @@ and reads one JSON object from its stdout. On every event it records `{Gemini pr
   (Gemini appends it to the prompt, or to the tool's result: the model reads it in its next request), and only
   after that write tells the shim which messages it handed over;
 - `AfterAgent` (the turn ended): it tells the shim the session is idle;
-- `SessionStart`: the record only.
+- `SessionStart`: the record, after removing those of Gemini processes that ended.
 
 It never fails Gemini: any problem prints `{}` (no context) and exits 0. No shim listening: nothing is queued.
 The record is written after the exchange with the shim.
@@ -23,7 +23,7 @@ import os
 import socket
 import sys
 
-from crosstalk.harness.gemini.sessions import gemini_pid, run_dir, socket_path, write_record
+from crosstalk.harness.gemini.sessions import gemini_pid, prune, run_dir, socket_path, write_record
 
 TYPE_CHECKING = False  # not `typing`: this module is on the path of a hook Gemini runs on every tool call
 if TYPE_CHECKING:
@@ -82,6 +82,8 @@ def main(argv: list[str]) -> int:
         session_id = data.get("session_id") if isinstance(data, dict) else None
         directory = run_dir(os.environ, create=True)
         if isinstance(session_id, str) and session_id and directory is not None:
+            if event == "SessionStart":
+                prune(directory)
             pid = gemini_pid(os.getppid())
             cwd = data.get("cwd") if isinstance(data.get("cwd"), str) else None
             path = socket_path(directory, pid)

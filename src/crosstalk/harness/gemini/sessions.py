@@ -142,3 +142,23 @@ def live_records(environ: Mapping[str, str]) -> Iterator[tuple[int, dict[str, An
             record = read_record(environ, int(stem))
             if record is not None:
                 yield int(stem), record
+
+
+def prune(directory: Path) -> None:
+    """Remove what Gemini processes that ended left here: each `<pid>.json` whose process (pid and start ticks) is
+    gone, with its `<pid>.sock`. Run by the hook when a session starts."""
+    try:
+        names = os.listdir(directory)[:MAX_RECORDS]
+    except OSError:
+        return
+    for name in names:
+        stem, _, ext = name.partition(".")
+        if ext != "json" or not stem.isdigit():
+            continue
+        data = read_record_at(directory / name)
+        start = data.get("start") if data else None
+        if isinstance(start, str) and is_same_process(int(stem), start):
+            continue
+        for path in (directory / name, socket_path(directory, int(stem))):
+            with contextlib.suppress(OSError):
+                path.unlink()
