@@ -129,6 +129,8 @@ def test_a_shell_send_to_an_idle_gemini_is_queued_then_seen_with_the_next_prompt
     assert parts_with(g, f"build 481 failed {token}") == 1  # seen once: in the history, never handed over again
     rows = [r for r in json.loads(live.cli("list", "--json").stdout) if r["name"] == live.names["g"]]
     assert [(r["harness"], r["crosstalk"], r["reachable"]) for r in rows] == [("gemini", True, True)], rows
+    snap = json.loads(live.cli("watch", "--once", "--json").stdout)  # `watch` shows the agent
+    assert any(a["name"] == live.names["g"] and a["harness"] == "gemini" for a in snap["agents"]), snap["agents"]
     late = late_outcome(live, live.names["g"], answer["message_id"])  # the hand-over settled it in the journal
     assert late["state"] == "accepted" and late["evidence"]["gemini"] == "BeforeAgent", late
 
