@@ -98,7 +98,7 @@ _STATES = {s.value: s for s in State}
 _REASONS = {r.value: r for r in Reason}
 # Evidence a model reads in a tool answer (the rest is for the journal and the CLI's --json): that a message went
 # natively to a session without crosstalk, and what to do about a refusal decided on the sending side.
-SHOWN_EVIDENCE = ("native", "hint")
+SHOWN_EVIDENCE = ("native", "hint", "settles")  # settles: a queued message's hand-over is told later
 
 
 def parse_reason(value: str | None) -> str | None:

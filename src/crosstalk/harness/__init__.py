@@ -48,6 +48,7 @@ KINDS: dict[str, Entry] = {
     "fake": Entry("crosstalk.harness.fake", standalone=True, installable=False),
     "pi": Entry("crosstalk.harness.pi"),
     "qwen": Entry("crosstalk.harness.qwen", auto=True, native=True),
+    "gemini": Entry("crosstalk.harness.gemini", auto=True),
 }
 
 

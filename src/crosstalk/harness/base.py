@@ -201,7 +201,9 @@ class SettlesLater(Protocol):
     """Optional, for an adapter whose harness may answer an injection `held` and say later what its user did (Claude
     Code's hold receipts). The chain gives the adapter its sink once; the adapter calls `sink(message_id, result)`
     on the event loop, once per held message, with the final word (accepted, rejected, unreachable, unknown). A
-    result for a message it answered accepted means the harness contradicted it (held or refused after all)."""
+    result for a message it answered accepted means the harness contradicted it (held or refused after all). An
+    adapter with `settles_queued = True` (Gemini: its hook hands a queued message over later) settles its `queued`
+    answers the same way."""
 
     def on_settled(self, sink: LateSink) -> None: ...
 

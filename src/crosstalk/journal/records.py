@@ -150,9 +150,11 @@ def held_send(
     to_agent: str | None = None,
     task_id: str | None = None,
     notified: bool = False,
+    was: str | None = None,
 ) -> dict[str, Any]:
     """An outbound message held by the receiving session (state held, with what to watch: the target agent's task,
-    or none for a session without crosstalk), then its final word (`notified`: the sending session was told)."""
+    or none for a session without crosstalk), then its final word (`notified`: the sending session was told; `was`:
+    what it waited as, held or queued)."""
     rec = _base(HELD_SEND)
     rec.update(message_id=message_id, state=state, reason=reason, to=to)
     if to_agent is not None:
@@ -161,6 +163,8 @@ def held_send(
         rec["task_id"] = task_id
     if notified:
         rec["notified"] = True
+    if was is not None:
+        rec["was"] = was
     return rec
 
 

@@ -65,16 +65,15 @@ class Receiver:
         self.open_messages = open_messages or list  # what a bounce notice lists as still answerable
         self.stats = ChainStats()
         self._inflight: dict[tuple[str, str], asyncio.Future[Outcome]] = {}
-        self._default_waits = 0
-        self._stalled = False  # the last injection timed out (see _inject_and_record)
-        self._admitting = 0  # admitted by the checks, journal write not yet done
-        self._admitting_asks = 0
+        self._default_waits, self._stalled = 0, False  # _stalled: the last injection timed out (_inject_and_record)
+        self._admitting = self._admitting_asks = 0  # admitted by the checks, journal write not yet done
         self._listeners: list[Listener] = []
         self._late_listeners: list[LateListener] = []
         self._early: dict[str, InjectResult] = {}  # a final word that arrived before its held answer was journaled
         self._late_lock = asyncio.Lock()
         self._late_tasks: set[asyncio.Task[Outcome | None]] = set()
         self._deferred_buckets: dict[str, str] = {}  # a journaled message's sender bucket, from check to dispatch
+        self._settles_from = (State.HELD, State.QUEUED) if getattr(harness, "settles_queued", False) else (State.HELD,)
         if isinstance(harness, SettlesLater):
             harness.on_settled(self._on_late)
 
@@ -234,9 +233,9 @@ class Receiver:
         task.add_done_callback(self._late_tasks.discard)
 
     async def settle_late(self, message_id: str, result: InjectResult) -> Outcome | None:
-        """Journal the harness's later word on `message_id` (durable, then apply), then tell the late listeners.
-        Held moves to its final state once; accepted only when contradicted (held or refused after all); queued
-        only when lost unread (unreachable). Anything else (a repeat, a word on a settled one) changes nothing."""
+        """Journal the harness's later word on `message_id` (durable, then apply), then tell the late listeners. Held
+        (queued, for a harness that settles those) moves on once; accepted only when contradicted (held or refused
+        after all); queued only when lost unread (unreachable). A repeat, or a word on a settled one, does nothing."""
         async with self._late_lock:
             entry = self.state.messages.get(message_id)
             if entry is None:
@@ -245,9 +244,10 @@ class Receiver:
             if entry.state is State.DISPATCHING:
                 self._early[message_id] = result  # the held answer is still being journaled: applied after it
                 return None
+            settled = entry.state in self._settles_from and result.state in LATE_STATES - {entry.state}
             contradicted = entry.state is State.ACCEPTED and result.state in (State.HELD, State.REJECTED)
             lost = entry.state is State.QUEUED and result.state is State.UNREACHABLE
-            if not ((entry.state is State.HELD and result.state in LATE_STATES) or contradicted or lost):
+            if not (settled or contradicted or lost):
                 return None
             after = {"contradicts": "accepted"} if contradicted else {"after": "queued"} if lost else {}
             evidence = {**result.evidence, "late": True, **after}

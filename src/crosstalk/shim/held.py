@@ -41,11 +41,16 @@ NATIVE_LOST = (
 TARGET_GONE = "the receiving agent ended while its session held the message"
 
 
-def notice(message_id: str, to: str, state: str, reason: str | None, was: str = "held for its user") -> str:
-    """What the sending session reads when a held (or queued, then lost) message settles."""
+PENDING = (State.HELD.value, State.QUEUED.value)  # a watched send waits in one of these until its final word
+WAS = {State.HELD.value: "held for its user", State.QUEUED.value: "queued for its model"}
+
+
+def notice(message_id: str, to: str, state: str, reason: str | None, was: str = WAS[State.HELD.value]) -> str:
+    """What the sending session reads when a held message (or a queued one: lost later, or its hand-over told
+    later) settles."""
     head = f"crosstalk: your message {message_id} to {to}, {was},"
     if state == State.ACCEPTED.value:
-        return f"{head} was delivered."
+        return f"{head} was delivered{f' ({reason})' if was == WAS[State.QUEUED.value] and reason else ''}."
     if state == State.QUEUED.value:
         return f"{head} was delivered: {reason or 'queued for its model'}"
     return f"{head} was not delivered ({state}): {reason or 'no reason given'}"
@@ -64,9 +69,11 @@ class HeldSends:
         self._queued: dict[str, float] = {}  # native message id answered queued → when (a later loss is told)
 
     # ------------------------------------------------------------------ starting a watch
-    async def held_by_agent(self, host: AgentHost, message_id: str, to: str, to_agent: str, task_id: str) -> None:
-        """A send to crosstalk agent `to_agent` was answered held: journal it, then watch its task."""
-        rec = R.held_send(message_id, State.HELD.value, None, to=to, to_agent=to_agent, task_id=task_id)
+    async def held_by_agent(self, host: AgentHost, message_id: str, to: str, to_agent: str, result: Any) -> None:
+        """A send to crosstalk agent `to_agent` was answered held (or queued, with the hand-over told later:
+        `settles`): journal it, then watch its task."""
+        task_id, state = str(result["task_id"]), str(result["state"])
+        rec = R.held_send(message_id, state, None, to=to, to_agent=to_agent, task_id=task_id)
         try:
             await host.record([rec])
         except Exception:
@@ -111,7 +118,7 @@ class HeldSends:
             if rec.get("notified"):
                 continue
             to = str(rec.get("to") or "?")
-            if rec.get("state") != State.HELD.value:  # settled, but the session was not told yet
+            if rec.get("state") not in PENDING:  # settled, but the session was not told yet
                 self._spawn(self._tell(host, mid, to, str(rec.get("state")), rec.get("reason")))
             elif rec.get("task_id") and rec.get("to_agent"):
                 self._spawn(self._watch_task(host, mid, to, str(rec["to_agent"]), str(rec["task_id"])))
@@ -146,8 +153,9 @@ class HeldSends:
             except Exception as exc:  # the target is restarting, or its socket is busy: try again
                 log.info("reading the task of held send %s failed: %s", mid, exc)
                 view = None
-            if view is not None and view.delivery != State.HELD.value:
-                await self._settle(host, mid, to, str(view.delivery or State.UNKNOWN.value), view.reason)
+            if view is not None and view.delivery not in PENDING:
+                reason = (view.answer.reason if view.answer is not None else None) or view.reason
+                await self._settle(host, mid, to, str(view.delivery or State.UNKNOWN.value), reason)
                 return
             failures = failures + 1 if view is None else 0
             if failures >= GONE_AFTER:
@@ -177,27 +185,31 @@ class HeldSends:
         except Exception:
             log.exception("could not journal the loss of queued send %s", mid)
             return
-        await self._tell(host, mid, to, result.state.value, result.reason, "queued for its model")
+        await self._tell(host, mid, to, result.state.value, result.reason, State.QUEUED.value)
 
     async def _settle(self, host: AgentHost, mid: str, to: str, state: str, reason: str | None) -> None:
         known = host.state.held_sends.get(mid, {})
-        if known.get("notified") or known.get("state") not in (None, State.HELD.value, state):
+        if known.get("notified") or known.get("state") not in (None, *PENDING, state):
             return
         try:
-            await host.record([R.held_send(mid, state, reason, to=to)])
+            was = known.get("was") or (known.get("state") if known.get("state") in PENDING else None)
+            await host.record([R.held_send(mid, state, reason, to=to, was=was)])
         except Exception:
             log.exception("could not journal the final word on held send %s", mid)
             return
         await self._tell(host, mid, to, state, reason)
 
     async def _tell(
-        self, host: AgentHost, mid: str, to: str, state: str, reason: str | None, was: str = "held for its user"
+        self, host: AgentHost, mid: str, to: str, state: str, reason: str | None, was: str | None = None
     ) -> None:
+        """`was`: what the send waited as (held or queued); None: as its record says."""
+        if was is None:
+            was = str(host.state.held_sends.get(mid, {}).get("was") or State.HELD.value)
         try:
-            told = await host.notify(notice(mid, to, state, reason, was))
+            told = await host.notify(notice(mid, to, state, reason, WAS.get(was, WAS[State.HELD.value])))
         except Exception:
             log.exception("could not tell the session the final word on %s", mid)
             return
         if told.delivered:
             with contextlib.suppress(Exception):
-                await host.record([R.held_send(mid, state, reason, to=to, notified=True)])
+                await host.record([R.held_send(mid, state, reason, to=to, notified=True, was=was)])

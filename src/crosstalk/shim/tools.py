@@ -260,8 +260,8 @@ class ShimRouter:
         trace.mark("a2a_send")
         result = await self.sender.send(host, target, msg, return_immediately=ask)
         await self.sender.count(host, target.agent_id, target.name, result)
-        if result["state"] == State.HELD and result.get("task_id"):
-            await self.held.held_by_agent(host, msg.message_id, target.name, target.agent_id, result["task_id"])
+        if (result["state"] == State.HELD or result.get("settles")) and result.get("task_id"):
+            await self.held.held_by_agent(host, msg.message_id, target.name, target.agent_id, result)
         if result["state"] == State.UNREACHABLE and not target.inbound_reachable:
             result.setdefault("hint", f"{target.name} cannot receive messages: {target.inbound_reason}")
         return result

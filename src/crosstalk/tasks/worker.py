@@ -118,6 +118,8 @@ class DispatchWorker:
         if outcome.delivered and is_ask(task):
             opened = [obligation_record(message_id, task.view.task_id, "open", None)] if first else []
             await self.ledger.record(task, state=TaskState.WORKING, answer=answer, reason=None, extra=opened)
+        elif outcome.state is State.QUEUED and outcome.evidence.get("settles") and not task.awaiting:
+            await self.ledger.record(task, state=TaskState.WORKING, answer=answer, reason=outcome.reason)  # Gemini
         elif outcome.delivered and task.awaiting:
             await self.ledger.record(task, state=TaskState.WORKING, answer=answer, reason=None)
         elif outcome.delivered:

@@ -16,7 +16,7 @@ def test_nothing_installed_is_healthy(machine: Machine) -> None:
     code, report = machine.doctor()
     assert code == 0
     rows = _installed(report)
-    assert set(rows) == {"claude", "codex", "pi", "qwen"}
+    assert set(rows) == {"claude", "codex", "pi", "qwen", "gemini"}
     assert all(r["status"] == "ok" and "not installed" in r["text"] for r in rows.values())
 
 
@@ -66,3 +66,21 @@ def test_an_unreadable_config_is_a_problem_naming_the_file(machine: Machine) -> 
     code, report = machine.doctor()
     [p] = problems(report, "installed")
     assert code == 1 and p["text"].startswith(f"codex: {config}: not valid TOML")
+
+
+def test_a_gemini_install_without_its_hook_says_to_install_again(machine: Machine) -> None:
+    """Without crosstalk's hooks a Gemini session is never identified and no message reaches its model."""
+    assert machine.crosstalk("install", "gemini").returncode == 0
+    settings = machine.home / ".gemini" / "settings.json"
+    assert _installed(machine.doctor()[1])["gemini"]["text"] == f"gemini: crosstalk installed ({settings})"
+    data = json.loads(settings.read_text())
+    del data["hooks"]["AfterTool"]
+    settings.write_text(json.dumps(data))
+    code, report = machine.doctor()
+    by_fix = {f["fix"]: f["text"] for f in problems(report, "installed")}
+    assert code == 1
+    assert by_fix == {
+        "crosstalk install gemini": f"gemini: installed but crosstalk's AfterTool hook in {settings} is missing"
+    }
+    assert machine.crosstalk("install", "gemini").returncode == 0
+    assert machine.doctor()[0] == 0

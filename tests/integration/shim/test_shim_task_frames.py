@@ -199,3 +199,43 @@ def test_a_peer_without_task_frames_is_sent_over_a2a(monkeypatch: pytest.MonkeyP
             await b.close()
 
     run(main)
+
+
+def test_a_queued_send_whose_hand_over_comes_later_is_told_to_the_sender():
+    """A harness that hands a queued message to its model later (Gemini's hooks: `settles_queued`, evidence
+    `settles`): the sender reads `queued`, the task stays working, and the hand-over is told to the sender's session."""
+    from crosstalk.core.states import State
+    from crosstalk.harness.base import InjectRequest, InjectResult
+
+    class Later(FakeHarness):
+        settles_queued = True
+
+        async def inject(self, request: InjectRequest) -> InjectResult:
+            return InjectResult(State.QUEUED, "queued for the next prompt", {"settles": "told later"})
+
+    async def main(root: Path) -> None:
+        fakes: list[Later] = []
+
+        def later(ident: Any) -> Later:
+            fakes.append(Later(inbox_dir=root / "inbox"))
+            return fakes[-1]
+
+        a = router(root)
+        b = ShimRouter("fake", StatePaths(root / "st"), adapters=later, environ={}, cwd=str(root))
+        try:
+            await call(b, "list_agents", BOB)
+            out, _ = await call(a, "send_message", ALICE, to="bob", text="for the next prompt")
+            assert out["state"] == "queued" and out["settles"] == "told later" and out["task_id"], out
+            bob = b.pool.hosts()[0]
+            assert bob.tasks.table.get(out["task_id"]).view.state.value == "working"
+            assert fakes[0]._sink is not None
+            fakes[0]._sink(out["message_id"], InjectResult(State.ACCEPTED, "handed over", {"gemini": "BeforeAgent"}))
+            told = lambda: [x for x in inbox(root, "alice") if out["message_id"] in x["text"]]  # noqa: E731
+            await until(told, "the hand-over told to alice's session", timeout=15)
+            assert "queued for its model, was delivered (handed over)" in told()[0]["text"]
+            assert bob.tasks.table.get(out["task_id"]).view.state.value == "completed"
+        finally:
+            await a.close()
+            await b.close()
+
+    run(main)

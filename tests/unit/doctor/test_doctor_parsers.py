@@ -22,6 +22,7 @@ def test_the_shipped_pins_are_the_four_harnesses() -> None:
         ("codex", "0.171.0"),
         ("pi", "0.73.1"),
         ("qwen", "0.24.4"),
+        ("gemini", "0.61.0"),
     ]
     assert load_pins()[1].install == "npm install -g @openai/codex@0.171.0"
 

@@ -104,4 +104,4 @@ def test_auto_prefers_codex_evidence_then_claude(claude_dir: Path):
 
 def test_unknown_harness_is_an_error():
     with pytest.raises(ValueError, match="unknown harness"):
-        identify("gemini")
+        identify("nope")

@@ -13,6 +13,7 @@ from crosstalk.doctor.facts import Install
 from crosstalk.fs.reading import read_capped, read_json_object
 from crosstalk.harness.claude import install as claude
 from crosstalk.harness.codex import install as codex
+from crosstalk.harness.gemini import install as gemini
 from crosstalk.harness.pi import install as pi
 from crosstalk.harness.qwen import install as qwen
 
@@ -119,5 +120,29 @@ def qwen_install(environ: Mapping[str, str], cwd: Path) -> Install:
     return Install("qwen", bool(where), tuple(where), command, _runnable(command), tuple(missing))
 
 
+def gemini_install(environ: Mapping[str, str], cwd: Path) -> Install:
+    """`mcpServers.crosstalk` in Gemini CLI's settings, and crosstalk's hook on each event it uses (without them the
+    session is never identified and no message reaches its model)."""
+    where, command, missing = [], (), []
+    try:
+        for scope in gemini.SCOPES:
+            settings = gemini.settings_file(scope, environ, cwd)
+            data = _json(settings)
+            servers, hooks = data.get("mcpServers"), data.get("hooks")
+            entry = servers.get(gemini.SERVER) if isinstance(servers, dict) else None
+            if not isinstance(entry, dict):
+                continue
+            where.append(str(settings))
+            command = command or (entry.get("command", ""), *_argv(entry.get("args")))
+            for event in gemini.EVENTS:
+                groups = hooks.get(event) if isinstance(hooks, dict) else None
+                if not (isinstance(groups, list) and any(gemini.ours(g) for g in groups)):
+                    missing.append(f"crosstalk's {event} hook in {settings}")
+    except (ValueError, OSError) as exc:
+        return Install("gemini", False, error=str(exc))
+    return Install("gemini", bool(where), tuple(where), command, _runnable(command), tuple(missing))
+
+
 def gather(environ: Mapping[str, str], cwd: Path) -> tuple[Install, ...]:
-    return (claude_install(environ, cwd), codex_install(environ), pi_install(environ, cwd), qwen_install(environ, cwd))
+    return (claude_install(environ, cwd), codex_install(environ), pi_install(environ, cwd), qwen_install(environ, cwd),
+            gemini_install(environ, cwd))  # fmt: skip
