@@ -44,7 +44,7 @@ def _kind(args: Any) -> Any:
 
     kind = kinds.kind(args.harness)
     if not isinstance(kind, Installable):
-        fail(f"cannot set up {args.harness} (install supports: claude, codex, pi, qwen)", ErrorKind.USAGE)
+        fail(f"cannot set up {args.harness} (install supports: claude, codex, pi, qwen, opencode)", ErrorKind.USAGE)
     if args.scope not in kind.scopes:
         fail(f"--scope {args.scope!r}: expected one of {', '.join(kind.scopes)}", ErrorKind.USAGE)
     return kind

@@ -24,12 +24,12 @@ def test_each_entry_is_a_package_whose_kind_implements_the_seam(name: str):
 
 
 def test_choices_standalone_and_auto_follow_the_table():
-    assert kinds.choices() == ("auto", "codex", "claude", "fake", "pi", "qwen")
+    assert kinds.choices() == ("auto", "codex", "claude", "fake", "pi", "qwen", "opencode")
     assert kinds.standalone() == ("fake",)
     # a Codex call carries its thread id; a Qwen shim carries QWEN_CODE_SESSION_ID and has a Qwen parent
     assert [k.name for k in kinds.candidates("auto")] == ["codex", "claude", "qwen"]
     assert [k.name for k in kinds.candidates("fake")] == ["fake"]
-    expected = r"unknown harness 'gemini' \(expected one of: auto, codex, claude, fake, pi, qwen\)"
+    expected = r"unknown harness 'gemini' \(expected one of: auto, codex, claude, fake, pi, qwen, opencode\)"
     with pytest.raises(ValueError, match=expected):
         kinds.kind("gemini")
 

@@ -1,0 +1,91 @@
+"""The plugin's inbox: one unix socket per OpenCode process, `<dir>/<pid>.sock`, one JSON line each way per
+connection (integrations/opencode/crosstalk.js says what each op answers).
+
+    dir: $CROSSTALK_OPENCODE_DIR, else $XDG_RUNTIME_DIR/crosstalk-opencode, else $TMPDIR/crosstalk-opencode-<uid>
+
+The plugin and this module compute the same path from the same environment: OpenCode's MCP children inherit it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from crosstalk.core import untrusted
+
+MAX_ANSWER = 1024 * 1024
+CONNECT_S = 2.0
+
+
+class InboxGone(Exception):
+    """Nothing was written: no socket, or nobody listening on it."""
+
+
+class InboxBroken(Exception):
+    """The request was written but no whole answer came back: it may have been acted on."""
+
+
+def socket_dir(environ: Mapping[str, str]) -> Path:
+    if environ.get("CROSSTALK_OPENCODE_DIR"):
+        return Path(environ["CROSSTALK_OPENCODE_DIR"])
+    if environ.get("XDG_RUNTIME_DIR"):
+        return Path(environ["XDG_RUNTIME_DIR"]) / "crosstalk-opencode"
+    return Path(environ.get("TMPDIR") or "/tmp") / f"crosstalk-opencode-{os.getuid()}"
+
+
+def socket_path(environ: Mapping[str, str], pid: int) -> Path:
+    return socket_dir(environ) / f"{pid}.sock"
+
+
+def live_pids(environ: Mapping[str, str]) -> list[int]:
+    """The OpenCode processes whose plugin bound an inbox and that still run."""
+    out = []
+    try:
+        names = os.listdir(socket_dir(environ))
+    except OSError:
+        return []
+    for name in names:
+        stem = name.removesuffix(".sock")
+        if name.endswith(".sock") and stem.isdigit() and Path(f"/proc/{stem}").exists():
+            out.append(int(stem))
+    return sorted(out)
+
+
+def request(path: Path, message: dict[str, Any], timeout: float) -> dict[str, Any]:
+    """One request, its answer (blocking: call it in a thread from asyncio)."""
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        sock.settimeout(CONNECT_S)
+        try:
+            sock.connect(str(path))
+        except OSError as exc:
+            raise InboxGone(f"the OpenCode plugin's inbox {path} does not answer ({exc.strerror or exc})") from None
+        sock.settimeout(timeout)
+        try:
+            sock.sendall((json.dumps(message, ensure_ascii=False) + "\n").encode())
+        except OSError as exc:
+            raise InboxGone(f"the OpenCode plugin's inbox closed before the request was written ({exc})") from None
+        buf = b""
+        try:
+            while not buf.endswith(b"\n") and len(buf) <= MAX_ANSWER:
+                chunk = sock.recv(65536)
+                if not chunk:
+                    break
+                buf += chunk
+        except OSError as exc:
+            raise InboxBroken(f"the OpenCode plugin did not answer ({exc})") from None
+    finally:
+        sock.close()
+    if not buf.endswith(b"\n"):
+        raise InboxBroken("the OpenCode plugin closed the connection without an answer")
+    try:
+        answer = untrusted.loads(buf, what="the OpenCode plugin's answer", max_bytes=MAX_ANSWER)
+    except untrusted.UntrustedInput as exc:
+        raise InboxBroken(str(exc)) from None
+    if not isinstance(answer, dict):
+        raise InboxBroken(f"the OpenCode plugin answered {str(answer)[:120]}")
+    return answer
