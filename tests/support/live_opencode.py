@@ -54,6 +54,7 @@ class LiveOpenCode:
         self.root, self.env, self.mock, self.cwd = root, env, mock, cwd
         self.port = free_port()
         self.proc: subprocess.Popen[bytes] | None = None
+        self._out = (root / "opencode.out").open("wb")
 
     @classmethod
     def start(cls, root: Path, *, crosstalk_home: Path, extra_env: dict[str, str] | None = None) -> LiveOpenCode:
@@ -78,7 +79,7 @@ class LiveOpenCode:
                     "options": {"baseURL": f"{mock.base_url}/v1", "apiKey": "dummy"},
                     "models": {MODEL: {"name": "Mock", "tool_call": True}}}  # fmt: skip
         config = {"provider": {"mock": provider}, "model": f"mock/{MODEL}", "small_model": f"mock/{MODEL}",
-                  "autoupdate": False, "share": "disabled"}  # fmt: skip
+                  "autoupdate": False, "share": "disabled", "permission": {"bash": "allow"}}  # fmt: skip
         (config_dir / "opencode.json").write_text(json.dumps(config, indent=2) + "\n")
         preseed(config_dir)
         subprocess.run([str(CROSSTALK), "install", "opencode"], env=env, cwd=cwd, check=True, capture_output=True,
@@ -87,7 +88,7 @@ class LiveOpenCode:
         try:
             oc.proc = subprocess.Popen(
                 [str(bin_dir() / "opencode"), "serve", "--port", str(oc.port), "--hostname", "127.0.0.1"],
-                cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=(root / "opencode.out").open("wb"),
+                cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=oc._out,
                 stderr=subprocess.STDOUT, start_new_session=True,
             )  # fmt: skip
             oc.wait_ready()
@@ -149,6 +150,14 @@ class LiveOpenCode:
         while self.busy(session):
             assert time.monotonic() < deadline, f"{session} stayed busy\n{self.tail()}"
             time.sleep(0.05)
+
+    def messages(self, session: str) -> list[str]:
+        """The text of every user message OpenCode keeps in `session`, oldest first."""
+        out = []
+        for m in self.http("GET", f"/session/{session}/message") or []:
+            if isinstance(m, dict) and (m.get("info") or {}).get("role") == "user":
+                out.append("".join(p.get("text", "") for p in m.get("parts") or [] if p.get("type") == "text"))
+        return out
 
     def alive(self) -> bool:
         return self.proc is not None and self.proc.poll() is None
@@ -215,6 +224,7 @@ class LiveOpenCode:
                 with contextlib.suppress(ProcessLookupError, PermissionError):
                     os.killpg(self.proc.pid, signal.SIGKILL)
                 self.proc.wait(STOP_S)
+        self._out.close()
         self.mock.stop()
 
     def __enter__(self) -> LiveOpenCode:

@@ -1,0 +1,178 @@
+"""OpenCode for real: the pinned 1.18.33 (`opencode serve`, one process shared by the module's tests, each test in
+sessions and with tokens of its own) with crosstalk installed the README's way (`crosstalk install opencode`),
+against a mock chat-completions server that logs every request; a headless Claude Code session with crosstalk beside
+it. The tests assert what each model saw and the one state each send answered."""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import subprocess
+import tempfile
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.support.live_claude import CROSSTALK, LiveClaude
+from tests.support.live_opencode import LiveOpenCode
+
+pytestmark = pytest.mark.timeout(300)
+
+
+class Live:
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.closers: list[Any] = []
+        self.names: dict[str, str] = {}
+
+    def cli(self, *args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+        env = {"PATH": os.environ["PATH"], "HOME": str(self.root), "CROSSTALK_HOME": str(self.root / "xt"),
+               "USER": "tester", "XDG_RUNTIME_DIR": str(self.root / "o" / "run")}  # fmt: skip
+        return subprocess.run([str(CROSSTALK), *args], env=env, capture_output=True, text=True, timeout=timeout)
+
+
+@pytest.fixture(autouse=True)
+def _clis(require: Callable[[str], Path]) -> None:
+    require("opencode")
+    require("claude")
+
+
+@pytest.fixture(scope="module")
+def live() -> Iterator[Live]:
+    root = Path(tempfile.mkdtemp(prefix="xo", dir="/tmp"))  # short: unix socket paths stay under 108 bytes
+    world = Live(root)
+    try:
+        yield world
+    finally:
+        for close in reversed(world.closers):
+            close()
+        import shutil
+
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def _lazy(live: Live, key: str, start: Callable[[], Any]) -> Any:
+    if not hasattr(live, key):
+        session = start()
+        live.closers.append(session.close)
+        setattr(live, key, session)
+    return getattr(live, key)
+
+
+def opencode(live: Live) -> LiveOpenCode:
+    return _lazy(live, "oc", lambda: LiveOpenCode.start(live.root / "o", crosstalk_home=live.root / "xt"))  # type: ignore[no-any-return]
+
+
+def registered(live: Live, key: str) -> str:
+    """A session of the shared OpenCode process, registered by its first crosstalk tool call; its id."""
+    oc = opencode(live)
+    if key not in live.names:
+        sid = oc.new_session()
+        n = len(oc.requests())
+        oc.say(sid, f"register {key}\nCALL crosstalk_list_agents {{}}")
+        rows = oc.wait_tool_result("list_agents", f"register {key}", after=n)["agents"]
+        me = next(r for r in rows if r.get("self"))
+        assert me["harness"] == "opencode" and me["reachable"] is True, me
+        assert oc.agent(sid).name == me["name"]
+        oc.wait_idle(sid)
+        live.names[key], live.names[f"{key}.sid"] = me["name"], sid
+    return live.names[f"{key}.sid"]
+
+
+def claude(live: Live) -> LiveClaude:
+    c = _lazy(live, "c", lambda: LiveClaude.start(live.root / "c", crosstalk_home=live.root / "xt",
+                                                  config_dir=live.root / "claude"))  # fmt: skip
+    if "c" not in live.names:
+        c.say("CALL mcp__crosstalk__list_agents {}")
+        live.names["c"] = next(r for r in c.wait_tool_result("list_agents")["agents"] if r.get("self"))["name"]
+    return c  # type: ignore[no-any-return]
+
+
+def only_in(oc: LiveOpenCode, sid: str, needle: str) -> str:
+    """The one user message of `sid` carrying `needle` (OpenCode's own record of the session)."""
+    found = [m for m in oc.messages(sid) if needle in m]
+    assert len(found) == 1, (needle, oc.messages(sid))
+    return found[0]
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+def test_a_shell_send_reaches_the_opencode_model_once(live: Live):
+    oc, sid = opencode(live), registered(live, "a")
+    token = secrets.token_hex(4)
+    out = live.cli("send", live.names["a"], f"build 481 failed {token}", "--json")
+    assert out.returncode == 0, out.stderr
+    answer = json.loads(out.stdout)
+    assert answer["state"] == "accepted" and answer["evidence"]["opencode"] == "immediate", answer
+    seen = oc.wait_seen(f"build 481 failed {token}").raw
+    header = f"[crosstalk inform · from @cli:tester (external) · message-id {answer['message_id']}]\\nbuild 481"
+    assert header in seen
+    assert only_in(oc, sid, token).startswith("[crosstalk inform · from @cli:tester (external)")
+
+
+def test_claude_to_opencode_idle_then_mid_turn_seen_once(live: Live):
+    oc, sid, c = opencode(live), registered(live, "a"), claude(live)
+    token = secrets.token_hex(4)
+    n = len(c.requests())
+    c.say(f"CALL mcp__crosstalk__send_message {json.dumps({'to': live.names['a'], 'text': f'idle hello {token}'})}")
+    answer = c.wait_tool_result("send_message", after=n)
+    assert answer["state"] == "accepted", answer
+    seen = oc.wait_seen(f"idle hello {token}").raw
+    assert f"[crosstalk inform · from agents:{live.names['c']} · message-id {answer['message_id']}]" in seen
+    oc.wait_idle(sid)
+    # mid-turn: OpenCode's model is inside a 6 s tool call when the message comes; it joins that turn
+    n_oc = len(oc.requests())
+    oc.say(sid, f'slow turn {token}\nCALL bash {{"command": "sleep 6", "description": "wait"}}')
+    oc.wait_seen(f"slow turn {token}", after=n_oc)
+    assert oc.busy(sid)
+    n = len(c.requests())
+    c.say(f"CALL mcp__crosstalk__send_message {json.dumps({'to': live.names['a'], 'text': f'busy hello {token}'})}")
+    answer = c.wait_tool_result("send_message", after=n)
+    assert answer["state"] == "queued" and "at its next step" in answer["reason"], answer
+    req = oc.wait_seen(f"busy hello {token}", after=n_oc)
+    roles = [m.get("role") for m in req.body["messages"]]
+    assert roles[-2:] == ["tool", "user"], roles  # after the tool's result, in the same turn
+    assert sum(f"busy hello {token}" in json.dumps(m) for m in req.body["messages"]) == 1
+    only_in(oc, sid, f"busy hello {token}")
+
+
+def test_opencode_to_claude_by_name_and_an_ask_answered_with_reply(live: Live):
+    oc, sid, c = opencode(live), registered(live, "a"), claude(live)
+    oc.wait_idle(sid)
+    token = secrets.token_hex(4)
+    n = len(oc.requests())
+    oc.say(sid, f"CALL crosstalk_send_message {json.dumps({'to': live.names['c'], 'text': f'hello claude {token}'})}")
+    assert oc.wait_tool_result("send_message", after=n)["state"] == "accepted"
+    seen = c.wait_seen(f"hello claude {token}").raw
+    assert live.names["a"] in seen
+    oc.wait_idle(sid)
+    # Claude asks; OpenCode's model answers with the reply tool and the id the header gave it
+    reply = json.dumps({"message_id": "$MESSAGE_ID", "text": f"use main {token}"})
+    oc.mock.scripts_by[f"which branch {token}?"] = f"CALL crosstalk_reply {reply}"
+    n = len(c.requests())
+    c.say(f"CALL mcp__crosstalk__ask {json.dumps({'to': live.names['a'], 'text': f'which branch {token}?'})}")
+    ask_id = c.wait_tool_result("ask", after=n)["message_id"]
+    seen = c.wait_seen(f"use main {token}").raw
+    assert ask_id and live.names["a"] in seen
+
+
+def test_two_sessions_of_one_opencode_never_cross(live: Live):
+    oc, a, b = opencode(live), registered(live, "a"), registered(live, "b")
+    assert live.names["a"] != live.names["b"] and oc.agent(a).harness_pid == oc.agent(b).harness_pid
+    token = secrets.token_hex(4)
+    for key in ("a", "b"):
+        out = live.cli("send", live.names[key], f"for {key} {token}", "--json")
+        assert json.loads(out.stdout)["state"] in ("accepted", "queued"), out.stdout
+    for key, sid in (("a", a), ("b", b)):
+        oc.wait_seen(f"for {key} {token}")
+        only_in(oc, sid, f"for {key} {token}")
+        other = "b" if key == "a" else "a"
+        assert not any(f"for {other} {token}" in m for m in oc.messages(sid))
+    # b's tool calls are b's: its send names b as the sender
+    n = len(oc.requests())
+    oc.wait_idle(b)
+    oc.say(b, f"CALL crosstalk_send_message {json.dumps({'to': live.names['a'], 'text': f'from b {token}'})}")
+    assert oc.wait_tool_result("send_message", f"from b {token}", after=n)["state"] in ("accepted", "queued")
+    assert f"from agents:{live.names['b']}" in only_in(oc, a, f"from b {token}")
