@@ -134,8 +134,8 @@ def uninstall(scope: str, environ: Mapping[str, str], cwd: Path) -> list[ConfigC
             changed = True
             if not servers:
                 del settings["mcp"]
-        if isinstance(plugins, list) and any(_ours(p) for p in plugins):
-            settings["plugin"] = [p for p in plugins if not _ours(p)]
+        if isinstance(plugins, list) and any(is_ours(p) for p in plugins):
+            settings["plugin"] = [p for p in plugins if not is_ours(p)]
             changed = True
             if not settings["plugin"]:
                 del settings["plugin"]
@@ -196,7 +196,7 @@ def _parse(path: Path, raw: bytes | None) -> dict[str, Any]:
         raise InstallError(str(exc)) from None
 
 
-def _ours(spec: object) -> bool:
+def is_ours(spec: object) -> bool:
     """A plugin entry naming crosstalk's plugin file (this installation's, or another crosstalk's: same name)."""
     ends = ("/integrations/opencode/crosstalk.js", "/harness/opencode/plugin/crosstalk.js")
     return isinstance(spec, str) and spec.startswith("file://") and spec.endswith(ends)
