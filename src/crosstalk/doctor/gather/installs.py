@@ -123,7 +123,8 @@ def qwen_install(environ: Mapping[str, str], cwd: Path) -> Install:
 def opencode_install(environ: Mapping[str, str], cwd: Path) -> Install:
     """`mcp.crosstalk` in OpenCode's config, and crosstalk's plugin in its `plugin` list, as a file that is there
     (without the plugin no call says which session makes it)."""
-    where, command, missing = [], (), []
+    where, missing = [], []
+    command: tuple[str, ...] = ()
     try:
         for scope in opencode.SCOPES:
             config = opencode.settings_file(scope, environ, cwd)
