@@ -39,6 +39,7 @@ BENCHMARKS = (
     "pi_delivery",
     "own_part",
     "qwen_delivery",
+    "opencode_delivery",
     "many_agents",
 )
 TIMEOUT_S = {"quick": 180.0, "full": 900.0}

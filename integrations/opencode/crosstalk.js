@@ -82,9 +82,12 @@ async function deliver(s, m) {
   const text = String(m.text || "")
   const as = String(m.as || "auto")
   if (!session || !text) return { error: "deliver needs a session and text" }
-  const got = await s.client.session.get({ path: { id: session } }).catch((e) => ({ error: String(e) }))
+  // both asked at once: each is a round trip through OpenCode's own server
+  const [got, status] = await Promise.all([
+    s.client.session.get({ path: { id: session } }).catch((e) => ({ error: String(e) })),
+    statusOf(s, session),
+  ])
   if (!got || got.error || !got.data) return { error: `no session ${session} in this OpenCode process` }
-  const status = await statusOf(s, session)
   if (as === "next_turn" && status !== "idle") {
     const q = s.later.get(session) || []
     q.push(text)
