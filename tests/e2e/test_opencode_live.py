@@ -10,6 +10,7 @@ import os
 import secrets
 import subprocess
 import tempfile
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -176,3 +177,48 @@ def test_two_sessions_of_one_opencode_never_cross(live: Live):
     oc.say(b, f"CALL crosstalk_send_message {json.dumps({'to': live.names['a'], 'text': f'from b {token}'})}")
     assert oc.wait_tool_result("send_message", f"from b {token}", after=n)["state"] in ("accepted", "queued")
     assert f"from agents:{live.names['b']}" in only_in(oc, a, f"from b {token}")
+
+
+def test_a_session_without_crosstalk_yet_is_listed_with_why(live: Live):
+    oc = opencode(live)
+    registered(live, "a")
+    sid = oc.new_session()
+    rows = {row["session_ref"]: row for row in json.loads(live.cli("list", "--json").stdout) if "session_ref" in row}
+    assert rows[live.names["a.sid"]]["crosstalk"] is True, rows
+    row = rows[sid]
+    assert row["harness"] == "opencode" and row["crosstalk"] is False and row["reachable"] is False, row
+    assert "first crosstalk tool call registers it" in row["reason"]
+
+
+def test_the_tui_in_tmux_takes_a_message_and_shows_it(live: Live):
+    t = _lazy(live, "tui", lambda: LiveOpenCode.start(live.root / "t", crosstalk_home=live.root / "xt", tui=True))
+    t.type("CALL crosstalk_list_agents {}")
+    me = next(r for r in t.wait_tool_result("list_agents")["agents"] if r.get("self"))
+    [session] = t.sessions()  # the TUI's own session, from the plugin (the TUI serves no port)
+    assert t.agent(session["id"]).name == me["name"]
+    t.wait_idle(session["id"])
+    token = secrets.token_hex(4)
+    out = live.cli("send", me["name"], f"tui hello {token}", "--json")
+    assert json.loads(out.stdout)["state"] == "accepted", (out.stdout, out.stderr)
+    t.wait_seen(f"tui hello {token}")
+    deadline = time.monotonic() + 30
+    while f"tui hello {token}" not in t.screen():
+        assert time.monotonic() < deadline, t.tail()
+        time.sleep(0.1)
+
+
+def test_a_restarted_opencode_resumes_the_session_under_its_name(live: Live):
+    """Last in the module: the shared OpenCode process is stopped and a new one started on the same state."""
+    oc, sid, name = opencode(live), registered(live, "a"), live.names["a"]
+    journal_before = oc.agent(sid).agent_id
+    oc.close()
+    live.oc = fresh = LiveOpenCode.start(live.root / "o", crosstalk_home=live.root / "xt")  # type: ignore[attr-defined]
+    live.closers.append(fresh.close)
+    fresh.say(sid, "back\nCALL crosstalk_list_agents {}")
+    me = next(r for r in fresh.wait_tool_result("list_agents", "back")["agents"] if r.get("self"))
+    assert me["name"] == name and fresh.agent(sid).agent_id == journal_before
+    fresh.wait_idle(sid)
+    token = secrets.token_hex(4)
+    out = live.cli("send", name, f"after restart {token}", "--json")
+    assert json.loads(out.stdout)["state"] == "accepted", (out.stdout, out.stderr)
+    fresh.wait_seen(f"after restart {token}")

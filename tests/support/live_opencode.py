@@ -10,6 +10,9 @@ nothing, so the config directory is pre-seeded with exactly that (docs/dev/openc
     with LiveOpenCode.start(root / "o", crosstalk_home=root / "xt") as oc:
         sid = oc.new_session()
         oc.say(sid, "CALL crosstalk_list_agents {}")
+
+`tui=True`: the interactive TUI instead, in a tmux server of its own (tests/support/tmux_pane.py), with no port:
+what it shows is read off the screen, its sessions off the plugin's inbox (`sessions`).
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import shlex
 import signal
 import socket
 import subprocess
@@ -29,10 +33,12 @@ from crosstalk.demo.models import RecordedRequest, ScriptedQwenChat
 from crosstalk.demo.models.base import text_parts
 from crosstalk.demo.models.wiring import MODEL
 from tests.support.live_claude import CROSSTALK, bin_dir
+from tests.support.tmux_pane import TmuxPane
 
 WAIT_S = 60.0
 STOP_S = 10.0
 PLUGIN_DEP = "@opencode-ai/plugin"
+READY = "Ask anything"  # the TUI's prompt is up and takes keys
 
 
 def preseed(config_dir: Path) -> None:
@@ -54,10 +60,13 @@ class LiveOpenCode:
         self.root, self.env, self.mock, self.cwd = root, env, mock, cwd
         self.port = free_port()
         self.proc: subprocess.Popen[bytes] | None = None
+        self.pane: TmuxPane | None = None
         self._out = (root / "opencode.out").open("wb")
 
     @classmethod
-    def start(cls, root: Path, *, crosstalk_home: Path, extra_env: dict[str, str] | None = None) -> LiveOpenCode:
+    def start(
+        cls, root: Path, *, crosstalk_home: Path, extra_env: dict[str, str] | None = None, tui: bool = False
+    ) -> LiveOpenCode:
         for sub in ("home/.config/opencode", "tmp", "run"):
             (root / sub).mkdir(parents=True, exist_ok=True)
         (root / "run").chmod(0o700)
@@ -86,6 +95,15 @@ class LiveOpenCode:
                        timeout=60)  # fmt: skip
         oc = cls(root, env, mock, cwd)
         try:
+            if tui:
+                tui_env = {**env, "TERM": "xterm-256color"}
+                words = [f"{k}={shlex.quote(v)}" for k, v in tui_env.items()]
+                err = shlex.quote(str(root / "tui.err"))
+                cmd = " ".join(["exec env -i", *words, shlex.quote(str(bin_dir() / "opencode")), f"2>{err}"])
+                oc.pane = TmuxPane(f"xo-{root.name}")
+                oc.pane.start(cmd, str(cwd))
+                oc.wait_ready()
+                return oc
             oc.proc = subprocess.Popen(
                 [str(bin_dir() / "opencode"), "serve", "--port", str(oc.port), "--hostname", "127.0.0.1"],
                 cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=oc._out,
@@ -107,32 +125,40 @@ class LiveOpenCode:
         return json.loads(raw) if raw else None
 
     def wait_ready(self, timeout: float = WAIT_S) -> None:
-        """The server answers and the plugin bound its inbox (the plugin loads with the first instance)."""
+        """The plugin bound its inbox and answers (and the server answers, for `opencode serve`)."""
         deadline = time.monotonic() + timeout
         while True:
-            with contextlib.suppress(OSError, ValueError):
-                self.http("GET", "/session", timeout=2)
-                if self.inbox().exists():
+            with contextlib.suppress(OSError, ValueError, AssertionError):
+                if self.pane is None:
+                    self.http("GET", "/session", timeout=2)
+                if self.plugin({"op": "hello"}).get("pid") and (self.pane is None or READY in self.screen()):
                     return
-            assert time.monotonic() < deadline and self.alive(), f"opencode serve did not start\n{self.tail()}"
+            assert time.monotonic() < deadline and self.alive(), f"OpenCode did not start\n{self.tail()}"
             time.sleep(0.1)
 
     def inbox(self) -> Path:
-        return Path(self.env["XDG_RUNTIME_DIR"]) / "crosstalk-opencode" / f"{self.opencode_pid()}.sock"
+        """The plugin's inbox (this OpenCode's XDG_RUNTIME_DIR has only its own, and those its earlier runs left)."""
+        from crosstalk.harness.opencode import inbox
 
-    def opencode_pid(self) -> int:
-        """The OpenCode process (the npm bin is a node launcher that runs the native binary as its child)."""
-        assert self.proc is not None
-        pid = self.proc.pid
-        for _ in range(3):
-            kids = Path(f"/proc/{pid}/task/{pid}/children")
-            with contextlib.suppress(OSError):
-                found = kids.read_text().split()
-                if found:
-                    pid = int(found[0])
-                    continue
-            break
-        return pid
+        pids = inbox.live_pids(self.env)
+        assert len(pids) == 1, pids
+        return inbox.socket_path(self.env, pids[0])
+
+    def plugin(self, request: dict[str, Any], timeout: float = 15) -> dict[str, Any]:
+        from crosstalk.harness.opencode import inbox
+
+        return inbox.request(self.inbox(), request, timeout)
+
+    def sessions(self) -> list[dict[str, Any]]:
+        return list(self.plugin({"op": "sessions"})["sessions"])
+
+    def type(self, text: str) -> None:
+        """What the user types into the TUI, then Enter."""
+        assert self.pane is not None
+        self.pane.say(text)
+
+    def screen(self) -> str:
+        return self.pane.screen() if self.pane is not None else ""
 
     def new_session(self, title: str | None = None) -> str:
         return str(self.http("POST", "/session", {"title": title} if title else {})["id"])
@@ -142,6 +168,8 @@ class LiveOpenCode:
         self.http("POST", f"/session/{session}/prompt_async", {"parts": [{"type": "text", "text": text}]})
 
     def busy(self, session: str) -> bool:
+        if self.pane is not None:
+            return any(x["id"] == session and x["status"] != "idle" for x in self.sessions())
         st = self.http("GET", "/session/status") or {}
         return isinstance(st, dict) and (st.get(session) or {}).get("type", "idle") != "idle"
 
@@ -160,6 +188,8 @@ class LiveOpenCode:
         return out
 
     def alive(self) -> bool:
+        if self.pane is not None:
+            return bool(self.pane.tmux("list-panes", "-t", self.pane.name, "-F", "#{pane_dead}").strip() == "0")
         return self.proc is not None and self.proc.poll() is None
 
     # ------------------------------------------------------------------ what it is and what its model saw
@@ -211,10 +241,15 @@ class LiveOpenCode:
             time.sleep(0.05)
 
     def tail(self) -> str:
-        out = self.root / "opencode.out"
-        return out.read_text(errors="replace")[-1500:] if out.exists() else ""
+        out = self.root / ("tui.err" if self.pane is not None else "opencode.out")
+        text = out.read_text(errors="replace")[-1500:] if out.exists() else ""
+        return f"--- screen\n{self.screen()}\n--- output\n{text}" if self.pane is not None else text
 
     def close(self) -> None:
+        if self._out.closed:
+            return
+        if self.pane is not None:
+            self.pane.close()
         if self.proc is not None and self.proc.poll() is None:
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(self.proc.pid, signal.SIGTERM)
