@@ -179,15 +179,20 @@ def test_two_sessions_of_one_opencode_never_cross(live: Live):
     assert f"from agents:{live.names['b']}" in only_in(oc, a, f"from b {token}")
 
 
-def test_a_session_without_crosstalk_yet_is_listed_with_why(live: Live):
+def test_a_session_without_crosstalk_yet_is_listed_and_takes_a_shell_send(live: Live):
     oc = opencode(live)
     registered(live, "a")
     sid = oc.new_session()
     rows = {row["session_ref"]: row for row in json.loads(live.cli("list", "--json").stdout) if "session_ref" in row}
     assert rows[live.names["a.sid"]]["crosstalk"] is True, rows
     row = rows[sid]
-    assert row["harness"] == "opencode" and row["crosstalk"] is False and row["reachable"] is False, row
-    assert "first crosstalk tool call registers it" in row["reason"]
+    assert row["harness"] == "opencode" and row["crosstalk"] is False and row["reachable"] is True, row
+    token = secrets.token_hex(4)
+    out = live.cli("send", row["name"], f"native hello {token}", "--json")
+    answer = json.loads(out.stdout)
+    assert answer["state"] == "accepted" and answer.get("native") is True, answer
+    assert only_in(oc, sid, token).startswith("[crosstalk inform · from @cli:tester (native, unverified) · message-id")
+    oc.wait_seen(f"native hello {token}")
 
 
 def test_the_tui_in_tmux_takes_a_message_and_shows_it(live: Live):

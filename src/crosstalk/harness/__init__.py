@@ -39,7 +39,7 @@ KINDS: dict[str, Entry] = {
     "fake": Entry("crosstalk.harness.fake", standalone=True),
     "pi": Entry("crosstalk.harness.pi"),
     "qwen": Entry("crosstalk.harness.qwen", auto=True, native=True),
-    "opencode": Entry("crosstalk.harness.opencode"),
+    "opencode": Entry("crosstalk.harness.opencode", native=True),
 }
 
 

@@ -175,3 +175,22 @@ async def test_bind_without_the_plugin_or_from_another_process_is_unreachable(tm
     async with FakePlugin(path, os.getpid()):
         bound = await oa.bind(info(tmp_path))
     assert not bound.inbound_reachable and "not OpenCode 4242" in (bound.reason or "")
+
+
+@sync
+async def test_a_session_without_an_agent_is_written_through_the_same_inbox(tmp_path: Path) -> None:
+    from crosstalk.harness.base import SessionRow
+    from crosstalk.harness.opencode import native
+
+    env = {"CROSSTALK_OPENCODE_DIR": str(tmp_path / "oc")}
+    row = SessionRow("opencode", SID, "opencode-12345678", None, "idle", True, pid=4242)
+    answers = ({"delivered": "immediate", "status": "idle"}, {"error": "no session"})
+    async with FakePlugin(inbox.socket_path(env, 4242), 4242, *answers) as plugin:
+        out = await asyncio.to_thread(native.deliver, row, "hi", from_name="@cli:me", sender_pid=None, environ=env)
+        assert out.state is State.ACCEPTED and plugin.seen[-1]["text"].startswith(
+            "[crosstalk inform · from @cli:me (native, unverified) · message-id "
+        )
+        out = await asyncio.to_thread(native.deliver, row, "hi", from_name="@cli:me", sender_pid=None, environ=env)
+        assert out.state is State.UNREACHABLE
+    out = await asyncio.to_thread(native.deliver, row, "hi", from_name="@cli:me", sender_pid=None, environ=env)
+    assert out.state is State.UNREACHABLE  # no plugin: nothing written

@@ -8,17 +8,25 @@ evidence before the schema check. A stamp counts only in a shim whose parent is 
 `OPENCODE_PID`: the plugin runs in that process. Names: the session's title when it is a valid name (a user's
 `/rename`); OpenCode's own titles ("New session - …", or one its model wrote) are not, so crosstalk's name stays.
 
-discover: every OpenCode process whose plugin bound an inbox, asked for its sessions.
+discover: every OpenCode process whose plugin bound an inbox, asked for its sessions; a session no crosstalk tool
+call registered yet is written to through that inbox all the same (deliver_native, native.py).
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from crosstalk.harness.base import CallEvidence, ConfigChange, SessionIdentity, SessionRow, derived_name
+from crosstalk.harness.base import (
+    CallEvidence,
+    ConfigChange,
+    InjectResult,
+    SessionIdentity,
+    SessionRow,
+    derived_name,
+)
 from crosstalk.harness.opencode import inbox
 
 if TYPE_CHECKING:
@@ -72,10 +80,26 @@ class OpenCodeKind:
                 cwd = s.get("directory") if isinstance(s.get("directory"), str) else None
                 rows.append(SessionRow(
                     harness=NAME, session_ref=ref, name=own_name(s.get("title")) or derived_name(NAME, ref),
-                    cwd=cwd, status=status, reachable=False, pid=pid, endpoint=str(path),
-                    reason="no crosstalk agent yet: its first crosstalk tool call registers it",
+                    cwd=cwd, status=status, reachable=True, pid=pid, endpoint=str(path),
                 ))  # fmt: skip
         return rows
+
+    def deliver_native(
+        self,
+        row: SessionRow,
+        text: str,
+        *,
+        from_name: str,
+        sender_pid: int | None,
+        environ: Mapping[str, str],
+        message_id: str | None = None,
+        on_settled: Callable[[str, InjectResult], None] | None = None,
+    ) -> InjectResult:
+        """Write `text` into a session without a crosstalk agent through its process's plugin inbox (native.py)."""
+        from crosstalk.harness.opencode import native
+
+        return native.deliver(row, text, from_name=from_name, sender_pid=sender_pid, environ=environ,
+                              message_id=message_id, on_settled=on_settled)  # fmt: skip
 
     def superseded(self, old: SessionIdentity, new: SessionIdentity, environ: Mapping[str, str]) -> bool:
         return False  # sessions of one OpenCode process live side by side; none replaces another
