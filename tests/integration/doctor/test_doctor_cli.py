@@ -10,7 +10,7 @@ def test_the_text_report_has_one_line_per_finding_and_problems_say_what_to_run(m
     healthy = machine.crosstalk("doctor")
     assert healthy.returncode == 0, healthy.stderr
     lines = healthy.stdout.splitlines()
-    assert lines[-1] == "healthy (4 notes)"  # the four harness CLIs are not on this PATH
+    assert lines[-1] == "healthy (5 notes)"  # the five harness CLIs are not on this PATH
     assert all(line.split()[0] in ("ok", "note") for line in lines[:-1])
     assert "note    pi: not found on PATH (tested with 0.73.1) -> run: npm install -g " in healthy.stdout
 
@@ -23,12 +23,12 @@ def test_the_text_report_has_one_line_per_finding_and_problems_say_what_to_run(m
         f"PROBLEM stale agent ghost ({agent_id}), pid {pid}: descriptor, token, key, socket left (its process is "
         "gone) -> run: crosstalk doctor --fix"
     )
-    assert sick.stdout.splitlines()[-1] == "1 problem (4 notes)"
+    assert sick.stdout.splitlines()[-1] == "1 problem (5 notes)"
 
     fixed = machine.crosstalk("doctor", "--fix")
     assert fixed.returncode == 0
     assert f"removed {machine.paths.descriptor(agent_id)}" in fixed.stdout.splitlines()
-    assert fixed.stdout.splitlines()[-1] == "healthy (4 notes)"
+    assert fixed.stdout.splitlines()[-1] == "healthy (5 notes)"
 
 
 def test_a_bad_option_is_one_usage_line(machine: Machine) -> None:
