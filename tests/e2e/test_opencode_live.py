@@ -111,6 +111,10 @@ def test_a_shell_send_reaches_the_opencode_model_once(live: Live):
     header = f"[crosstalk inform · from @cli:tester (external) · message-id {answer['message_id']}]\\nbuild 481"
     assert header in seen
     assert only_in(oc, sid, token).startswith("[crosstalk inform · from @cli:tester (external)")
+    # `watch` shows the agent; and nothing was npm-installed on the way (the tests run offline)
+    snap = json.loads(live.cli("watch", "--once", "--json").stdout)
+    assert any(a["name"] == live.names["a"] and a["harness"] == "opencode" for a in snap["agents"]), snap["agents"]
+    assert oc.installed_nothing() == []
 
 
 def test_claude_to_opencode_idle_then_mid_turn_seen_once(live: Live):

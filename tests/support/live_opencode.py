@@ -81,7 +81,7 @@ class LiveOpenCode:
             "XDG_CACHE_HOME": str(home / ".cache"), "XDG_STATE_HOME": str(home / ".local/state"),
             "LANG": "C.UTF-8", "CROSSTALK_HOME": str(crosstalk_home),
             "OPENCODE_DISABLE_MODELS_FETCH": "1", "OPENCODE_DISABLE_AUTOUPDATE": "1", "OPENCODE_DISABLE_SHARE": "1",
-            "OPENCODE_DISABLE_DEFAULT_PLUGINS": "1", **(extra_env or {}),
+            "OPENCODE_DISABLE_DEFAULT_PLUGINS": "1", "npm_config_offline": "true", **(extra_env or {}),
         }  # fmt: skip
         config_dir = home / ".config" / "opencode"
         provider = {"npm": "@ai-sdk/openai-compatible", "name": "Mock",
@@ -135,6 +135,11 @@ class LiveOpenCode:
                     return
             assert time.monotonic() < deadline and self.alive(), f"OpenCode did not start\n{self.tail()}"
             time.sleep(0.1)
+
+    def installed_nothing(self) -> list[str]:
+        """What OpenCode npm-installed under this HOME (nothing: the pre-seeded check held, no network was asked)."""
+        home = Path(self.env["HOME"])
+        return sorted(str(p) for p in home.rglob("node_modules/*"))
 
     def inbox(self) -> Path:
         """The plugin's inbox (this OpenCode's XDG_RUNTIME_DIR has only its own, and those its earlier runs left)."""
