@@ -216,6 +216,31 @@ def test_the_tui_in_tmux_takes_a_message_and_shows_it(live: Live):
         time.sleep(0.1)
 
 
+def test_meta_starts_no_turn_and_next_turn_waits_for_the_running_one(live: Live):
+    oc, sid = opencode(live), registered(live, "n")
+    name = live.names["n"]
+    oc.wait_idle(sid)
+    token = secrets.token_hex(4)
+    n = len(oc.requests())
+    out = live.cli("send", name, f"meta note {token}", "--kind", "meta", "--json")
+    assert json.loads(out.stdout)["state"] == "queued", (out.stdout, out.stderr)
+    only_in(oc, sid, f"meta note {token}")  # in the session's transcript
+    oc.say(sid, f"next prompt {token}")
+    first = oc.wait_seen(f"meta note {token}", after=n)
+    assert f"next prompt {token}" in first.raw  # no turn of its own: the model read it with the user's next prompt
+    oc.wait_idle(sid)
+    n = len(oc.requests())
+    oc.say(sid, f'slow turn {token}\nCALL bash {{"command": "sleep 5", "description": "wait"}}')
+    oc.wait_seen(f"slow turn {token}", after=n)
+    out = live.cli("send", name, f"later {token}", "--delivery", "next_turn", "--json")
+    answer = json.loads(out.stdout)
+    assert answer["state"] == "queued" and "when this one ends" in answer["reason"], answer
+    req = oc.wait_seen(f"later {token}", after=n)
+    roles = [m.get("role") for m in req.body["messages"]]
+    assert roles[-2:] == ["assistant", "user"], roles  # a turn of its own, after the slow one's last answer
+    only_in(oc, sid, f"later {token}")
+
+
 def test_a_restarted_opencode_resumes_the_session_under_its_name(live: Live):
     """Last in the module: the shared OpenCode process is stopped and a new one started on the same state."""
     oc, sid, name = opencode(live), registered(live, "a"), live.names["a"]
