@@ -6,7 +6,8 @@
 //    into the call's arguments ("opencode/session", "opencode/title"), overwriting whatever the model put there.
 //    One MCP process serves every session of an OpenCode process and no session id reaches it otherwise.
 // 2. The inbox: one unix socket per OpenCode process, <dir>/<pid>.sock (dir: $CROSSTALK_OPENCODE_DIR, else
-//    $XDG_RUNTIME_DIR/crosstalk-opencode, else $TMPDIR/crosstalk-opencode-<uid>; mode 0700). One JSON line in, one
+//    $XDG_RUNTIME_DIR/crosstalk-opencode, else $TMPDIR/crosstalk-opencode-<uid>; ours, mode 0700: a directory of
+//    another user's gets no inbox; crosstalk checks the listener is this process by SO_PEERCRED). One JSON line in, one
 //    JSON line out per connection:
 //      {"op":"deliver","session":ID,"text":T,"as":"auto"|"steer"|"next_turn"|"meta"}
 //        -> {"delivered":"immediate"|"queued"|"noted","status":"idle"|"busy"} or {"error":"..."}
@@ -143,6 +144,9 @@ function listen(s) {
   if (s.server) return
   const dir = socketDir(process.env)
   fs.mkdirSync(dir, { recursive: true, mode: 0o700 })
+  const st = fs.lstatSync(dir)
+  if (!st.isDirectory() || st.uid !== process.getuid()) return // someone else's: no inbox (crosstalk says unreachable)
+  if (st.mode & 0o077) fs.chmodSync(dir, 0o700)
   const sock = path.join(dir, `${process.pid}.sock`)
   try { fs.unlinkSync(sock) } catch {}
   s.sock = sock
@@ -174,7 +178,9 @@ function listen(s) {
 export const CrosstalkPlugin = async (ctx) => {
   const s = state()
   if (!s.client) s.client = ctx.client
-  listen(s)
+  try {
+    listen(s)
+  } catch {} // no inbox (an unwritable directory): the tools still name their session; crosstalk says unreachable
   return {
     event: async ({ event }) => {
       const p = (event && event.properties) || {}

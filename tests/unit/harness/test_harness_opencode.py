@@ -27,6 +27,7 @@ from crosstalk.harness.opencode import KIND, inbox
 from crosstalk.harness.opencode.adapter import OpenCodeAdapter
 
 SID = "ses_dbfc4850effeUMw3y6PcB0rgjK"
+PID = os.getpid()  # the fake plugin below listens in this process: it stands for the OpenCode process
 ALICE = Sender(SenderClass.VERIFIED, "a11ce0a11ce0a11c", "alice", "a2a")
 
 
@@ -86,6 +87,7 @@ class FakePlugin:
     def __init__(self, path: Path, pid: int, *answers: dict[str, Any] | None) -> None:
         self.path, self.pid, self.answers = path, pid, list(answers)
         self.seen: list[dict[str, Any]] = []
+        self.open = self.done = 0
 
     async def __aenter__(self) -> FakePlugin:
         self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -95,20 +97,38 @@ class FakePlugin:
     async def __aexit__(self, *exc: object) -> None:
         self.server.close()
         await self.server.wait_closed()
+        while self.open:  # a handler still running (a client that hung up at once): let it end
+            await asyncio.sleep(0.001)
+
+    async def handled(self, n: int, timeout: float = 5.0) -> None:
+        """Until `n` connections were served to their end (bounded)."""
+        deadline = asyncio.get_running_loop().time() + timeout
+        while self.done < n:
+            assert asyncio.get_running_loop().time() < deadline, f"{self.done} of {n} connections served"
+            await asyncio.sleep(0.001)
 
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        msg = json.loads(await reader.readline())
-        self.seen.append(msg)
-        answer = {"pid": self.pid, "version": 1} if msg["op"] == "hello" else self.answers.pop(0)
-        if answer is not None:
-            writer.write((json.dumps(answer) + "\n").encode())
-        writer.close()
+        self.open += 1
+        try:
+            line = await reader.readline()
+            if not line:  # the client hung up before writing (it would not talk to this listener)
+                return
+            msg = json.loads(line)
+            self.seen.append(msg)
+            answer = {"pid": self.pid, "version": 1} if msg["op"] == "hello" else self.answers.pop(0)
+            if answer is not None:
+                writer.write((json.dumps(answer) + "\n").encode())
+        finally:
+            writer.close()
+            await writer.wait_closed()
+            self.open -= 1
+            self.done += 1
 
 
-def adapter(tmp_path: Path) -> tuple[OpenCodeAdapter, Path]:
+def adapter(tmp_path: Path, pid: int = PID) -> tuple[OpenCodeAdapter, Path]:
     env = {"CROSSTALK_OPENCODE_DIR": str(tmp_path / "oc")}
-    oa = OpenCodeAdapter(SessionIdentity("opencode", SID, None, harness_pid=4242), env)
-    return oa, inbox.socket_path(env, 4242)
+    oa = OpenCodeAdapter(SessionIdentity("opencode", SID, None, harness_pid=pid), env)
+    return oa, inbox.socket_path(env, pid)
 
 
 def info(tmp_path: Path) -> AgentInfo:
@@ -128,7 +148,7 @@ async def test_each_answer_of_the_plugin_is_one_state(
     tmp_path: Path, answer: dict[str, Any], delivery: Delivery, state: State, reason: str | None
 ) -> None:
     oa, path = adapter(tmp_path)
-    async with FakePlugin(path, 4242, answer) as plugin:
+    async with FakePlugin(path, PID, answer) as plugin:
         assert (await oa.bind(info(tmp_path))).inbound_reachable
         result = await oa.inject(request(delivery=delivery))
     assert result.state is state and (reason is None or reason in (result.reason or "")), result
@@ -143,7 +163,7 @@ async def test_each_answer_of_the_plugin_is_one_state(
 @sync
 async def test_meta_is_written_without_a_turn(tmp_path: Path) -> None:
     oa, path = adapter(tmp_path)
-    async with FakePlugin(path, 4242, {"delivered": "noted", "status": "idle"}) as plugin:
+    async with FakePlugin(path, PID, {"delivered": "noted", "status": "idle"}) as plugin:
         await oa.bind(info(tmp_path))
         result = await oa.inject(request(Kind.META))
     assert result.state is State.QUEUED and plugin.seen[-1]["as"] == "meta"
@@ -153,7 +173,7 @@ async def test_meta_is_written_without_a_turn(tmp_path: Path) -> None:
 async def test_nothing_written_is_unreachable_and_no_word_is_unknown(tmp_path: Path) -> None:
     oa, path = adapter(tmp_path)
     answers = ({"error": "no session"}, None, {"delivered": None, "wait": "not written within the timeout"})
-    async with FakePlugin(path, 4242, *answers):
+    async with FakePlugin(path, PID, *answers):
         await oa.bind(info(tmp_path))
         with pytest.raises(HarnessRefused):
             await oa.inject(request())
@@ -172,9 +192,13 @@ async def test_bind_without_the_plugin_or_from_another_process_is_unreachable(tm
     assert not bound.inbound_reachable and "crosstalk install opencode" in (bound.reason or "")
     with pytest.raises(PreSendFailure):
         await oa.inject(request())
-    async with FakePlugin(path, os.getpid()):
+    # a listener on OpenCode 4242's socket name that is another process (SO_PEERCRED): nothing is written to it
+    oa, path = adapter(tmp_path, pid=4242)
+    async with FakePlugin(path, 4242) as plugin:
         bound = await oa.bind(info(tmp_path))
-    assert not bound.inbound_reachable and "not OpenCode 4242" in (bound.reason or "")
+        await plugin.handled(1)  # the connection it dropped before writing
+    assert not bound.inbound_reachable and "not served by OpenCode process 4242" in (bound.reason or "")
+    assert plugin.seen == []
 
 
 @sync
@@ -183,9 +207,9 @@ async def test_a_session_without_an_agent_is_written_through_the_same_inbox(tmp_
     from crosstalk.harness.opencode import native
 
     env = {"CROSSTALK_OPENCODE_DIR": str(tmp_path / "oc")}
-    row = SessionRow("opencode", SID, "opencode-12345678", None, "idle", True, pid=4242)
+    row = SessionRow("opencode", SID, "opencode-12345678", None, "idle", True, pid=PID)
     answers = ({"delivered": "immediate", "status": "idle"}, {"error": "no session"})
-    async with FakePlugin(inbox.socket_path(env, 4242), 4242, *answers) as plugin:
+    async with FakePlugin(inbox.socket_path(env, PID), PID, *answers) as plugin:
         out = await asyncio.to_thread(native.deliver, row, "hi", from_name="@cli:me", sender_pid=None, environ=env)
         assert out.state is State.ACCEPTED and plugin.seen[-1]["text"].startswith(
             "[crosstalk inform · from @cli:me (native, unverified) · message-id "

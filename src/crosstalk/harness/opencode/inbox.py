@@ -4,6 +4,8 @@ connection (integrations/opencode/crosstalk.js says what each op answers).
     dir: $CROSSTALK_OPENCODE_DIR, else $XDG_RUNTIME_DIR/crosstalk-opencode, else $TMPDIR/crosstalk-opencode-<uid>
 
 The plugin and this module compute the same path from the same environment: OpenCode's MCP children inherit it.
+A socket counts only when the process listening on it is the OpenCode process its name says (SO_PEERCRED): a
+directory someone else made in a shared /tmp cannot put another listener in its place.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from __future__ import annotations
 import json
 import os
 import socket
+import struct
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -55,8 +58,15 @@ def live_pids(environ: Mapping[str, str]) -> list[int]:
     return sorted(out)
 
 
+def _listener_pid(sock: socket.socket) -> int:
+    creds = sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
+    pid, _uid, _gid = struct.unpack("3i", creds)
+    return int(pid)
+
+
 def request(path: Path, message: dict[str, Any], timeout: float) -> dict[str, Any]:
-    """One request, its answer (blocking: call it in a thread from asyncio)."""
+    """One request, its answer (blocking: call it in a thread from asyncio). The listener must be the process the
+    socket's name says (`<pid>.sock`), else nothing is written (InboxGone)."""
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
         sock.settimeout(CONNECT_S)
@@ -64,6 +74,9 @@ def request(path: Path, message: dict[str, Any], timeout: float) -> dict[str, An
             sock.connect(str(path))
         except OSError as exc:
             raise InboxGone(f"the OpenCode plugin's inbox {path} does not answer ({exc.strerror or exc})") from None
+        stem = path.name.removesuffix(".sock")
+        if not stem.isdigit() or _listener_pid(sock) != int(stem):
+            raise InboxGone(f"the inbox {path} is not served by OpenCode process {stem}")
         sock.settimeout(timeout)
         try:
             sock.sendall((json.dumps(message, ensure_ascii=False) + "\n").encode())
