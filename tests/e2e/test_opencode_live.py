@@ -241,6 +241,30 @@ def test_meta_starts_no_turn_and_next_turn_waits_for_the_running_one(live: Live)
     only_in(oc, sid, f"later {token}")
 
 
+def test_opencode_to_codex_and_pi_by_name(live: Live, require: Callable[[str], Path]):
+    from tests.support.live_codex import LiveCodex
+    from tests.support.live_pi import LivePi
+
+    require("codex")
+    require("pi")
+    oc, sid = opencode(live), registered(live, "a")
+    cx = _lazy(live, "cx", lambda: LiveCodex.start(live.root / "cx", crosstalk_home=live.root / "xt"))
+    pi = _lazy(live, "pi", lambda: LivePi.start(live.root / "p", crosstalk_home=live.root / "xt",
+                                                PI_CROSSTALK_HANDLE="pi-o"))  # fmt: skip
+    thread = cx.start_thread()
+    cx.say(thread, "CALL mcp__crosstalk.list_agents {}")
+    codex_name = next(r for r in cx.wait_tool_result("list_agents")["agents"] if r.get("self"))["name"]
+    pi.agent()
+    token = secrets.token_hex(4)
+    for to, text in ((codex_name, f"to codex {token}"), ("pi-o", f"to pi {token}")):
+        oc.wait_idle(sid)
+        n = len(oc.requests())
+        oc.say(sid, f"CALL crosstalk_send_message {json.dumps({'to': to, 'text': text})}")
+        assert oc.wait_tool_result("send_message", text, after=n)["state"] in ("accepted", "queued")
+    cx.wait_seen(f"to codex {token}")
+    assert f"[from agents:{live.names['a']}] to pi {token}" in pi.wait_seen(f"to pi {token}").raw
+
+
 def test_a_restarted_opencode_resumes_the_session_under_its_name(live: Live):
     """Last in the module: the shared OpenCode process is stopped and a new one started on the same state."""
     oc, sid, name = opencode(live), registered(live, "a"), live.names["a"]
