@@ -58,7 +58,7 @@ class OpenCodeAdapter:
         pid = self.session.harness_pid or 0
         try:
             hello = await asyncio.to_thread(inbox.request, self.socket_path, {"op": "hello"}, HELLO_TIMEOUT_S)
-        except (inbox.InboxGone, inbox.InboxBroken) as exc:
+        except (PreSendFailure, HarnessDisconnected) as exc:
             self.reason = f"{exc}: is crosstalk's OpenCode plugin installed (`crosstalk install opencode`)?"
             return BindResult(inbound_reachable=False, reason=self.reason)
         if hello.get("pid") != pid:
@@ -82,12 +82,8 @@ class OpenCodeAdapter:
         as_ = as_of(request)
         ask = {"op": "deliver", "session": self.session.session_ref, "text": self.render(request), "as": as_}
         trace.mark("harness_write", harness=NAME)
-        try:
-            answer = await asyncio.to_thread(inbox.request, self.socket_path, ask, ANSWER_TIMEOUT_S)
-        except inbox.InboxGone as exc:
-            raise PreSendFailure(str(exc)) from None
-        except inbox.InboxBroken as exc:
-            raise HarnessDisconnected(str(exc)) from None
+        # PreSendFailure (nothing written) and HarnessDisconnected (no answer) go to the chain as they are
+        answer = await asyncio.to_thread(inbox.request, self.socket_path, ask, ANSWER_TIMEOUT_S)
         if answer.get("error"):
             raise HarnessRefused(f"the OpenCode plugin did not write it: {str(answer['error'])[:200]}")
         delivered = answer.get("delivered")

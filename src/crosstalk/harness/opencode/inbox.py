@@ -19,17 +19,10 @@ from pathlib import Path
 from typing import Any
 
 from crosstalk.core import untrusted
+from crosstalk.harness.errors import HarnessDisconnected, PreSendFailure
 
 MAX_ANSWER = 1024 * 1024
 CONNECT_S = 2.0
-
-
-class InboxGone(Exception):
-    """Nothing was written: no socket, or nobody listening on it."""
-
-
-class InboxBroken(Exception):
-    """The request was written but no whole answer came back: it may have been acted on."""
 
 
 def socket_dir(environ: Mapping[str, str]) -> Path:
@@ -65,23 +58,24 @@ def _listener_pid(sock: socket.socket) -> int:
 
 
 def request(path: Path, message: dict[str, Any], timeout: float) -> dict[str, Any]:
-    """One request, its answer (blocking: call it in a thread from asyncio). The listener must be the process the
-    socket's name says (`<pid>.sock`), else nothing is written (InboxGone)."""
+    """One request, its answer (blocking: call it in a thread from asyncio). PreSendFailure: nothing was written
+    (no socket, nobody listening, or the listener is not the process the socket's name says, `<pid>.sock`);
+    HarnessDisconnected: written, but no whole answer came back (it may have been acted on)."""
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
         sock.settimeout(CONNECT_S)
         try:
             sock.connect(str(path))
         except OSError as exc:
-            raise InboxGone(f"the OpenCode plugin's inbox {path} does not answer ({exc.strerror or exc})") from None
+            raise PreSendFailure(f"the OpenCode plugin inbox {path} does not answer ({exc.strerror or exc})") from None
         stem = path.name.removesuffix(".sock")
         if not stem.isdigit() or _listener_pid(sock) != int(stem):
-            raise InboxGone(f"the inbox {path} is not served by OpenCode process {stem}")
+            raise PreSendFailure(f"the inbox {path} is not served by OpenCode process {stem}")
         sock.settimeout(timeout)
         try:
             sock.sendall((json.dumps(message, ensure_ascii=False) + "\n").encode())
         except OSError as exc:
-            raise InboxGone(f"the OpenCode plugin's inbox closed before the request was written ({exc})") from None
+            raise PreSendFailure(f"the OpenCode plugin's inbox closed before the request was written ({exc})") from None
         buf = b""
         try:
             while not buf.endswith(b"\n") and len(buf) <= MAX_ANSWER:
@@ -90,15 +84,15 @@ def request(path: Path, message: dict[str, Any], timeout: float) -> dict[str, An
                     break
                 buf += chunk
         except OSError as exc:
-            raise InboxBroken(f"the OpenCode plugin did not answer ({exc})") from None
+            raise HarnessDisconnected(f"the OpenCode plugin did not answer ({exc})") from None
     finally:
         sock.close()
     if not buf.endswith(b"\n"):
-        raise InboxBroken("the OpenCode plugin closed the connection without an answer")
+        raise HarnessDisconnected("the OpenCode plugin closed the connection without an answer")
     try:
         answer = untrusted.loads(buf, what="the OpenCode plugin's answer", max_bytes=MAX_ANSWER)
     except untrusted.UntrustedInput as exc:
-        raise InboxBroken(str(exc)) from None
+        raise HarnessDisconnected(str(exc)) from None
     if not isinstance(answer, dict):
-        raise InboxBroken(f"the OpenCode plugin answered {str(answer)[:120]}")
+        raise HarnessDisconnected(f"the OpenCode plugin answered {str(answer)[:120]}")
     return answer

@@ -27,6 +27,7 @@ from crosstalk.harness.base import (
     SessionRow,
     derived_name,
 )
+from crosstalk.harness.errors import HarnessDisconnected, PreSendFailure
 from crosstalk.harness.opencode import inbox
 
 if TYPE_CHECKING:
@@ -69,7 +70,7 @@ class OpenCodeKind:
             path = inbox.socket_path(environ, pid)
             try:
                 answer = inbox.request(path, {"op": "sessions"}, LIST_TIMEOUT_S)
-            except (inbox.InboxGone, inbox.InboxBroken):
+            except (PreSendFailure, HarnessDisconnected):
                 continue
             sessions = answer.get("sessions")
             for s in sessions if isinstance(sessions, list) else []:

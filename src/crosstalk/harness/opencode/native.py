@@ -12,6 +12,7 @@ from collections.abc import Callable, Mapping
 
 from crosstalk.core.states import State
 from crosstalk.harness.base import InjectResult, SessionRow
+from crosstalk.harness.errors import HarnessDisconnected, PreSendFailure
 from crosstalk.harness.opencode import inbox
 
 ANSWER_TIMEOUT_S = 15.0
@@ -36,9 +37,9 @@ def deliver(
     ask = {"op": "deliver", "session": row.session_ref, "text": body, "as": "auto"}
     try:
         answer = inbox.request(inbox.socket_path(environ, row.pid), ask, ANSWER_TIMEOUT_S)
-    except inbox.InboxGone as exc:
+    except PreSendFailure as exc:
         return InjectResult(State.UNREACHABLE, str(exc))
-    except inbox.InboxBroken as exc:
+    except HarnessDisconnected as exc:
         return InjectResult(State.UNKNOWN, str(exc), {"msg_id": mid})
     if answer.get("error"):
         return InjectResult(State.UNREACHABLE, f"the OpenCode plugin did not write it: {str(answer['error'])[:200]}")
