@@ -8,6 +8,8 @@
   `pi.sendUserMessage(line)`.
 - `qwen_frame {socket, token, session, text}`: the auth line and one user frame into a Qwen Code session's inbox
   (the registry token, `fromMode: "bypass"`), as Qwen's own peers write them.
+- `opencode_prompt {url, session, text}`: `POST <url>/session/<session>/prompt_async`, OpenCode's own route (the one
+  its SDK's `client.session.promptAsync` calls, from crosstalk's plugin too), with nothing of crosstalk's.
 
 The Codex benchmark registers it in the sending session beside crosstalk, so both deliveries start from the same
 tool call and differ only in what happens between the sender's harness and the receiver's.
@@ -61,6 +63,15 @@ TOOLS = [
             "type": "object",
             "properties": {k: {"type": "string"} for k in ("socket", "token", "session", "text")},
             "required": ["socket", "token", "session", "text"],
+        },
+    },
+    {
+        "name": "opencode_prompt",
+        "description": "Post this text to an OpenCode session (prompt_async).",
+        "inputSchema": {
+            "type": "object",
+            "properties": {k: {"type": "string"} for k in ("url", "session", "text")},
+            "required": ["url", "session", "text"],
         },
     },
 ]
@@ -119,6 +130,16 @@ def qwen_frame(path: str, token: str, session: str, text: str) -> str:
         return sock.recv(4096).decode(errors="replace")
 
 
+def opencode_prompt(url: str, session: str, text: str) -> str:
+    import urllib.request
+
+    body = json.dumps({"parts": [{"type": "text", "text": text}]}).encode()
+    req = urllib.request.Request(f"{url}/session/{session}/prompt_async", data=body, method="POST",
+                                 headers={"content-type": "application/json"})  # fmt: skip
+    with urllib.request.urlopen(req, timeout=TIMEOUT_S) as r:
+        return str(r.status)
+
+
 def main() -> None:
     servers: dict[str, AppServer] = {}
     out = sys.stdout
@@ -144,6 +165,8 @@ def main() -> None:
                 answer: Any = claude_line(path, text)
             elif params.get("name") == "pi_line":
                 answer = pi_line(path, text)
+            elif params.get("name") == "opencode_prompt":
+                answer = opencode_prompt(str(args.get("url", "")), str(args.get("session", "")), text)
             elif params.get("name") == "qwen_frame":
                 answer = qwen_frame(path, str(args.get("token", "")), str(args.get("session", "")), text)
             else:

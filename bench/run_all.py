@@ -40,6 +40,7 @@ BENCHMARKS = (
     "own_part",
     "qwen_delivery",
     "gemini_delivery",
+    "opencode_delivery",
     "many_agents",
 )
 TIMEOUT_S = {"quick": 180.0, "full": 900.0}

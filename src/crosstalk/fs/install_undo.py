@@ -100,12 +100,42 @@ class UndoRecord:
 
     def finish(self) -> None:
         """After uninstall: remove the directories crosstalk made that are empty now (innermost first), then the
-        record."""
+        record. One that still holds another install's file passes to that install's record, which removes it when
+        it is undone in turn (installs of two harnesses under one new ~/.config, undone in any order)."""
         kept = self.load() or {}
-        for d in reversed([d for d in kept.get("made_dirs", []) if isinstance(d, str)]):
-            with contextlib.suppress(OSError):
+        left = []
+        for d in sorted((d for d in kept.get("made_dirs", []) if isinstance(d, str)), key=_depth, reverse=True):
+            try:
                 os.rmdir(d)  # only when empty: the user's files keep it
+            except OSError:
+                left.append(d)
         self.file.unlink(missing_ok=True)
+        for other in self._others():
+            inside = [d for d in left if Path(d) in Path(other.path).parents]
+            data = other.load()
+            if inside and data is not None:
+                data["made_dirs"] = sorted({*data.get("made_dirs", []), *inside}, key=_depth)
+                atomic_write(other.file, (json.dumps(data) + "\n").encode(), mode=0o600)
+
+    def _others(self) -> list[UndoRecord]:
+        """The other records in the store."""
+        out = []
+        for name in sorted(os.listdir(self.file.parent)) if self.file.parent.is_dir() else []:
+            if name.endswith(".json") and name != MADE and name != self.file.name:
+                raw = read_capped(self.file.parent / name, MAX_RECORD_BYTES)
+                try:
+                    path = json.loads(raw).get("path") if raw else None
+                except (ValueError, AttributeError):
+                    path = None
+                if isinstance(path, str):
+                    other = UndoRecord(self.file.parent.parent, Path(path))
+                    if other.file.name == name:
+                        out.append(other)
+        return out
+
+
+def _depth(path: str) -> int:
+    return path.rstrip("/").count("/")
 
 
 def tidy(state_root: str | os.PathLike[str]) -> None:

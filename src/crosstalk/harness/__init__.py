@@ -12,6 +12,7 @@ import importlib
 TYPE_CHECKING = False  # not `typing`: this module is on `crosstalk send`'s start-up path
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
+    from typing import Any
 
     from crosstalk.harness.base import CallEvidence, HarnessKind, SessionIdentity, SessionRow
 
@@ -49,6 +50,7 @@ KINDS: dict[str, Entry] = {
     "pi": Entry("crosstalk.harness.pi"),
     "qwen": Entry("crosstalk.harness.qwen", auto=True, native=True),
     "gemini": Entry("crosstalk.harness.gemini", auto=True),
+    "opencode": Entry("crosstalk.harness.opencode", native=True),
 }
 
 
@@ -85,6 +87,19 @@ def candidates(name: str) -> list[HarnessKind]:
     if name == AUTO:
         return [kind(n) for n, e in KINDS.items() if e.auto]
     return [kind(name)]
+
+
+def take_evidence(
+    name: str, arguments: Mapping[str, Any] | None, meta: Mapping[str, Any]
+) -> tuple[Mapping[str, Any] | None, Mapping[str, Any]]:
+    """(the tool's arguments, the call's meta) with the keys the harness(es) of `--harness name` stamp into every
+    tool call to name the calling session (a kind's `evidence_args`: OpenCode's plugin) moved from the first to the
+    second: they are evidence of who calls, not arguments of the tool; a stamp wins over `_meta`'s same key."""
+    stamps = [key for k in candidates(name) for key in getattr(k, "evidence_args", ())]
+    if not stamps or not arguments or not any(key in arguments for key in stamps):
+        return arguments, meta
+    evidence = {key: arguments[key] for key in stamps if key in arguments}
+    return {k: v for k, v in arguments.items() if k not in evidence}, {**meta, **evidence}
 
 
 def identify(name: str, call: CallEvidence) -> SessionIdentity | None:

@@ -132,15 +132,15 @@ class ShimRouter:
             await self._pool.close()
 
     async def call(self, name: str, arguments: Mapping[str, Any], ctx: CallContext) -> ToolResult:
-        """One MCP tools/call: the caller's session is bound from the call's own evidence."""
-        args = self._checked(name, arguments)
+        """One MCP tools/call: the caller's session is bound from the call's own evidence (`take_evidence`)."""
+        given, meta = kinds.take_evidence(self.harness, arguments, ctx.meta)
+        args = self._checked(name, given)
         if isinstance(args, ToolResult):
             return args
-        return await self._serve(name, args, self._identify(ctx))
+        return await self._serve(name, args, self._identify(ctx, meta))
 
     async def call_as(self, ident: SessionIdentity, name: str, arguments: Mapping[str, Any]) -> ToolResult:
-        """One tool for a session its caller names itself: an extension host (exthost/) runs in-process for one
-        session and has no MCP call to bind it from."""
+        """One tool for a session its caller names itself (exthost/: one session, no MCP call to bind it from)."""
         args = self._checked(name, arguments)
         if isinstance(args, ToolResult):
             return args
@@ -182,10 +182,10 @@ class ShimRouter:
         return _result(out)
 
     # ------------------------------------------------------------------ binding
-    def _identify(self, ctx: CallContext) -> SessionIdentity | None:
+    def _identify(self, ctx: CallContext, meta: Mapping[str, Any]) -> SessionIdentity | None:
         from crosstalk.harness.base import CallEvidence
 
-        return kinds.identify(self.harness, CallEvidence(ctx.meta, ctx.parent_pid, self.environ))
+        return kinds.identify(self.harness, CallEvidence(meta, ctx.parent_pid, self.environ))
 
     async def bind(self, ident: SessionIdentity) -> tuple[AgentHost, bool] | dict[str, Any]:
         """The session's agent, registered on first use: (host, created by this call), or why it could not be."""

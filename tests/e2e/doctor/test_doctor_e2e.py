@@ -48,7 +48,7 @@ def rows(report: dict[str, Any], check: str) -> list[dict[str, Any]]:
 def test_a_live_claude_session_shows_its_tested_version_install_and_messaging(
     live_root: Path, require: Callable[[str], Path]
 ) -> None:
-    for name in ("claude", "codex", "pi", "qwen"):
+    for name in ("claude", "codex", "pi", "qwen", "opencode"):
         require(name)
     with LiveClaude.start(live_root / "alpha", crosstalk_home=live_root / "xt") as session:
         deadline = time.monotonic() + WAIT_S
@@ -61,6 +61,7 @@ def test_a_live_claude_session_shows_its_tested_version_install_and_messaging(
         assert clis["codex"]["text"].startswith("codex 0.171.0 (tested version)")
         assert clis["pi"]["text"].startswith("pi 0.73.1 (tested version)")
         assert clis["qwen"]["text"].startswith("qwen 0.24.4 (tested version)")
+        assert clis["opencode"]["text"].startswith("opencode 1.18.33 (tested version)")
         [claude_install] = [r for r in rows(report, "installed") if r["text"].startswith("claude:")]
         assert claude_install["status"] == "ok", claude_install
         [messaging] = rows(report, "claude-messaging")

@@ -65,8 +65,9 @@ def _users_files(home: Path) -> None:
     (home / ".claude" / "skills").mkdir(parents=True)
 
 
+@pytest.mark.parametrize("order", ["as installed", "reversed"])
 @pytest.mark.parametrize("start", ["empty home", "the user's own files"])
-def test_install_twice_then_uninstall_leaves_home_byte_for_byte(home: Path, start: str) -> None:
+def test_install_twice_then_uninstall_leaves_home_byte_for_byte(home: Path, start: str, order: str) -> None:
     if start != "empty home":
         _users_files(home)
     before = _snapshot(home)
@@ -74,7 +75,8 @@ def test_install_twice_then_uninstall_leaves_home_byte_for_byte(home: Path, star
         _cli(home, "install", harness)
         assert _cli(home, "install", harness).startswith("already installed"), harness  # idempotent
     assert _snapshot(home) != before
-    said = {harness: _cli(home, "uninstall", harness) for harness in HARNESSES}
+    undo = HARNESSES if order == "as installed" else HARNESSES[::-1]
+    said = {harness: _cli(home, "uninstall", harness) for harness in undo}
     assert _snapshot(home) == before
     text = "".join(said.values())
     assert " updated " not in text and " absent " not in text, text  # each file restored or removed, and said so

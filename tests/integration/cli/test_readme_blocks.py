@@ -38,7 +38,7 @@ NOT_RUN = {
 # .venv, which the test command made); the others in the scratch directory.
 BLOCKS: dict[str, tuple[list[list[str]], list[str]]] = {
     "bash scripts/dev.sh demo": ([], []),
-    "bash scripts/dev.sh demo && source .venv/bin/activate": ([], ["installed: crosstalk for qwen", "healthy"]),
+    "bash scripts/dev.sh demo && source .venv/bin/activate": ([], ["installed: crosstalk for opencode", "healthy"]),
     "crosstalk list": (
         [["agent", "start", "--harness", "fake", "--name", "my-session"]],
         ["accepted ", "→ my-session"],
@@ -66,6 +66,8 @@ BLOCKS: dict[str, tuple[list[list[str]], list[str]]] = {
     "crosstalk install codex": ([], ["installed: crosstalk for codex", "uninstalled: crosstalk for codex"]),
     "crosstalk install pi": ([], ["installed: crosstalk for pi", "uninstalled: crosstalk for pi"]),
     "crosstalk install qwen": ([], ["installed: crosstalk for qwen", "uninstalled: crosstalk for qwen"]),
+    "crosstalk install gemini": ([], ["installed: crosstalk for gemini", "uninstalled: crosstalk for gemini"]),
+    "crosstalk install opencode": ([], ["installed: crosstalk for opencode", "uninstalled: crosstalk for opencode"]),
     "qwen sessions controllers add --label crosstalk | grep -o 'qpc_[0-9a-f]*' >": ([], []),
     # docs/cli.md: alice and bob are two agents; bob answers asks
     "crosstalk send --a2a --as alice bob": (
@@ -79,7 +81,7 @@ BLOCKS: dict[str, tuple[list[list[str]], list[str]]] = {
     '# machine "laptop": create a transport whose remote is any git URL (here a bare repo)': ([], []),
 }
 DOCS = ("README.md", "docs/recipes.md", "docs/claude.md", "docs/codex.md", "docs/pi.md", "docs/qwen.md",
-        "docs/cli.md", "docs/bus.md")  # fmt: skip
+        "docs/gemini.md", "docs/opencode.md", "docs/cli.md", "docs/bus.md")  # fmt: skip
 
 
 def readme_blocks() -> list[str]:

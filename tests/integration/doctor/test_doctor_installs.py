@@ -16,12 +16,12 @@ def test_nothing_installed_is_healthy(machine: Machine) -> None:
     code, report = machine.doctor()
     assert code == 0
     rows = _installed(report)
-    assert set(rows) == {"claude", "codex", "pi", "qwen", "gemini"}
+    assert set(rows) == {"claude", "codex", "pi", "qwen", "gemini", "opencode"}
     assert all(r["status"] == "ok" and "not installed" in r["text"] for r in rows.values())
 
 
 def test_each_install_is_seen_and_a_broken_one_says_to_install_again(machine: Machine) -> None:
-    for harness in ("claude", "codex", "pi", "qwen"):
+    for harness in ("claude", "codex", "pi", "qwen", "opencode"):
         assert machine.crosstalk("install", harness).returncode == 0
     code, report = machine.doctor()
     rows = _installed(report)
@@ -53,6 +53,16 @@ def test_each_install_is_seen_and_a_broken_one_says_to_install_again(machine: Ma
     hidden = f"qwen: installed but crosstalk's tools in tools.visible of {qwen_settings} is missing"
     assert by_fix["crosstalk install qwen"] == hidden
     assert machine.crosstalk("install", "qwen").returncode == 0
+    # OpenCode's plugin taken out of its config: no call would say which session makes it.
+    [oc_config] = rows["opencode"]["text"].removeprefix("opencode: crosstalk installed (").removesuffix(")").split(", ")
+    data = json.loads(Path(oc_config).read_text())
+    data["plugin"] = []
+    Path(oc_config).write_text(json.dumps(data))
+    code, report = machine.doctor()
+    by_fix = {f["fix"]: f["text"] for f in problems(report, "installed")}
+    no_plugin = f"opencode: installed but crosstalk's plugin in the plugin list of {oc_config} is missing"
+    assert by_fix["crosstalk install opencode"] == no_plugin
+    assert machine.crosstalk("install", "opencode").returncode == 0
     # Running the fix it names makes it healthy again.
     assert machine.crosstalk("install", "claude").returncode == 0
     assert machine.crosstalk("install", "codex").returncode == 0

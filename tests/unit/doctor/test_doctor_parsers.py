@@ -16,13 +16,14 @@ from crosstalk.doctor.pins import PIN_FILE, Pin, load_pins, parse_pins
 SCRIPT = Path(__file__).resolve().parents[3] / "scripts" / "install_harnesses.sh"
 
 
-def test_the_shipped_pins_are_the_four_harnesses() -> None:
+def test_the_shipped_pins_are_the_five_harnesses() -> None:
     assert [(p.command, p.version) for p in load_pins()] == [
         ("claude", "2.1.332"),
         ("codex", "0.171.0"),
         ("pi", "0.73.1"),
         ("qwen", "0.24.4"),
         ("gemini", "0.61.0"),
+        ("opencode", "1.18.33"),
     ]
     assert load_pins()[1].install == "npm install -g @openai/codex@0.171.0"
 

@@ -24,12 +24,12 @@ def test_each_entry_is_a_package_whose_kind_implements_the_seam(name: str):
 
 
 def test_choices_standalone_and_auto_follow_the_table():
-    assert kinds.choices() == ("auto", "codex", "claude", "fake", "pi", "qwen", "gemini")
+    assert kinds.choices() == ("auto", "codex", "claude", "fake", "pi", "qwen", "gemini", "opencode")
     assert kinds.standalone() == ("fake",)
     # a Codex call carries its thread id; a Qwen shim carries QWEN_CODE_SESSION_ID and has a Qwen parent
     assert [k.name for k in kinds.candidates("auto")] == ["codex", "claude", "qwen", "gemini"]
     assert [k.name for k in kinds.candidates("fake")] == ["fake"]
-    expected = r"unknown harness 'nope' \(expected one of: auto, codex, claude, fake, pi, qwen, gemini\)"
+    expected = r"unknown harness 'nope' \(expected one of: auto, codex, claude, fake, pi, qwen, gemini, opencode\)"
     with pytest.raises(ValueError, match=expected):
         kinds.kind("nope")
 

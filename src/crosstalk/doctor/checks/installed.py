@@ -1,5 +1,5 @@
-"""Which harnesses have crosstalk installed (`crosstalk install claude|codex|pi|qwen`), and whether what the install
-wrote still points at a crosstalk that runs."""
+"""Which harnesses have crosstalk installed (`crosstalk install claude|codex|pi|qwen|opencode`), and whether what
+the install wrote still points at a crosstalk that runs."""
 
 from __future__ import annotations
 

@@ -14,6 +14,7 @@ from crosstalk.fs.reading import read_capped, read_json_object
 from crosstalk.harness.claude import install as claude
 from crosstalk.harness.codex import install as codex
 from crosstalk.harness.gemini import install as gemini
+from crosstalk.harness.opencode import install as opencode
 from crosstalk.harness.pi import install as pi
 from crosstalk.harness.qwen import install as qwen
 
@@ -143,6 +144,29 @@ def gemini_install(environ: Mapping[str, str], cwd: Path) -> Install:
     return Install("gemini", bool(where), tuple(where), command, _runnable(command), tuple(missing))
 
 
+def opencode_install(environ: Mapping[str, str], cwd: Path) -> Install:
+    """`mcp.crosstalk` in OpenCode's config, and crosstalk's plugin in its `plugin` list, as a file that is there
+    (without the plugin no call says which session makes it)."""
+    where, missing = [], []
+    command: tuple[str, ...] = ()
+    try:
+        for scope in opencode.SCOPES:
+            config = opencode.settings_file(scope, environ, cwd)
+            data = _json(config)
+            servers, plugins = data.get("mcp"), data.get("plugin")
+            entry = servers.get(opencode.SERVER) if isinstance(servers, dict) else None
+            if not isinstance(entry, dict):
+                continue
+            where.append(str(config))
+            command = command or _argv(entry.get("command"))
+            ours = [p for p in plugins if opencode.is_ours(p)] if isinstance(plugins, list) else []
+            if not any(Path(p.removeprefix("file://")).is_file() for p in ours):
+                missing.append(f"crosstalk's plugin in the plugin list of {config}")
+    except (ValueError, OSError) as exc:
+        return Install("opencode", False, error=str(exc))
+    return Install("opencode", bool(where), tuple(where), command, _runnable(command), tuple(missing))
+
+
 def gather(environ: Mapping[str, str], cwd: Path) -> tuple[Install, ...]:
     return (claude_install(environ, cwd), codex_install(environ), pi_install(environ, cwd), qwen_install(environ, cwd),
-            gemini_install(environ, cwd))  # fmt: skip
+            gemini_install(environ, cwd), opencode_install(environ, cwd))  # fmt: skip
