@@ -55,7 +55,9 @@ def test_without_the_harnesses_it_says_so_in_one_line_and_runs_fake_agents_whose
     assert res.returncode == 0, out + res.stderr
     first, second = out.splitlines()[:2]
     assert first.startswith(f"crosstalk demo: no claude, codex, pi in {xt.root / 'empty'}: fake agents instead")
-    assert "scripts/install_harnesses.sh" in first and "--harness-bin DIR" in first, first
+    assert (
+        "bash scripts/dev.sh demo" in first and "@anthropic-ai/claude-code@" in first and "--harness-bin DIR" in first
+    ), first
     assert second.startswith("crosstalk demo: agents in a temporary state root /tmp/xtdemo.")
     assert "scripted model server" not in out
 
