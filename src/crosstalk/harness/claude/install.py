@@ -40,6 +40,7 @@ from crosstalk.fs.errors import ConfigRefused
 from crosstalk.fs.install_undo import UndoRecord, missing_dirs
 from crosstalk.fs.state_root import state_root
 from crosstalk.harness.base import ConfigChange
+from crosstalk.harness.config_files import install_edit, uninstall_edit
 from crosstalk.harness.errors import InstallError
 
 SERVER = "crosstalk"
@@ -100,13 +101,9 @@ def install(scope: str, command: Sequence[str], environ: Mapping[str, str], cwd:
         servers[SERVER] = wanted
         return json_bytes(config)
 
-    made = missing_dirs(path)
-    before, after = _edit(path, add)
-    if after is not None:
-        UndoRecord(state_root(environ), path).keep(before, after, made)
     skill = skill_file(scope, environ, cwd)
     made = missing_dirs(skill)
-    changes = [_change(path, before, after), _install_skill(skill)]
+    changes = [install_edit(path, environ, lambda edit: _edit(path, edit), add), _install_skill(skill)]
     if changes[-1].action == "created":
         UndoRecord(state_root(environ), skill).keep(None, skill.read_bytes(), made)
     return changes
@@ -129,24 +126,12 @@ def uninstall(scope: str, environ: Mapping[str, str], cwd: Path) -> list[ConfigC
             del config["mcpServers"]  # an empty table means what no table means: none left behind
         return json_bytes(config)
 
-    undo = UndoRecord(state_root(environ), path)
-    before, after = _edit(path, undo.restore)  # byte for byte, while the file is as crosstalk left it
-    if before != after:
-        changes = [ConfigChange(str(path), "removed" if after is None else "restored")]
-    else:
-        change = _change(path, *_edit(path, remove))
-        changes = [ConfigChange(change.path, "absent") if change.action == "unchanged" else change]
-    undo.finish()
+    done = uninstall_edit(path, environ, lambda edit: _edit(path, edit), remove)
+    changes = [done] if done is not None else []
     skill = skill_file(scope, environ, cwd)
     changes.append(_uninstall_skill(skill))
     UndoRecord(state_root(environ), skill).finish()
     return changes
-
-
-def _change(path: Path, before: bytes | None, after: bytes | None) -> ConfigChange:
-    if before == after:
-        return ConfigChange(str(path), "unchanged" if after is not None else "absent")
-    return ConfigChange(str(path), "created" if before is None else "updated")
 
 
 def _edit(path: Path, edit: Any) -> tuple[bytes | None, bytes | None]:

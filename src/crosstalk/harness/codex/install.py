@@ -26,10 +26,9 @@ from tomlkit.items import InlineTable
 
 from crosstalk.fs.config_edit import update
 from crosstalk.fs.errors import ConfigRefused
-from crosstalk.fs.install_undo import UndoRecord, missing_dirs
-from crosstalk.fs.state_root import state_root
 from crosstalk.harness.base import ConfigChange
 from crosstalk.harness.codex.endpoints import codex_home as codex_home  # there: discovery needs it without tomlkit
+from crosstalk.harness.config_files import install_edit, uninstall_edit
 from crosstalk.harness.errors import InstallError
 
 SERVER = "crosstalk"
@@ -84,11 +83,7 @@ def install(
                 del current[key]
         return tomlkit.dumps(doc).encode()
 
-    made = missing_dirs(path)
-    before, after = _edit(path, add)
-    if after is not None:
-        UndoRecord(state_root(environ), path).keep(before, after, made)
-    return [ConfigChange(str(path), "unchanged" if before == after else "created" if before is None else "updated")]
+    return [install_edit(path, environ, lambda edit: _edit(path, edit), add)]
 
 
 def uninstall(scope: str, environ: Mapping[str, str]) -> list[ConfigChange]:
@@ -105,15 +100,8 @@ def uninstall(scope: str, environ: Mapping[str, str]) -> list[ConfigChange]:
             return raw
         return (_cut(text, doc) or _remove_with_tomlkit(doc)).encode()
 
-    undo = UndoRecord(state_root(environ), path)
-    before, after = _edit(path, undo.restore)  # byte for byte, while the file is as crosstalk left it
-    if before != after:
-        action = "removed" if after is None else "restored"
-    else:
-        before, after = _edit(path, remove)
-        action = "absent" if before == after else "updated"
-    undo.finish()
-    return [ConfigChange(str(path), action)]
+    done = uninstall_edit(path, environ, lambda edit: _edit(path, edit), remove)
+    return [done] if done is not None else []
 
 
 def _edit(path: Path, edit: Any) -> tuple[bytes | None, bytes | None]:

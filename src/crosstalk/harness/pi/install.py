@@ -20,9 +20,8 @@ from typing import Any
 
 from crosstalk.fs.config_edit import json_bytes, json_object, update
 from crosstalk.fs.errors import ConfigRefused
-from crosstalk.fs.install_undo import UndoRecord, missing_dirs
-from crosstalk.fs.state_root import state_root
 from crosstalk.harness.base import ConfigChange
+from crosstalk.harness.config_files import Edit, install_edit, uninstall_edit
 from crosstalk.harness.errors import InstallError
 
 SCOPES = ("user", "project")
@@ -71,17 +70,11 @@ def install(scope: str, command: Sequence[str], environ: Mapping[str, str], cwd:
         packages.append(package)
         return json_bytes(settings)
 
-    root = state_root(environ)
-    made = missing_dirs(settings_path)
-    before, after = _edit(settings_path, add)
-    if after is not None:
-        UndoRecord(root, settings_path).keep(before, after, made)
     config = config_file(environ)
-    made = missing_dirs(config)
-    before_config, after_config = _set_command(config, list(command))
-    if after_config is not None:
-        UndoRecord(root, config).keep(before_config, after_config, made)
-    return [_change(settings_path, before, after), _change(config, before_config, after_config)]
+    return [
+        install_edit(settings_path, environ, lambda edit: _edit(settings_path, edit), add),
+        install_edit(config, environ, lambda edit: _edit(config, edit), _put_command(config, list(command))),
+    ]
 
 
 def uninstall(scope: str, environ: Mapping[str, str], cwd: Path) -> list[ConfigChange]:
@@ -102,20 +95,12 @@ def uninstall(scope: str, environ: Mapping[str, str], cwd: Path) -> list[ConfigC
             del settings[KEY]  # an empty list means what no list means: none left behind
         return json_bytes(settings)
 
-    root = state_root(environ)
-    changes = []
-    for path, surgery in ((settings_path, remove), (config_file(environ), None)):
-        undo = UndoRecord(root, path)
-        before, after = _edit(path, undo.restore)  # byte for byte, while the file is as crosstalk left it
-        if before != after:
-            changes.append(ConfigChange(str(path), "removed" if after is None else "restored"))
-        elif surgery is not None:
-            before, after = _edit(path, surgery)
-            changes.append(ConfigChange(str(path), "absent" if before == after else "updated"))
-        elif after is not None and undo.load() is not None:
-            changes.append(ConfigChange(str(path), "kept"))  # the extension's config, with the user's changes
-        undo.finish()
-    return changes
+    config = config_file(environ)
+    done = [
+        uninstall_edit(settings_path, environ, lambda edit: _edit(settings_path, edit), remove),
+        uninstall_edit(config, environ, lambda edit: _edit(config, edit), None),  # changed by the user: `kept`
+    ]
+    return [c for c in done if c is not None]
 
 
 def _same(entry: Any, package: str, settings_path: Path) -> bool:
@@ -128,7 +113,7 @@ def _same(entry: Any, package: str, settings_path: Path) -> bool:
     return os.path.realpath(path) == os.path.realpath(package)
 
 
-def _set_command(path: Path, command: list[str]) -> tuple[bytes | None, bytes | None]:
+def _put_command(path: Path, command: list[str]) -> Edit:
     def put(raw: bytes | None) -> bytes | None:
         config = _parse(path, raw)
         if config.get("command") == command:
@@ -136,12 +121,7 @@ def _set_command(path: Path, command: list[str]) -> tuple[bytes | None, bytes | 
         config["command"] = command
         return json_bytes(config)
 
-    return _edit(path, put)
-
-
-def _change(path: Path, before: bytes | None, after: bytes | None) -> ConfigChange:
-    action = "unchanged" if before == after else "created" if before is None else "updated"
-    return ConfigChange(str(path), action)
+    return put
 
 
 def _edit(path: Path, edit: Any) -> tuple[bytes | None, bytes | None]:

@@ -25,9 +25,8 @@ from typing import Any
 
 from crosstalk.fs.config_edit import json_bytes, json_object, update
 from crosstalk.fs.errors import ConfigRefused
-from crosstalk.fs.install_undo import UndoRecord, missing_dirs
-from crosstalk.fs.state_root import state_root
 from crosstalk.harness.base import ConfigChange
+from crosstalk.harness.config_files import install_edit, uninstall_edit
 from crosstalk.harness.errors import InstallError
 from crosstalk.harness.qwen.sessions import qwen_home
 
@@ -57,7 +56,6 @@ def install(
 ) -> list[ConfigChange]:  # fmt: skip
     path = settings_file(scope, environ, cwd)
     wanted = entry(command, extra_env)
-    made = missing_dirs(path)
 
     def add(raw: bytes | None) -> bytes | None:
         settings = _parse(path, raw)
@@ -74,10 +72,7 @@ def install(
         visible.extend(t for t in VISIBLE if t not in visible)
         return json_bytes(settings)
 
-    before, after = _edit(path, add)
-    if after is not None:
-        UndoRecord(state_root(environ), path).keep(before, after, made)
-    return [_change(path, before, after)]
+    return [install_edit(path, environ, lambda edit: _edit(path, edit), add)]
 
 
 def uninstall(scope: str, environ: Mapping[str, str], cwd: Path) -> list[ConfigChange]:
@@ -104,21 +99,8 @@ def uninstall(scope: str, environ: Mapping[str, str], cwd: Path) -> list[ConfigC
                 del settings["tools"]
         return json_bytes(settings) if changed else raw
 
-    undo = UndoRecord(state_root(environ), path)
-    before, after = _edit(path, undo.restore)  # byte for byte, while the file is as crosstalk left it
-    if before != after:
-        change = ConfigChange(str(path), "removed" if after is None else "restored")
-    else:
-        change = _change(path, *_edit(path, remove))
-        change = ConfigChange(change.path, "absent") if change.action == "unchanged" else change
-    undo.finish()
-    return [change]
-
-
-def _change(path: Path, before: bytes | None, after: bytes | None) -> ConfigChange:
-    if before == after:
-        return ConfigChange(str(path), "unchanged" if after is not None else "absent")
-    return ConfigChange(str(path), "created" if before is None else "updated")
+    done = uninstall_edit(path, environ, lambda edit: _edit(path, edit), remove)
+    return [done] if done is not None else []
 
 
 def _edit(path: Path, edit: Any) -> tuple[bytes | None, bytes | None]:
