@@ -96,11 +96,21 @@ def _limits(mod: str) -> tuple[tuple[str, ...] | None, str, list[tuple[str, str]
         only, why = at("harness.base", "harness.errors", "core"), "the harness seam imports only core"
     elif _in(mod, *at("harness.receipt_inbox")):
         only, why = at("core", "fs"), "the harnesses' receipt inbox imports only core and fs"
+    elif _in(mod, *at("harness.header")):
+        only, why = at("core", "harness.base"), "the header line imports only core and the seam"
     elif _in(mod, *at("harness.config_files")):
         only, why = at("core", "fs", "harness.base"), "the installers' shared steps import only core, fs, the seam"
     elif _in(mod, *at("harness")):
         # fs is the OS layer beside core (files, locks, /proc process identity): a harness may read its own files.
-        seam = at("core", "fs", "harness.base", "harness.errors", "harness.receipt_inbox", "harness.config_files")
+        seam = at(
+            "core",
+            "fs",
+            "harness.base",
+            "harness.errors",
+            "harness.receipt_inbox",
+            "harness.config_files",
+            "harness.header",
+        )
         only = (*seam, ".".join(mod.split(".")[:3]))
         why = "a harness imports only core, fs, the harness seam and itself"
     forbidden = []

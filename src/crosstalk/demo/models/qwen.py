@@ -51,7 +51,7 @@ class ScriptedQwenChat(ScriptedChat):
         return ""
 
     def scripted_call(self, text: str) -> tuple[str, dict[str, Any]] | None:
-        """`$MESSAGE_ID`: the message-id of the newest crosstalk header in the text (harness/qwen/render.py)."""
+        """`$MESSAGE_ID`: the message-id of the newest crosstalk header in the text (harness/header.py)."""
         return scripted_call_args(self.with_scripts(text), {"$MESSAGE_ID": HEADER_ID_RE})
 
     def conversation_requests(self) -> list[RecordedRequest]:

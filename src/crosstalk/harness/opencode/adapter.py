@@ -17,9 +17,10 @@ from collections.abc import Mapping
 
 from crosstalk.core.states import State
 from crosstalk.fs import trace
+from crosstalk.harness import header
 from crosstalk.harness.base import AgentInfo, BindResult, InjectRequest, InjectResult, SessionIdentity
 from crosstalk.harness.errors import HarnessDisconnected, HarnessRefused, PreSendFailure
-from crosstalk.harness.opencode import inbox, render
+from crosstalk.harness.opencode import inbox
 
 NAME = "opencode"
 PID_ENV = "OPENCODE_PID"
@@ -71,7 +72,7 @@ class OpenCodeAdapter:
         return "unknown"  # the plugin says idle or busy per delivery
 
     def render(self, request: InjectRequest) -> str:
-        return render.render(request)
+        return header.render(request)
 
     def native_reply_address(self, agent: AgentInfo) -> str | None:
         return None

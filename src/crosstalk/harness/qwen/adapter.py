@@ -20,6 +20,7 @@ import asyncio
 from collections.abc import Mapping
 
 from crosstalk.core.states import State
+from crosstalk.harness import header
 from crosstalk.harness.base import (
     AgentInfo,
     BindResult,
@@ -29,7 +30,7 @@ from crosstalk.harness.base import (
     SessionIdentity,
 )
 from crosstalk.harness.errors import HarnessDisconnected, HarnessRefused, PreSendFailure, ReceiverRefused
-from crosstalk.harness.qwen import receipts, render, wire
+from crosstalk.harness.qwen import receipts, wire
 from crosstalk.harness.qwen.sessions import read_record, text_field
 
 NAME = "qwen"
@@ -80,7 +81,7 @@ class QwenAdapter:
         return "unknown"  # the record says nothing of it
 
     def render(self, request: InjectRequest) -> str:
-        return render.render(request)
+        return header.render(request)
 
     def native_reply_address(self, agent: AgentInfo) -> str | None:
         return None  # Qwen's own envelope names the frame's `from` (our receipt inbox); crosstalk's names none

@@ -1,7 +1,8 @@
-"""How a crosstalk message reads inside a Qwen Code session. Qwen wraps every inbox message in its own
+"""How a crosstalk message reads in a harness that takes plain text for it (Qwen Code, OpenCode): one header line,
+rebuilt from the verified sender, then the body. Qwen wraps every inbox message in its own
 `<cross_session_message from=… name=…>` and defangs any tag inside that looks like an envelope (crosstalk's
-`<cross-session-message>` would reach the model as `&lt;cross-session-message`), so crosstalk's part is one header
-line, rebuilt from the verified sender, then the body:
+`<cross-session-message>` would reach the model as `&lt;cross-session-message`); OpenCode has no envelope of its own
+for it, and shows the text as a user message.
 
     [crosstalk inform · from agents:alpha · message-id 01a2…]
     [crosstalk ask · from agents:alpha · message-id 01a2… · answer with the crosstalk reply tool and this id]
