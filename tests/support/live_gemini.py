@@ -1,5 +1,5 @@
 """A live Gemini CLI 0.61.0 session for the e2e tests: the interactive TUI in a tmux server of its own
-(tests/support/tmux_pane.py), against the Gemini API mock (tests/support/gemini_mock.py) through
+(tests/support/tmux_pane.py), against the Gemini API mock (crosstalk/demo/models/gemini.py) through
 `GOOGLE_GEMINI_BASE_URL` with `gemini-api-key` auth (docs/dev/gemini-adapter.md: the only connection it makes is to
 the mock), with crosstalk set up the README's way (`crosstalk install gemini`). Its own HOME, TMPDIR, cwd and
 crosstalk run dir under `root`.
@@ -22,19 +22,14 @@ from pathlib import Path
 from typing import Any
 
 from crosstalk.demo.models import RecordedRequest
-from tests.support.gemini_mock import MODEL, ScriptedGemini
+from crosstalk.demo.models.gemini import ScriptedGemini
+from crosstalk.demo.models.wiring import write_gemini_settings
 from tests.support.live_claude import CROSSTALK, bin_dir
 from tests.support.tmux_pane import TmuxPane
 
 WAIT_S = 90.0
 STOP_S = 20.0
 READY = "Type your message"
-SETTINGS = {
-    "security": {"auth": {"selectedType": "gemini-api-key"}, "folderTrust": {"enabled": False}},
-    "general": {"enableAutoUpdate": False, "enableAutoUpdateNotification": False},
-    "privacy": {"usageStatisticsEnabled": False}, "telemetry": {"enabled": False},
-    "ui": {"hideBanner": True, "hideTips": True}, "model": {"name": MODEL},
-}  # fmt: skip
 
 
 class LiveGemini:
@@ -60,7 +55,7 @@ class LiveGemini:
             "GEMINI_API_KEY": "dummy", "GOOGLE_GEMINI_BASE_URL": mock.base_url, "GEMINI_CLI_NO_RELAUNCH": "true",
             "CROSSTALK_HOME": str(crosstalk_home), "CROSSTALK_GEMINI_RUN_DIR": str(run_dir),
         }  # fmt: skip
-        (root / "home" / ".gemini" / "settings.json").write_text(json.dumps({**SETTINGS, **(settings or {})}) + "\n")
+        write_gemini_settings(root / "home" / ".gemini", settings)
         if install:
             subprocess.run([str(CROSSTALK), "install", "gemini"], env=env, cwd=cwd, check=True, capture_output=True,
                            timeout=60)  # fmt: skip

@@ -31,22 +31,13 @@ from typing import Any
 
 from crosstalk.demo.models import RecordedRequest, ScriptedQwenChat
 from crosstalk.demo.models.base import text_parts
-from crosstalk.demo.models.wiring import MODEL
+from crosstalk.demo.models.wiring import OPENCODE_ENV, write_opencode_config
 from tests.support.live_claude import CROSSTALK, bin_dir
 from tests.support.tmux_pane import TmuxPane
 
 WAIT_S = 60.0
 STOP_S = 10.0
-PLUGIN_DEP = "@opencode-ai/plugin"
 READY = "Ask anything"  # the TUI's prompt is up and takes keys
-
-
-def preseed(config_dir: Path) -> None:
-    """What OpenCode's start-up install check takes for "already installed" (no npm run, no network)."""
-    (config_dir / "node_modules").mkdir(parents=True, exist_ok=True)
-    (config_dir / "package.json").write_text(json.dumps({"dependencies": {PLUGIN_DEP: "*"}}) + "\n")
-    lock = {"lockfileVersion": 3, "packages": {"": {"dependencies": {PLUGIN_DEP: "*"}}}}
-    (config_dir / "package-lock.json").write_text(json.dumps(lock) + "\n")
 
 
 def free_port() -> int:
@@ -79,18 +70,10 @@ class LiveOpenCode:
             "HOME": str(home), "TMPDIR": str(root / "tmp"), "XDG_RUNTIME_DIR": str(root / "run"),
             "XDG_CONFIG_HOME": str(home / ".config"), "XDG_DATA_HOME": str(home / ".local/share"),
             "XDG_CACHE_HOME": str(home / ".cache"), "XDG_STATE_HOME": str(home / ".local/state"),
-            "LANG": "C.UTF-8", "CROSSTALK_HOME": str(crosstalk_home),
-            "OPENCODE_DISABLE_MODELS_FETCH": "1", "OPENCODE_DISABLE_AUTOUPDATE": "1", "OPENCODE_DISABLE_SHARE": "1",
-            "OPENCODE_DISABLE_DEFAULT_PLUGINS": "1", "npm_config_offline": "true", **(extra_env or {}),
+            "LANG": "C.UTF-8", "CROSSTALK_HOME": str(crosstalk_home), **OPENCODE_ENV, **(extra_env or {}),
         }  # fmt: skip
         config_dir = home / ".config" / "opencode"
-        provider = {"npm": "@ai-sdk/openai-compatible", "name": "Mock",
-                    "options": {"baseURL": f"{mock.base_url}/v1", "apiKey": "dummy"},
-                    "models": {MODEL: {"name": "Mock", "tool_call": True}}}  # fmt: skip
-        config = {"provider": {"mock": provider}, "model": f"mock/{MODEL}", "small_model": f"mock/{MODEL}",
-                  "autoupdate": False, "share": "disabled", "permission": {"bash": "allow"}}  # fmt: skip
-        (config_dir / "opencode.json").write_text(json.dumps(config, indent=2) + "\n")
-        preseed(config_dir)
+        write_opencode_config(config_dir, mock.base_url)
         subprocess.run([str(CROSSTALK), "install", "opencode"], env=env, cwd=cwd, check=True, capture_output=True,
                        timeout=60)  # fmt: skip
         oc = cls(root, env, mock, cwd)

@@ -7,7 +7,7 @@ import json
 import urllib.request
 from typing import Any
 
-from tests.support.gemini_mock import ScriptedGemini
+from crosstalk.demo.models.gemini import ScriptedGemini
 
 
 def post(mock: ScriptedGemini, path: str, body: dict[str, Any]) -> bytes:

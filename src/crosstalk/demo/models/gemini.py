@@ -21,9 +21,9 @@ import re
 import time
 from typing import Any, ClassVar
 
-from crosstalk.demo.models.base import Handler, RecordedRequest, ScriptedModelServer, route, scripted_call_args
+from .base import Handler, RecordedRequest, ScriptedModelServer, route, scripted_call_args
+from .wiring import GEMINI_MODEL as MODEL
 
-MODEL = "gemini-2.5-pro"
 ENVELOPE_ID_RE = re.compile(r'message-id="([^"]+)"')
 GENERATION = (":streamGenerateContent", ":generateContent")
 
