@@ -1,5 +1,6 @@
 """`crosstalk demo` with the real harnesses: the pinned claude, codex, pi and qwen run as live sessions against the
-demo's scripted model servers; the test reads only what the demo prints (and /proc), as a person would."""
+demo's scripted model servers, and opencode and gemini too when they are installed (the demo adds a session of each
+CLI it finds); the test reads only what the demo prints (and /proc), as a person would."""
 
 from __future__ import annotations
 
@@ -21,9 +22,10 @@ pytestmark = pytest.mark.timeout(300)
 
 CROSSTALK = Path(sys.executable).with_name("crosstalk")
 DEMO_TIMEOUT_S = 240.0
-TITLES = ("Claude Code", "Codex", "pi", "Qwen Code")
+OPTIONAL = {"opencode": "OpenCode", "gemini": "Gemini CLI"}  # expected exactly when their CLIs are installed
+TITLES = ("Claude Code", "Codex", "pi", "Qwen Code", *(t for h, t in OPTIONAL.items() if (bin_dir() / h).is_file()))
 SESSION = re.compile(
-    r"^  (Claude Code|Codex|pi|Qwen Code)\s+pid (\d+)\s+agent (\S+)\s+"
+    r"^  (Claude Code|Codex|pi|Qwen Code|OpenCode|Gemini CLI)\s+pid (\d+)\s+agent (\S+)\s+"
     r"its model: scripted model server on 127\.0\.0\.1:(\d+) \((.+?)\) — no outside service$",
     re.M,
 )
@@ -33,7 +35,7 @@ SENT = re.compile(r"^  (\S+)\s+→ (\S+)\s+(inform|ask|reply)\s+(\S+)\s+'(.*)'$"
 @pytest.fixture
 def home(require: Callable[[str], Path]) -> Iterator[Path]:
     for name in ("claude", "codex", "pi", "qwen"):
-        require(name)
+        require(name)  # opencode and gemini: optional to the demo, expected when installed (TITLES)
     path = Path(tempfile.mkdtemp(prefix="xtdh", dir="/tmp"))
     try:
         yield path
@@ -68,7 +70,7 @@ def assert_all_gone(out: str) -> None:
     root = re.search(r"in a temporary dir (/tmp/xtdemo\.\w+)", out)
     assert root, out
     pids = [int(p) for p in re.findall(r"\bpid (\d+)", out)]
-    assert len(pids) == 4, out
+    assert len(pids) == len(TITLES), out
     assert [p for p in pids if Path(f"/proc/{p}").exists()] == [], out
     assert with_marker(root.group(1)) == [], out
     assert f"cleaned up {root.group(1)}" in out and not Path(root.group(1)).exists()
@@ -81,22 +83,30 @@ def test_demo_runs_real_sessions_a_message_lands_in_each_and_an_ask_is_answered_
     out = res.stdout
     assert res.returncode == 0, out + res.stderr
     assert "fake agents" not in out
-    assert re.match(r"crosstalk demo: real Claude Code 2\.\d+\.\d+, Codex 0\.\d+\.\d+, pi 0\.\d+\.\d+ and "
-                    r"Qwen Code 0\.\d+\.\d+ sessions", out)  # fmt: skip
+    versions = [r"Claude Code 2\.\d+\.\d+", r"Codex 0\.\d+\.\d+", r"pi 0\.\d+\.\d+", r"Qwen Code 0\.\d+\.\d+",
+                *(rf"{t} \d+\.\d+\.\d+" for t in TITLES[4:])]  # fmt: skip
+    assert re.match(rf"crosstalk demo: real {', '.join(versions[:-1])} and {versions[-1]} sessions", out), out
 
     sessions = {m[0]: m for m in SESSION.findall(out)}
     assert set(sessions) == set(TITLES), out
-    assert {m[4] for m in sessions.values()} == {
-        "Anthropic Messages API", "OpenAI Responses API", "Chat Completions API"}  # fmt: skip
-    assert sessions["Qwen Code"][4] == "Chat Completions API"
+    chat = "Chat Completions API"
+    apis = {"Claude Code": "Anthropic Messages API", "Codex": "OpenAI Responses API", "pi": chat, "Qwen Code": chat,
+            "OpenCode": chat, "Gemini CLI": "Gemini API"}  # fmt: skip
+    assert {t: m[4] for t, m in sessions.items()} == {t: apis[t] for t in TITLES}, out
     name = {title: sessions[title][2] for title in TITLES}
 
     # A message landed in each session: sent (accepted; queued for Qwen, which says so), read once by its model.
     rows = SENT.findall(out)
     informs = [r for r in rows if r[0] == "orchestrator" and r[2] == "inform"]
     assert sorted(r[1] for r in informs) == sorted(name.values()), out
-    assert {r[3] for r in informs if r[1] != name["Qwen Code"]} == {"accepted"}, out
-    assert [r[3] for r in informs if r[1] == name["Qwen Code"]] == ["queued"], out
+    queued = {name[t] for t in ("Qwen Code", "Gemini CLI") if t in name}
+    assert {r[3] for r in informs if r[1] not in queued} == {"accepted"}, out
+    assert [r[3] for r in informs if r[1] in queued] == ["queued"] * len(queued), out
+    if "Gemini CLI" in name:  # said truthfully: its model reads it with its user's next prompt, which the demo types
+        assert "(nothing can start a turn in an idle Gemini CLI session)" in out, out
+        assert re.search(r"^  Gemini CLI: queued, its model reads it with its user's next prompt \(nothing can start a "
+                         r"turn in an idle Gemini CLI session\); the demo, as its user, types 'Tell me what is new\.'$",
+                         out, re.M), out  # fmt: skip
     # The ask across harnesses: Codex's model asks Claude's, whose answer reaches the Codex thread.
     [ask] = [r for r in rows if r[2] == "ask"]
     [reply] = [r for r in rows if r[2] == "reply"]
@@ -114,18 +124,25 @@ def test_demo_runs_real_sessions_a_message_lands_in_each_and_an_ask_is_answered_
     assert re.search(r"  Qwen Code:\n    <cross_session_message [^\n]*origin=\"own-process\">\n"
                      r"    \[crosstalk inform · from agents:orchestrator · message-id [0-9a-f-]+\]\n"
                      r"    Heads-up from the demo: .*\n    </cross_session_message>\n", read), read  # fmt: skip
+    if "OpenCode" in name:  # a user message of the session, crosstalk's header line first
+        assert re.search(r"  OpenCode:\n    \[crosstalk inform · from agents:orchestrator · message-id [0-9a-f-]+\]\n"
+                         r"    Heads-up from the demo: ", read), read  # fmt: skip
+    if "Gemini CLI" in name:  # crosstalk's envelope inside Gemini's hook context (Gemini escapes its < and >)
+        assert re.search(r"  Gemini CLI:\n    <hook_context>&lt;cross-session-message [^\n]*from-name=\"orchestrator\" "
+                         r"message-id=\"[^\"]+\" kind=\"inform\"&gt;\n    Heads-up from the demo: .*\n"
+                         r"    &lt;/cross-session-message&gt;</hook_context>\n", read), read  # fmt: skip
 
     # The summary adds up: every number is a count of the tables above it.
     table = out.split("What each session's model read", 1)[1].split("The message into each session, as", 1)[0]
-    counts = {t: int(n) for t, n in re.findall(r"^  (Claude Code|Codex|pi|Qwen Code)\s+\S+\s+(\d+) message\(s\)$",
-                                               table, re.M)}  # fmt: skip
-    assert counts == {"Claude Code": 2, "Codex": 2, "pi": 1, "Qwen Code": 1}, table
+    counts = {t: int(n) for t, n in re.findall(r"^  (Claude Code|Codex|pi|Qwen Code|OpenCode|Gemini CLI)\s+\S+\s+"
+                                               r"(\d+) message\(s\)$", table, re.M)}  # fmt: skip
+    assert counts == {"Claude Code": 2, "Codex": 2, **{t: 1 for t in TITLES[2:]}}, table
     reads = re.findall(r"^      (inform|ask|reply)\s+from (\S+)\s+(read once|never read|read \d+ times)$", table, re.M)
     assert len(reads) == len(rows) and all(r[2] == "read once" for r in reads), table
     m = re.search(r"^(\d+) messages sent, (\d+) read by the receiving session's model \(none twice\); "
                   r"(\d+) ask answered across harnesses\.$", out, re.M)  # fmt: skip
     assert m, out
-    assert int(m[1]) == len(rows) == 6
+    assert int(m[1]) == len(rows) == len(TITLES) + 2
     assert int(m[2]) == sum(counts.values()) == len(reads)
     assert int(m[3]) == sum(1 for r in reads if r[0] == "reply") == 1
     assert_all_gone(out)

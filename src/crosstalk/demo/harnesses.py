@@ -1,6 +1,6 @@
-"""Where `crosstalk demo` finds the real harness CLIs (claude, codex, pi; qwen when it is there too), and the
-environment every demo session gets: its own HOME and TMPDIR under the demo's temp dir, the shared CROSSTALK_HOME,
-and nothing else of the caller's but PATH (no API key or session variable leaks in)."""
+"""Where `crosstalk demo` finds the real harness CLIs (claude, codex, pi; qwen, opencode and gemini when found),
+and the environment every demo session gets: its own HOME and TMPDIR under the demo's temp dir, the shared
+CROSSTALK_HOME, and nothing else of the caller's but PATH (no API key or session variable leaks in)."""
 
 from __future__ import annotations
 
@@ -13,8 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 HARNESSES = ("claude", "codex", "pi")
-OPTIONAL = ("qwen",)  # the demo adds a session of it when found, and runs without it
-NEEDS_NODE = ("codex", "pi", "qwen")
+OPTIONAL = ("qwen", "opencode", "gemini")  # the demo adds a session of each found, and runs without them
+NEEDS_NODE = ("codex", "pi", "qwen", "gemini")  # opencode is a binary of its own
 VERSION_TIMEOUT_S = 20.0
 SETUP_TIMEOUT_S = 60.0
 

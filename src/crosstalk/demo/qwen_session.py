@@ -6,33 +6,24 @@ TUI; what the TUI draws is read and dropped (a full pty would stall it)."""
 
 from __future__ import annotations
 
-import contextlib
-import fcntl
-import json
-import os
-import pty
-import struct
-import termios
-import threading
 from pathlib import Path
 from typing import Any
 
 from crosstalk.demo.harnesses import Harnesses, install_crosstalk, session_env
 from crosstalk.demo.models import RecordedRequest, ScriptedQwenChat
-from crosstalk.demo.models.base import text_parts
+from crosstalk.demo.models.chat import chat_tool_result
 from crosstalk.demo.models.wiring import MODEL, write_qwen_settings
 from crosstalk.demo.procs import Procs
-from crosstalk.demo.session import HarnessSession
+from crosstalk.demo.pty_session import PtySession
 
 TOOL_PREFIX = "mcp__crosstalk__"
-ROWS, COLS = 45, 160
-TYPED_TIMEOUT_S = 30.0
 
 
-class QwenSession(HarnessSession):
+class QwenSession(PtySession):
     title = "Qwen Code"
     harness = "qwen"
     tool_prefix = TOOL_PREFIX
+    side_requests = True  # its TUI asks its model things of its own, without tools
 
     def __init__(self, root: Path, harnesses: Harnesses, crosstalk_home: Path, procs: Procs, first: str) -> None:
         """`first`: the session's first prompt, scripted to make its model call crosstalk's `list_agents` (the first
@@ -57,67 +48,13 @@ class QwenSession(HarnessSession):
             TERM="xterm-256color",  # a TUI: it draws with escape codes, which the demo drops
         )
         install_crosstalk("qwen", self.env, self.cwd)
-        master, slave = pty.openpty()
-        fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", ROWS, COLS, 0, 0))
-        self._master = master
-        self._drawn = 0  # bytes the TUI wrote so far
-        self._tail = b""  # the last of them (to see typed text echoed)
-        self._cond = threading.Condition()
-        argv = [str(harnesses.bins["qwen"]), "-i", first]
-        try:
-            with open(root / "qwen.err", "wb") as err:
-                self.proc = procs.spawn(argv, env=self.env, cwd=self.cwd, stdin=slave, stdout=slave, stderr=err)
-        finally:
-            os.close(slave)
-        self.pid = self.proc.pid
-        threading.Thread(target=self._drain, name="demo-qwen-pty", daemon=True).start()
-
-    def _drain(self) -> None:
-        while True:
-            try:
-                chunk = os.read(self._master, 65536)
-            except OSError:  # the session ended (EIO) or the demo closed the pty
-                return
-            if not chunk:
-                return
-            with self._cond:
-                self._drawn += len(chunk)
-                self._tail = (self._tail + chunk)[-8192:]
-                self._cond.notify_all()
+        self.spawn_on_pty([str(harnesses.bins["qwen"]), "-i", first], self.env, self.cwd, procs)
 
     def say(self, text: str) -> None:
         """Type `text`; once the TUI echoed its end (it read the keys), press Enter (an Enter sent with the text
         would be taken as part of a paste)."""
-        end = text.split()[-1][-12:].encode() if text.split() else b""
-        with self._cond:
-            self._tail = b""
-        try:
-            os.write(self._master, text.encode())
-        except OSError:
-            raise self.exited() from None
-        with self._cond:
-            if not self._cond.wait_for(lambda: end in self._tail or not self.alive(), TYPED_TIMEOUT_S):
-                raise RuntimeError("the Qwen Code TUI never showed the typed text")
-        if not self.alive():
-            raise self.exited()
-        os.write(self._master, b"\r")
+        self.type_text(text)
+        self.press_enter()
 
     def tool_result(self, req: RecordedRequest, tool: str) -> dict[str, Any] | None:
-        """The newest result of crosstalk's `tool` this Chat Completions request carries, parsed, or None."""
-        name, found = TOOL_PREFIX + tool, None
-        msgs = [m for m in req.body.get("messages") or [] if isinstance(m, dict)]
-        names = {c.get("id"): c.get("function", {}).get("name") for m in msgs
-                 for c in m.get("tool_calls") or [] if isinstance(c, dict)}  # fmt: skip
-        for m in msgs:
-            if m.get("role") == "tool" and names.get(m.get("tool_call_id")) == name:
-                text = text_parts(m.get("content"))
-                with contextlib.suppress(ValueError):
-                    found = json.JSONDecoder().raw_decode(text[text.find("{") :])[0] if "{" in text else found
-        return found if isinstance(found, dict) else None
-
-    def close(self, procs: Procs) -> None:
-        """Its process group ended (the TUI does not end on a closed input), then the pty, then its model server."""
-        procs.stop(self.proc)
-        with contextlib.suppress(OSError):
-            os.close(self._master)
-        self.model.stop()
+        return chat_tool_result(req, TOOL_PREFIX + tool)

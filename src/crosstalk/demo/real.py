@@ -1,7 +1,7 @@
-"""The demo with the real harnesses: live Claude Code, Codex and pi sessions (and Qwen Code when its CLI is found),
-crosstalk installed into each one's
-own HOME the way a user does, every model a scripted model server on 127.0.0.1 (crosstalk.demo.models: the model's
-part is scripted on the server, so nothing leaves the machine and no account is needed).
+"""The demo with the real harnesses: live Claude Code, Codex and pi sessions (and Qwen Code, OpenCode and Gemini CLI
+when their CLIs are found), crosstalk installed into each one's own HOME the way a user does, every model a scripted
+model server on 127.0.0.1 (crosstalk.demo.models: the model's part is scripted on the server, so nothing leaves the
+machine and no account is needed).
 
 The demo's own agent sends one message into each session, then the Codex session's model asks the Claude Code
 session's model a question with crosstalk's `ask` tool, Claude's model answers with `reply`, and the answer lands in
@@ -20,6 +20,7 @@ from typing import Any, Protocol
 
 from crosstalk.demo.claude_session import ClaudeSession
 from crosstalk.demo.codex_session import CodexSession
+from crosstalk.demo.gemini_session import GeminiSession
 from crosstalk.demo.harnesses import Harnesses, session_env, version
 from crosstalk.demo.models import RecordedRequest, ScriptedModelServer
 from crosstalk.demo.orchestrator import NAME as ORCHESTRATOR
@@ -32,20 +33,28 @@ WHO = "Who else is on this machine?"
 ASK = "Which branch should the 1.4 release be cut from?"
 ANSWER = "From release-1.4: main still has the unreviewed retry change."
 ASKING = "Ask the Claude Code session which branch the release is cut from."
+# Typed into Gemini CLI's TUI: no "?" (typed with the rest, it can open the TUI's shortcuts panel instead).
+WHO_TYPED = "Who else is on this machine."
+NEXT = "Tell me what is new."  # the prompt the demo types into the Gemini CLI session as its user
 API = {"claude": "Anthropic Messages API", "codex": "OpenAI Responses API", "pi": "Chat Completions API",
-       "qwen": "Chat Completions API"}  # fmt: skip
-TITLE = {"claude": "Claude Code", "codex": "Codex", "pi": "pi", "qwen": "Qwen Code"}
+       "qwen": "Chat Completions API", "opencode": "Chat Completions API", "gemini": "Gemini API"}  # fmt: skip
+TITLE = {"claude": "Claude Code", "codex": "Codex", "pi": "pi", "qwen": "Qwen Code", "opencode": "OpenCode",
+         "gemini": "Gemini CLI"}  # fmt: skip
+ORDER = ("claude", "codex", "pi", "qwen", "opencode", "gemini")
 TEXTS = {
     "claude": "Heads-up from the demo: the build of main is green again.",
     "codex": "Heads-up from the demo: test_login is flaky on CI.",
     "pi": "Heads-up from the demo: the changelog needs a 1.4 entry.",
     "qwen": "Heads-up from the demo: the docs site deploy is paused.",
+    "opencode": "Heads-up from the demo: the staging database is read-only today.",
+    "gemini": "Heads-up from the demo: the 1.4 branch is frozen at noon.",
 }
 
 
 class Session(Protocol):
     harness: str
     tool_prefix: str
+    side_requests: bool  # its harness also asks its model things of its own (without tools): not counted
     model: ScriptedModelServer
     pid: int
     root: Path
@@ -66,6 +75,7 @@ class Sent:
     kind: str
     text: str
     state: str
+    reason: str | None = None
     seen: int = 0  # how many times the receiving model's newest request carries the text (1: landed once)
 
 
@@ -91,7 +101,7 @@ class RealDemo:
 
         scratch = session_env(self.root / "versions", self.harnesses, self.state)
         versions = {h: version(exe, scratch) for h, exe in self.harnesses.bins.items()}
-        names = [f"{TITLE[h]} {versions[h]}" for h in ("claude", "codex", "pi", "qwen") if h in versions]
+        names = [f"{TITLE[h]} {versions[h]}" for h in ORDER if h in versions]
         self.out(
             f"crosstalk demo: real {', '.join(names[:-1])} and {names[-1]}"
             f" sessions (found {self.harnesses.where}), in a temporary dir {self.root}"
@@ -105,6 +115,13 @@ class RealDemo:
 
             qwen = QwenSession(self.root / "qwen", self.harnesses, self.state, self.procs, WHO)
             self.sessions["qwen"] = qwen
+        if "opencode" in self.harnesses.bins:  # its first prompt (over its HTTP API) registers it
+            from crosstalk.demo.opencode_session import OpenCodeSession
+
+            self.sessions["opencode"] = OpenCodeSession(self.root / "oc", self.harnesses, self.state, self.procs, WHO)
+        if "gemini" in self.harnesses.bins:  # its first prompt (typed into its TUI) registers it
+            gemini = GeminiSession(self.root / "gm", self.harnesses, self.state, self.procs, WHO_TYPED)
+            self.sessions["gemini"] = gemini
         self.orchestrator.start(self.root)
         claude = self.sessions["claude"]
         claude.model.scripts_by[WHO] = f"CALL {claude.tool_prefix}list_agents {{}}"
@@ -142,12 +159,22 @@ class RealDemo:
     # ------------------------------------------------------------------ messages
     def send_into_each(self) -> None:
         self.out("\nA message into each session (sender → receiver, kind, state):")
+        gemini = self.sessions.get("gemini")
+        if isinstance(gemini, GeminiSession):
+            gemini.wait_idle()  # its first turn is over: the session is idle
         for harness in self.sessions:
             text = TEXTS[harness]
             msg = self.orchestrator.message(self.names[harness], text)
-            state = self.orchestrator.send(msg).state.value
-            self.record(Sent(ORCHESTRATOR, self.names[harness], harness, "inform", text, state))
+            outcome = self.orchestrator.send(msg)
+            self.record(Sent(ORCHESTRATOR, self.names[harness], harness, "inform", text, outcome.state.value,
+                             outcome.reason))  # fmt: skip
         for row in self.sent:
+            if row.harness == "gemini" and row.state == "queued":
+                self.out(
+                    f"  {TITLE['gemini']}: queued, its model reads it with its user's next prompt (nothing can start"
+                    f" a turn in an idle Gemini CLI session); the demo, as its user, types {NEXT!r}"
+                )
+                self.sessions["gemini"].say(NEXT)
             self.landed(row)
         self.wait_idle("codex")
 
@@ -174,12 +201,15 @@ class RealDemo:
     def record(self, row: Sent) -> None:
         self.sent.append(row)
         self.out(f"  {row.sender:<{self.width}} → {row.to:<{self.width}}  {row.kind:<7} {row.state:<9} {row.text!r}")
+        if row.state == "queued" and row.reason:
+            self.out(f"      ({row.reason})")
 
     def landed(self, row: Sent) -> None:
         """Wait until the receiving model read the text; count it in that model's newest request (of the session's
-        own turns: Qwen's TUI also asks its model things of its own, without tools, which are not counted)."""
+        own turns: Qwen's, OpenCode's and Gemini's also ask their model things of their own, without tools, which are
+        not counted)."""
         session = self.sessions[row.harness]
-        own = row.harness != "qwen"
+        own = not session.side_requests
         self.wait_read(session, lambda r: row.text in r.raw and (own or bool(r.body.get("tools"))), repr(row.text))
         newest = [r for r in session.model.model_requests() if own or r.body.get("tools")][-1]
         row.seen = newest.raw.count(json.dumps(row.text)[1:-1])
@@ -241,7 +271,8 @@ class RealDemo:
         self.out("\nThe message into each session, as its model read it:")
         for harness, session in self.sessions.items():
             row = next(r for r in self.sent if r.harness == harness)
-            req = next(r for r in session.model.model_requests() if row.text in r.raw)
+            own = not session.side_requests
+            req = next(r for r in session.model.model_requests() if row.text in r.raw and (own or r.body.get("tools")))
             lines = session.model.newest_user_text(req.body).splitlines()
             at = next((k for k, line in enumerate(lines) if row.text in line), None)
             if at is None:

@@ -14,6 +14,7 @@ from crosstalk.demo.procs import Procs
 class HarnessSession:
     harness: str
     title: str  # as a person names it: "Claude Code", "Codex", "pi"
+    side_requests = False  # whether its harness also asks its model things of its own, without tools
     root: Path
     proc: subprocess.Popen[bytes]
     model: Any  # its ScriptedModelServer

@@ -87,3 +87,19 @@ def test_qwen_is_taken_when_found_and_never_missed(dirs: tuple[Path, Path]):
     found = find_harnesses(bins, {"PATH": str(node)})
     assert found.complete and found.bins["qwen"] == bins / "qwen"
     assert "node (for qwen)" in find_harnesses(bins, {"PATH": ""}).missing
+
+
+def test_opencode_and_gemini_are_taken_when_found_and_never_missed(dirs: tuple[Path, Path]):
+    """The demo adds an OpenCode and a Gemini CLI session when their CLIs are there, and runs without them; Gemini
+    CLI is a node script, OpenCode a binary of its own."""
+    bins, node = dirs
+    for name in ("claude", "codex", "pi"):
+        executable(bins / name)
+    without = find_harnesses(bins, {"PATH": str(node)})
+    assert without.complete and not {"opencode", "gemini"} & set(without.bins)
+    executable(bins / "opencode")
+    executable(bins / "gemini")
+    found = find_harnesses(bins, {"PATH": str(node)})
+    assert found.complete and found.bins["opencode"] == bins / "opencode" and found.bins["gemini"] == bins / "gemini"
+    missing = find_harnesses(bins, {"PATH": ""}).missing
+    assert "node (for gemini)" in missing and "node (for opencode)" not in missing

@@ -8,6 +8,7 @@ streaming). Anything else is answered with text (the digest, or `reply`). Every 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 import threading
@@ -81,3 +82,17 @@ class ScriptedChat(ScriptedModelServer):
         h.send_event({**chunk, "choices": [], "usage": usage})
         h.send_event("[DONE]")
         return None
+
+
+def chat_tool_result(req: RecordedRequest, name: str) -> dict[str, Any] | None:
+    """The newest result of tool `name` a Chat Completions request carries, parsed from its JSON text, or None."""
+    found = None
+    msgs = [m for m in req.body.get("messages") or [] if isinstance(m, dict)]
+    names = {c.get("id"): c.get("function", {}).get("name") for m in msgs
+             for c in m.get("tool_calls") or [] if isinstance(c, dict)}  # fmt: skip
+    for m in msgs:
+        if m.get("role") == "tool" and names.get(m.get("tool_call_id")) == name:
+            text = text_parts(m.get("content"))
+            with contextlib.suppress(ValueError):
+                found = json.JSONDecoder().raw_decode(text[text.find("{") :])[0] if "{" in text else found
+    return found if isinstance(found, dict) else None
