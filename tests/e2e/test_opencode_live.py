@@ -241,28 +241,55 @@ def test_meta_starts_no_turn_and_next_turn_waits_for_the_running_one(live: Live)
     only_in(oc, sid, f"later {token}")
 
 
-def test_opencode_to_codex_and_pi_by_name(live: Live, require: Callable[[str], Path]):
+def test_opencode_to_codex_pi_and_qwen_by_name(live: Live, require: Callable[[str], Path]):
     from tests.support.live_codex import LiveCodex
     from tests.support.live_pi import LivePi
+    from tests.support.live_qwen import LiveQwen
 
-    require("codex")
-    require("pi")
+    for cli in ("codex", "pi", "qwen"):
+        require(cli)
     oc, sid = opencode(live), registered(live, "a")
     cx = _lazy(live, "cx", lambda: LiveCodex.start(live.root / "cx", crosstalk_home=live.root / "xt"))
     pi = _lazy(live, "pi", lambda: LivePi.start(live.root / "p", crosstalk_home=live.root / "xt",
                                                 PI_CROSSTALK_HANDLE="pi-o"))  # fmt: skip
+    q = _lazy(live, "q", lambda: LiveQwen.start(live.root / "q", crosstalk_home=live.root / "xt",
+                                                qwen_home=live.root / "qwen"))  # fmt: skip
     thread = cx.start_thread()
     cx.say(thread, "CALL mcp__crosstalk.list_agents {}")
     codex_name = next(r for r in cx.wait_tool_result("list_agents")["agents"] if r.get("self"))["name"]
+    q.say("CALL mcp__crosstalk__list_agents {}")
+    qwen_name = next(r for r in q.wait_tool_result("list_agents")["agents"] if r.get("self"))["name"]
     pi.agent()
     token = secrets.token_hex(4)
-    for to, text in ((codex_name, f"to codex {token}"), ("pi-o", f"to pi {token}")):
+    for to, text in ((codex_name, f"to codex {token}"), ("pi-o", f"to pi {token}"), (qwen_name, f"to qwen {token}")):
         oc.wait_idle(sid)
         n = len(oc.requests())
         oc.say(sid, f"CALL crosstalk_send_message {json.dumps({'to': to, 'text': text})}")
         assert oc.wait_tool_result("send_message", text, after=n)["state"] in ("accepted", "queued")
     cx.wait_seen(f"to codex {token}")
     assert f"[from agents:{live.names['a']}] to pi {token}" in pi.wait_seen(f"to pi {token}").raw
+    seen = q.wait_seen(f"to qwen {token}").raw  # Qwen's model reads crosstalk's header naming the OpenCode session
+    assert f"[crosstalk inform · from agents:{live.names['a']} · message-id " in seen, seen[-2000:]
+
+
+def test_watch_in_tmux_shows_the_opencode_agent_and_a_message_to_it(live: Live):
+    from tests.support.watch import lines_with, wait_line, watch_pane
+
+    oc, sid = opencode(live), registered(live, "a")
+    oc.wait_idle(sid)
+    name, token = live.names["a"], secrets.token_hex(4)
+    env = {"HOME": str(live.root), "CROSSTALK_HOME": str(live.root / "xt"),
+           "XDG_RUNTIME_DIR": str(live.root / "o" / "run")}  # fmt: skip
+    with watch_pane(CROSSTALK, env, live.root, f"xw-{live.root.name}") as pane:
+        row = wait_line(pane, name, "opencode", "yes")  # its agent: live, reachable
+        assert str(oc.agent(sid).pid) in row, row
+        traffic = ("@cli:tester (external)", name, "inform", "accepted")  # the traffic table's row (no text)
+        before = lines_with(pane.screen(), *traffic)
+        out = live.cli("send", name, f"watched {token}", "--json")
+        assert json.loads(out.stdout)["state"] == "accepted", (out.stdout, out.stderr)
+        wait_line(pane, *traffic, besides=before)
+        pane.tmux("send-keys", "-t", pane.name, "q")
+    oc.wait_seen(f"watched {token}")
 
 
 def test_a_restarted_opencode_resumes_the_session_under_its_name(live: Live):
