@@ -229,3 +229,26 @@ def test_malformed_json_is_a_parse_error():
             assert error_of(response)["code"] == -32700 and fake.calls == []
 
     run(main())
+
+
+def test_an_a2a_0_3_client_is_served_too_as_gemini_cli_calls_a_remote_agent():
+    """Gemini CLI 0.61.0 (its @a2a-js/sdk client) sends A2A 0.3 JSON-RPC: `message/send` with 0.3 parts and no
+    A2A-Version header. The same gate names the sender by its bearer token; the answer is a 0.3 task."""
+
+    async def main():
+        async with serving() as (server, fake), http() as client:
+            message = {"kind": "message", "role": "user", "messageId": "m-03-1",
+                       "parts": [{"kind": "text", "text": "hello from gemini"}]}  # fmt: skip
+            params = {"message": message, "configuration": {"blocking": True}}
+            bare = {"Authorization": ALICE_AUTH["Authorization"]}
+            refused = await call(client, server.url, "message/send", params, headers={"Authorization": "Bearer no"})
+            assert refused.status_code == 401 and fake.calls == []
+            answer = (await call(client, server.url, "message/send", params, headers=bare)).json()["result"]
+            assert answer["kind"] == "task" and answer["status"]["state"] == "completed", answer
+            assert answer["history"][0]["parts"] == [{"kind": "text", "text": "hello from gemini"}]
+            [sent] = fake.calls
+            assert sent[:3] == ("send", "a1a1a1a1a1a1a1a1", "m-03-1")  # sent by alice, the bearer's agent
+            got = (await call(client, server.url, "tasks/get", {"id": answer["id"]}, headers=bare)).json()["result"]
+            assert got["id"] == answer["id"] and got["status"]["state"] == "completed"
+
+    run(main())

@@ -44,7 +44,8 @@ def test_card_resolves_with_the_sdk_resolver():
             card = client._card  # what A2ACardResolver parsed
             assert (card.name, card.version) == ("bob", crosstalk.__version__)
             assert [(i.url, i.protocol_binding, i.protocol_version) for i in card.supported_interfaces] == [
-                (server.url, "JSONRPC", "1.0")
+                (server.url, "JSONRPC", "1.0"),
+                (server.url, "JSONRPC", "0.3"),  # the same endpoint, for A2A 0.3 clients (Gemini CLI's)
             ]
             assert [list(r.schemes) for r in card.security_requirements] == [["bearer"]]
             assert card.security_schemes["bearer"].http_auth_security_scheme.scheme.lower() == "bearer"

@@ -62,7 +62,8 @@ def test_a_card_validates_with_the_sdk_resolver():
             card = client.card  # what A2ACardResolver fetched and parsed
             assert card.name == "bob" and card.version == crosstalk.__version__
             assert [(i.url, i.protocol_binding, i.protocol_version) for i in card.supported_interfaces] == [
-                (bob.url, "JSONRPC", "1.0")
+                (bob.url, "JSONRPC", "1.0"),
+                (bob.url, "JSONRPC", "0.3"),  # the same endpoint, for A2A 0.3 clients (Gemini CLI's)
             ]
             assert [list(r.schemes) for r in card.security_requirements] == [["bearer"]]
             assert card.security_schemes["bearer"].http_auth_security_scheme.scheme.lower() == "bearer"

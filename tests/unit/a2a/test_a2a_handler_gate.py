@@ -146,7 +146,8 @@ def test_card_shape():
     assert card.capabilities.HasField("streaming") and not card.capabilities.streaming
     assert not card.capabilities.push_notifications and not card.capabilities.extended_agent_card
     assert [(i.url, i.protocol_binding, i.protocol_version) for i in card.supported_interfaces] == [
-        ("http://127.0.0.1:1/", "JSONRPC", "1.0")
+        ("http://127.0.0.1:1/", "JSONRPC", "1.0"),
+        ("http://127.0.0.1:1/", "JSONRPC", "0.3"),  # the same endpoint, for A2A 0.3 clients (Gemini CLI's)
     ]
     assert card.security_schemes["bearer"].http_auth_security_scheme.scheme == "Bearer"
     assert [list(r.schemes) for r in card.security_requirements] == [["bearer"]]

@@ -18,7 +18,7 @@ from typing import Any
 import uvicorn
 from a2a.server.routes import create_agent_card_routes, create_jsonrpc_routes
 from a2a.types import a2a_pb2 as pb
-from a2a.utils.constants import PROTOCOL_VERSION_1_0, TransportProtocol
+from a2a.utils.constants import PROTOCOL_VERSION_0_3, PROTOCOL_VERSION_1_0, TransportProtocol
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
 
@@ -34,6 +34,10 @@ from crosstalk.ingress.errors import A2AServerError
 log = logging.getLogger(__name__)
 
 CARD_CACHE_CONTROL = "max-age=60"
+# A2A 0.3 JSON-RPC clients are served too (`message/send`, `tasks/get`, …, told apart by method name): Gemini CLI
+# 0.61.0's remote agents speak 0.3 and read a card's 0.3 fields (`url`, `preferredTransport`), which the SDK adds to
+# the served card for a declared 0.3 interface.
+V03_CLIENTS = True
 BEARER_SCHEME = "bearer"  # the card's securitySchemes key
 DEFAULT_BODY_LIMIT = 256 * 1024
 START_TIMEOUT_S = 10.0
@@ -160,7 +164,9 @@ class A2AServer:
             *create_agent_card_routes(
                 build_card(name=self.name, description=self.description, url=url), cache_control=CARD_CACHE_CONTROL
             ),
-            *create_jsonrpc_routes(handler, rpc_url="/", context_builder=SenderContextBuilder()),
+            *create_jsonrpc_routes(
+                handler, rpc_url="/", context_builder=SenderContextBuilder(), enable_v0_3_compat=V03_CLIENTS
+            ),
         ]
         gate = Middleware(
             EdgeGate, authenticate=self._authenticate, body_limit=self.body_limit, closing=lambda: self._closing
@@ -169,15 +175,16 @@ class A2AServer:
 
 
 def build_card(*, name: str, description: str, url: str) -> pb.AgentCard:
-    """The public Agent Card: one JSON-RPC 1.0 interface, bearer auth, no streaming/push/extended card, no paths."""
+    """The public Agent Card: JSON-RPC 1.0 (and 0.3, at the same URL, for V03_CLIENTS), bearer auth, no
+    streaming/push/extended card, no paths."""
+    versions = (PROTOCOL_VERSION_1_0, PROTOCOL_VERSION_0_3) if V03_CLIENTS else (PROTOCOL_VERSION_1_0,)
     card = pb.AgentCard(
         name=name,
         description=description,
         version=__version__,
         supported_interfaces=[
-            pb.AgentInterface(
-                url=url, protocol_binding=TransportProtocol.JSONRPC.value, protocol_version=PROTOCOL_VERSION_1_0
-            )
+            pb.AgentInterface(url=url, protocol_binding=TransportProtocol.JSONRPC.value, protocol_version=v)
+            for v in versions
         ],
         capabilities=pb.AgentCapabilities(streaming=False, push_notifications=False, extended_agent_card=False),
         default_input_modes=["text/plain"],
