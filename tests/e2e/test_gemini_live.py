@@ -58,10 +58,26 @@ def live() -> Iterator[Live]:
         shutil.rmtree(root, ignore_errors=True)
 
 
+REMOTE = "reviewer"  # a crosstalk agent (fake harness) the Gemini session has as an A2A remote agent
+
+
+def remote_agent_file(card_url: str) -> str:
+    """The agent file docs/gemini.md tells a user to add for one crosstalk agent."""
+    return (f"---\nkind: remote\nname: {REMOTE}\nagent_card_url: {card_url}\nauth:\n  type: http\n"
+            f"  scheme: Bearer\n  token: \"!{CROSSTALK} gemini token\"\n---\n")  # fmt: skip
+
+
 def gemini(live: Live) -> LiveGemini:
-    """The Gemini session with crosstalk, registered (its first crosstalk tool call)."""
+    """The Gemini session with crosstalk, registered (its first crosstalk tool call); with a crosstalk agent as a
+    remote agent (an agent file names its card), started first: Gemini reads its agent files when it starts."""
     if not hasattr(live, "g"):
-        g = LiveGemini.start(live.root / "g", crosstalk_home=live.root / "xt", run_dir=live.run_dir)
+        out = live.cli("agent", "start", "--harness", "fake", "--name", REMOTE, "--inbox", str(live.root / "r.jsonl"),
+                       "--json")  # fmt: skip
+        assert out.returncode == 0, out.stderr
+        live.closers.append(lambda: live.cli("agent", "stop", REMOTE))
+        card = json.loads(out.stdout)["a2a_url"].rstrip("/") + "/.well-known/agent-card.json"
+        g = LiveGemini.start(live.root / "g", crosstalk_home=live.root / "xt", run_dir=live.run_dir,
+                             agents={REMOTE: remote_agent_file(card)})  # fmt: skip
         live.closers.append(g.close)
         live.g = g  # type: ignore[attr-defined]
         g.say("CALL mcp_crosstalk_list_agents {}")
@@ -200,6 +216,53 @@ def test_an_ask_from_claude_is_answered_by_gemini_with_reply(live: Live):
     assert g.wait_tool_result("reply", after=m)["state"] == "replied"
     got = c.wait_seen(f'in-reply-to=\\"{ask_id}\\"', after=n).raw  # the reply, not the ask that carried its text
     assert f"use main {token}" in got and live.names["g"] in got
+
+
+def test_watch_in_tmux_shows_the_gemini_agent_and_a_message_queued_for_it(live: Live):
+    from tests.support.watch import lines_with, wait_line, watch_pane
+
+    g = gemini(live)
+    wait_idle(g)
+    name, token = live.names["g"], secrets.token_hex(4)
+    env = {"HOME": str(live.root), "CROSSTALK_HOME": str(live.root / "xt"),
+           "CROSSTALK_GEMINI_RUN_DIR": str(live.run_dir)}  # fmt: skip
+    with watch_pane(CROSSTALK, env, live.root, f"xw-{live.root.name}") as pane:
+        row = wait_line(pane, name, "gemini", "yes")  # its agent: live, reachable
+        assert str(g.agent().pid) in row, row
+        traffic = ("@cli:tester (external)", name, "inform", "queued")  # the traffic table's row (no text)
+        before = lines_with(pane.screen(), *traffic)
+        out = live.cli("send", name, f"watched {token}", "--json")
+        assert json.loads(out.stdout)["state"] == "queued", (out.stdout, out.stderr)
+        wait_line(pane, *traffic, besides=before)
+        pane.tmux("send-keys", "-t", pane.name, "q")
+    g.say(f"next {token}")  # its user's next prompt carries it (and empties its queue for the tests after this one)
+    g.wait_seen(f"watched {token}")
+
+
+def test_gemini_reaches_a_crosstalk_agent_as_an_a2a_remote_agent_sent_as_its_own_agent(live: Live):
+    """Gemini's model invokes the crosstalk agent its agent file names (`invoke_agent`): Gemini's A2A client (0.3)
+    posts the query to that agent with the token `crosstalk gemini token` printed, so it arrives as a message from
+    the Gemini session's own crosstalk agent; the call returns to the model once the task completed, with no output
+    (an inform has no answer)."""
+    g = gemini(live)
+    wait_idle(g)
+    token = secrets.token_hex(4)
+    n = len(g.requests())
+    g.say(f"CALL invoke_agent {json.dumps({'agent_name': REMOTE, 'prompt': f'please review {token}'})}")
+    inbox = live.root / "r.jsonl"
+    deadline = time.monotonic() + 60
+    while not (inbox.exists() and token in inbox.read_text()):
+        assert time.monotonic() < deadline, g.tail()
+        time.sleep(0.1)
+    [got] = [json.loads(line) for line in inbox.read_text().splitlines() if token in line]
+    assert got["text"] == f"please review {token}" and got["kind"] == "inform", got
+    assert (got["from"], got["sender_class"]) == (live.names["g"], "verified"), got  # the Gemini session's agent
+    deadline = time.monotonic() + 60
+    while not g.tool_results("invoke_agent", after=n):  # the call's result reached the model
+        assert time.monotonic() < deadline, g.tail()
+        time.sleep(0.1)
+    assert [json.loads(r) for r in g.tool_results("invoke_agent", after=n)] == [{"output": ""}]
+    wait_idle(g)
 
 
 def test_a_killed_shim_comes_back_as_the_same_agent_with_its_name(live: Live):

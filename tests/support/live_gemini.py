@@ -40,9 +40,10 @@ class LiveGemini:
     @classmethod
     def start(
         cls, root: Path, *, crosstalk_home: Path, run_dir: Path, install: bool = True,
-        settings: dict[str, Any] | None = None,
+        settings: dict[str, Any] | None = None, agents: dict[str, str] | None = None,
     ) -> LiveGemini:  # fmt: skip
-        """`install` false: crosstalk is not set up for it; `settings`: more of its user settings (a bare hook)."""
+        """`install` false: crosstalk is not set up for it; `settings`: more of its user settings (a bare hook);
+        `agents`: its user's agent files (`~/.gemini/agents/<name>.md`: name → content), read when it starts."""
         for sub in ("home/.gemini", "tmp"):
             (root / sub).mkdir(parents=True, exist_ok=True)
         cwd = root / root.name
@@ -56,6 +57,9 @@ class LiveGemini:
             "CROSSTALK_HOME": str(crosstalk_home), "CROSSTALK_GEMINI_RUN_DIR": str(run_dir),
         }  # fmt: skip
         write_gemini_settings(root / "home" / ".gemini", settings)
+        for name, text in (agents or {}).items():
+            (root / "home" / ".gemini" / "agents").mkdir(exist_ok=True)
+            (root / "home" / ".gemini" / "agents" / f"{name}.md").write_text(text)
         if install:
             subprocess.run([str(CROSSTALK), "install", "gemini"], env=env, cwd=cwd, check=True, capture_output=True,
                            timeout=60)  # fmt: skip
