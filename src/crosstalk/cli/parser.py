@@ -82,6 +82,7 @@ _HELP = {
     "version": "Print crosstalk's version and the bus protocol version.",
     "doctor": "Check harnesses, installs, the state root and transports; say what to run to fix each problem.",
     "watch": "A live view of every agent here, their traffic, and each bus transport's dispatcher.",
+    "relay": "Join this machine to a NATS relay, see its state, leave it, or run its relay process.",
 }
 # Subcommands whose parser lives in crosstalk.cli.<noun>_cmd (its add_parser(sub)); a new command adds its help
 # line above and its noun here.
@@ -92,6 +93,7 @@ _MODULE_NOUNS = (
     "capture",
     "model",
     "agent",
+    "relay",
 )  # fmt: skip
 
 
