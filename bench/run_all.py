@@ -42,6 +42,7 @@ BENCHMARKS = (
     "gemini_delivery",
     "opencode_delivery",
     "many_agents",
+    "relay_live",
 )
 TIMEOUT_S = {"quick": 180.0, "full": 900.0}
 BENCH_STOP_TIMEOUT_S = 30.0

@@ -30,6 +30,7 @@ LAYOUT = (
     "ingress",
     "agent",
     "bus",
+    "relay",
     "exthost",
     "shim",
 )

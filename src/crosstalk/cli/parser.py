@@ -83,6 +83,7 @@ _HELP = {
     "doctor": "Check harnesses, installs, the state root and transports; say what to run to fix each problem.",
     "watch": "A live view of every agent here, their traffic, and each bus transport's dispatcher.",
     "gemini": "Gemini CLI helpers (its remote agents' auth: `gemini token`).",
+    "relay": "Join this machine to a NATS relay, see its state, leave it, or run its relay process.",
 }
 # Subcommands whose parser lives in crosstalk.cli.<noun>_cmd (its add_parser(sub)); a new command adds its help
 # line above and its noun here.
@@ -94,6 +95,7 @@ _MODULE_NOUNS = (
     "model",
     "agent",
     "gemini",
+    "relay",
 )  # fmt: skip
 
 

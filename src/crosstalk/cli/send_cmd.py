@@ -1,13 +1,14 @@
 """`crosstalk send NAME|AGENT_ID [TEXT|-]`: one message to where shim/routing.py routes it: a live agent over its
-socket, a NAME@MACHINE address no live agent here has over the git bus, or a session without crosstalk natively."""
+socket, a NAME@MACHINE address no live agent here has across the NATS relay this state root joined (a live agent of
+that machine) else over the git bus, or a session without crosstalk natively."""
 
 from __future__ import annotations
 
 import sys
 
 from crosstalk.cli.common import echo, fail, print_json, state_paths
+from crosstalk.cli.send_output import exit_for, print_outcome
 from crosstalk.core.errors import EXIT_OK, ErrorKind
-from crosstalk.core.states import DELIVERED_STATES
 
 # `typing` is only needed by type checkers; importing it costs ~2 ms on `crosstalk send`'s start-up path.
 TYPE_CHECKING = False
@@ -188,10 +189,10 @@ def run(args: Any) -> int:
         where = route(state_paths(), target, os.environ)
     except RegistryError as exc:
         fail(str(exc), ErrorKind.FAILED)
-    if where.kind is RouteKind.BUS:
-        if kind != "inform":
-            fail(f"--kind {kind}: over the git bus `crosstalk send` carries informs only", ErrorKind.USAGE)
-        return _send_bus(target, text, sender_tag, as_json, args.transport)
+    if where.kind is RouteKind.BUS:  # NAME@MACHINE: across the relay this state root joined, else the git bus
+        from crosstalk.cli.send_away import send_away
+
+        return send_away(msg, text, sender_tag, as_json, timeout, args.transport)
     if where.kind is RouteKind.NATIVE:  # a session without crosstalk
         return _send_native(target, text, sender_tag, kind, as_json, args.wait_held, where.sessions)
     if where.agent is None:
@@ -207,39 +208,12 @@ def run(args: Any) -> int:
 
     outcome = result.outcome
     name = result.target.name
-    _print_outcome(outcome, name, result.target.agent_id, as_json)
+    print_outcome(outcome, name, result.target.agent_id, as_json)
     if outcome.state.value == "held" and args.wait_held > 0:
         outcome = _wait_held_agent(msg, timeout, args.wait_held, outcome)
         if outcome.state.value != "held":
-            _print_outcome(outcome, name, result.target.agent_id, as_json)
-    return _exit(outcome.state.value, name, outcome.reason)
-
-
-def _print_outcome(outcome: Any, name: str, agent_id: str, as_json: bool) -> None:
-    state = outcome.state.value
-    if as_json:
-        print_json({**outcome.to_dict(), "to": name, "agent_id": agent_id})
-    elif state == "held":
-        echo(f"held {outcome.message_id} → {name}: {outcome.reason or 'held for its user'}")
-    else:
-        line = f"{state} {outcome.message_id} → {name}"
-        echo(line + (f" ({outcome.reason})" if outcome.reason and state != "rejected" else ""))
-
-
-def _exit(state: str, name: str, reason: str | None) -> int:
-    """The exit code of a final (or held) state; a failure's line on stderr."""
-    if state in DELIVERED_STATES:
-        return EXIT_OK
-    if state == "held":
-        fail(
-            f"{name} holds the message for its user to decide; --wait-held SECONDS waits for the decision",
-            ErrorKind.HELD,
-        )
-    if state == "rejected":
-        fail(f"rejected by {name}: {reason or 'no reason given'}", ErrorKind.REJECTED)
-    if state == "unreachable":
-        fail(f"{name} could not take the message: {reason or 'unreachable'}", ErrorKind.NO_AGENT)
-    fail(f"delivery to {name} is {state}: {reason or 'no evidence either way'}", ErrorKind.FAILED)
+            print_outcome(outcome, name, result.target.agent_id, as_json)
+    return exit_for(outcome.state.value, name, outcome.reason)
 
 
 def _wait_held_agent(msg: Any, timeout: float, wait_s: float, held: Any) -> Any:
@@ -295,7 +269,7 @@ def _send_native(
         _print_native(out, target, as_json)
     if out.state is State.REJECTED:
         fail(f"rejected: {out.reason}; {out.evidence.get('hint', '')}".rstrip("; "), ErrorKind.REJECTED)
-    return _exit(out.state.value, target, out.reason)
+    return exit_for(out.state.value, target, out.reason)
 
 
 def _print_native(out: Any, target: str, as_json: bool) -> None:
@@ -306,31 +280,6 @@ def _print_native(out: Any, target: str, as_json: bool) -> None:
         echo(f"held {out.message_id} → {target}: {reason or 'held for its user'}")
     else:
         echo(f"{state} → {target} (a session without crosstalk)" + (f" ({reason})" if reason else ""))
-
-
-def _send_bus(target: str, text: str, sender_tag: str, as_json: bool, transport: str | None) -> int:
-    """`crosstalk send model@machine`: no live agent here has that address, so it goes over the git bus (--transport,
-    else $CROSSTALK_TRANSPORT, else the one containing the current directory, else the only one known here) as a new
-    task in this machine's live-<alias> channel."""
-    import os
-
-    from crosstalk.bus.live.bridge import send_from_live
-
-    # On the bus `from:` is a plain name: the operator's own for the default @cli:<user>, else the tag as given.
-    sender = sender_tag.removeprefix("@cli:") if sender_tag.startswith("@cli:") else sender_tag
-    environ = dict(os.environ)
-    if transport is not None:
-        environ["CROSSTALK_TRANSPORT"] = transport
-    out = send_from_live(state_paths(), "cli", target, text, sender=sender, environ=environ)
-    if out["state"] != "queued":
-        fail(f"cannot send {target!r} over the git bus: {out.get('detail') or out.get('reason')}", ErrorKind.NO_AGENT)
-    if as_json:
-        print_json(out)
-    else:
-        echo(f"queued via the git bus ({out['transport']}) → {target}: {out['rel_path']}")
-        if out.get("push_error"):
-            echo(f"crosstalk: warning: committed locally; the push failed ({out['push_error']})", err=True)
-    return EXIT_OK
 
 
 def _send_a2a(msg: Any, args: Any) -> int:

@@ -1,0 +1,107 @@
+"""Sending one message to NAME@ALIAS across the relay: connect as this machine, one request, the answer.
+
+Every way it ends is bounded: the connect timeout when the relay is down, NATS's "no responders" at once when no
+machine ALIAS serves, the caller's timeout when the answer never comes (then `unknown`: resend the same message_id
+and the receiver answers from its journal).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+
+from crosstalk.core.message import Message
+from crosstalk.core.states import Outcome, State
+from crosstalk.relay.config import RelayConfig, RelayConfigError
+from crosstalk.relay.link import Link, describe
+from crosstalk.relay.wire import FrameError, decode_answer, encode_request, msg_subject, split_remote
+
+UNREACHABLE = "relay:unreachable"
+NO_MACHINE = "relay:no_machine"
+PERMISSION_DENIED = "relay:permission_denied"
+NO_ANSWER = "relay:no_answer"
+BAD_ANSWER = "relay:bad_answer"
+
+
+@dataclass(frozen=True, slots=True)
+class RemoteResult:
+    """The outcome, or `no_agent` (no live agent of that name there) with the remote machine's word."""
+
+    outcome: Outcome
+    to: str
+    agent_id: str | None = None
+    no_agent: str | None = None
+
+
+def _failed(msg: Message, state: State, reason: str, detail: str) -> RemoteResult:
+    return RemoteResult(Outcome(msg.message_id, state, reason, {"detail": detail, "relay": True}), msg.to)
+
+
+async def send_remote_async(config: RelayConfig, msg: Message, *, timeout: float) -> RemoteResult:
+    import nats.errors as ne
+
+    remote = split_remote(msg.to)
+    if remote is None:
+        raise ValueError(f"{msg.to!r} is not a NAME@ALIAS address")
+    _name, alias = remote
+    try:
+        frame = encode_request(msg)
+    except FrameError as exc:
+        return _failed(msg, State.REJECTED, "admission:frame_too_large", str(exc))
+    link = Link(config)
+    try:
+        try:
+            await link.connect(keep_trying=False, name=f"crosstalk send {config.alias}")
+        except RelayConfigError:
+            raise
+        except Exception as exc:
+            why = describe(link.last_error or exc)
+            return _failed(msg, State.UNREACHABLE, UNREACHABLE, f"cannot reach the relay {config.url}: {why}")
+        request = asyncio.ensure_future(link.nc.request(msg_subject(alias, config.alias), frame, timeout=timeout))
+        refused = asyncio.ensure_future(_permission_refused(link))
+        done, _ = await asyncio.wait({request, refused}, return_when=asyncio.FIRST_COMPLETED)
+        if refused in done and not request.done():
+            request.cancel()
+            return _failed(
+                msg, State.REJECTED, PERMISSION_DENIED,
+                f"the relay refused machine {config.alias!r} this send ({refused.result()}): a machine may send only "
+                "as its own alias",
+            )  # fmt: skip
+        refused.cancel()
+        try:
+            reply = request.result()
+        except ne.NoRespondersError:
+            return _failed(msg, State.UNREACHABLE, NO_MACHINE, f"no machine {alias!r} is serving on the relay")
+        except (ne.TimeoutError, TimeoutError):
+            return _failed(
+                msg, State.UNKNOWN, NO_ANSWER,
+                f"no answer from machine {alias!r} within {timeout:g} s; the message may have arrived: resend it "
+                f"with the same message_id ({msg.message_id}) and the receiver answers from its journal",
+            )  # fmt: skip
+        except Exception as exc:
+            return _failed(msg, State.UNKNOWN, NO_ANSWER, f"the relay connection failed mid-request: {describe(exc)}")
+    finally:
+        await link.close()
+    try:
+        answer = decode_answer(reply.data)
+    except FrameError as exc:
+        return _failed(msg, State.UNKNOWN, BAD_ANSWER, f"machine {alias!r} answered with a bad frame: {exc}")
+    if answer.error == "no_agent":
+        return RemoteResult(Outcome(msg.message_id, State.UNREACHABLE, "no_such_agent"), msg.to, None, answer.detail)
+    if answer.error == "unreachable":
+        return _failed(msg, State.UNREACHABLE, "relay:agent_unreachable", answer.detail or "")
+    if answer.error == "bad_frame":
+        return _failed(msg, State.REJECTED, "relay:bad_frame", answer.detail or "")
+    if answer.error is not None or answer.outcome is None:
+        return _failed(msg, State.UNKNOWN, NO_ANSWER, answer.detail or "no outcome")
+    return RemoteResult(answer.outcome, f"{answer.to}@{alias}", answer.agent_id)
+
+
+async def _permission_refused(link: Link) -> str:
+    """Wait for the server's permissions violation (nats-py reports it only to the error callback)."""
+    await link.refused.wait()
+    return link.permission_errors[-1]
+
+
+def send_remote(config: RelayConfig, msg: Message, *, timeout: float) -> RemoteResult:
+    return asyncio.run(send_remote_async(config, msg, timeout=timeout))

@@ -1,0 +1,169 @@
+"""`crosstalk relay serve`: this machine's relay process. It holds relay/serve.lock for life (the lock, not a pid,
+says whether one runs), dials out to NATS as this machine (it listens on nothing), subscribes to the requests for
+this machine's agents, and runs each one through the local receiver chain over the named agent's uds socket (the path
+`crosstalk send` and the bus bridge take: one chain), answering with the chain's outcome. It reconnects on its own
+and writes what it is doing to relay/status.json.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import time
+from typing import Any
+
+from crosstalk.fs.locks import FileLock
+from crosstalk.fs.procinfo import proc_start_time
+from crosstalk.registry.paths import StatePaths, ensure_private_dir
+from crosstalk.relay.config import RelayConfig, RelayConfigError, relay_dir, serve_lock_path, status_path
+from crosstalk.relay.link import Link, describe
+from crosstalk.relay.wire import (
+    FrameError,
+    decode_request,
+    encode_answer,
+    encode_error,
+    from_alias_of,
+    inbound_subject,
+)
+
+DELIVER_TIMEOUT_S = 60.0  # the uds client's own: the receiver's 30 s inject timeout plus two journal writes
+MAX_IN_FLIGHT = 16  # messages delivered at once; more wait their turn in this process
+
+
+class AlreadyServing(RelayConfigError):
+    """Another `relay serve` holds this state root's lock."""
+
+
+def deliver_local(paths: StatePaths, data: bytes, own_alias: str, from_alias: str) -> bytes:
+    """One request's answer frame: the message through the named agent's receiver chain (blocking: run in a thread).
+    A message the chain never saw is answered with an error frame saying why."""
+    from crosstalk.ingress.client import send
+    from crosstalk.ingress.errors import AgentUnreachable, DeliveryError
+    from crosstalk.registry.errors import AmbiguousName, NoSuchAgent, RegistryError
+
+    try:
+        msg = decode_request(data, own_alias, from_alias)
+    except FrameError as exc:
+        return encode_error("bad_frame", str(exc))
+    try:
+        result = send(paths, msg, timeout=DELIVER_TIMEOUT_S)
+    except (NoSuchAgent, AmbiguousName) as exc:
+        return encode_error("no_agent", str(exc))
+    except AgentUnreachable as exc:
+        return encode_error("unreachable", str(exc))
+    except DeliveryError as exc:  # the agent may have it: the sender resends the same message_id
+        return encode_error("wire", str(exc))
+    except RegistryError as exc:
+        return encode_error("unreachable", f"this machine's registry cannot be read: {exc}")
+    return encode_answer(result.outcome, result.target.name, result.target.agent_id)
+
+
+class Status:
+    """relay/status.json: who serves (pid and its start time), the connection's state and the last error."""
+
+    def __init__(self, paths: StatePaths, config: RelayConfig) -> None:
+        self.path = status_path(paths)
+        self.data: dict[str, Any] = {
+            "pid": os.getpid(),
+            "pid_started": proc_start_time(os.getpid()),
+            "url": config.url,
+            "alias": config.alias,
+            "state": "connecting",
+            "since": time.time(),
+            "error": None,
+            "answered": 0,
+        }
+
+    def set(self, **fields: Any) -> None:
+        if "state" in fields and fields["state"] != self.data["state"]:
+            fields.setdefault("since", time.time())
+        self.data.update(fields)
+        # Replaced whole (a reader never sees half), not fsynced: a status lost to a crash says nothing wrong, since
+        # the lock, not this file, says whether a relay process runs; an fsync per answer would cost every message.
+        tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}")
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+        with os.fdopen(fd, "wb") as out:
+            out.write((json.dumps(self.data) + "\n").encode())
+        os.replace(tmp, self.path)
+
+
+def read_status(paths: StatePaths) -> dict[str, Any] | None:
+    """What the serving process last wrote, or None when none runs (its lock is free) or it wrote nothing yet."""
+    from crosstalk.fs.locks import is_locked
+
+    if not is_locked(serve_lock_path(paths)):
+        return None
+    try:
+        data = json.loads(status_path(paths).read_bytes())
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+async def serve(paths: StatePaths, config: RelayConfig, *, stop: asyncio.Event | None = None) -> None:
+    """Serve until `stop` is set (or SIGTERM/SIGINT). Raises AlreadyServing when another process serves."""
+    ensure_private_dir(relay_dir(paths))
+    lock = FileLock(serve_lock_path(paths))
+    if not lock.try_acquire():
+        raise AlreadyServing(f"a relay process already serves {paths.root} (see `crosstalk relay status`)")
+    stop = stop if stop is not None else asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    status = Status(paths, config)
+    status.set()
+    slots = asyncio.Semaphore(MAX_IN_FLIGHT)
+    tasks: set[asyncio.Task[None]] = set()
+
+    async def on_error(exc: BaseException) -> None:
+        status.set(error=describe(exc))
+
+    async def on_state(state: str) -> None:
+        status.set(state=state, **({"error": None} if state == "connected" else {}))
+
+    link = Link(config, on_error=on_error, on_state=on_state)
+
+    async def answer(msg: Any) -> None:
+        if not msg.reply:
+            return  # a publish no one waits on: delivered, its outcome would reach no one, so it is not delivered
+        async with slots:
+            try:
+                from_alias = from_alias_of(msg.subject, config.alias)
+            except FrameError as exc:
+                frame = encode_error("bad_frame", str(exc))
+            else:
+                frame = await asyncio.to_thread(deliver_local, paths, msg.data, config.alias, from_alias)
+            try:
+                await msg.respond(frame)
+            except Exception as exc:  # the connection dropped: the sender times out and resends the same id
+                status.set(error=f"an answer was lost: {describe(exc)}")
+            status.set(answered=status.data["answered"] + 1)
+
+    async def on_msg(msg: Any) -> None:
+        task = asyncio.create_task(answer(msg))
+        tasks.add(task)
+        task.add_done_callback(tasks.discard)
+
+    try:
+        connecting = asyncio.create_task(link.connect(keep_trying=True, name=f"crosstalk relay {config.alias}"))
+        stopping = asyncio.create_task(stop.wait())
+        await asyncio.wait({connecting, stopping}, return_when=asyncio.FIRST_COMPLETED)
+        if not connecting.done():
+            connecting.cancel()
+            return
+        connecting.result()
+        await link.nc.subscribe(inbound_subject(config.alias), cb=on_msg)
+        await link.nc.flush(timeout=5)
+        if link.permission_errors:
+            status.set(error=link.permission_errors[-1])
+        await stopping
+    finally:
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.remove_signal_handler(sig)
+        if tasks:
+            await asyncio.wait(tasks, timeout=DELIVER_TIMEOUT_S)
+        await link.close()
+        status.set(state="stopped")
+        lock.release()

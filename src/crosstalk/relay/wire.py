@@ -1,0 +1,143 @@
+"""The relay's subjects and frames (docs/dev/relay.md): pure functions, no NATS and no I/O.
+
+A request on `crosstalk.v1.msg.<to>.<from>` carries `{"v": 1, "message": Message.to_dict()}`; the answer on the
+request's reply subject is `{"v": 1, "outcome": …, "to": NAME, "agent_id": ID}` when the receiver chain answered, or
+`{"v": 1, "error": KIND, "detail": TEXT}` when it could not run. `<from>` is taken from the subject the server
+delivered (the server's permissions let each machine publish only under its own alias), never from the frame.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from crosstalk.core.errors import MessageError
+from crosstalk.core.ids import is_external_tag
+from crosstalk.core.message import MAX_NAME_CHARS, Message
+from crosstalk.core.states import Outcome
+from crosstalk.relay.config import ALIAS_RE
+
+VERSION = 1
+PREFIX = "crosstalk.v1.msg"
+MAX_FRAME_BYTES = 256 * 1024
+TAG_SCHEME = "@relay:"
+ERROR_KINDS = frozenset({"no_agent", "unreachable", "bad_frame", "wire"})
+
+
+class FrameError(ValueError):
+    """A frame this side cannot read: the detail says what is wrong with it."""
+
+
+def msg_subject(to_alias: str, from_alias: str) -> str:
+    return f"{PREFIX}.{to_alias}.{from_alias}"
+
+
+def inbound_subject(alias: str) -> str:
+    """What machine `alias` subscribes to: every machine's requests to it."""
+    return f"{PREFIX}.{alias}.*"
+
+
+def inbox_prefix(alias: str) -> str:
+    """The reply subjects of machine `alias`'s requests start with this (the server lets only it subscribe there)."""
+    return f"_INBOX.{alias}"
+
+
+def from_alias_of(subject: str, own_alias: str) -> str:
+    """The sending machine's alias, from the subject the server delivered the request on."""
+    parts = subject.split(".")
+    if len(parts) != 5 or ".".join(parts[:3]) != PREFIX or parts[3] != own_alias or not ALIAS_RE.fullmatch(parts[4]):
+        raise FrameError(f"not a request subject for machine {own_alias!r}: {subject!r}")
+    return parts[4]
+
+
+def split_remote(address: str) -> tuple[str, str] | None:
+    """(NAME, ALIAS) of a NAME@ALIAS address whose ALIAS can be a relay machine's, else None."""
+    name, sep, alias = address.rpartition("@")
+    if not sep or not name or "@" in name or not ALIAS_RE.fullmatch(alias):
+        return None
+    return name, alias
+
+
+def sender_label(from_alias: str, claimed: str | None) -> str:
+    """How the receiving machine names a relayed sender: `@relay:<machine>/<its label there>`, an external sender.
+    The label is the sending machine's own word for its sender (`@cli:bob` → `cli:bob`); anything that is not an
+    external tag there becomes `anonymous`."""
+    label = claimed[1:] if claimed and is_external_tag(claimed) else "anonymous"
+    tag = f"{TAG_SCHEME}{from_alias}/{label}"
+    return tag if len(tag) <= MAX_NAME_CHARS else f"{TAG_SCHEME}{from_alias}/anonymous"
+
+
+def encode_request(msg: Message) -> bytes:
+    data = json.dumps({"v": VERSION, "message": msg.to_dict()}, ensure_ascii=False).encode("utf-8")
+    if len(data) > MAX_FRAME_BYTES:
+        raise FrameError(f"the frame is {len(data)} bytes, over the relay's {MAX_FRAME_BYTES}-byte limit")
+    return data
+
+
+def _object(data: bytes) -> dict[str, Any]:
+    if len(data) > MAX_FRAME_BYTES:
+        raise FrameError(f"the frame is {len(data)} bytes, over {MAX_FRAME_BYTES}")
+    try:
+        obj = json.loads(data.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError) as exc:
+        raise FrameError(f"not a JSON frame: {exc}") from None
+    if not isinstance(obj, dict):
+        raise FrameError("a frame must be a JSON object")
+    if obj.get("v") != VERSION:
+        raise FrameError(f"frame version {obj.get('v')!r}, this side speaks {VERSION}")
+    return obj
+
+
+def decode_request(data: bytes, own_alias: str, from_alias: str) -> Message:
+    """The message a request carries, readdressed for this machine: `to` is the local NAME (its `@<own_alias>` is
+    checked and dropped) and `from` is `@relay:<from_alias>/<label>` (sender_label)."""
+    obj = _object(data)
+    raw = obj.get("message")
+    if not isinstance(raw, dict):
+        raise FrameError("the request carries no message object")
+    to = raw.get("to")
+    remote = split_remote(to) if isinstance(to, str) else None
+    if remote is None or remote[1] != own_alias:
+        raise FrameError(f"the message is addressed to {to!r}, not to NAME@{own_alias}")
+    claimed = raw.get("from")
+    local = {**raw, "to": remote[0], "from": sender_label(from_alias, claimed if isinstance(claimed, str) else None)}
+    try:
+        return Message.from_dict(local)
+    except MessageError as exc:
+        raise FrameError(f"invalid message: {exc}") from None
+
+
+def encode_answer(outcome: Outcome, name: str, agent_id: str) -> bytes:
+    return json.dumps({"v": VERSION, "outcome": outcome.to_dict(), "to": name, "agent_id": agent_id}).encode()
+
+
+def encode_error(kind: str, detail: str) -> bytes:
+    assert kind in ERROR_KINDS, kind
+    return json.dumps({"v": VERSION, "error": kind, "detail": detail[:2000]}).encode()
+
+
+@dataclass(frozen=True, slots=True)
+class Answer:
+    outcome: Outcome | None  # the receiver chain's answer
+    to: str | None
+    agent_id: str | None
+    error: str | None = None  # one of ERROR_KINDS when the chain could not run
+    detail: str | None = None
+
+
+def decode_answer(data: bytes) -> Answer:
+    obj = _object(data)
+    if "error" in obj:
+        kind, detail = obj.get("error"), obj.get("detail")
+        if kind not in ERROR_KINDS or not isinstance(detail, str):
+            raise FrameError(f"an error answer must name one of {sorted(ERROR_KINDS)} with a detail")
+        return Answer(None, None, None, str(kind), detail)
+    try:
+        outcome = Outcome.from_dict(obj.get("outcome"))
+    except ValueError as exc:
+        raise FrameError(f"bad outcome: {exc}") from None
+    to, agent_id = obj.get("to"), obj.get("agent_id")
+    if not isinstance(to, str) or not isinstance(agent_id, str):
+        raise FrameError("an answer names the agent (to, agent_id)")
+    return Answer(outcome, to, agent_id)
