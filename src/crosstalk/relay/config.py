@@ -14,20 +14,16 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from crosstalk.core.errors import CrosstalkError
 from crosstalk.fs.atomic import atomic_write
 from crosstalk.fs.errors import NotRegularFile
 from crosstalk.fs.reading import open_regular, read_fd_capped
 from crosstalk.registry.paths import StatePaths, ensure_private_dir
+from crosstalk.relay.errors import RelayConfigError as RelayConfigError
 
 ALIAS_RE = re.compile(r"[A-Za-z0-9_-]{1,64}")
 SCHEMES = {"nats": False, "tls": True, "ws": False, "wss": True}  # scheme -> encrypted
 MAX_CREDS_BYTES = 16 * 1024
 MAX_CONFIG_BYTES = 16 * 1024
-
-
-class RelayConfigError(CrosstalkError):
-    """A join that cannot be saved, or a saved join that cannot be used: the message says what and how to fix it."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -10,14 +10,11 @@ import os
 from typing import Any
 
 from crosstalk.relay.config import RelayConfig, RelayConfigError
+from crosstalk.relay.errors import JoinRefused
 from crosstalk.relay.link import Link, describe
 from crosstalk.relay.wire import inbound_subject, inbox_prefix, msg_subject
 
 CHECK_TIMEOUT_S = 5.0
-
-
-class JoinRefused(RelayConfigError):
-    """The relay cannot be reached, refused the credentials, or withholds a grant this machine needs."""
 
 
 async def check_join_async(config: RelayConfig) -> None:

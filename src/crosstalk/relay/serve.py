@@ -17,7 +17,8 @@ from typing import Any
 from crosstalk.fs.locks import FileLock
 from crosstalk.fs.procinfo import proc_start_time
 from crosstalk.registry.paths import StatePaths, ensure_private_dir
-from crosstalk.relay.config import RelayConfig, RelayConfigError, relay_dir, serve_lock_path, status_path
+from crosstalk.relay.config import RelayConfig, relay_dir, serve_lock_path, status_path
+from crosstalk.relay.errors import AlreadyServing
 from crosstalk.relay.link import Link, describe
 from crosstalk.relay.wire import (
     FrameError,
@@ -30,10 +31,6 @@ from crosstalk.relay.wire import (
 
 DELIVER_TIMEOUT_S = 60.0  # the uds client's own: the receiver's 30 s inject timeout plus two journal writes
 MAX_IN_FLIGHT = 16  # messages delivered at once; more wait their turn in this process
-
-
-class AlreadyServing(RelayConfigError):
-    """Another `relay serve` holds this state root's lock."""
 
 
 def deliver_local(paths: StatePaths, data: bytes, own_alias: str, from_alias: str) -> bytes:

@@ -17,16 +17,13 @@ from crosstalk.core.ids import is_external_tag
 from crosstalk.core.message import MAX_NAME_CHARS, Message
 from crosstalk.core.states import Outcome
 from crosstalk.relay.config import ALIAS_RE
+from crosstalk.relay.errors import FrameError as FrameError
 
 VERSION = 1
 PREFIX = "crosstalk.v1.msg"
 MAX_FRAME_BYTES = 256 * 1024
 TAG_SCHEME = "@relay:"
 ERROR_KINDS = frozenset({"no_agent", "unreachable", "bad_frame", "wire"})
-
-
-class FrameError(ValueError):
-    """A frame this side cannot read: the detail says what is wrong with it."""
 
 
 def msg_subject(to_alias: str, from_alias: str) -> str:
