@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from pathlib import Path
+from typing import Any
 
 from crosstalk.fs.install_undo import UndoRecord, missing_dirs
 from crosstalk.fs.state_root import state_root
@@ -47,3 +48,26 @@ def uninstall_edit(path: Path, environ: Mapping[str, str], run: Run, remove: Edi
         result = ConfigChange(str(path), "kept") if known and after is not None else None
     undo.finish()
     return result
+
+
+def drop_entry(settings: dict[str, Any], table: str, name: str) -> bool:
+    """Take `name` out of the object `settings[table]`, and the table itself when nothing else is left in it (an
+    empty table means what none means: nothing of crosstalk's is left behind). Whether anything was taken."""
+    entries = settings.get(table)
+    if not isinstance(entries, dict) or name not in entries:
+        return False
+    del entries[name]
+    if not entries:
+        del settings[table]
+    return True
+
+
+def drop_items(settings: dict[str, Any], key: str, ours: Callable[[Any], bool]) -> bool:
+    """Take crosstalk's items out of the list `settings[key]`, and the list itself when nothing else is left in it."""
+    items = settings.get(key)
+    if not isinstance(items, list) or not any(ours(item) for item in items):
+        return False
+    settings[key] = [item for item in items if not ours(item)]
+    if not settings[key]:
+        del settings[key]
+    return True

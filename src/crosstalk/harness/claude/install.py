@@ -40,7 +40,7 @@ from crosstalk.fs.errors import ConfigRefused
 from crosstalk.fs.install_undo import UndoRecord, missing_dirs
 from crosstalk.fs.state_root import state_root
 from crosstalk.harness.base import ConfigChange
-from crosstalk.harness.config_files import install_edit, uninstall_edit
+from crosstalk.harness.config_files import drop_entry, install_edit, uninstall_edit
 from crosstalk.harness.errors import InstallError
 
 SERVER = "crosstalk"
@@ -118,13 +118,7 @@ def uninstall(scope: str, environ: Mapping[str, str], cwd: Path) -> list[ConfigC
         if raw is None:
             return None
         config = _parse(path, raw)
-        servers = config.get("mcpServers")
-        if not isinstance(servers, dict) or SERVER not in servers:
-            return raw
-        del servers[SERVER]
-        if not servers:
-            del config["mcpServers"]  # an empty table means what no table means: none left behind
-        return json_bytes(config)
+        return json_bytes(config) if drop_entry(config, "mcpServers", SERVER) else raw
 
     done = uninstall_edit(path, environ, lambda edit: _edit(path, edit), remove)
     changes = [done] if done is not None else []

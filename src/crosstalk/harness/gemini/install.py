@@ -28,7 +28,7 @@ from typing import Any
 from crosstalk.fs.config_edit import json_bytes, json_object, update
 from crosstalk.fs.errors import ConfigRefused
 from crosstalk.harness.base import ConfigChange
-from crosstalk.harness.config_files import install_edit, uninstall_edit
+from crosstalk.harness.config_files import drop_entry, drop_items, install_edit, uninstall_edit
 from crosstalk.harness.errors import InstallError
 
 SERVER = "crosstalk"
@@ -101,23 +101,12 @@ def uninstall(scope: str, environ: Mapping[str, str], cwd: Path) -> list[ConfigC
         if raw is None:
             return None
         settings = _parse(path, raw)
-        changed = False
-        servers, hooks = settings.get("mcpServers"), settings.get("hooks")
-        if isinstance(servers, dict) and SERVER in servers:
-            del servers[SERVER]
+        changed = drop_entry(settings, "mcpServers", SERVER)
+        hooks = settings.get("hooks")
+        if isinstance(hooks, dict) and any([drop_items(hooks, event, ours) for event in EVENTS]):
             changed = True
-            if not servers:
-                del settings["mcpServers"]
-        hooks = hooks if isinstance(hooks, dict) else {}
-        for event in EVENTS:
-            groups = hooks.get(event)
-            if isinstance(groups, list) and any(ours(g) for g in groups):
-                hooks[event] = [g for g in groups if not ours(g)]
-                changed = True
-                if not hooks[event]:
-                    del hooks[event]
-        if "hooks" in settings and not hooks and changed:
-            del settings["hooks"]
+            if not hooks:
+                del settings["hooks"]
         return json_bytes(settings) if changed else raw
 
     done = uninstall_edit(path, environ, lambda edit: _edit(path, edit), remove)

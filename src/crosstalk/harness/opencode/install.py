@@ -28,7 +28,7 @@ from typing import Any
 from crosstalk.fs.config_edit import json_bytes, json_object, update
 from crosstalk.fs.errors import ConfigRefused
 from crosstalk.harness.base import ConfigChange
-from crosstalk.harness.config_files import install_edit, uninstall_edit
+from crosstalk.harness.config_files import drop_entry, drop_items, install_edit, uninstall_edit
 from crosstalk.harness.errors import InstallError
 
 SERVER = "crosstalk"
@@ -98,18 +98,8 @@ def uninstall(scope: str, environ: Mapping[str, str], cwd: Path) -> list[ConfigC
         if raw is None:
             return None
         settings = _parse(path, raw)
-        servers, plugins = settings.get("mcp"), settings.get("plugin")
-        changed = False
-        if isinstance(servers, dict) and SERVER in servers:
-            del servers[SERVER]
-            changed = True
-            if not servers:
-                del settings["mcp"]
-        if isinstance(plugins, list) and any(is_ours(p) for p in plugins):
-            settings["plugin"] = [p for p in plugins if not is_ours(p)]
-            changed = True
-            if not settings["plugin"]:
-                del settings["plugin"]
+        changed = drop_entry(settings, "mcp", SERVER)
+        changed = drop_items(settings, "plugin", is_ours) or changed
         return json_bytes(settings) if changed else raw
 
     done = uninstall_edit(path, environ, lambda edit: _edit(path, edit), remove)

@@ -21,7 +21,7 @@ from typing import Any
 from crosstalk.fs.config_edit import json_bytes, json_object, update
 from crosstalk.fs.errors import ConfigRefused
 from crosstalk.harness.base import ConfigChange
-from crosstalk.harness.config_files import Edit, install_edit, uninstall_edit
+from crosstalk.harness.config_files import Edit, drop_items, install_edit, uninstall_edit
 from crosstalk.harness.errors import InstallError
 
 SCOPES = ("user", "project")
@@ -87,13 +87,8 @@ def uninstall(scope: str, environ: Mapping[str, str], cwd: Path) -> list[ConfigC
         if raw is None:
             return None
         settings = _parse(settings_path, raw)
-        packages = settings.get(KEY)
-        if not isinstance(packages, list) or not any(_same(e, package, settings_path) for e in packages):
-            return raw
-        settings[KEY] = [e for e in packages if not _same(e, package, settings_path)]
-        if not settings[KEY]:
-            del settings[KEY]  # an empty list means what no list means: none left behind
-        return json_bytes(settings)
+        ours = drop_items(settings, KEY, lambda entry: _same(entry, package, settings_path))
+        return json_bytes(settings) if ours else raw
 
     config = config_file(environ)
     done = [

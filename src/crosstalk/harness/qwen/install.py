@@ -26,7 +26,7 @@ from typing import Any
 from crosstalk.fs.config_edit import json_bytes, json_object, update
 from crosstalk.fs.errors import ConfigRefused
 from crosstalk.harness.base import ConfigChange
-from crosstalk.harness.config_files import install_edit, uninstall_edit
+from crosstalk.harness.config_files import drop_entry, drop_items, install_edit, uninstall_edit
 from crosstalk.harness.errors import InstallError
 from crosstalk.harness.qwen.sessions import qwen_home
 
@@ -82,19 +82,10 @@ def uninstall(scope: str, environ: Mapping[str, str], cwd: Path) -> list[ConfigC
         if raw is None:
             return None
         settings = _parse(path, raw)
-        servers, tools = settings.get("mcpServers"), settings.get("tools")
-        changed = False
-        if isinstance(servers, dict) and SERVER in servers:
-            del servers[SERVER]
+        changed = drop_entry(settings, "mcpServers", SERVER)
+        tools = settings.get("tools")
+        if isinstance(tools, dict) and drop_items(tools, "visible", lambda t: t in VISIBLE):
             changed = True
-            if not servers:
-                del settings["mcpServers"]
-        visible = tools.get("visible") if isinstance(tools, dict) else None
-        if isinstance(tools, dict) and isinstance(visible, list) and any(t in visible for t in VISIBLE):
-            tools["visible"] = [t for t in visible if t not in VISIBLE]
-            changed = True
-            if not tools["visible"]:
-                del tools["visible"]
             if not tools:
                 del settings["tools"]
         return json_bytes(settings) if changed else raw
