@@ -4,8 +4,8 @@ Every agent is a real AgentHost (journal, receiver chain, task service, uds ingr
 with a FakeHarness writing to an inbox file, run in the test's own event loop. Several agents share one short
 state root, so the token of one (its 0600 credential file) is a verified sender at another's A2A URL.
 
-Clients: the official a2a-sdk client (A2ACardResolver + ClientFactory + AuthInterceptor, as
-/work/shared/reference/sdk/a2a_client.py does) and raw JSON-RPC over httpx for the wire-level checks.
+Clients: the official a2a-sdk client (A2ACardResolver + ClientFactory + AuthInterceptor, the way any A2A client
+would reach an agent) and raw JSON-RPC over httpx for the wire-level checks.
 """
 
 from __future__ import annotations

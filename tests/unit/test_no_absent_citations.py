@@ -24,6 +24,7 @@ CITATIONS: dict[str, re.Pattern[str]] = {
     "numbered decision": re.compile(r"\bdecision \d+\b", re.IGNORECASE),
     "numbered requirement": re.compile(r"\bR\d{1,2}\b"),
     "issue number": re.compile(r"\bissue\s*#?\d+", re.IGNORECASE),
+    "path of the workplace outside the repository": re.compile(r"/work/(?:shared|main|wt)\b"),
 }
 SECTION = "§"
 PUBLIC_SPEC = re.compile(r"\bRFC \d+|\bA2A \d+\.\d+|\bMCP\b")
