@@ -46,8 +46,9 @@ def _free_port() -> int:
 def _user(alias: str) -> str:
     return (
         f'{{ user: "{alias}", password: "pw-{alias}", permissions: {{ '
-        f'publish: {{ allow: ["crosstalk.v1.msg.*.{alias}"] }}, '
-        f'subscribe: {{ allow: ["crosstalk.v1.msg.{alias}.*", "_INBOX.{alias}.>"] }}, allow_responses: true }} }}'
+        f'publish: {{ allow: ["crosstalk.v1.msg.*.{alias}", "crosstalk.v1.wake.*.{alias}"] }}, '
+        f'subscribe: {{ allow: ["crosstalk.v1.msg.{alias}.*", "_INBOX.{alias}.>", "crosstalk.v1.wake.>"] }}, '
+        "allow_responses: true } }"
     )
 
 

@@ -45,8 +45,8 @@ def free_port() -> int:
 def user_block(alias: str, password: str) -> str:
     return (
         f'{{ user: "{alias}", password: "{password}", permissions: {{ '
-        f'publish: {{ allow: ["crosstalk.v1.msg.*.{alias}"] }}, '
-        f'subscribe: {{ allow: ["crosstalk.v1.msg.{alias}.*", "_INBOX.{alias}.>"] }}, '
+        f'publish: {{ allow: ["crosstalk.v1.msg.*.{alias}", "crosstalk.v1.wake.*.{alias}"] }}, '
+        f'subscribe: {{ allow: ["crosstalk.v1.msg.{alias}.*", "_INBOX.{alias}.>", "crosstalk.v1.wake.>"] }}, '
         "allow_responses: true } }"
     )
 

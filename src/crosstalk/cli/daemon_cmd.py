@@ -41,6 +41,13 @@ def add_parser(sub: Any) -> None:
         "never longer than --interval).",
     )
     d.add_argument(
+        "--active-for",
+        dest="active_for",
+        type=positive_float(0.0, 86400),
+        default=ACTIVE_FOR_S,
+        help=f"Seconds after traffic that count as active (default {ACTIVE_FOR_S:g}).",
+    )
+    d.add_argument(
         "--jobs", type=non_negative_int(1), default=DEFAULT_JOBS, help=f"Model runs at once (default {DEFAULT_JOBS})."
     )
     d.add_argument(
@@ -68,9 +75,14 @@ def run_dispatch(args: argparse.Namespace) -> int:
             jobs=args.jobs,
             interval=args.interval,
             active_interval=args.active_interval,
+            active_for=args.active_for,
             model_timeout=args.model_timeout,
             log=EventLog(state.log, stream=stream, follow_fds=log_fds),
         )
+        if not args.once:  # a state root that joined a relay wakes, and is woken by, the transport's other machines
+            from crosstalk.relay.wake import for_transport
+
+            dispatcher.remote_wake = for_transport(transport, dispatcher.paths, dispatcher.log)
 
         def on_signal(signum: int, _frame: object) -> None:
             dispatcher.stop()
@@ -78,4 +90,8 @@ def run_dispatch(args: argparse.Namespace) -> int:
         signal.signal(signal.SIGTERM, on_signal)
         signal.signal(signal.SIGINT, on_signal)
         signal.signal(signal.SIGHUP, on_signal)
-        return dispatcher.run_forever(once=args.once)
+        try:
+            return dispatcher.run_forever(once=args.once)
+        finally:
+            if dispatcher.remote_wake is not None:
+                dispatcher.remote_wake.close()

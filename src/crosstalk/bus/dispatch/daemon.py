@@ -10,11 +10,13 @@ import os
 import select
 import socket
 import threading
+import time
 from collections.abc import Sized
 from typing import TYPE_CHECKING, Protocol
 
+from crosstalk.bus.dispatch.remote import RemoteWake, WakeGate
 from crosstalk.bus.errors import AlreadyRunning
-from crosstalk.bus.transport.state import TransportState, read_pid, write_text_atomic
+from crosstalk.bus.transport.state import PUSHED_BYTE, TransportState, read_pid, write_text_atomic
 from crosstalk.fs.locks import FileLock
 
 if TYPE_CHECKING:
@@ -48,6 +50,8 @@ class Loopable(Protocol):
     def note_activity(self) -> None: ...
     @property
     def wake_fd(self) -> int: ...
+    @property
+    def remote_wake(self) -> RemoteWake | None: ...
 
     def stop(self) -> None: ...
     def tick(self) -> object: ...
@@ -86,13 +90,23 @@ def bind_wake_socket(state: TransportState) -> socket.socket:
     return sock
 
 
-def drain(sock: socket.socket) -> None:
-    """Consume pending wake datagrams: the tick about to run covers everything sent before it."""
+def drain(sock: socket.socket) -> bool:
+    """Consume pending wake datagrams: the tick about to run covers everything sent before it. Whether one came from
+    a writer that pushed (PUSHED_BYTE)."""
+    pushed = False
     for _ in range(100000):
         try:
-            sock.recv(64)
+            pushed = sock.recv(64) == PUSHED_BYTE or pushed
         except (BlockingIOError, InterruptedError):
-            return
+            break
+    return pushed
+
+
+def _wait(watched: list[socket.socket | int], timeout: float) -> list[socket.socket | int]:
+    ready: list[socket.socket | int] = []
+    with contextlib.suppress(InterruptedError):
+        ready, _, _ = select.select(watched, [], [], timeout)
+    return ready
 
 
 def _forward_stop(dispatcher: Loopable, event: threading.Event) -> None:
@@ -130,8 +144,10 @@ def run_loop(dispatcher: Loopable, stop_event: threading.Event | None = None, *,
             claimed=len(dispatcher.claimed),
         )
         dispatcher.write_heartbeat()
+        remote, gate = dispatcher.remote_wake, WakeGate()
         while not dispatcher.stopping:
-            drain(sock)
+            if drain(sock) and remote is not None:
+                remote.announce()  # a local writer pushed: the other machines fetch now, not at their next poll
             try:
                 dispatcher.tick()
             except Exception as exc:  # one bad tick must not end the daemon; the next one retries
@@ -140,12 +156,18 @@ def run_loop(dispatcher: Loopable, stop_event: threading.Event | None = None, *,
                     dispatcher.write_heartbeat()
             if once or dispatcher.stopping:
                 break
-            watched: list[socket.socket | int] = [sock, dispatcher.wake_fd]
-            ready: list[socket.socket | int] = []
-            with contextlib.suppress(InterruptedError):
-                ready, _, _ = select.select(watched, [], [], dispatcher.next_wait())
+            local: list[socket.socket | int] = [sock, dispatcher.wake_fd]
+            remote_fd: list[socket.socket | int] = [remote.fileno()] if remote is not None else []
+            ready = _wait(local + remote_fd, dispatcher.next_wait())
             if sock in ready:  # a local `message send`: a conversation is under way
                 dispatcher.note_activity()
+            elif remote is not None and remote_fd[0] in ready and (heard := remote.take()):
+                # Another machine pushed. The gate bounds the ticks (ls-remote, then a fetch if it moved) that
+                # wakes can cause, however many arrive; a local poke or a stop still ends the wait at once.
+                delay = gate.delay(time.monotonic())
+                if delay > 0 and sock in _wait(local, delay):
+                    dispatcher.note_activity()
+                dispatcher.log("relay_wake", machines=",".join(heard), gated=f"{delay:.3f}")
         reason = "once" if once and not dispatcher.stopping else "stopped"
         return 0
     finally:

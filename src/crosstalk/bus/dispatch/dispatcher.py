@@ -25,6 +25,7 @@ from crosstalk.bus.dispatch import daemon
 from crosstalk.bus.dispatch.batches import BatchRunner
 from crosstalk.bus.dispatch.eventlog import EventLog
 from crosstalk.bus.dispatch.relay import LiveRelay
+from crosstalk.bus.dispatch.remote import RemoteWake
 from crosstalk.bus.dispatch.tickreport import TickReport
 from crosstalk.bus.errors import BusError, GitError, ModelError
 from crosstalk.bus.git.locks import transport_lock
@@ -62,6 +63,7 @@ class Dispatcher:
         model_timeout: float | None = None,
         log: EventLog | None = None,
         environ: Mapping[str, str] | None = None,
+        remote_wake: RemoteWake | None = None,
     ) -> None:
         self.transport = transport
         self.root = Path(transport.root)
@@ -70,6 +72,7 @@ class Dispatcher:
         self.interval = interval
         self.active_interval = min(active_interval, interval)
         self.active_for = active_for
+        self.remote_wake = remote_wake  # the other machines' wakes (a relay), or None: the poll alone
         self._active_until = float("-inf")  # monotonic
         self.model_timeout = model_timeout
         self.environ = dict(os.environ if environ is None else environ)
@@ -208,8 +211,11 @@ class Dispatcher:
             if self.repo.ahead_behind() == (0, 0) and self.repo.remote_head() == self.repo.remote_branch():
                 return  # in step with the remote as our last fetch saw it, and the remote has not moved since
             self.repo.sync(remote_checked=True)
-            if self.repo.ahead_behind()[0] > 0 and not self.repo.push_with_retry():
-                self._error("push_failed", error=self.repo.last_push_error or "the remote is unreachable")
+            if self.repo.ahead_behind()[0] > 0:
+                if not self.repo.push_with_retry():
+                    self._error("push_failed", error=self.repo.last_push_error or "the remote is unreachable")
+                elif self.remote_wake is not None:
+                    self.remote_wake.announce()
         except GitError as exc:
             self._error("sync_failed", error=exc.message)
 

@@ -23,6 +23,7 @@ from crosstalk.registry.errors import RegistryError
 from crosstalk.registry.paths import MAX_SOCKET_PATH_BYTES, StatePaths
 
 WAKE_BYTE = b"w"
+PUSHED_BYTE = b"p"  # the poke of a writer that pushed: the dispatcher tells the other machines (relay wake)
 
 
 def bus_root(environ: Mapping[str, str] = os.environ) -> Path:
@@ -169,15 +170,16 @@ def dispatcher_pid(state: TransportState) -> int | None:
     return pid if pid is not None else -1
 
 
-def wake(name: str, environ: Mapping[str, str] = os.environ) -> bool:
-    """Poke this machine's dispatcher for transport name; False (never an error) when none is listening."""
+def wake(name: str, environ: Mapping[str, str] = os.environ, *, pushed: bool = False) -> bool:
+    """Poke this machine's dispatcher for transport name; False (never an error) when none is listening. `pushed`:
+    the writer pushed a commit, so a dispatcher joined to a relay wakes the other machines."""
     path = transport_state(name, environ).wake_sock
     if len(os.fsencode(path)) > MAX_SOCKET_PATH_BYTES:
         return False
     with contextlib.closing(socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)) as sock:
         sock.setblocking(False)
         try:
-            sock.sendto(WAKE_BYTE, os.fsencode(path))
+            sock.sendto(PUSHED_BYTE if pushed else WAKE_BYTE, os.fsencode(path))
         except OSError as exc:
             # Absent socket, a dead daemon's leftover, or a full queue (it is already awake): all fine.
             if exc.errno not in (errno.ENOENT, errno.ECONNREFUSED, errno.EAGAIN, errno.ENOTSOCK, errno.EACCES):

@@ -68,7 +68,7 @@ def publish(
             pushed = repo.push_with_retry()
             if not pushed:
                 push_error = repo.last_push_error or "the remote is unreachable"
-    wake(transport.name)
+    wake(transport.name, pushed=pushed)
     return PublishResult(commit, pushed, push_error)
 
 
