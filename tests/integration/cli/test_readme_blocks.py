@@ -79,9 +79,21 @@ BLOCKS: dict[str, tuple[list[list[str]], list[str]]] = {
     ),
     # docs/bus.md: two machines, one reached over ssh; its parts are run by the README's bus block and tests/bus
     '# machine "laptop": create a transport whose remote is any git URL (here a bare repo)': ([], []),
+    # docs/relay.md: a loopback nats-server and two state roots as two machines; a live send, then the bus's wake
+    "mkdir -p /tmp/xt-relay && cd /tmp/xt-relay": (
+        [],
+        [
+            "joined nats://127.0.0.1:14222 as 'gpu'",
+            "→ alice@laptop",
+            '"text": "the build on gpu is green"',
+            "== reply ",
+            "relay_wake machines=laptop",
+            "left nats://127.0.0.1:14222",
+        ],
+    ),
 }
 DOCS = ("README.md", "docs/recipes.md", "docs/claude.md", "docs/codex.md", "docs/pi.md", "docs/qwen.md",
-        "docs/gemini.md", "docs/opencode.md", "docs/cli.md", "docs/bus.md")  # fmt: skip
+        "docs/gemini.md", "docs/opencode.md", "docs/cli.md", "docs/bus.md", "docs/relay.md")  # fmt: skip
 
 
 def readme_blocks() -> list[str]:
