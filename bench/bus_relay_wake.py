@@ -17,7 +17,7 @@ Each round, alternating which pair goes first: wait until both dispatchers of th
 just before it until the reply is in the sender's own work tree (its dispatcher fetched it; polled in-process with
 crosstalk.bus.transport.store.replies_status). With the relay, the receiver's dispatcher ticks on the sender's wake
 and the sender's on the receiver's; without it, the receiver finds the message at its next 5 s poll.
-Target (issue 34): the round trip from idle with the relay p50 <= 1.5 s. Baseline: the same round trip without the
+Target: the round trip from idle with the relay p50 <= 1.5 s. Baseline: the same round trip without the
 relay, same run. Also shown: when the receiver's dispatcher logged the wake (after the send returned).
 """
 
