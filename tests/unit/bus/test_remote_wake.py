@@ -88,6 +88,7 @@ class StubDispatcher:
         self.events: list[tuple[str, dict[str, object]]] = []
         self.remote_wake = remote
         self.ticks: list[float] = []
+        self.told = 0
         self.limit = ticks
         self._stop = threading.Event()
         self._r, self._w = os.pipe()
@@ -108,6 +109,9 @@ class StubDispatcher:
 
     def note_activity(self) -> None:
         pass
+
+    def pushed_elsewhere(self) -> None:
+        self.told += 1
 
     def stop(self) -> None:
         self._stop.set()
@@ -157,6 +161,7 @@ def test_the_loop_ticks_on_wakes_only_as_fast_as_the_gate_allows(
     assert stub.ticks[-1] - started >= 0.85
     woken = [fields for event, fields in stub.events if event == "relay_wake"]
     assert len(woken) == 11 and all(f["machines"] == "evil" for f in woken)
+    assert stub.told == 11  # each of those ticks fetched without asking the remote first
     assert remote.announced == 0  # nobody here pushed
 
 

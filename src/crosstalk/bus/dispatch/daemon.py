@@ -48,6 +48,7 @@ class Loopable(Protocol):
     def stopping(self) -> bool: ...
     def next_wait(self) -> float: ...
     def note_activity(self) -> None: ...
+    def pushed_elsewhere(self) -> None: ...
     @property
     def wake_fd(self) -> int: ...
     @property
@@ -162,11 +163,12 @@ def run_loop(dispatcher: Loopable, stop_event: threading.Event | None = None, *,
             if sock in ready:  # a local `message send`: a conversation is under way
                 dispatcher.note_activity()
             elif remote is not None and remote_fd[0] in ready and (heard := remote.take()):
-                # Another machine pushed. The gate bounds the ticks (ls-remote, then a fetch if it moved) that
-                # wakes can cause, however many arrive; a local poke or a stop still ends the wait at once.
+                # Another machine pushed: the next tick fetches without asking first. The gate bounds the ticks
+                # (fetches) that wakes can cause, however many arrive; a local poke or a stop ends the wait at once.
                 delay = gate.delay(time.monotonic())
                 if delay > 0 and sock in _wait(local, delay):
                     dispatcher.note_activity()
+                dispatcher.pushed_elsewhere()
                 dispatcher.log("relay_wake", machines=",".join(heard), gated=f"{delay:.3f}")
         reason = "once" if once and not dispatcher.stopping else "stopped"
         return 0

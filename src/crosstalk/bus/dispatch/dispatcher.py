@@ -73,6 +73,7 @@ class Dispatcher:
         self.active_interval = min(active_interval, interval)
         self.active_for = active_for
         self.remote_wake = remote_wake  # the other machines' wakes (a relay), or None: the poll alone
+        self._pushed_elsewhere = False  # a wake said the remote moved: the next tick fetches without asking first
         self._active_until = float("-inf")  # monotonic
         self.model_timeout = model_timeout
         self.environ = dict(os.environ if environ is None else environ)
@@ -204,11 +205,13 @@ class Dispatcher:
     def _sync(self) -> None:
         """Pull what the remote has and push what only we have (a reply whose push failed in an earlier tick).
         When the remote's branch is where our last fetch left it and nothing waits to be pushed, nothing is
-        fetched: an idle tick costs one ref listing."""
+        fetched: an idle tick costs one ref listing. A tick another machine's wake asked for (pushed_elsewhere)
+        fetches without asking first."""
+        told, self._pushed_elsewhere = self._pushed_elsewhere, False
         try:
             if not self.repo.has_remote():
                 return
-            if self.repo.ahead_behind() == (0, 0) and self.repo.remote_head() == self.repo.remote_branch():
+            if not told and self.repo.ahead_behind() == (0, 0) and self.repo.remote_head() == self.repo.remote_branch():
                 return  # in step with the remote as our last fetch saw it, and the remote has not moved since
             self.repo.sync(remote_checked=True)
             if self.repo.ahead_behind()[0] > 0:
@@ -277,6 +280,10 @@ class Dispatcher:
         write_json_atomic(self.state.heartbeat, self.heartbeat(running=running))
 
     # ------------------------------------------------------------------------------------------------ the loop
+
+    def pushed_elsewhere(self) -> None:
+        """Another machine of the transport said it pushed (a relay wake): the next tick fetches at once."""
+        self._pushed_elsewhere = True
 
     def note_activity(self) -> None:
         """Traffic seen or sent: tick every active_interval for the next active_for seconds."""
