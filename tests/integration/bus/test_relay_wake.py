@@ -146,3 +146,41 @@ def test_a_wake_flood_buys_only_a_bounded_rate_of_ticks(two_machines: TwoMachine
         assert 1 <= len(woken) <= 3 + window * 1.0 + 1, (len(woken), window)
         assert all("machines=evil" in line for line in woken)
         assert db.stop() == 0
+
+
+class WithoutWakeGrants(NatsServer):
+    """A relay configured as before the bus wake: each machine's live-message grants only."""
+
+    def write_config(self) -> Path:
+        users = ",\n    ".join(
+            f'{{ user: "{a}", password: "{self.password(a)}", permissions: {{ '
+            f'publish: {{ allow: ["crosstalk.v1.msg.*.{a}"] }}, '
+            f'subscribe: {{ allow: ["crosstalk.v1.msg.{a}.*", "_INBOX.{a}.>"] }}, allow_responses: true }} }}'
+            for a in self.aliases
+        )
+        conf = self.dir / "relay.conf"
+        conf.write_text(f"listen: 127.0.0.1:{self.port}\nauthorization {{\n  users = [\n    {users}\n  ]\n}}\n")
+        return conf
+
+
+def test_a_relay_without_the_wake_grants_leaves_the_poll_and_says_why(two_machines: TwoMachines) -> None:
+    a, b = two_machines.a, two_machines.b
+    with_echo(two_machines)
+    server = WithoutWakeGrants(("m1", "m2"))
+    try:
+        server.start()
+        join(a, server)
+        join(b, server)
+        with Daemon(a, "--interval", "1") as da, Daemon(b, "--interval", "1") as db:
+            da.wait_ready()
+            db.wait_ready()
+            for machine, daemon in ((a, da), (b, db)):
+                wait_for(lambda m=machine: events(m, "relay_wake_refused"), 20, f"{machine.alias} logs the refusal")
+                [line] = events(machine, "relay_wake_refused")
+                assert "fallback=poll" in line and "crosstalk.v1.wake.*." + machine.alias in line, daemon.tail()
+            [path] = send(a, "echo@m2", "hello without wake grants", sender="op-m1")
+            wait_for(lambda: replied_here(a, path), 30, "the reply in m1's work tree by the poll", poll=0.1)
+            assert not events(a, "relay_wake") and not events(b, "relay_wake")
+            assert da.stop() == 0 and db.stop() == 0
+    finally:
+        server.close()
