@@ -1,7 +1,8 @@
 """The git bus wakes through the NATS relay: two machines of one transport (two state roots, one bare remote) that
 joined a real nats-server on loopback. A send on m1 wakes m2's dispatcher, whose reply wakes m1's, so the round
 trip from idle completes although neither dispatcher would poll for a minute; with the relay down the bus still
-answers, by its poll, with the reason logged; and a machine flooding wakes buys only the gate's bounded ticks."""
+answers, by its poll, with the reason logged; a machine flooding wakes buys only the gate's bounded ticks and cannot
+wake as another machine; a relay without the wake grants leaves the poll, and the log says so."""
 
 from __future__ import annotations
 
@@ -111,16 +112,24 @@ def test_with_the_relay_down_the_poll_still_answers(two_machines: TwoMachines, r
         assert da.stop() == 0 and db.stop() == 0
 
 
-async def flood(relay: NatsServer, subject: str, seconds: float) -> int:
+async def flood(relay: NatsServer, subject: str, seconds: float, spoofed: str) -> int:
+    """Wakes as machine evil on `subject` for `seconds`, and as many on `spoofed` (another machine's), which the
+    server refuses."""
     import nats
 
-    nc = await nats.connect(relay.url, user="evil", password=relay.password("evil"), connect_timeout=5)
+    async def refused(exc: Exception) -> None:
+        pass  # the server's "Permissions Violation" for the spoofed subject: expected, and nothing else of ours
+
+    nc = await nats.connect(
+        relay.url, user="evil", password=relay.password("evil"), connect_timeout=5, error_cb=refused
+    )
     sent = 0
     try:
         end = time.monotonic() + seconds
         while time.monotonic() < end:
             for _ in range(200):
                 await nc.publish(subject, b"{}")
+                await nc.publish(spoofed, b"{}")
             sent += 200
             await nc.flush(timeout=5)
     finally:
@@ -137,14 +146,14 @@ def test_a_wake_flood_buys_only_a_bounded_rate_of_ticks(two_machines: TwoMachine
         wait_up(b, db)
         before = len(events(b, "relay_wake"))
         started = time.monotonic()
-        sent = asyncio.run(flood(relay, wake_subject(key, "evil"), 3.0))
+        sent = asyncio.run(flood(relay, wake_subject(key, "evil"), 3.0, spoofed=wake_subject(key, "m1")))
         wait_for(lambda: len(events(b, "relay_wake")) > before, 10, "m2 woken by the flood")
         window = time.monotonic() - started
         woken = events(b, "relay_wake")[before:]
         assert sent >= 1000
         # The gate: a burst of 3, then 1 a second, however many arrive (plus one for a tick already waiting).
         assert 1 <= len(woken) <= 3 + window * 1.0 + 1, (len(woken), window)
-        assert all("machines=evil" in line for line in woken)
+        assert all("machines=evil" in line for line in woken)  # never m1: a machine cannot wake as another
         assert db.stop() == 0
 
 
