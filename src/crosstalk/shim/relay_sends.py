@@ -19,7 +19,7 @@ from crosstalk.core.message import Message, new_message
 from crosstalk.core.states import Outcome, Reason, State
 from crosstalk.registry.paths import StatePaths
 
-REPLY_TIMEOUT_S = 60.0  # as a local reply's send (shim/sending.py Sender)
+SEND_TIMEOUT_S = 60.0  # the remote answer, as a local send's (shim/sending.py Sender)
 FALLBACK_REASONS = frozenset({"no_such_agent", "relay:no_machine", "relay:not_serving"})
 
 
@@ -34,8 +34,9 @@ def relay_address(to: str) -> str:
     return f"{found[0]}@{found[1]}" if found else to
 
 
-async def send_away(host: AgentHost, paths: StatePaths, to: str, text: str, timeout: float, **fields: Any) -> dict:
-    """A tool send to a NAME@MACHINE address no live agent here has: the relay first when joined, else the bus."""
+async def send_away(host: AgentHost, paths: StatePaths, to: str, text: str, held: Any, **fields: Any) -> dict:
+    """A tool send to a NAME@MACHINE address no live agent here has: the relay first when joined, else the bus.
+    `held`: the router's HeldSends, which watches a send the remote session holds (shim/relay_held.py)."""
     from crosstalk.relay.config import joined
 
     kind = str(fields.get("kind") or "inform")
@@ -44,7 +45,7 @@ async def send_away(host: AgentHost, paths: StatePaths, to: str, text: str, time
             msg = new_message(to, text, from_=host.name, **fields)
         except Exception as exc:  # a message the receiver would refuse: said here, nothing sent
             return Outcome("", State.INVALID_ARGUMENTS, str(exc)).answer()
-        out = await send_over_relay(host, paths, msg, timeout=timeout, fallback=_bus_known())
+        out = await send_over_relay(host, paths, msg, timeout=SEND_TIMEOUT_S, fallback=_bus_known(), held=held)
         if out is not None:
             return out
     from crosstalk.shim.bus_asks import send_over_bus
@@ -54,10 +55,11 @@ async def send_away(host: AgentHost, paths: StatePaths, to: str, text: str, time
 
 
 async def send_over_relay(
-    host: AgentHost, paths: StatePaths, msg: Message, *, timeout: float, fallback: bool = False
+    host: AgentHost, paths: StatePaths, msg: Message, *, timeout: float, fallback: bool = False, held: Any = None
 ) -> dict[str, Any] | None:
     """`msg` (to NAME@ALIAS, from `host`) through this machine's relay process: the model-facing answer, or None
-    (with `fallback`) when the relay reaches no such machine or agent and the caller tries the git bus."""
+    (with `fallback`) when the relay reaches no such machine or agent and the caller tries the git bus. With
+    `held` (HeldSends), a send the remote session holds is watched until its final word (shim/relay_held.py)."""
     from crosstalk.journal import records as R
     from crosstalk.registry.credentials import read_key
     from crosstalk.registry.errors import KeyFileError
@@ -94,17 +96,23 @@ async def send_over_relay(
 
             arm(host, msg.message_id, msg.to, deadline, time.time() + deadline)
     if result.no_agent is not None:
-        hint = f"no live agent is named {msg.to!r} (its machine says: {result.no_agent})"
-        return failed(State.UNKNOWN, Reason.NO_SUCH_AGENT, hint=hint)
+        said = f"no live agent is named {msg.to!r} (its machine says: {result.no_agent})"
+        return failed(State.UNKNOWN, Reason.NO_SUCH_AGENT, hint=said)
     evidence = outcome.evidence if isinstance(outcome.evidence, dict) else {}
-    return outcome.answer(to=result.to, via="relay", detail=evidence.get("detail"))
+    hint: str | None = None
+    if outcome.state is State.HELD and held is not None:
+        from crosstalk.shim.relay_held import HELD_HINT, held_over_relay
+
+        await held_over_relay(held, host, wire)
+        hint = HELD_HINT
+    return outcome.answer(to=result.to, via="relay", detail=evidence.get("detail"), hint=hint)
 
 
 async def reply_over_relay(host: AgentHost, to: str, reply_id: str, in_reply_to: str, text: str) -> dict[str, Any]:
     """A reply (to an inform a relay brought from agent `to` = NAME@ALIAS) back across the relay: what the
     transport answered, in the shape ShimRouter._forward returns."""
     msg = new_message(to, text, from_=host.name, in_reply_to=in_reply_to, message_id=reply_id)
-    out = await send_over_relay(host, host.paths, msg, timeout=REPLY_TIMEOUT_S)
+    out = await send_over_relay(host, host.paths, msg, timeout=SEND_TIMEOUT_S)
     assert out is not None  # no fallback: the relay's answer stands
     return {k: v for k, v in out.items() if k in ("state", "reason", "to", "hint", "detail")}
 

@@ -241,7 +241,7 @@ class ShimRouter:
             where = await asyncio.to_thread(route, self.paths, to, self.environ)
         kind = fields.get("kind", "inform")
         if where.kind is RouteKind.BUS:  # NAME@MACHINE: the relay this state root joined, else the git bus
-            return await send_away(host, self.paths, to, text, self.sender.timeout, **fields)
+            return await send_away(host, self.paths, to, text, self.held, **fields)
         if where.kind is RouteKind.NATIVE:
             return await self._send_native(host, to, text, where.sessions, kind)
         if where.agent is None:

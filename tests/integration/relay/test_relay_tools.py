@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 
 from crosstalk.core.message import new_message
+from crosstalk.harness.fake.adapter import FakeHarness
 from crosstalk.registry.paths import StatePaths
 from crosstalk.relay.config import RelayConfig
 from crosstalk.relay.link import Link
@@ -61,11 +62,13 @@ def inbox(machine: Procs, name: str) -> list[dict[str, Any]]:
 Body = Callable[[ShimRouter, ShimRouter], Coroutine[Any, Any, None]]
 
 
-def run_pair(laptop: Procs, gpu: Procs, body: Body) -> None:
-    """alice bound on laptop's shim, bob on gpu's, then `body(a, b)`; both routers closed after."""
+def run_pair(laptop: Procs, gpu: Procs, body: Body, adapters: Any = None) -> None:
+    """alice bound on laptop's shim, bob on gpu's (`adapters`: bob's harness, default the fake writing to gpu's
+    inbox dir), then `body(a, b)`; both routers closed after."""
 
     async def main() -> None:
-        a, b = router(laptop), router(gpu)
+        a = router(laptop)
+        b = router(gpu) if adapters is None else ShimRouter("fake", gpu.paths, adapters=adapters, cwd=str(gpu.root))
         try:
             await call(a, "list_agents", ALICE)
             await call(b, "list_agents", BOB)
@@ -125,6 +128,32 @@ def test_an_asks_answer_reaches_the_askers_replies(machines: tuple[Procs, Procs]
     run_pair(laptop, gpu, body)
 
 
+def test_a_held_sends_final_word_crosses_back_to_the_sender(machines: tuple[Procs, Procs]) -> None:
+    laptop, gpu = machines
+    fakes: list[FakeHarness] = []
+
+    def holding(_ident: Any) -> FakeHarness:
+        (gpu.root / "inbox").mkdir(exist_ok=True)
+        fake = FakeHarness(script=["hold"], inbox_dir=gpu.root / "inbox")
+        fakes.append(fake)
+        return fake
+
+    async def body(a: ShimRouter, b: ShimRouter) -> None:
+        out, _ = await call(a, "send_message", ALICE, to="bob@gpu", text="for your user")
+        assert out["state"] == "held" and out["via"] == "relay" and out["hint"], out
+        mid = out["message_id"]
+        alice = a.pool.hosts()[0]
+        assert alice.state.held_sends[mid]["relay_message"]["message_id"] == mid
+        fakes[0].settle(mid, "delivered")
+        told = lambda: [x for x in inbox(laptop, "alice") if mid in x["text"]]  # noqa: E731
+        await until(told, "the final word told to alice's session", timeout=15)
+        assert "was delivered" in told()[0]["text"] and "bob@gpu" in told()[0]["text"]
+        await until(lambda: alice.state.held_sends[mid].get("notified"), "notified")
+        assert [x["message_id"] for x in inbox(gpu, "bob")] == [mid]  # asked again, never delivered twice
+
+    run_pair(laptop, gpu, body, adapters=holding)
+
+
 def test_no_such_agent_there_is_said_plainly(machines: tuple[Procs, Procs]) -> None:
     laptop, gpu = machines
 
@@ -133,6 +162,21 @@ def test_no_such_agent_there_is_said_plainly(machines: tuple[Procs, Procs]) -> N
         assert err and out["reason"] == "no_such_agent" and "carol@gpu" in out["hint"], out
         out, err = await call(a, "send_message", ALICE, to="bob@mars", text="hi")
         assert err and (out["state"], out["reason"]) == ("unreachable", "relay:no_machine"), out
+
+    run_pair(laptop, gpu, body)
+
+
+def test_without_this_machines_relay_process_a_send_is_unreachable_at_once(machines: tuple[Procs, Procs]) -> None:
+    laptop, gpu = machines
+    [serving] = [p for p in laptop.procs if p.args[1:3] == ["relay", "serve"]]
+    serving.kill()  # kill -9: its socket file stays behind, and no one listens there
+    serving.wait(SEND_BOUND_S)
+
+    async def body(a: ShimRouter, b: ShimRouter) -> None:
+        out, err = await call(a, "send_message", ALICE, to="bob@gpu", text="anyone?")
+        assert err and (out["state"], out["reason"]) == ("unreachable", "relay:not_serving"), out
+        assert "crosstalk relay serve" in out["detail"]
+        assert inbox(gpu, "bob") == []
 
     run_pair(laptop, gpu, body)
 
