@@ -106,7 +106,7 @@ class LocalDesk:
                 raise ValueError("expected {v: 1, token, message}")
         except (UnicodeDecodeError, ValueError, KeyError, TypeError) as exc:
             return _line({"error": "bad_frame", "detail": f"not a local relay request: {exc}"})
-        desc = await asyncio.to_thread(self.bearers.lookup, token)
+        desc = self.bearers.lookup(token)  # cached (a stat per lookup); files are reread only when the registry changed
         if desc is None:
             return _line({"error": "auth", "detail": "the bearer token names no live agent of this machine"})
         started = proc_start_time(pid)

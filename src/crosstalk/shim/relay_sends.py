@@ -12,6 +12,7 @@ tells the session once it passes unanswered (shim/bus_asks.py), as for a bus ask
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from typing import Any
 
 from crosstalk.agent import AgentHost
@@ -45,7 +46,7 @@ async def send_away(host: AgentHost, paths: StatePaths, to: str, text: str, held
             msg = new_message(to, text, from_=host.name, **fields)
         except Exception as exc:  # a message the receiver would refuse: said here, nothing sent
             return Outcome("", State.INVALID_ARGUMENTS, str(exc)).answer()
-        out = await send_over_relay(host, paths, msg, timeout=SEND_TIMEOUT_S, fallback=_bus_known(), held=held)
+        out = await send_over_relay(host, paths, msg, timeout=SEND_TIMEOUT_S, fallback=_bus_known, held=held)
         if out is not None:
             return out
     from crosstalk.shim.bus_asks import send_over_bus
@@ -55,10 +56,17 @@ async def send_away(host: AgentHost, paths: StatePaths, to: str, text: str, held
 
 
 async def send_over_relay(
-    host: AgentHost, paths: StatePaths, msg: Message, *, timeout: float, fallback: bool = False, held: Any = None
+    host: AgentHost,
+    paths: StatePaths,
+    msg: Message,
+    *,
+    timeout: float,
+    fallback: Callable[[], bool] | None = None,
+    held: Any = None,
 ) -> dict[str, Any] | None:
     """`msg` (to NAME@ALIAS, from `host`) through this machine's relay process: the model-facing answer, or None
-    (with `fallback`) when the relay reaches no such machine or agent and the caller tries the git bus. With
+    when the relay reaches no such machine or agent and `fallback()` says the caller may try the git bus (asked
+    only then: it reads the bus registry). With
     `held` (HeldSends), a send the remote session holds is watched until its final word (shim/relay_held.py)."""
     from crosstalk.journal import records as R
     from crosstalk.registry.credentials import read_key
@@ -82,7 +90,8 @@ async def send_over_relay(
         wire = Message.from_dict({**msg.to_dict(), "kind": "inform", "deadline_seconds": 0})
     result = await send_via_local_relay(paths, token, wire, timeout=timeout)
     outcome = result.outcome
-    if fallback and (result.no_agent is not None or outcome.reason in FALLBACK_REASONS):
+    missing = result.no_agent is not None or outcome.reason in FALLBACK_REASONS
+    if missing and fallback is not None and fallback():
         if ask:
             await _record(host, R.sent(msg, None, "unreachable", str(outcome.reason)))
         return None

@@ -231,13 +231,13 @@ class ShimRouter:
     async def _send(self, host: AgentHost, to: str, text: str, **fields: Any) -> dict[str, Any]:
         from crosstalk.core.message import new_message
         from crosstalk.shim.relay_sends import relay_address, send_away
-        from crosstalk.shim.routing import RouteKind, live_route, route
+        from crosstalk.shim.routing import RouteKind, away_route, live_route, route
         from crosstalk.shim.sending import ambiguous_name, journal_sent, unknown_name
 
         to = relay_address(to)  # `@relay:ALIAS/NAME`, a sender a relay brought: NAME@ALIAS
         # A live agent is found in the registry inline; anything else in a thread: a native session's lookup may
         # ask an app-server (Codex) over a socket.
-        if (where := live_route(self.paths, to)) is None:
+        if (where := live_route(self.paths, to) or away_route(to)) is None:
             where = await asyncio.to_thread(route, self.paths, to, self.environ)
         kind = fields.get("kind", "inform")
         if where.kind is RouteKind.BUS:  # NAME@MACHINE: the relay this state root joined, else the git bus
