@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+import stat
 from collections.abc import Callable, Coroutine, Iterator
 from typing import Any
 
@@ -20,7 +22,7 @@ from crosstalk.harness.fake.adapter import FakeHarness
 from crosstalk.registry.paths import StatePaths
 from crosstalk.relay.config import RelayConfig
 from crosstalk.relay.link import Link
-from crosstalk.relay.local import send_via_local_relay
+from crosstalk.relay.local import local_socket_path, send_via_local_relay
 from crosstalk.relay.send import send_remote_async
 from crosstalk.relay.wire import decode_answer, encode_request, msg_subject
 from crosstalk.shim.tools import ShimRouter
@@ -154,6 +156,34 @@ def test_a_held_sends_final_word_crosses_back_to_the_sender(machines: tuple[Proc
     run_pair(laptop, gpu, body, adapters=holding)
 
 
+def test_a_restarted_sender_resumes_watching_its_held_send(machines: tuple[Procs, Procs]) -> None:
+    laptop, gpu = machines
+    fakes: list[FakeHarness] = []
+
+    def holding(_ident: Any) -> FakeHarness:
+        (gpu.root / "inbox").mkdir(exist_ok=True)
+        fake = FakeHarness(script=["hold"], inbox_dir=gpu.root / "inbox")
+        fakes.append(fake)
+        return fake
+
+    async def body(a: ShimRouter, b: ShimRouter) -> None:
+        out, _ = await call(a, "send_message", ALICE, to="bob@gpu", text="for your user, later")
+        assert out["state"] == "held", out
+        mid = out["message_id"]
+        await a.close()  # alice's shim ends with the send still held
+        again = router(laptop)
+        try:
+            await call(again, "list_agents", ALICE)  # bound again: the watch resumes from the journal
+            fakes[0].settle(mid, "denied")
+            told = lambda: [x for x in inbox(laptop, "alice") if mid in x["text"]]  # noqa: E731
+            await until(told, "the final word told to alice's session after its restart", timeout=15)
+            assert "was not delivered" in told()[0]["text"], told()
+        finally:
+            await again.close()
+
+    run_pair(laptop, gpu, body, adapters=holding)
+
+
 def test_no_such_agent_there_is_said_plainly(machines: tuple[Procs, Procs]) -> None:
     laptop, gpu = machines
 
@@ -209,6 +239,14 @@ def test_the_local_socket_takes_only_a_live_agents_own_proof(machines: tuple[Pro
         token = laptop.paths.token_path(host.agent_id).read_text().strip()
         res = await asyncio.to_thread(_send_from_child, laptop.paths, token)
         assert res == "relay:sender_refused", res
+        # a line that is not a request: said plainly, and the socket is the owner's alone
+        path = local_socket_path(laptop.paths)
+        assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
+        reader, writer = await asyncio.open_unix_connection(str(path))
+        writer.write(b'{"v": 2}\n')
+        answer = json.loads(await asyncio.wait_for(reader.readline(), SEND_BOUND_S))
+        writer.close()
+        assert answer["error"] == "bad_frame" and "not a local relay request" in answer["detail"], answer
         assert inbox(gpu, "bob") == []
 
     run_pair(laptop, gpu, body)
@@ -222,7 +260,7 @@ def _send_from_child(paths: StatePaths, token: str) -> str:
         "import asyncio,sys\n"
         "from crosstalk.core.message import new_message\n"
         "from crosstalk.registry.paths import StatePaths\n"
-        "from crosstalk.relay.local import send_via_local_relay\n"
+        "from crosstalk.relay.local import local_socket_path, send_via_local_relay\n"
         "m = new_message('bob@gpu', 'stolen token', from_='x')\n"
         "out = asyncio.run(send_via_local_relay(StatePaths(sys.argv[1]), sys.argv[2], m, timeout=5))\n"
         "print(out.outcome.reason)\n"
