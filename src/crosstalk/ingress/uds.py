@@ -243,7 +243,7 @@ class UdsIngress:
             if user.is_native and (user.claude_frame or not authed):
                 if not (authed or peer):
                     return None  # a native frame from an unregistered process: closed with no state
-                await self._receive_native(user, peer)
+                await self._receive_native(user, peer, pid)
                 return None  # Claude's sender reads any bytes as failure: EOF is the answer
             if not (authed or peer):
                 return encode_error_answer("auth: send an auth line with the agent's key first")
@@ -294,7 +294,7 @@ class UdsIngress:
             return self._receiver.reject(inbound, "kind:not_on_uds")
         return await self._receiver.receive(inbound)
 
-    async def _receive_native(self, user: UserLine, peer: Descriptor | None) -> Outcome:
+    async def _receive_native(self, user: UserLine, peer: Descriptor | None, pid: int) -> Outcome:
         text, claimed_name, kind = user.content, None, None
         if envelope.looks_like_envelope(text):
             try:
@@ -307,6 +307,8 @@ class UdsIngress:
             message_id=new_message_id(), to=self._receiver.identity.name, parts=(TextPart(text),), from_=claimed_name
         )
         inbound = Inbound(msg, sender, "uds", native=True)
+        if not peer and claims_relay_tag(claimed_name) and not self._from_relay_process(pid):
+            return self._receiver.reject(inbound, RELAY_TAG_REFUSED)
         if kind not in (None, "", "inform"):
             # A native frame is an inform; one that asks to be anything else is refused, whatever the sender.
             return self._receiver.reject(inbound, "kind:native_inform_only")
