@@ -13,7 +13,7 @@ harness) whose agent `sender` calls its send_message tool. Then, alternating mes
   the answer back the same way;
 - one relay round trip: a request to an echo responder on a kept connection (what the relay itself costs a send
   that does not connect, as the relay process's sends do not).
-Target (issue 34): relay p50 <= 1.5 x (same-machine p50 + relay round trip p50).
+Target: relay p50 <= 1.5 x (same-machine p50 + relay round trip p50).
 """
 
 from __future__ import annotations
