@@ -16,6 +16,7 @@ from collections.abc import Callable
 from typing import Any
 
 from crosstalk.agent import AgentHost
+from crosstalk.core.errors import CrosstalkError
 from crosstalk.core.message import Message, new_message
 from crosstalk.core.states import Outcome, Reason, State
 from crosstalk.registry.paths import StatePaths
@@ -44,7 +45,7 @@ async def send_away(host: AgentHost, paths: StatePaths, to: str, text: str, held
     if joined(paths):
         try:
             msg = new_message(to, text, from_=host.name, **fields)
-        except Exception as exc:  # a message the receiver would refuse: said here, nothing sent
+        except CrosstalkError as exc:  # a message the receiver would refuse: said here, nothing sent
             return Outcome("", State.INVALID_ARGUMENTS, str(exc)).answer()
         out = await send_over_relay(host, paths, msg, timeout=SEND_TIMEOUT_S, fallback=_bus_known, held=held)
         if out is not None:
@@ -66,8 +67,8 @@ async def send_over_relay(
 ) -> dict[str, Any] | None:
     """`msg` (to NAME@ALIAS, from `host`) through this machine's relay process: the model-facing answer, or None
     when the relay reaches no such machine or agent and `fallback()` says the caller may try the git bus (asked
-    only then: it reads the bus registry). With
-    `held` (HeldSends), a send the remote session holds is watched until its final word (shim/relay_held.py)."""
+    only then: it reads the bus registry). With `held` (HeldSends), a send the remote session holds is watched
+    until its final word (shim/relay_held.py)."""
     from crosstalk.journal import records as R
     from crosstalk.registry.credentials import read_key
     from crosstalk.registry.errors import KeyFileError
