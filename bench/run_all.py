@@ -44,6 +44,7 @@ BENCHMARKS = (
     "many_agents",
     "relay_live",
     "bus_relay_wake",
+    "relay_tools",
 )
 TIMEOUT_S = {"quick": 180.0, "full": 900.0}
 BENCH_STOP_TIMEOUT_S = 30.0

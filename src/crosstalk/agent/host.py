@@ -228,7 +228,9 @@ class AgentHost:
         # Every agent serves tasks on its socket: how crosstalk's own agents reach it (task frames,
         # ingress/uds_tasks.py), without loading the A2A SDK in either process; with or without an A2A endpoint.
         desk = TaskDesk(self._tasks, self._bearer().lookup, self._claims.handle)
-        self._ingress = UdsIngress(uds_path, token, self._receiver, lambda pid: find_by_peer(paths, pid), desk)
+        self._ingress = UdsIngress(
+            uds_path, token, self._receiver, lambda pid: find_by_peer(paths, pid), desk, relay_root=paths.root
+        )
         await self._ingress.start()
         create_key(paths.token_path(agent_id))
         if self.config.a2a:

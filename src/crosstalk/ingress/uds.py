@@ -38,6 +38,8 @@ from crosstalk.ingress.frames import (
     message_from_crosstalk,
     parse_line,
 )
+from crosstalk.ingress.relay_peer import REFUSED as RELAY_TAG_REFUSED
+from crosstalk.ingress.relay_peer import claims_relay_tag, is_relay_process
 from crosstalk.ingress.task_frames import encode_error
 from crosstalk.ingress.uds_tasks import TaskDesk, serve_task
 from crosstalk.receiver import Inbound, Receiver
@@ -97,10 +99,14 @@ class UdsIngress:
         receiver: Receiver,
         resolve_peer: PeerResolver,
         tasks: TaskDesk | None = None,
+        relay_root: Path | None = None,
     ) -> None:
-        """`tasks`: serve task frames (the agent serves tasks, as its A2A endpoint does); None refuses them."""
+        """`tasks`: serve task frames (the agent serves tasks, as its A2A endpoint does); None refuses them.
+        `relay_root`: the state root whose relay process (ingress/relay_peer.py) is the one sender that may claim
+        a `@relay:` tag; None refuses the tag to everyone."""
         self.path = path
         self._tasks = tasks
+        self._relay_root = relay_root
         self._token = token
         self._receiver = receiver
         self._peers = _PeerCache(resolve_peer)
@@ -237,14 +243,14 @@ class UdsIngress:
             if user.is_native and (user.claude_frame or not authed):
                 if not (authed or peer):
                     return None  # a native frame from an unregistered process: closed with no state
-                await self._receive_native(user, peer)
+                await self._receive_native(user, peer, pid)
                 return None  # Claude's sender reads any bytes as failure: EOF is the answer
             if not (authed or peer):
                 return encode_error_answer("auth: send an auth line with the agent's key first")
             if user.is_native:
                 # The key, then a plain user line (frames.py's shape (a) from a script): a crosstalk client.
                 return encode_answer(await self._receive_plain(user, peer))
-            return encode_answer(await self._receive_crosstalk(user, peer))
+            return encode_answer(await self._receive_crosstalk(user, peer, pid))
         except FrameError as exc:
             return encode_error_answer(f"frame: {exc}")
 
@@ -254,7 +260,7 @@ class UdsIngress:
             return encode_error("unsupported_operation", "this agent serves no tasks (it was started without A2A)")
         return await serve_task(self._tasks, line, pid, self._receiver.identity.name)
 
-    async def _receive_crosstalk(self, user: UserLine, peer: Descriptor | None) -> Outcome:
+    async def _receive_crosstalk(self, user: UserLine, peer: Descriptor | None, pid: int) -> Outcome:
         claimed = user.crosstalk.get("from") if user.crosstalk else None
         mid = user.crosstalk.get("message_id") if user.crosstalk else None
         try:
@@ -262,7 +268,12 @@ class UdsIngress:
         except MessageError as exc:
             return Outcome(mid if isinstance(mid, str) else "", State.REJECTED, f"invalid: {exc}")
         sender = _verified(peer) if peer else Sender.unverified(claimed if isinstance(claimed, str) else None)
+        if not peer and claims_relay_tag(claimed) and not self._from_relay_process(pid):
+            return self._receiver.reject(Inbound(msg, sender, "uds"), RELAY_TAG_REFUSED)
         return await self._receiver.receive(Inbound(msg, sender, "uds"))
+
+    def _from_relay_process(self, pid: int) -> bool:
+        return self._relay_root is not None and is_relay_process(self._relay_root, pid)
 
     async def _receive_plain(self, user: UserLine, peer: Descriptor | None) -> Outcome:
         """A keyed user line without crosstalk metadata. The key proves only that the sender runs as this user, so
@@ -283,7 +294,7 @@ class UdsIngress:
             return self._receiver.reject(inbound, "kind:not_on_uds")
         return await self._receiver.receive(inbound)
 
-    async def _receive_native(self, user: UserLine, peer: Descriptor | None) -> Outcome:
+    async def _receive_native(self, user: UserLine, peer: Descriptor | None, pid: int) -> Outcome:
         text, claimed_name, kind = user.content, None, None
         if envelope.looks_like_envelope(text):
             try:
@@ -296,6 +307,8 @@ class UdsIngress:
             message_id=new_message_id(), to=self._receiver.identity.name, parts=(TextPart(text),), from_=claimed_name
         )
         inbound = Inbound(msg, sender, "uds", native=True)
+        if not peer and claims_relay_tag(claimed_name) and not self._from_relay_process(pid):
+            return self._receiver.reject(inbound, RELAY_TAG_REFUSED)
         if kind not in (None, "", "inform"):
             # A native frame is an inform; one that asks to be anything else is refused, whatever the sender.
             return self._receiver.reject(inbound, "kind:native_inform_only")

@@ -38,16 +38,9 @@ def _failed(msg: Message, state: State, reason: str, detail: str) -> RemoteResul
 
 
 async def send_remote_async(config: RelayConfig, msg: Message, *, timeout: float) -> RemoteResult:
-    import nats.errors as ne
-
-    remote = split_remote(msg.to)
-    if remote is None:
+    """One send on a connection of its own (`crosstalk send`): connect as this machine, one request, close."""
+    if split_remote(msg.to) is None:
         raise ValueError(f"{msg.to!r} is not a NAME@ALIAS address")
-    _name, alias = remote
-    try:
-        frame = encode_request(msg)
-    except FrameError as exc:
-        return _failed(msg, State.REJECTED, "admission:frame_too_large", str(exc))
     link = Link(config)
     try:
         try:
@@ -57,33 +50,59 @@ async def send_remote_async(config: RelayConfig, msg: Message, *, timeout: float
         except Exception as exc:
             why = describe(link.last_error or exc)
             return _failed(msg, State.UNREACHABLE, UNREACHABLE, f"cannot reach the relay {config.url}: {why}")
-        request = asyncio.ensure_future(link.nc.request(msg_subject(alias, config.alias), frame, timeout=timeout))
-        refused = asyncio.ensure_future(_permission_refused(link))
-        done, _ = await asyncio.wait({request, refused}, return_when=asyncio.FIRST_COMPLETED)
-        if refused in done and not request.done():
-            request.cancel()
-            return _failed(
-                msg, State.REJECTED, PERMISSION_DENIED,
-                f"the relay refused machine {config.alias!r} this send ({refused.result()}): a machine may send only "
-                "as its own alias",
-            )  # fmt: skip
-        refused.cancel()
-        try:
-            reply = request.result()
-        except ne.NoRespondersError:
-            return _failed(msg, State.UNREACHABLE, NO_MACHINE, f"no machine {alias!r} is serving on the relay")
-        except (ne.TimeoutError, TimeoutError):
-            return _failed(
-                msg, State.UNKNOWN, NO_ANSWER,
-                f"no answer from machine {alias!r} within {timeout:g} s; the message may have arrived: resend it "
-                f"with the same message_id ({msg.message_id}) and the receiver answers from its journal",
-            )  # fmt: skip
-        except Exception as exc:
-            return _failed(msg, State.UNKNOWN, NO_ANSWER, f"the relay connection failed mid-request: {describe(exc)}")
+        return await request_on(link, msg, timeout=timeout)
     finally:
         await link.close()
+
+
+async def request_on(link: Link, msg: Message, *, timeout: float) -> RemoteResult:
+    """One request on a connected link (a one-off send's, or the relay process's for its agents' tool sends), and
+    the remote machine's answer as a RemoteResult. Every way it ends is bounded by `timeout`."""
+    import nats.errors as ne
+
+    config = link.config
+    remote = split_remote(msg.to)
+    if remote is None:
+        raise ValueError(f"{msg.to!r} is not a NAME@ALIAS address")
+    _name, alias = remote
     try:
-        answer = decode_answer(reply.data)
+        frame = encode_request(msg)
+    except FrameError as exc:
+        return _failed(msg, State.REJECTED, "admission:frame_too_large", str(exc))
+    if not link.nc.is_connected:
+        why = describe(link.last_error)
+        return _failed(msg, State.UNREACHABLE, UNREACHABLE, f"not connected to the relay {config.url}: {why}")
+    refusals = len(link.permission_errors)
+    request = asyncio.ensure_future(link.nc.request(msg_subject(alias, config.alias), frame, timeout=timeout))
+    refused = asyncio.ensure_future(_permission_refused(link, refusals))
+    done, _ = await asyncio.wait({request, refused}, return_when=asyncio.FIRST_COMPLETED)
+    if refused in done and not request.done():
+        request.cancel()
+        return _failed(
+            msg, State.REJECTED, PERMISSION_DENIED,
+            f"the relay refused machine {config.alias!r} this send ({refused.result()}): a machine may send only "
+            "as its own alias",
+        )  # fmt: skip
+    refused.cancel()
+    try:
+        reply = request.result()
+    except ne.NoRespondersError:
+        return _failed(msg, State.UNREACHABLE, NO_MACHINE, f"no machine {alias!r} is serving on the relay")
+    except (ne.TimeoutError, TimeoutError):
+        return _failed(
+            msg, State.UNKNOWN, NO_ANSWER,
+            f"no answer from machine {alias!r} within {timeout:g} s; the message may have arrived: resend it "
+            f"with the same message_id ({msg.message_id}) and the receiver answers from its journal",
+        )  # fmt: skip
+    except Exception as exc:
+        return _failed(msg, State.UNKNOWN, NO_ANSWER, f"the relay connection failed mid-request: {describe(exc)}")
+    return result_of(msg, alias, reply.data)
+
+
+def result_of(msg: Message, alias: str, data: bytes) -> RemoteResult:
+    """The answer frame machine `alias` sent back, as this side reports it."""
+    try:
+        answer = decode_answer(data)
     except FrameError as exc:
         return _failed(msg, State.UNKNOWN, BAD_ANSWER, f"machine {alias!r} answered with a bad frame: {exc}")
     if answer.error == "no_agent":
@@ -97,9 +116,11 @@ async def send_remote_async(config: RelayConfig, msg: Message, *, timeout: float
     return RemoteResult(answer.outcome, f"{answer.to}@{alias}", answer.agent_id)
 
 
-async def _permission_refused(link: Link) -> str:
-    """Wait for the server's permissions violation (nats-py reports it only to the error callback)."""
-    await link.refused.wait()
+async def _permission_refused(link: Link, seen: int) -> str:
+    """Wait for a permissions violation after the first `seen` (nats-py reports them only to the error callback)."""
+    while len(link.permission_errors) <= seen:
+        link.refused.clear()
+        await link.refused.wait()
     return link.permission_errors[-1]
 
 

@@ -20,6 +20,7 @@ from crosstalk.registry.paths import StatePaths, ensure_private_dir
 from crosstalk.relay.config import RelayConfig, relay_dir, serve_lock_path, status_path
 from crosstalk.relay.errors import AlreadyServing
 from crosstalk.relay.link import Link, describe
+from crosstalk.relay.local import LocalDesk
 from crosstalk.relay.wire import (
     FrameError,
     decode_request,
@@ -121,6 +122,7 @@ async def serve(paths: StatePaths, config: RelayConfig, *, stop: asyncio.Event |
         status.set(state=state, **({"error": None} if state == "connected" else {}))
 
     link = Link(config, on_error=on_error, on_state=on_state)
+    desk = LocalDesk(paths, link)  # this machine's agents' tool sends to NAME@ALIAS (relay/local.py)
 
     async def answer(msg: Any) -> None:
         if not msg.reply:
@@ -144,6 +146,7 @@ async def serve(paths: StatePaths, config: RelayConfig, *, stop: asyncio.Event |
         task.add_done_callback(tasks.discard)
 
     try:
+        await desk.start()
         connecting = asyncio.create_task(link.connect(keep_trying=True, name=f"crosstalk relay {config.alias}"))
         stopping = asyncio.create_task(stop.wait())
         await asyncio.wait({connecting, stopping}, return_when=asyncio.FIRST_COMPLETED)
@@ -159,6 +162,7 @@ async def serve(paths: StatePaths, config: RelayConfig, *, stop: asyncio.Event |
     finally:
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.remove_signal_handler(sig)
+        await desk.close()
         if tasks:
             await asyncio.wait(tasks, timeout=DELIVER_TIMEOUT_S)
         await link.close()

@@ -16,6 +16,7 @@ from crosstalk.core.errors import MessageError
 from crosstalk.core.ids import is_external_tag
 from crosstalk.core.message import MAX_NAME_CHARS, Message
 from crosstalk.core.states import Outcome
+from crosstalk.registry.names import is_valid_name
 from crosstalk.relay.config import ALIAS_RE
 from crosstalk.relay.errors import FrameError as FrameError
 
@@ -58,11 +59,27 @@ def split_remote(address: str) -> tuple[str, str] | None:
 
 def sender_label(from_alias: str, claimed: str | None) -> str:
     """How the receiving machine names a relayed sender: `@relay:<machine>/<its label there>`, an external sender.
-    The label is the sending machine's own word for its sender (`@cli:bob` → `cli:bob`); anything that is not an
-    external tag there becomes `anonymous`."""
-    label = claimed[1:] if claimed and is_external_tag(claimed) else "anonymous"
+    The label is the sending machine's own word for its sender: an agent name (an agent's tool send, which that
+    machine's relay process took only with the agent's bearer proof: `@relay:laptop/alice`), or an external tag
+    (`@cli:bob` → `@relay:laptop/cli:bob`); anything else becomes `anonymous`."""
+    if claimed and is_valid_name(claimed):
+        label = claimed
+    else:
+        label = claimed[1:] if claimed and is_external_tag(claimed) else "anonymous"
     tag = f"{TAG_SCHEME}{from_alias}/{label}"
     return tag if len(tag) <= MAX_NAME_CHARS else f"{TAG_SCHEME}{from_alias}/anonymous"
+
+
+def relayed_agent(tag: object) -> tuple[str, str] | None:
+    """(NAME, ALIAS) when `tag` names an agent another machine's relay process vouched for (`@relay:ALIAS/NAME`):
+    the address NAME@ALIAS a reply or a send goes back to. None for anything else (a relayed `@cli:` sender has no
+    way back)."""
+    if not isinstance(tag, str) or not tag.startswith(TAG_SCHEME):
+        return None
+    alias, sep, name = tag[len(TAG_SCHEME) :].partition("/")
+    if not sep or not ALIAS_RE.fullmatch(alias) or not is_valid_name(name):
+        return None
+    return name, alias
 
 
 def encode_request(msg: Message) -> bytes:

@@ -120,6 +120,10 @@ class HeldSends:
             to = str(rec.get("to") or "?")
             if rec.get("state") not in PENDING:  # settled, but the session was not told yet
                 self._spawn(self._tell(host, mid, to, str(rec.get("state")), rec.get("reason")))
+            elif isinstance(rec.get("relay_message"), dict):  # across the relay (shim/relay_held.py)
+                from crosstalk.shim.relay_held import watch
+
+                self._spawn(watch(self, host, rec["relay_message"]))
             elif rec.get("task_id") and rec.get("to_agent"):
                 self._spawn(self._watch_task(host, mid, to, str(rec["to_agent"]), str(rec["task_id"])))
             else:

@@ -74,13 +74,15 @@ def _refuse(reason: str, message_id: str) -> dict[str, Any]:
     return {"state": "rejected", "reason": reason, "message_id": message_id}
 
 
-def _route_problem(host: AgentHost, entry: MessageEntry, *, bus: bool = False) -> str | None:
+def _route_problem(host: AgentHost, entry: MessageEntry, *, bus: bool = False, relayed: bool = False) -> str | None:
     """Why no route leads back from `entry`, or None when one is open. A bus message's route is the channel it
-    came from: its sender is the repository's word, not a verified agent, and the channel never expires."""
+    came from: its sender is the repository's word, not a verified agent, and the channel never expires. A message
+    the relay brought from another machine's agent (`@relay:ALIAS/NAME`, a tag only this machine's relay process may
+    give, ingress/uds.py) routes back to NAME@ALIAS across the relay, within the same hour as a local sender's."""
     if entry.state.value == "bounced":
         return "no_such_message"  # a native frame from this agent's own session: a bounce opens no route
     sender = entry.sender
-    if not bus and (sender.get("class") != "verified" or not sender.get("agent_id")):
+    if not bus and not relayed and (sender.get("class") != "verified" or not sender.get("agent_id")):
         return "sender_unverified"
     if entry.state not in ROUTED_STATES:  # (recovered informs: no_such_message, the operator's ruling)
         return "no_such_message"
@@ -129,11 +131,13 @@ class InformReplies:
         if entry is None:
             return _refuse("no_such_message", message_id)
         bus = _from_bus(entry)
-        problem = _route_problem(host, entry, bus=bus)
+        relayed = None if bus else _from_relay(entry)
+        problem = _route_problem(host, entry, bus=bus, relayed=relayed is not None)
         if problem is not None:
             return _refuse(problem, message_id)
-        to = str(entry.sender.get("name") if bus else entry.sender["agent_id"])
-        if not bus and isinstance(self._resolve(to), dict):  # gone: nothing is spent, a later retry may find it back
+        to = str(entry.sender.get("name") if bus else relayed or entry.sender["agent_id"])
+        # gone: nothing is spent, a later retry may find it back
+        if not bus and not relayed and isinstance(self._resolve(to), dict):
             return {
                 "state": "unreachable",
                 "reason": "sender_gone",
@@ -151,6 +155,13 @@ class InformReplies:
         if entry is not None and _from_bus(entry):
             context = str(entry.message.get("context_id"))
             return _Route(to, lambda _reply_id, text: _publish(host, to, context, text), BUS_UNSENT_HINT)
+        if entry is not None and _from_relay(entry):
+            from crosstalk.shim.relay_sends import reply_over_relay
+
+            def across(reply_id: str, text: str) -> Awaitable[dict[str, Any]]:
+                return reply_over_relay(host, to, reply_id, message_id, text)
+
+            return _Route(to, across, UNDELIVERED_HINT)
         return _Route(to, lambda reply_id, text: self._forward(host, to, reply_id, message_id, text), UNDELIVERED_HINT)
 
     async def _send(self, host: AgentHost, message_id: str, reply_id: str, text: str, route: _Route) -> dict[str, Any]:
@@ -184,6 +195,18 @@ def _from_bus(entry: MessageEntry) -> bool:
         parse_sender_tag(entry.sender.get("name")) is not None
         and parse_context(entry.message.get("context_id")) is not None
     )
+
+
+def _from_relay(entry: MessageEntry) -> str | None:
+    """NAME@ALIAS when the relay brought `entry` from another machine's agent (an external sender tagged
+    `@relay:ALIAS/NAME`), else None."""
+    name = entry.sender.get("name")
+    if entry.sender.get("class") != "external" or not isinstance(name, str) or not name.startswith("@relay:"):
+        return None
+    from crosstalk.relay.wire import relayed_agent
+
+    found = relayed_agent(name)
+    return f"{found[0]}@{found[1]}" if found else None
 
 
 async def _publish(host: AgentHost, tag: str, context_id: str, text: str) -> dict[str, Any]:

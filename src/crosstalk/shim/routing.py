@@ -65,6 +65,17 @@ def live_route(paths: StatePaths, to: str) -> Route | None:
         return None
 
 
+def away_route(to: str) -> Route | None:
+    """The route for a NAME@ALIAS address once no live agent here has it (live_route said None): away, to the relay
+    or the git bus, decided from the string alone, so a tool send skips `route`'s second registry read. None:
+    `route` decides (an address a relay alias cannot be, like model@host.example)."""
+    if "@" not in to:
+        return None
+    from crosstalk.relay.wire import split_remote
+
+    return Route(RouteKind.BUS, to) if split_remote(to) is not None else None
+
+
 def route(paths: StatePaths, to: str, environ: Mapping[str, str]) -> Route:
     """The route for a message to `to`. Raises RegistryError when the registry cannot be read."""
     from crosstalk.registry.discovery import resolve

@@ -230,19 +230,18 @@ class ShimRouter:
 
     async def _send(self, host: AgentHost, to: str, text: str, **fields: Any) -> dict[str, Any]:
         from crosstalk.core.message import new_message
-        from crosstalk.shim.routing import RouteKind, live_route, route
+        from crosstalk.shim.relay_sends import relay_address, send_away
+        from crosstalk.shim.routing import RouteKind, away_route, live_route, route
         from crosstalk.shim.sending import ambiguous_name, journal_sent, unknown_name
 
+        to = relay_address(to)  # `@relay:ALIAS/NAME`, a sender a relay brought: NAME@ALIAS
         # A live agent is found in the registry inline; anything else in a thread: a native session's lookup may
         # ask an app-server (Codex) over a socket.
-        if (where := live_route(self.paths, to)) is None:
+        if (where := live_route(self.paths, to) or away_route(to)) is None:
             where = await asyncio.to_thread(route, self.paths, to, self.environ)
         kind = fields.get("kind", "inform")
-        if where.kind is RouteKind.BUS:
-            from crosstalk.shim.bus_asks import send_over_bus
-
-            deadline = int(fields.get("deadline_seconds") or 0)
-            return await send_over_bus(host, self.paths, to, text, kind=kind, deadline_seconds=deadline)
+        if where.kind is RouteKind.BUS:  # NAME@MACHINE: the relay this state root joined, else the git bus
+            return await send_away(host, self.paths, to, text, self.held, **fields)
         if where.kind is RouteKind.NATIVE:
             return await self._send_native(host, to, text, where.sessions, kind)
         if where.agent is None:

@@ -23,6 +23,7 @@ from crosstalk.relay.wire import (
     inbound_subject,
     inbox_prefix,
     msg_subject,
+    relayed_agent,
     sender_label,
     split_remote,
 )
@@ -55,9 +56,37 @@ def test_split_remote(address: str, parts: tuple[str, str] | None) -> None:
 def test_the_sender_is_named_under_the_subjects_machine() -> None:
     assert sender_label("gpu", "@cli:bob") == "@relay:gpu/cli:bob"
     assert sender_label("gpu", "@relay:laptop/alice") == "@relay:gpu/relay:laptop/alice"
-    assert sender_label("gpu", "alice") == "@relay:gpu/anonymous"
+    assert sender_label("gpu", "alice") == "@relay:gpu/alice"  # an agent gpu's relay process vouched for
+    assert sender_label("gpu", "not a name") == "@relay:gpu/anonymous"
+    assert sender_label("gpu", "0123456789abcdef") == "@relay:gpu/anonymous"  # an agent_id's shape is no name
     assert sender_label("gpu", None) == "@relay:gpu/anonymous"
     assert sender_label("gpu", "@cli:" + "x" * 300) == "@relay:gpu/anonymous"
+
+
+@pytest.mark.parametrize(
+    ("tag", "found"),
+    [
+        ("@relay:laptop/alice", ("alice", "laptop")),
+        ("@relay:laptop/cli:bob", None),  # a relayed CLI sender: no way back
+        ("@relay:gpu/relay:laptop/alice", None),
+        ("@relay:a.b/alice", None),
+        ("@relay:laptop", None),
+        ("@bus:laptop/alice", None),
+        (None, None),
+    ],
+)
+def test_relayed_agent(tag: str | None, found: tuple[str, str] | None) -> None:
+    assert relayed_agent(tag) == found
+
+
+@given(st.text(max_size=40), st.text(max_size=40))
+def test_a_label_names_the_subjects_machine_whatever_the_frame_says(alias: str, claimed: str) -> None:
+    if not alias or not all(c.isascii() and (c.isalnum() or c in "_-") for c in alias):
+        return
+    label = sender_label(alias[:64], claimed)
+    assert label.startswith(f"@relay:{alias[:64]}/")
+    found = relayed_agent(label)
+    assert found is None or found[1] == alias[:64]
 
 
 def test_a_request_is_readdressed_and_its_id_kept() -> None:
