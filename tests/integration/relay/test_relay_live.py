@@ -45,7 +45,8 @@ def alice(laptop: Procs, gpu: Procs, relay: NatsServer) -> Agent:
     """alice, a live (fake-harness) agent on laptop; laptop and gpu both joined, laptop's relay process serving."""
     agent = laptop.start_agent("alice")
     join_and_serve(laptop, relay, "laptop")
-    res = gpu.cli("relay", "join", relay.url, "--alias", "gpu", "--creds", str(relay.creds_file(gpu, "gpu")))
+    creds = str(relay.creds_file(gpu, "gpu"))
+    res = gpu.cli("relay", "join", relay.url, "--alias", "gpu", "--creds", creds, "--no-start")
     assert res.returncode == 0, res.stderr
     return agent
 
