@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import os
+import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -181,6 +182,9 @@ class PresenceBook:
         self.own_alias = own_alias
         self.clock = clock
         self.machines: dict[str, Machine] = {}
+        self._seq = 0  # each snapshot's number: a slower write of an older one never replaces a newer one
+        self._written = 0
+        self._writing = threading.Lock()
 
     def heard(self, alias: str, data: bytes) -> bool:
         """Take one frame delivered on `alias`'s subject. True when what the file shows changed (then write())."""
@@ -216,11 +220,25 @@ class PresenceBook:
             },
         }
 
+    def snapshot(self) -> tuple[int, bytes]:
+        """What the file should say now, numbered (take it where the book changes: the event loop)."""
+        self._seq += 1
+        return self._seq, (json.dumps(self.to_json()) + "\n").encode()
+
+    def write_snapshot(self, seq: int, data: bytes) -> None:
+        """Write a snapshot unless a newer one is already written (safe from worker threads)."""
+        with self._writing:
+            if seq > self._written:
+                atomic_write(presence_path(self.paths), data, mode=0o600)
+                self._written = seq
+
     def write(self) -> None:
-        atomic_write(presence_path(self.paths), (json.dumps(self.to_json()) + "\n").encode(), mode=0o600)
+        self.write_snapshot(*self.snapshot())
 
     def clear(self) -> None:
         self.machines.clear()
+        with self._writing:
+            self._written = self._seq = self._seq + 1  # no older write may land after the removal
         try:
             os.unlink(presence_path(self.paths))
         except FileNotFoundError:

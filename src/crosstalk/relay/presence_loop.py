@@ -53,18 +53,21 @@ class PresenceLoop:
         self.published_at = 0.0
         self.was_connected = True
         self._task: asyncio.Task[None] | None = None
+        self.closed = False
 
     async def start(self) -> None:
         await self.nc.subscribe(presence_wildcard(), cb=self._heard)
         self._task = asyncio.create_task(self._run())
 
     async def _heard(self, msg: Any) -> None:
+        if self.closed:
+            return  # stopping: what was heard is being removed, and must not be written again
         try:
             alias = alias_of_presence(msg.subject)
         except FrameError:
             return
         if self.book.heard(alias, msg.data):
-            await asyncio.to_thread(self.book.write)
+            await asyncio.to_thread(self.book.write_snapshot, *self.book.snapshot())
 
     async def _run(self) -> None:
         seen: tuple[int, int] | None = None
@@ -83,7 +86,7 @@ class PresenceLoop:
                 await self._publish(encode_presence(agents, self.interval))
                 self.published, self.published_at = agents, now
             if self.book.expire():
-                await asyncio.to_thread(self.book.write)
+                await asyncio.to_thread(self.book.write_snapshot, *self.book.snapshot())
             try:
                 await asyncio.wait_for(self.stop.wait(), min(POLL_S, self.interval))
             except TimeoutError:
@@ -97,6 +100,7 @@ class PresenceLoop:
 
     async def close(self) -> None:
         """Say `gone` (best effort: a machine that cannot expires instead) and remove what was heard."""
+        self.closed = True
         if self._task is not None:
             self._task.cancel()
             try:

@@ -141,3 +141,17 @@ def test_the_interval_comes_from_the_environment_clamped() -> None:
     assert interval_s({"CROSSTALK_RELAY_PRESENCE_S": "0.5"}) == 0.5
     assert interval_s({"CROSSTALK_RELAY_PRESENCE_S": "0"}) == 0.2
     assert interval_s({"CROSSTALK_RELAY_PRESENCE_S": "nope"}) == 5.0
+
+
+def test_an_older_snapshot_never_replaces_a_newer_one(paths: StatePaths) -> None:
+    book = PresenceBook(paths, "gpu", Clock())
+    book.heard("laptop", frame([ALICE]))
+    older = book.snapshot()
+    book.heard("laptop", frame([ALICE, {**ALICE, "name": "bob"}]))
+    newer = book.snapshot()
+    book.write_snapshot(*newer)
+    book.write_snapshot(*older)  # a slower worker thread finishing late
+    assert len(json.loads(presence_path(paths).read_text())["machines"]["laptop"]["agents"]) == 2
+    book.clear()
+    book.write_snapshot(*newer)  # nothing heard before the removal comes back after it
+    assert not presence_path(paths).exists()
