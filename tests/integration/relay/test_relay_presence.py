@@ -149,3 +149,32 @@ def test_a_hostile_machine_speaks_only_for_itself_and_within_caps(relay: NatsSer
     # evil announced an interval of 1e9 s: clamped, so it too expires within minutes, not never
     data = json.loads(presence_path(gpu.paths).read_text())
     assert set(data["machines"]) == {"laptop", "evil"}
+
+
+def test_the_watch_screen_shows_the_other_machines_agents(laptop: Procs, gpu: Procs) -> None:
+    """The textual screen (its own test pilot), following presence.json by inotify: an agent that starts on laptop
+    appears on gpu's screen as NAME@laptop, and the heading counts it."""
+    from crosstalk.watch.app import WatchApp
+    from crosstalk.watch.snapshot import Reader
+    from tests.support.watch import line_with, screen_text
+
+    until(lambda: remote_names(gpu) == {"alice@laptop"}, "gpu lists alice@laptop")
+    app = WatchApp(Reader(gpu.paths, gpu.env), use_inotify=True)
+
+    async def on_screen(pilot: Any, *words: str) -> None:
+        deadline = asyncio.get_running_loop().time() + 20.0
+        while line_with(screen_text(app), *words) is None:
+            assert asyncio.get_running_loop().time() < deadline, f"{words} never on screen:\n{screen_text(app)}"
+            await pilot.pause(0.1)
+
+    async def main() -> None:
+        async with app.run_test(size=(160, 45)) as pilot:
+            await on_screen(pilot, "alice@laptop", "fake", "yes")
+            await on_screen(pilot, "Agents (1 live, 1 on other machines)")
+            await asyncio.to_thread(laptop.start_agent, "carol")
+            await on_screen(pilot, "carol@laptop", "fake", "yes")
+            await on_screen(pilot, "Agents (1 live, 2 on other machines)")
+            await pilot.press("q")
+
+    asyncio.run(main())
+    assert app.return_value == 0
