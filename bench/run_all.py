@@ -43,6 +43,7 @@ BENCHMARKS = (
     "opencode_delivery",
     "many_agents",
     "relay_live",
+    "relay_presence",
 )
 TIMEOUT_S = {"quick": 180.0, "full": 900.0}
 BENCH_STOP_TIMEOUT_S = 30.0
