@@ -115,6 +115,9 @@ def run_status(args: argparse.Namespace) -> int:
     out: dict[str, Any] = {"joined": config is not None, **(config.to_dict() if config else {})}
     if serving is not None:
         out["serve"] = {k: serving.get(k) for k in ("pid", "state", "since", "error", "answered")}
+        from crosstalk.relay.presence import read_presence
+
+        out["machines"] = {alias: len(agents) for alias, agents in sorted(read_presence(paths).items())}
     else:
         out["serve"] = None
     if args.as_json:
@@ -131,6 +134,8 @@ def run_status(args: argparse.Namespace) -> int:
         line = f"relay process: pid {serving.get('pid')}, {serving.get('state')} for {since:.0f} s"
         line += f", {serving.get('answered', 0)} answered"
         echo(line + (f"; last error: {serving['error']}" if serving.get("error") else ""))
+        heard = ", ".join(f"{alias} ({n} agent{'' if n == 1 else 's'})" for alias, n in out["machines"].items())
+        echo(f"other machines: {heard or 'none heard yet'}")
     return EXIT_OK
 
 

@@ -83,6 +83,9 @@ def test_each_machine_lists_the_others_agents_as_name_at_alias(laptop: Procs, gp
     res = gpu.cli("watch", "--once")
     assert "agents (1 live, 1 on other machines)" in res.stdout
     assert any(line.strip().startswith("alice@laptop") for line in res.stdout.splitlines())
+    # relay status says whom it hears
+    until(lambda: relay_status(gpu).get("machines") == {"laptop": 1}, "gpu's relay status hears laptop")
+    assert "other machines: laptop (1 agent)" in gpu.cli("relay", "status").stdout
     # kept private: the file is 0600
     assert stat.S_IMODE(os.stat(presence_path(gpu.paths)).st_mode) == 0o600
 
