@@ -181,3 +181,14 @@ def test_the_watch_screen_shows_the_other_machines_agents(laptop: Procs, gpu: Pr
 
     asyncio.run(main())
     assert app.return_value == 0
+
+
+def test_presence_comes_back_when_the_relay_does(relay: NatsServer, laptop: Procs, gpu: Procs) -> None:
+    """The relay down: nothing is heard, so laptop's agents expire on gpu; the relay back: both relay processes
+    reconnect on their own and laptop announces again at once."""
+    until(lambda: remote_names(gpu) == {"alice@laptop"}, "gpu lists alice@laptop")
+    relay.kill9()
+    until(lambda: remote_names(gpu) == set(), "laptop expired on gpu while the relay is down", GONE_BOUND_S)
+    relay.start()
+    until(lambda: remote_names(gpu) == {"alice@laptop"}, "alice@laptop listed again after the relay came back")
+    until(lambda: remote_names(laptop) == {"bob@gpu"}, "and bob@gpu on laptop")
