@@ -24,6 +24,7 @@ from crosstalk.relay.presence import (
 )
 
 POLL_S = 0.5  # how often the registry is looked at for a change (one stat when nothing changed)
+WRITE_GAP_S = 0.2  # the file is written at most this often; a change heard sooner is written by the next loop
 JOIN_CHECK_S = 0.5  # how often a relay process looks whether its join still stands
 
 
@@ -54,6 +55,8 @@ class PresenceLoop:
         self.was_connected = True
         self._task: asyncio.Task[None] | None = None
         self.closed = False
+        self.dirty = False  # the book changed since the file was last written
+        self.written_at = 0.0
 
     async def start(self) -> None:
         await self.nc.subscribe(presence_wildcard(), cb=self._heard)
@@ -67,7 +70,13 @@ class PresenceLoop:
         except FrameError:
             return
         if self.book.heard(alias, msg.data):
-            await asyncio.to_thread(self.book.write_snapshot, *self.book.snapshot())
+            self.dirty = True
+            if time.monotonic() - self.written_at >= WRITE_GAP_S:  # however fast a machine announces: a few a second
+                await self._write()
+
+    async def _write(self) -> None:
+        self.dirty, self.written_at = False, time.monotonic()
+        await asyncio.to_thread(self.book.write_snapshot, *self.book.snapshot())
 
     async def _run(self) -> None:
         seen: tuple[int, int] | None = None
@@ -85,8 +94,8 @@ class PresenceLoop:
             if connected and (due or agents != self.published):
                 await self._publish(encode_presence(agents, self.interval))
                 self.published, self.published_at = agents, now
-            if self.book.expire():
-                await asyncio.to_thread(self.book.write_snapshot, *self.book.snapshot())
+            if self.book.expire() or self.dirty:
+                await self._write()
             try:
                 await asyncio.wait_for(self.stop.wait(), min(POLL_S, self.interval))
             except TimeoutError:

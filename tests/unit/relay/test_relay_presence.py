@@ -31,6 +31,8 @@ from crosstalk.relay.presence import (
     read_presence,
     remote_rows,
 )
+from crosstalk.relay.presence_loop import PresenceLoop
+from tests.support.waiting import until_async
 
 
 class Clock:
@@ -155,3 +157,27 @@ def test_an_older_snapshot_never_replaces_a_newer_one(paths: StatePaths) -> None
     book.clear()
     book.write_snapshot(*newer)  # nothing heard before the removal comes back after it
     assert not presence_path(paths).exists()
+
+
+def test_a_machine_announcing_fast_costs_a_few_writes_a_second(paths: StatePaths) -> None:
+    """However often frames that change something arrive, the file is written at most every WRITE_GAP_S, and the
+    last change is written by the loop's next pass."""
+    import asyncio
+    from types import SimpleNamespace
+
+    async def run() -> None:
+        stop = asyncio.Event()
+        loop = PresenceLoop(paths, "gpu", SimpleNamespace(is_connected=False), 0.2, stop)
+        writes: list[int] = []
+        loop.book.write_snapshot = lambda seq, data: writes.append(seq)  # type: ignore[method-assign]
+        for i in range(200):
+            msg = SimpleNamespace(subject="crosstalk.v1.presence.evil", data=frame([{**ALICE, "name": f"a{i}"}]))
+            await loop._heard(msg)
+        assert len(writes) <= 2 and loop.dirty
+        task = asyncio.create_task(loop._run())
+        await until_async(lambda: not loop.dirty, "the loop wrote the last change", 5.0)
+        stop.set()
+        await asyncio.wait_for(task, 5.0)
+        assert writes[-1] == loop.book._seq
+
+    asyncio.run(run())
