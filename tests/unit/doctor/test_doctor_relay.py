@@ -31,3 +31,12 @@ def test_disconnected_and_connected() -> None:
 def test_a_damaged_join_is_a_problem() -> None:
     [f] = check(RelayFacts(url=None, alias=None, creds=None, config_error="relay.json is damaged"))
     assert f.status.value == "problem" and f.fix is not None and "relay leave" in f.fix
+
+
+def test_a_refused_grant_is_a_problem_naming_the_grant() -> None:
+    from dataclasses import replace
+
+    error = "nats: permissions violation for publish to 'crosstalk.v1.presence.laptop'"
+    [f] = check(replace(JOINED, serve_pid=7, serve_state="connected", serve_error=error))
+    assert f.status.value == "problem" and "refuses this machine a subject" in f.text
+    assert f.fix is not None and "crosstalk.v1.presence.laptop" in f.fix

@@ -29,5 +29,14 @@ def check(relay: RelayFacts | None) -> list[Finding]:
                 "crosstalk relay status (and check the relay server and this machine's credentials)",
             )
         ]
+    if relay.serve_error and "permissions violation" in relay.serve_error.lower():
+        return [
+            problem(
+                CHECK,
+                f"{joined}; connected, but the relay refuses this machine a subject: {relay.serve_error}",
+                f"grant user {relay.alias} publish crosstalk.v1.presence.{relay.alias} and subscribe "
+                "crosstalk.v1.presence.* in the relay's config, as docs/relay.md shows",
+            )
+        ]
     heard = ", ".join(relay.machines) if relay.machines else "no other machine yet"
     return [ok(CHECK, f"{joined}; relay process pid {relay.serve_pid} connected; hears {heard}")]
