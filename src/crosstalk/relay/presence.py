@@ -170,14 +170,14 @@ def presence_path(paths: StatePaths) -> Path:
 @dataclass(frozen=True, slots=True)
 class Machine:
     agents: tuple[RemoteAgent, ...]
-    heard_at: float
-    expires_at: float
+    heard_at: float  # wall clock, for the file's reader
+    expires_at: float  # on the book's clock (monotonic: a wall-clock jump neither keeps nor drops a machine)
 
 
 class PresenceBook:
     """What this machine heard from the others, kept by its relay process and written when it changes."""
 
-    def __init__(self, paths: StatePaths, own_alias: str, clock: Callable[[], float] = time.time) -> None:
+    def __init__(self, paths: StatePaths, own_alias: str, clock: Callable[[], float] = time.monotonic) -> None:
         self.paths = paths
         self.own_alias = own_alias
         self.clock = clock
@@ -199,8 +199,7 @@ class PresenceBook:
             return self.machines.pop(alias, None) is not None
         if before is None and len(self.machines) >= MAX_MACHINES:
             return False
-        now = self.clock()
-        self.machines[alias] = Machine(ann.agents, now, now + EXPIRY_INTERVALS * ann.interval)
+        self.machines[alias] = Machine(ann.agents, time.time(), self.clock() + EXPIRY_INTERVALS * ann.interval)
         return before is None or before.agents != ann.agents
 
     def expire(self) -> bool:
