@@ -76,7 +76,10 @@ class PresenceLoop:
 
     async def _write(self) -> None:
         self.dirty, self.written_at = False, time.monotonic()
-        await asyncio.to_thread(self.book.write_snapshot, *self.book.snapshot())
+        try:
+            await asyncio.to_thread(self.book.write_snapshot, *self.book.snapshot())
+        except OSError:  # the state root going away under it (until_left ends the process): the next pass retries
+            self.dirty = True
 
     async def _run(self) -> None:
         seen: tuple[int, int] | None = None
@@ -87,7 +90,10 @@ class PresenceLoop:
             stamp = _stamp(self.paths)
             if stamp != seen or now - checked_at >= self.interval:
                 seen, checked_at = stamp, now
-                agents = await asyncio.to_thread(local_agents, self.paths)
+                try:
+                    agents = await asyncio.to_thread(local_agents, self.paths)
+                except Exception:  # a registry that cannot be read now: announce what was last read, look again
+                    seen = None
             connected = bool(self.nc.is_connected)
             due = now - self.published_at >= self.interval or (connected and not self.was_connected)
             self.was_connected = connected
