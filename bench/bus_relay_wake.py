@@ -106,7 +106,7 @@ class Pair:
                 creds = m.base / "relay.creds"
                 creds.write_text(f"user={m.alias}\npassword=pw-{m.alias}\n")
                 creds.chmod(0o600)
-                m.cli("relay", "join", self.url, "--alias", m.alias, "--creds", str(creds))
+                m.cli("relay", "join", self.url, "--alias", m.alias, "--creds", str(creds), "--no-start")
 
     def start(self) -> None:
         for m in (self.x, self.y):

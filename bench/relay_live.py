@@ -46,8 +46,10 @@ def _free_port() -> int:
 def _user(alias: str) -> str:
     return (
         f'{{ user: "{alias}", password: "pw-{alias}", permissions: {{ '
-        f'publish: {{ allow: ["crosstalk.v1.msg.*.{alias}", "crosstalk.v1.wake.*.{alias}"] }}, '
-        f'subscribe: {{ allow: ["crosstalk.v1.msg.{alias}.*", "_INBOX.{alias}.>", "crosstalk.v1.wake.>"] }}, '
+        f'publish: {{ allow: ["crosstalk.v1.msg.*.{alias}", "crosstalk.v1.wake.*.{alias}", '
+        f'"crosstalk.v1.presence.{alias}"] }}, '
+        f'subscribe: {{ allow: ["crosstalk.v1.msg.{alias}.*", "_INBOX.{alias}.>", "crosstalk.v1.wake.>", '
+        f'"crosstalk.v1.presence.*"] }}, '
         "allow_responses: true } }"
     )
 
@@ -72,6 +74,7 @@ def _join(root: Path, url: str, alias: str) -> None:
     os.chmod(creds, 0o600)
     env = {**os.environ, "CROSSTALK_HOME": str(root)}
     cmd = [sys.executable, "-m", "crosstalk", "relay", "join", url, "--alias", alias, "--creds", str(creds)]
+    cmd.append("--no-start")  # the bench runs laptop's relay process itself
     res = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=60, check=False)
     if res.returncode != 0:
         raise RuntimeError(f"relay join {alias} failed: {res.stderr.strip()}")

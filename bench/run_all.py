@@ -45,6 +45,7 @@ BENCHMARKS = (
     "relay_live",
     "bus_relay_wake",
     "relay_tools",
+    "relay_presence",
 )
 TIMEOUT_S = {"quick": 180.0, "full": 900.0}
 BENCH_STOP_TIMEOUT_S = 30.0

@@ -45,8 +45,10 @@ def free_port() -> int:
 def user_block(alias: str, password: str) -> str:
     return (
         f'{{ user: "{alias}", password: "{password}", permissions: {{ '
-        f'publish: {{ allow: ["crosstalk.v1.msg.*.{alias}", "crosstalk.v1.wake.*.{alias}"] }}, '
-        f'subscribe: {{ allow: ["crosstalk.v1.msg.{alias}.*", "_INBOX.{alias}.>", "crosstalk.v1.wake.>"] }}, '
+        f'publish: {{ allow: ["crosstalk.v1.msg.*.{alias}", "crosstalk.v1.wake.*.{alias}", '
+        f'"crosstalk.v1.presence.{alias}"] }}, '
+        f'subscribe: {{ allow: ["crosstalk.v1.msg.{alias}.*", "_INBOX.{alias}.>", "crosstalk.v1.wake.>", '
+        f'"crosstalk.v1.presence.*"] }}, '
         "allow_responses: true } }"
     )
 
@@ -140,8 +142,10 @@ def serving_state(machine: Procs) -> str | None:
 
 
 def join_and_serve(machine: Procs, server: NatsServer, alias: str) -> subprocess.Popen[bytes]:
-    """`relay join` as `alias` with its own credentials, then `relay serve` until it is connected."""
-    res = machine.cli("relay", "join", server.url, "--alias", alias, "--creds", str(server.creds_file(machine, alias)))
+    """`relay join --no-start` as `alias` with its own credentials, then `relay serve` (a child the test owns) until
+    it is connected."""
+    creds = str(server.creds_file(machine, alias))
+    res = machine.cli("relay", "join", server.url, "--alias", alias, "--creds", creds, "--no-start")
     assert res.returncode == 0, res.stderr
     proc = machine.popen_cli("relay", "serve")
     until(lambda: serving_state(machine) == "connected", f"{alias}'s relay process connected", START_TIMEOUT_S)

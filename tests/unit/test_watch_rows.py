@@ -38,3 +38,16 @@ def test_text_tables() -> None:
     assert "transports (0)" in out and "  (none)" in out
     header = next(ln for ln in out if ln.lstrip().startswith("NAME"))
     assert header.split() == ["NAME", "HARNESS", "ROLE", "OWNER", "REACHABLE", "OWES", "WAITING", "UNREAD", "PID"]
+
+
+def test_other_machines_agents_follow_this_machines() -> None:
+    from crosstalk.watch.records import RemoteAgentView
+    from crosstalk.watch.rows import agent_rows, agents_title
+
+    far = RemoteAgentView(name="carol@gpu", machine="gpu", harness="claude", reachable=False, reason=None)
+    snap = Snapshot(taken_at=0.0, state_root="/s", agents=(AGENT,), messages=(), transports=(), remote_agents=(far,))
+    assert agent_rows(snap)[1] == ("carol@gpu", "claude", "-", "-", "no: unreachable", "-", "-", "-", "-")
+    assert agents_title(snap) == "1 live, 1 on other machines"
+    assert "agents (1 live, 1 on other machines)" in text_tables(snap)
+    alone = Snapshot(taken_at=0.0, state_root="/s", agents=(AGENT,), messages=(), transports=())
+    assert agents_title(alone) == "1 live" and alone.to_json()["remote_agents"] == []

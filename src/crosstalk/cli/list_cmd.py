@@ -66,6 +66,10 @@ def run_list(args: Any) -> int:
     for s in kinds.discover(os.environ, bound):
         if (s.harness, s.session_ref) not in known:
             rows.append(_native_row(s))
+    if include_stale:  # --all: every joined machine's agents too, as NAME@ALIAS (relay/presence.py)
+        from crosstalk.relay.presence import remote_rows
+
+        rows += [{**r, "crosstalk": True, "live": True} for r in remote_rows(paths)]
     if as_json:
         print_json(rows)
         return 0

@@ -146,7 +146,10 @@ def _list(sub: Any) -> None:
     p = sub.add_parser("list", help="List the live agents on this machine.")
     p.add_argument("--json", dest="as_json", action="store_true", help="Print a JSON array of descriptors.")
     p.add_argument(
-        "--all", dest="include_stale", action="store_true", help="Include descriptors whose process is gone."
+        "--all",
+        dest="include_stale",
+        action="store_true",
+        help="Include descriptors whose process is gone, and the agents of every machine on the relay (NAME@ALIAS).",
     )
     p.set_defaults(run="crosstalk.cli.list_cmd:run_list")
 

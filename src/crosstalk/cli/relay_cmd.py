@@ -13,7 +13,6 @@ from crosstalk.cli.common import echo, fail, print_json, state_paths
 from crosstalk.core.errors import EXIT_OK, ErrorKind
 
 HELP = "Join this machine to a NATS relay, see its state, leave it, or run its relay process."
-STOP_WAIT_S = 10.0
 
 
 def add_parser(sub: Any) -> None:
@@ -30,6 +29,13 @@ def add_parser(sub: Any) -> None:
         metavar="FILE",
         help="This machine's credentials, mode 0600: a NATS .creds file, an nkey seed, or user=/password= or token= "
         "lines.",
+    )
+    join.add_argument(
+        "--no-start",
+        dest="start",
+        action="store_false",
+        help="Save the join without starting the relay process (run `crosstalk relay serve` yourself, e.g. under "
+        "systemd).",
     )
     join.add_argument("--json", dest="as_json", action="store_true", help="Print JSON.")
     join.set_defaults(run="crosstalk.cli.relay_cmd:run_join")
@@ -78,10 +84,21 @@ def run_join(args: argparse.Namespace) -> int:
     except _config_errors() as exc:
         fail(str(exc), ErrorKind.FAILED)
     save(paths, config)
+    pid, started = None, False
+    if args.start:
+        from crosstalk.relay import lifecycle
+
+        try:
+            pid, started = lifecycle.start(paths)
+        except _config_errors() as exc:
+            fail(f"joined {url} as {alias!r}, but {exc}", ErrorKind.FAILED)
     if args.as_json:
-        print_json({**config.to_dict(), "joined": True})
-    else:
+        print_json({**config.to_dict(), "joined": True, "serve_pid": pid, "started": started})
+    elif pid is None:
         echo(f"joined {url} as {alias!r}: agents here are reachable as NAME@{alias} once `crosstalk relay serve` runs")
+    else:
+        how = "started" if started else "already running"
+        echo(f"joined {url} as {alias!r}: relay process {how} (pid {pid}); agents here are reachable as NAME@{alias}")
     return EXIT_OK
 
 
@@ -98,6 +115,9 @@ def run_status(args: argparse.Namespace) -> int:
     out: dict[str, Any] = {"joined": config is not None, **(config.to_dict() if config else {})}
     if serving is not None:
         out["serve"] = {k: serving.get(k) for k in ("pid", "state", "since", "error", "answered")}
+        from crosstalk.relay.presence import read_presence
+
+        out["machines"] = {alias: len(agents) for alias, agents in sorted(read_presence(paths).items())}
     else:
         out["serve"] = None
     if args.as_json:
@@ -114,6 +134,8 @@ def run_status(args: argparse.Namespace) -> int:
         line = f"relay process: pid {serving.get('pid')}, {serving.get('state')} for {since:.0f} s"
         line += f", {serving.get('answered', 0)} answered"
         echo(line + (f"; last error: {serving['error']}" if serving.get("error") else ""))
+        heard = ", ".join(f"{alias} ({n} agent{'' if n == 1 else 's'})" for alias, n in out["machines"].items())
+        echo(f"other machines: {heard or 'none heard yet'}")
     return EXIT_OK
 
 
@@ -138,28 +160,12 @@ def run_leave(args: argparse.Namespace) -> int:
 
 
 def _stop_serving(paths: Any) -> int | None:
-    """SIGTERM the process serving this state root (its pid from its status, checked to be that process), and wait
-    for its lock to come free. Its pid, or None when none ran."""
-    import signal
+    from crosstalk.relay import lifecycle
 
-    from crosstalk.fs.locks import is_locked
-    from crosstalk.fs.procinfo import is_same_process
-    from crosstalk.relay.config import serve_lock_path
-    from crosstalk.relay.serve import read_status
-
-    serving = read_status(paths)
-    if serving is None:
-        return None
-    pid = serving.get("pid")
-    if not isinstance(pid, int) or not is_same_process(pid, serving.get("pid_started")):
-        return None
-    os.kill(pid, signal.SIGTERM)
-    deadline = time.monotonic() + STOP_WAIT_S
-    while time.monotonic() < deadline and is_locked(serve_lock_path(paths)):
-        time.sleep(0.05)
-    if is_locked(serve_lock_path(paths)):
-        fail(f"relay process {pid} did not stop within {STOP_WAIT_S:g} s", ErrorKind.FAILED)
-    return pid
+    try:
+        return lifecycle.stop(paths)
+    except _config_errors() as exc:
+        fail(str(exc), ErrorKind.FAILED)
 
 
 def run_serve(args: argparse.Namespace) -> int:

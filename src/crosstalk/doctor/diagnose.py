@@ -13,6 +13,7 @@ from crosstalk.doctor.checks import (
     harness_cli,
     installed,
     permissions,
+    relay,
     stale,
     transports,
 )
@@ -37,6 +38,7 @@ class Report:
 
 def gather(environ: Mapping[str, str], cwd: Path) -> Facts:
     from crosstalk.doctor.gather import claude, clis, codex_env, installs, state
+    from crosstalk.doctor.gather import relay as relay_facts
     from crosstalk.doctor.gather import transports as bus
 
     paths = StatePaths.from_env(environ)
@@ -49,6 +51,7 @@ def gather(environ: Mapping[str, str], cwd: Path) -> Facts:
         leftovers=state.gather_leftovers(paths, environ),
         codex=codex_env.gather(environ),
         transports=bus.gather(environ),
+        relay=relay_facts.gather(paths),
     )
 
 
@@ -63,6 +66,7 @@ def check(facts: Facts) -> Report:
             *stale.check(facts.leftovers),
             *codex_env.check(facts.codex),
             *transports.check(facts.transports),
+            *relay.check(facts.relay),
         )
     )
 

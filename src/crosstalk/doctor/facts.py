@@ -145,6 +145,20 @@ class TransportFacts:
 
 
 @dataclass(frozen=True, slots=True)
+class RelayFacts:
+    """A saved relay join and its relay process (docs/relay.md)."""
+
+    url: str | None
+    alias: str | None
+    creds: str | None
+    config_error: str | None = None
+    serve_pid: int | None = None  # the relay process holding the lock, or None when none runs
+    serve_state: str | None = None  # connecting, connected, disconnected
+    serve_error: str | None = None
+    machines: tuple[str, ...] = ()  # the other machines it hears
+
+
+@dataclass(frozen=True, slots=True)
 class Facts:
     clis: tuple[HarnessCli, ...] = ()
     installs: tuple[Install, ...] = ()
@@ -153,3 +167,4 @@ class Facts:
     leftovers: Leftovers = field(default_factory=Leftovers)
     codex: CodexEnvironment | None = None
     transports: tuple[TransportFacts, ...] = ()
+    relay: RelayFacts | None = None

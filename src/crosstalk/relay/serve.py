@@ -8,6 +8,7 @@ and writes what it is doing to relay/status.json.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import signal
@@ -21,6 +22,8 @@ from crosstalk.relay.config import RelayConfig, relay_dir, serve_lock_path, stat
 from crosstalk.relay.errors import AlreadyServing
 from crosstalk.relay.link import Link, describe
 from crosstalk.relay.local import LocalDesk
+from crosstalk.relay.presence import interval_s
+from crosstalk.relay.presence_loop import PresenceLoop, until_left
 from crosstalk.relay.wire import (
     FrameError,
     decode_request,
@@ -123,6 +126,7 @@ async def serve(paths: StatePaths, config: RelayConfig, *, stop: asyncio.Event |
 
     link = Link(config, on_error=on_error, on_state=on_state)
     desk = LocalDesk(paths, link)  # this machine's agents' tool sends to NAME@ALIAS (relay/local.py)
+    presence = PresenceLoop(paths, config.alias, link.nc, interval_s(), stop)  # relay/presence.py
 
     async def answer(msg: Any) -> None:
         if not msg.reply:
@@ -145,6 +149,7 @@ async def serve(paths: StatePaths, config: RelayConfig, *, stop: asyncio.Event |
         tasks.add(task)
         task.add_done_callback(tasks.discard)
 
+    watching = asyncio.create_task(until_left(paths, stop))  # a relay process never outlives its join
     try:
         await desk.start()
         connecting = asyncio.create_task(link.connect(keep_trying=True, name=f"crosstalk relay {config.alias}"))
@@ -155,6 +160,7 @@ async def serve(paths: StatePaths, config: RelayConfig, *, stop: asyncio.Event |
             return
         connecting.result()
         await link.nc.subscribe(inbound_subject(config.alias), cb=on_msg)
+        await presence.start()
         await link.nc.flush(timeout=5)
         if link.permission_errors:
             status.set(error=link.permission_errors[-1])
@@ -163,8 +169,11 @@ async def serve(paths: StatePaths, config: RelayConfig, *, stop: asyncio.Event |
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.remove_signal_handler(sig)
         await desk.close()
+        watching.cancel()
         if tasks:
             await asyncio.wait(tasks, timeout=DELIVER_TIMEOUT_S)
+        await presence.close()
         await link.close()
-        status.set(state="stopped")
+        with contextlib.suppress(OSError):  # the state root removed under it: nothing left to tell
+            status.set(state="stopped")
         lock.release()

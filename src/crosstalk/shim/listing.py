@@ -1,6 +1,7 @@
 """The rows list_agents answers with: every crosstalk agent on this machine (its descriptor) and every session the
-harness kinds discover without crosstalk. Reachability is what each agent's harness binding published
-(Descriptor.reachable), never a list of harnesses kept here."""
+harness kinds discover without crosstalk, then every other joined machine's agents as NAME@ALIAS (relay presence:
+name, harness and reachability only, so the answer stays small). Reachability is what each agent's harness binding
+published (Descriptor.reachable), never a list of harnesses kept here."""
 
 from __future__ import annotations
 
@@ -48,4 +49,7 @@ def agent_rows(paths: StatePaths, environ: Mapping[str, str], me: str | None) ->
         if not s.reachable and s.reason:
             native["reason"] = for_display(s.reason, TEXT_CHARS)
         rows.append(native)
+    from crosstalk.relay.presence import remote_rows  # one stat when this machine joined no relay
+
+    rows += [{k: v for k, v in r.items() if k != "machine"} for r in remote_rows(paths)]
     return rows

@@ -23,7 +23,8 @@ from crosstalk.watch.rows import (
     AGENT_COLUMNS,
     TRAFFIC_COLUMNS,
     TRANSPORT_COLUMNS,
-    agent_row,
+    agent_rows,
+    agents_title,
     traffic_row,
     transport_row,
 )
@@ -118,11 +119,11 @@ class WatchApp(App[int]):
     def show(self, snap: Snapshot) -> None:
         """Put the snapshot on screen, repainting only the headings and tables whose text changed."""
         self.snapshot = snap
-        live = f"Agents ({len(snap.agents)} live)  ·  live updates: {self.live_updates}"
+        live = f"Agents ({agents_title(snap)})  ·  live updates: {self.live_updates}"
         self._set_heading("agents", live)
         self._set_heading("transports", f"Transports ({len(snap.transports)})")
         self._set_heading("traffic", f"Traffic ({len(snap.messages)} messages, newest first)")
-        self._set_rows("agents", [agent_row(a) for a in snap.agents])
+        self._set_rows("agents", agent_rows(snap))
         self._set_rows("transports", [transport_row(t) for t in snap.transports])
         self._set_rows("traffic", [traffic_row(m) for m in reversed(snap.messages)])
 

@@ -32,6 +32,20 @@ class AgentView:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class RemoteAgentView:
+    """A live agent of another machine on the relay, as that machine announced it (relay/presence.py)."""
+
+    name: str  # NAME@ALIAS
+    machine: str
+    harness: str
+    reachable: bool
+    reason: str | None
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class MessageView:
     """One inbound message as its receiver's journal knows it."""
 
@@ -86,6 +100,7 @@ class Snapshot:
     agents: tuple[AgentView, ...]
     messages: tuple[MessageView, ...]  # oldest first, the newest MAX_MESSAGES
     transports: tuple[TransportView, ...]
+    remote_agents: tuple[RemoteAgentView, ...] = ()  # other machines' agents, when this one joined a relay
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -95,4 +110,5 @@ class Snapshot:
             "agents": [a.to_json() for a in self.agents],
             "messages": [m.to_json() for m in self.messages],
             "transports": [t.to_json() for t in self.transports],
+            "remote_agents": [a.to_json() for a in self.remote_agents],
         }

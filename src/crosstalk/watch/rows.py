@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 
 from crosstalk.core.display import NAME_CHARS, TEXT_CHARS, for_display
-from crosstalk.watch.records import AgentView, MessageView, Snapshot, TransportView
+from crosstalk.watch.records import AgentView, MessageView, RemoteAgentView, Snapshot, TransportView
 
 AGENT_COLUMNS = ("NAME", "HARNESS", "ROLE", "OWNER", "REACHABLE", "OWES", "WAITING", "UNREAD", "PID")
 TRAFFIC_COLUMNS = ("TIME", "FROM", "TO", "KIND", "STATE", "LATENCY", "TEXT")
@@ -24,6 +24,21 @@ def agent_row(a: AgentView) -> tuple[str, ...]:
     reach = "yes" if a.reachable else f"no: {a.reason}"
     cells = (a.name, a.harness, a.role, owner, reach, str(a.open_asks), str(a.asks_waiting), str(a.unread), str(a.pid))
     return _safe(cells, (0, 3))
+
+
+def remote_agent_row(a: RemoteAgentView) -> tuple[str, ...]:
+    """Another machine's agent in the agents table: what its machine announced, the rest not known here."""
+    reach = "yes" if a.reachable else f"no: {a.reason or 'unreachable'}"
+    return _safe((a.name, a.harness, "-", "-", reach, "-", "-", "-", "-"), (0,))
+
+
+def agents_title(snap: Snapshot) -> str:
+    remote = f", {len(snap.remote_agents)} on other machines" if snap.remote_agents else ""
+    return f"{len(snap.agents)} live{remote}"
+
+
+def agent_rows(snap: Snapshot) -> list[tuple[str, ...]]:
+    return [agent_row(a) for a in snap.agents] + [remote_agent_row(a) for a in snap.remote_agents]
 
 
 def traffic_row(m: MessageView) -> tuple[str, ...]:
@@ -57,7 +72,7 @@ def text_tables(snap: Snapshot) -> str:
     """The snapshot as three plain tables (`crosstalk watch --once`)."""
     parts = [f"state root {snap.state_root}"]
     for title, columns, cells in (
-        (f"agents ({len(snap.agents)} live)", AGENT_COLUMNS, [agent_row(a) for a in snap.agents]),
+        (f"agents ({agents_title(snap)})", AGENT_COLUMNS, agent_rows(snap)),
         (f"transports ({len(snap.transports)})", TRANSPORT_COLUMNS, [transport_row(t) for t in snap.transports]),
         (f"traffic ({len(snap.messages)} messages, newest first)", TRAFFIC_COLUMNS,
          [traffic_row(m) for m in reversed(snap.messages)]),

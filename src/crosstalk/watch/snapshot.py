@@ -18,7 +18,7 @@ from crosstalk.registry.discovery import list_descriptors
 from crosstalk.registry.paths import StatePaths
 from crosstalk.watch.bus import BusReader
 from crosstalk.watch.journals import JournalTail
-from crosstalk.watch.records import AgentView, MessageView, Snapshot
+from crosstalk.watch.records import AgentView, MessageView, RemoteAgentView, Snapshot
 
 MAX_MESSAGES = 200  # the newest messages a snapshot holds, across every agent
 PREVIEW_CHARS = 80
@@ -33,7 +33,7 @@ class Reader:
     def watch_dirs(self) -> list[Path]:
         """Every directory whose changes change the next snapshot (some may not exist yet)."""
         p = self.paths
-        return [p.root, p.agents, p.journal, p.sock, *self.bus.watch_dirs()]
+        return [p.root, p.agents, p.journal, p.sock, p.root / "relay", *self.bus.watch_dirs()]
 
     def take(self) -> Snapshot:
         descs = list_descriptors(self.paths)
@@ -56,7 +56,19 @@ class Reader:
             agents=tuple(agents),
             messages=tuple(messages[-MAX_MESSAGES:]),
             transports=self.bus.read(),
+            remote_agents=_remote(self.paths),
         )
+
+
+def _remote(paths: StatePaths) -> tuple[RemoteAgentView, ...]:
+    from crosstalk.relay.presence import remote_rows  # one stat when this machine joined no relay
+
+    return tuple(
+        RemoteAgentView(
+            name=r["name"], machine=r["machine"], harness=r["harness"], reachable=r["reachable"], reason=r.get("reason")
+        )
+        for r in remote_rows(paths)
+    )
 
 
 def _agent(d: Descriptor, tail: JournalTail, names: dict[str, str]) -> AgentView:

@@ -34,7 +34,9 @@ def join(machine: Machine, relay: NatsServer) -> None:
     creds = machine.base / "relay.creds"
     creds.write_text(f"user={machine.alias}\npassword={relay.password(machine.alias)}\n")
     os.chmod(creds, 0o600)
-    res = machine.cli("relay", "join", relay.url, "--alias", machine.alias, "--creds", str(creds), timeout=30)
+    res = machine.cli(
+        "relay", "join", relay.url, "--alias", machine.alias, "--creds", str(creds), "--no-start", timeout=30
+    )
     assert res.returncode == 0, res.stderr
 
 

@@ -86,6 +86,7 @@ BLOCKS: dict[str, tuple[list[list[str]], list[str]]] = {
             "joined nats://127.0.0.1:14222 as 'gpu'",
             "→ alice@laptop",
             '"text": "the build on gpu is green"',
+            "alice@laptop  -",
             "== reply ",
             "relay_wake machines=laptop",
             "left nats://127.0.0.1:14222",

@@ -145,7 +145,7 @@ def test_once_json_has_the_documented_shape(xt: Procs) -> None:
     res = xt.cli("watch", "--once", "--json")
     assert res.returncode == 0, res.stderr
     data = json.loads(res.stdout)
-    assert set(data) == {"version", "taken_at", "state_root", "agents", "messages", "transports"}
+    assert set(data) == {"version", "taken_at", "state_root", "agents", "messages", "transports", "remote_agents"}
     assert data["version"] == SNAPSHOT_VERSION and data["state_root"] == str(xt.root)
     assert [set(a) for a in data["agents"]] == [AGENT_KEYS]
     assert [set(m) for m in data["messages"]] == [MESSAGE_KEYS]

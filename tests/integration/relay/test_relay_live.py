@@ -45,7 +45,8 @@ def alice(laptop: Procs, gpu: Procs, relay: NatsServer) -> Agent:
     """alice, a live (fake-harness) agent on laptop; laptop and gpu both joined, laptop's relay process serving."""
     agent = laptop.start_agent("alice")
     join_and_serve(laptop, relay, "laptop")
-    res = gpu.cli("relay", "join", relay.url, "--alias", "gpu", "--creds", str(relay.creds_file(gpu, "gpu")))
+    creds = str(relay.creds_file(gpu, "gpu"))
+    res = gpu.cli("relay", "join", relay.url, "--alias", "gpu", "--creds", creds, "--no-start")
     assert res.returncode == 0, res.stderr
     return agent
 
@@ -162,8 +163,9 @@ def test_leave_stops_the_relay_process_and_forgets_the_relay(laptop: Procs, alic
 def test_status_says_what_serves_and_a_second_serve_is_refused(laptop: Procs, alice: Agent) -> None:
     res = laptop.cli("relay", "status")
     assert res.returncode == 0, res.stderr
-    first, second = res.stdout.splitlines()
+    first, second, third = res.stdout.splitlines()
     assert first.startswith("joined nats://127.0.0.1:") and "as 'laptop'" in first
     assert second.startswith("relay process: pid ") and ", connected for " in second
+    assert third.startswith("other machines: ")  # whom its presence hears (test_relay_presence.py)
     res = laptop.cli("relay", "serve", timeout=SEND_BOUND_S)
     assert res.returncode == 1 and "a relay process already serves" in one_error_line(res.stderr)
