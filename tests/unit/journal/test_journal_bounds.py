@@ -131,7 +131,7 @@ def test_the_dedupe_window_is_bounded_by_count_and_by_retention() -> None:
 
 def test_checkpoint_records_stay_under_the_record_cap() -> None:
     entries = [[f"m{i:06d}-" + "x" * 30, "external:" + "é" * 200, "accepted", "r" * 50, 1.5] for i in range(6000)]
-    chunks = checkpoint_chunks(entries)
+    chunks = checkpoint_chunks([value for entry in entries for value in entry])
     assert len(chunks) > 1 and sum(len(c) for c in chunks) == 5 * len(entries)
     for chunk in chunks:
         assert len(encode(R.checkpoint(chunk))) < MAX_RECORD_BYTES
