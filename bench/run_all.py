@@ -3,7 +3,7 @@
     .venv/bin/python bench/run_all.py [--quick] [--only NAME,...] [--strict]
 
 Each benchmark runs as its own process (its output is shown as it runs); its last `RESULT {json}` line is collected.
-Then issue 29's figures in one table (bench/_issue29.py): each beside its same-run baseline and the issue's target,
+Then the lean-path figures in one table (bench/_lean_paths.py): each beside its same-run baseline and its target,
 with PASS/MISS, or NOT RUN when its benchmark was not in this run.
 Exit status: 1 if a benchmark failed to run (or, with --strict, if a target was missed), else 0.
 """
@@ -22,7 +22,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # bench/ is not a package
 
 from _common import PYTHON, exit_on_sigterm, machine, stop_process, verdict
-from _issue29 import table as issue29_table
+from _lean_paths import table as lean_paths_table
 
 BENCH_DIR = Path(__file__).resolve().parent
 BENCHMARKS = (
@@ -142,7 +142,7 @@ def main() -> int:
     targets = [f for _b, f in rows if f.get("passed") is not None]
     tail = f"; failed to run: {', '.join(failed)}" if failed else ""
     print(f"\n{len(targets) - missed}/{len(targets)} targets met{tail}")
-    lines, checked, met = issue29_table(rows, fmt)
+    lines, checked, met = lean_paths_table(rows, fmt)
     print("\n".join(lines))
     missed += checked - met
     if failed:

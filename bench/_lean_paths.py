@@ -1,6 +1,7 @@
-"""Issue 29's figures, each beside its same-run baseline and the issue's target: the table bench/run_all.py prints
-after its summary. Every row reads a figure another benchmark already reports in its RESULT line (value, baseline,
-ratio); the target is the issue's, checked here, so a benchmark's own looser target does not decide the verdict.
+"""The lean-path figures (`crosstalk send`'s start, shell -> model, the shim's memory, Claude -> Codex, crosstalk's own
+part of a delivery, model -> model), each beside its same-run baseline and its target: the table bench/run_all.py
+prints after its summary. Every row reads a figure another benchmark already reports in its RESULT line (value,
+baseline, ratio); the target is checked here, so a benchmark's own looser target does not decide the verdict.
 
 A row whose benchmark was not run (`run_all.py --only ...`) or could not run (a harness CLI missing) says so.
 """
@@ -95,9 +96,9 @@ def find(row: Row, rows: Rows) -> dict[str, Any] | None:
 
 
 def table(rows: Rows, fmt: Any) -> tuple[list[str], int, int]:
-    """The lines of the issue-29 table, how many targets it checked and how many were met."""
+    """The lines of the lean-paths table, how many targets it checked and how many were met."""
     lines = [
-        "\nISSUE 29 (each figure beside its same-run baseline; target from the issue)",
+        "\nLEAN PATHS (each figure beside its same-run baseline, with its target)",
         f"{'figure':<52} {'value':>10} {'baseline':>10} {'ratio':>7}  {'target':<10} verdict  (baseline)",
     ]
     checked = met = 0
@@ -119,5 +120,5 @@ def table(rows: Rows, fmt: Any) -> tuple[list[str], int, int]:
             f"{row.label:<52} {fmt(fig['value'], fig['unit']):>10} {fmt(fig.get('baseline'), fig['unit']):>10} "
             f"{ratio:>7}  {row.target.text():<10} {verdict:<7}  ({fig.get('baseline_name') or fig['name']})"
         )
-    lines.append(f"issue 29: {met}/{checked} targets met")
+    lines.append(f"lean paths: {met}/{checked} targets met")
     return lines, checked, met
