@@ -3,6 +3,8 @@
     .venv/bin/python bench/run_all.py [--quick] [--only NAME,...] [--strict]
 
 Each benchmark runs as its own process (its output is shown as it runs); its last `RESULT {json}` line is collected.
+Then the lean-path figures in one table (bench/_lean_paths.py): each beside its same-run baseline and its target,
+with PASS/MISS, or NOT RUN when its benchmark was not in this run.
 Exit status: 1 if a benchmark failed to run (or, with --strict, if a target was missed), else 0.
 """
 
@@ -20,6 +22,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # bench/ is not a package
 
 from _common import PYTHON, exit_on_sigterm, machine, stop_process, verdict
+from _lean_paths import table as lean_paths_table
 
 BENCH_DIR = Path(__file__).resolve().parent
 BENCHMARKS = (
@@ -95,6 +98,8 @@ def fmt(value: float | None, unit: str) -> str:
         return f"{value:.2f}x"
     if unit in ("us", "ms"):
         return f"{value:.0f} {unit}" if value >= 100 else f"{value:.1f} {unit}"
+    if unit == "MB":  # memory growth is a fraction of a MB
+        return f"{value:.2f} MB" if abs(value) < 10 else f"{value:.1f} MB"
     return f"{value:.0f} {unit}"
 
 
@@ -140,6 +145,9 @@ def main() -> int:
     targets = [f for _b, f in rows if f.get("passed") is not None]
     tail = f"; failed to run: {', '.join(failed)}" if failed else ""
     print(f"\n{len(targets) - missed}/{len(targets)} targets met{tail}")
+    lines, checked, met = lean_paths_table(rows, fmt)
+    print("\n".join(lines))
+    missed += checked - met
     if failed:
         return 1
     return 1 if (args.strict and missed) else 0

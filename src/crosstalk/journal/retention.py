@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from crosstalk.journal import records as R
-from crosstalk.journal.window import checkpoint_chunks
+from crosstalk.journal.window import checkpoint_chunks, fresh_entries
 
 if TYPE_CHECKING:
     from crosstalk.journal.replay import JournalState
@@ -110,7 +110,7 @@ class Plan:
     unresolved: set[str]  # whose whole dependency set stays
     collapsed: set[str]  # settled ids the state let go of: their records go, whatever their age
     present: set[str]  # the messages and tasks the state holds
-    window_entries: list[list[Any]]  # the dedupe window, for the checkpoint records
+    window_entries: list[Any]  # the dedupe window, for the checkpoint records: flat (DedupeWindow.flat)
     taken_at: float
 
     @classmethod
@@ -119,7 +119,7 @@ class Plan:
             state.unresolved_ids(),
             state.collapsible_ids(),
             set(state.messages) | set(state.tasks),
-            state.window.snapshot(),
+            state.window.flat(),
             time.time(),
         )
 
@@ -148,7 +148,7 @@ def compact_records(
     rest = [r for r in records if r.get("type") != R.CHECKPOINT]
     collapsed = plan.collapsed | plan.forgotten(rest)
     kept = select_retained(rest, plan.unresolved, now=now, window_s=window_s, collapsed=collapsed)
-    fresh = [e for e in plan.window_entries if e[4] >= now - window_s]
+    fresh = fresh_entries(plan.window_entries, now - window_s)
     return [R.checkpoint(chunk) for chunk in checkpoint_chunks(fresh)] + kept
 
 
@@ -217,5 +217,5 @@ def select_lines(
         if k == last_claim or (find(group[0]) in keep_roots if group else ts >= cutoff):
             kept.append(positions[k])
             kept_ids.update(names[n] for n in group)
-    fresh = [e for e in plan.window_entries if e[4] >= now - window_s]
+    fresh = fresh_entries(plan.window_entries, now - window_s)
     return [R.checkpoint(chunk) for chunk in checkpoint_chunks(fresh)], kept, kept_ids

@@ -95,21 +95,46 @@ class DedupeWindow:
         """The entries, oldest first: [message_id, dedupe_key, state, reason, ts] each."""
         return [[mid, k.dedupe_key, k.state, k.reason, k.ts] for mid, k in self._items.items()]
 
+    def flat(self) -> list[Any]:
+        """The entries, oldest first, as checkpoint records carry them: five values an entry in one list. What a
+        compaction takes of the window: one list of references, not a list per entry (those small lists, up to
+        `DEDUPE_WINDOW` of them, were allocated among the agent's live objects and left its heap larger at each
+        compaction: docs/dev/shim-memory.md)."""
+        out: list[Any] = []
+        for mid, known in self._items.items():
+            out.append(mid)
+            out.extend(known)  # dedupe_key, state, reason, ts: Known's order
+        return out
 
-def checkpoint_chunks(entries: list[list[Any]]) -> list[list[Any]]:
-    """A window's entries as checkpoint records carry them: flat (five values an entry, no list per entry, so a
-    replay parses a checkpoint fast), in groups whose JSON stays under CHECKPOINT_CHUNK_BYTES each."""
+
+def fresh_entries(flat: list[Any], cutoff: float) -> list[Any]:
+    """The flat entries (`DedupeWindow.flat`) whose time is `cutoff` or later, still flat."""
+    if all(flat[i] >= cutoff for i in range(4, len(flat), 5)):
+        return flat
+    out: list[Any] = []
+    for i in range(0, len(flat) - len(flat) % 5, 5):
+        if flat[i + 4] >= cutoff:
+            out.extend(flat[i : i + 5])
+    return out
+
+
+def checkpoint_chunks(flat: list[Any]) -> list[list[Any]]:
+    """A window's entries (flat, five values an entry: `DedupeWindow.flat`) as checkpoint records carry them: flat
+    (no list per entry, so a replay parses a checkpoint fast), in groups whose JSON stays under
+    CHECKPOINT_CHUNK_BYTES each."""
+    step = 5 * CHECKPOINT_CHUNK_ENTRIES
+    whole = len(flat) - len(flat) % 5
     chunks: list[list[Any]] = []
-    pending = [entries[i : i + CHECKPOINT_CHUNK_ENTRIES] for i in range(0, len(entries), CHECKPOINT_CHUNK_ENTRIES)]
+    pending = [(i, min(i + step, whole)) for i in range(0, whole, step)]
     pending.reverse()
     while pending:
-        group = pending.pop()
-        flat = [value for item in group for value in item]
-        if len(group) > 1 and len(json.dumps(flat, ensure_ascii=False).encode("utf-8")) > CHECKPOINT_CHUNK_BYTES:
-            half = len(group) // 2  # long keys or reasons: split until each half fits
-            pending += [group[half:], group[:half]]
+        lo, hi = pending.pop()
+        group = flat[lo:hi]
+        if hi - lo > 5 and len(json.dumps(group, ensure_ascii=False).encode("utf-8")) > CHECKPOINT_CHUNK_BYTES:
+            mid = lo + (hi - lo) // 10 * 5  # long keys or reasons: split until each half fits
+            pending += [(mid, hi), (lo, mid)]
             continue
-        chunks.append(flat)
+        chunks.append(group)
     return chunks
 
 

@@ -178,8 +178,8 @@ class Journal:
                 compactions, self._compactions = self._compactions, []
             if batch:
                 self._write_batch(batch, ticket)
-            for job in compactions:
-                self._run_compaction(job)
+            while compactions:  # popped, not iterated: a done job (its plan, its ids) must not outlive its run
+                self._run_compaction(compactions.pop(0))
 
     def _linger(self) -> None:
         """Under concurrent load, give the writers the last batch just woke a moment to come back before the next

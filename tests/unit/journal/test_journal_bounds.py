@@ -18,7 +18,7 @@ from crosstalk.journal import Journal, JournalState
 from crosstalk.journal import records as R
 from crosstalk.journal.codec import MAX_RECORD_BYTES, encode, read_journal
 from crosstalk.journal.retention import Plan, compact_records
-from crosstalk.journal.window import DedupeWindow, checkpoint_chunks
+from crosstalk.journal.window import DedupeWindow, checkpoint_chunks, fresh_entries
 
 BIND = R.binding("inst-1", "sess-1", None)
 ALICE = Sender(SenderClass.VERIFIED, "a" * 16, "alice")
@@ -131,7 +131,7 @@ def test_the_dedupe_window_is_bounded_by_count_and_by_retention() -> None:
 
 def test_checkpoint_records_stay_under_the_record_cap() -> None:
     entries = [[f"m{i:06d}-" + "x" * 30, "external:" + "é" * 200, "accepted", "r" * 50, 1.5] for i in range(6000)]
-    chunks = checkpoint_chunks(entries)
+    chunks = checkpoint_chunks([value for entry in entries for value in entry])
     assert len(chunks) > 1 and sum(len(c) for c in chunks) == 5 * len(entries)
     for chunk in chunks:
         assert len(encode(R.checkpoint(chunk))) < MAX_RECORD_BYTES
@@ -189,3 +189,15 @@ def test_a_bounded_state_answers_every_retry_as_an_unbounded_one_does(steps: lis
         ):
             assert mid in small.messages
     assert small.unresolved_ids() == full.unresolved_ids() and small.pending_count() == full.pending_count()
+
+
+def test_a_compaction_takes_the_window_flat_and_only_its_fresh_entries() -> None:
+    w = DedupeWindow(limit=10)
+    for i in range(4):
+        w.add(f"m{i}", None if i % 2 else "agent:a", "accepted", "r" if i == 3 else None, float(i))
+    flat = w.flat()
+    assert flat == [value for entry in w.snapshot() for value in entry]  # five values an entry, one list
+    assert fresh_entries(flat, 0.0) is flat  # nothing to drop: no copy
+    assert fresh_entries(flat, 2.0) == ["m2", "agent:a", "accepted", None, 2.0, "m3", None, "accepted", "r", 3.0]
+    again = DedupeWindow(limit=10)
+    assert sum(again.load(chunk) for chunk in checkpoint_chunks(flat)) == 4 and again.snapshot() == w.snapshot()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 import time
+import weakref
 from pathlib import Path
 
 import pytest
@@ -127,7 +128,7 @@ def test_a_line_by_line_compaction_keeps_exactly_what_compact_records_keeps(tmp_
         unresolved={"old-open"},
         collapsed={"collapsed"},
         present={"old-open", "recent", "reply", "collapsed", "t-old"},
-        window_entries=[["w-1", "agent:x", "accepted", None, now - 10], ["w-2", "agent:x", "accepted", None, OLD]],
+        window_entries=["w-1", "agent:x", "accepted", None, now - 10, "w-2", "agent:x", "accepted", None, OLD],
         taken_at=now,
     )
     kept_ids: set[str] = set()
@@ -167,3 +168,28 @@ def test_a_line_by_line_compaction_keeps_exactly_what_compact_records_keeps(tmp_
     assert "collapsed" not in kept and "forgotten" not in kept and "old-open" in kept and "recent" in kept
     assert "old-done" in kept  # a recent reply to it keeps its group
     assert kept_ids == ids_in([r for r in left if message_id_of(r) != "after"]) - {"after"}
+
+
+def test_a_done_compaction_is_not_held_by_the_flusher(tmp_path: Path) -> None:
+    """What a compaction's chooser holds (its plan: the dedupe window's entries, the id sets) goes when the
+    compaction is done, not when the next one starts: held, it grew with the window (docs/dev/shim-memory.md)."""
+
+    class Plan:  # stands in for retention.Plan (slotted, so not weak-referenceable)
+        pass
+
+    journal, _ = Journal.open(tmp_path / "a.jsonl", tmp_path / "a.lock")
+    try:
+        journal.append_many([_msg("old-done", OLD), _msg("old-done", OLD, "outcome"), _msg("new", time.time())])
+        plan = Plan()
+        held = weakref.ref(plan)
+
+        def choose(records, plan=plan):  # type: ignore[no-untyped-def]
+            rows = list(records)
+            return [], [k for k, r in enumerate(rows) if message_id_of(r) == "new"]
+
+        assert journal.compact_lines(choose).result(timeout=10) == (3, 1)
+        del plan, choose
+        journal.append(_msg("after", time.time()))  # durable: the flusher has gone round its loop since
+        assert held() is None
+    finally:
+        journal.close()
