@@ -256,12 +256,36 @@ def _check_dispatcher(transport: Any) -> None:
 def _check_claimed(transport: Any, to: str, *, strict: bool) -> bool:
     """Warn (or with --strict refuse) when no known machine claims `to`: such a message stays PENDING until one
     does. Known: this machine's claimed models, the machines whose replies its dispatcher has seen (what workflows
-    place copies by), and a live agent here for NAME@<this machine>. True when this machine may serve it."""
+    place copies by), the machine whose `model add` said it claims it, and a live agent here for
+    NAME@<this machine>. An address not known from this clone is looked for again after a pull: another machine's
+    `model add` a moment ago is on the remote, not here yet. True when this machine may serve it."""
+    from crosstalk.bus.errors import BusError
+    from crosstalk.bus.runs.claimers import HOW_MACHINES_CLAIM
+    from crosstalk.bus.transport.store import sync
+
+    here = _claimed_by(transport, to)
+    if here is None and transport.git().has_remote():
+        try:
+            sync(transport)
+        except BusError:
+            pass  # the remote cannot be reached now: what this clone knows is all there is to go by
+        here = _claimed_by(transport, to)
+    if here is not None:
+        return here
+    problem = f"no known machine claims {to!r}"
+    if strict:
+        raise Fail(f"{problem}; nothing was sent: {HOW_MACHINES_CLAIM}", ErrorKind.USAGE)
+    sys.stderr.write(f"crosstalk: warning: {problem}, so it stays PENDING until one does: {HOW_MACHINES_CLAIM}\n")
+    return False
+
+
+def _claimed_by(transport: Any, to: str) -> bool | None:
+    """None when no known machine claims `to`; else whether this machine may serve it."""
     from crosstalk.bus.errors import ModelError
     from crosstalk.bus.live.bridge import live_agent_name
     from crosstalk.bus.protocol.addressing import WORKFLOW_ADDRESS, split_address
     from crosstalk.bus.protocol.models import claim, load_registry, resolve
-    from crosstalk.bus.runs.claimers import HOW_MACHINES_CLAIM, known_claimer, known_claimers
+    from crosstalk.bus.runs.claimers import known_claimer, known_claimers
     from crosstalk.cli.common import state_paths
 
     actor, machine = split_address(to)
@@ -271,8 +295,7 @@ def _check_claimed(transport: Any, to: str, *, strict: bool) -> bool:
         claimed, _ = claim(load_registry(transport.root), os.environ.get("PATH"))
     except ModelError:
         claimed = []
-    claimers = known_claimers(transport)
-    if known_claimer(to, claimed, claimers, transport.alias):
+    if known_claimer(to, claimed, known_claimers(transport), transport.alias):
         try:
             resolve(claimed, actor)
         except ModelError:
@@ -280,11 +303,7 @@ def _check_claimed(transport: Any, to: str, *, strict: bool) -> bool:
         return machine in (None, transport.alias)
     if machine == transport.alias and live_agent_name(state_paths(), actor) is not None:
         return True
-    problem = f"no known machine claims {to!r}"
-    if strict:
-        raise Fail(f"{problem}; nothing was sent: {HOW_MACHINES_CLAIM}", ErrorKind.USAGE)
-    sys.stderr.write(f"crosstalk: warning: {problem}, so it stays PENDING until one does: {HOW_MACHINES_CLAIM}\n")
-    return False
+    return None
 
 
 def open_transport_of(args: argparse.Namespace, given: Sequence[str]) -> Any:

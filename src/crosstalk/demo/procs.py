@@ -15,6 +15,9 @@ from typing import Any
 
 STOP_TIMEOUT_S = 10.0
 KILL_TIMEOUT_S = 5.0
+EXEC_SETTLE_S = 1.0  # how long a process seen mid-exec (an empty environment) is read again
+PROC = Path("/proc")
+PF_KTHREAD = 0x00200000  # /proc/PID/stat flags: a kernel thread
 
 
 class Procs:
@@ -62,13 +65,48 @@ class Procs:
         return strays
 
     def strays(self) -> Iterator[int]:
-        """PIDs (other than this process) whose environment holds the marker."""
-        for entry in Path("/proc").iterdir():
+        """PIDs (other than this process) whose environment holds the marker. A process in the middle of an exec
+        shows an empty environment for a moment (its parent's fork returns before the new program's environment is
+        set up: vfork resumes the parent at the exec, not after it), so one read empty is read again, for up to
+        EXEC_SETTLE_S: a descendant started just before the end is not missed."""
+        unsettled: list[Path] = []
+        for entry in PROC.iterdir():
             if not entry.name.isdigit() or int(entry.name) == os.getpid():
                 continue
-            with contextlib.suppress(OSError):
-                if self.marker in (entry / "environ").read_bytes().split(b"\0"):
+            environ = _environ(entry)
+            if environ == b"" and _mid_exec(entry):
+                unsettled.append(entry)
+            elif environ is not None and self.marker in environ.split(b"\0"):
+                yield int(entry.name)
+        deadline = time.monotonic() + EXEC_SETTLE_S
+        while unsettled:
+            time.sleep(0.01)
+            still = []
+            for entry in unsettled:
+                environ = _environ(entry)
+                if environ is not None and self.marker in environ.split(b"\0"):
                     yield int(entry.name)
+                elif environ == b"" and _mid_exec(entry) and time.monotonic() < deadline:
+                    still.append(entry)
+            unsettled = still
+
+
+def _environ(entry: Path) -> bytes | None:
+    """The process's environment block; None when it cannot be read (gone, or not ours)."""
+    try:
+        return (entry / "environ").read_bytes()
+    except OSError:
+        return None
+
+
+def _mid_exec(entry: Path) -> bool:
+    """An empty environment that may yet fill: a live user process (not a zombie, not a kernel thread, whose
+    environment is empty for good)."""
+    try:
+        fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return False
+    return fields[0] not in ("Z", "X") and not int(fields[6]) & PF_KTHREAD
 
 
 def _signal_group(pgid: int, sig: signal.Signals) -> None:

@@ -98,6 +98,22 @@ def test_message_send_warns_when_no_known_machine_claims(two_machines: TwoMachin
     assert res.returncode == 2 and "no known machine claims 't/echo@m2'" in res.stderr
 
 
+def test_message_send_pulls_before_it_says_no_machine_claims(two_machines: TwoMachines) -> None:
+    """Right after m2's `model add` claimed a model, m1 (which has not pulled since) sends to it without a warning:
+    an address unknown to m1's clone is looked for again after a pull, where m2's commit says m2 claims it."""
+    a, b = two_machines.a, two_machines.b
+    bin_dir = b.base / "bin"
+    bin_dir.mkdir()
+    write_model(bin_dir, "rev-m2", ECHO)
+    res = b.cli("model", "add", "gpu/rev", "--", "rev-m2", env={"PATH": f"{bin_dir}{os.pathsep}{b.env['PATH']}"})
+    assert res.returncode == 0 and res.stdout.endswith("claimed here (m2)\n"), res.stderr
+    res = a.cli("message", "send", "--strict", "--to", "gpu/rev@m2", "review this")
+    assert (res.returncode, res.stderr) == (0, "")
+    assert res.stdout.startswith("data/channels/")
+    res = a.cli("message", "send", "--to", "gpu/rev@m3", "and this")  # m3 is known nowhere: still a warning
+    assert res.returncode == 0 and "no known machine claims 'gpu/rev@m3'" in res.stderr
+
+
 @pytest.mark.slow
 def test_a_machine_learns_who_claims_from_replies_and_show_prints_them(two_machines: TwoMachines) -> None:
     """m2 claims t/echo (its program is on m2's PATH only); once m1's dispatcher has seen m2 answer as t/echo,

@@ -31,7 +31,6 @@ NOT_RUN = {
     "crosstalk watch": "a full-screen view: it needs a terminal (its --once --json form is tested in test_watch_*)",
     "qwen sessions": "Qwen Code's own command, minting a token for a user's Qwen (tests/e2e/test_qwen_live.py)",
     "chmod 600": "the second half of minting Qwen's token (above)",
-    '# machine "laptop"': "two machines, one reached over ssh (tests/integration/bus/test_two_machines.py)",
 }
 # Each README block, by its first line: what it needs before it runs (a session named my-session is a standalone
 # agent here), and what its output shows when it worked. The install block runs in the checkout (it activates its
@@ -77,8 +76,18 @@ BLOCKS: dict[str, tuple[list[list[str]], list[str]]] = {
         ],
         ["→ bob (delivered)", "after lunch", "submitted"],
     ),
-    # docs/bus.md: two machines, one reached over ssh; its parts are run by the README's bus block and tests/bus
-    '# machine "laptop": create a transport whose remote is any git URL (here a bare repo)': ([], []),
+    # docs/bus.md: two machines on one, each a directory and a state root; gpu's dispatcher (under its own state
+    # root) is stopped by the block, or by _stop_everything when the block fails before it
+    '# two machines on this one: "laptop" and "gpu", each its own directory, state root and PATH': (
+        [],
+        [
+            "== reply ",
+            "from local/review@gpu · to ",
+            "\ngpu has read: Review the retry change in client.py\n",
+            " REPLIED\n",
+            "dispatcher for team stopped",
+        ],
+    ),
     # docs/relay.md: a loopback nats-server and two state roots as two machines; a live send, then the bus's wake
     "mkdir -p /tmp/xt-relay && cd /tmp/xt-relay": (
         [],
@@ -148,6 +157,20 @@ def _stop_everything(scratch: Path) -> None:
 def test_every_block_is_classified() -> None:
     firsts = [_first_line(b) for b in readme_blocks()]
     assert sorted(firsts) == sorted(BLOCKS), "a README block changed or is new: classify it in BLOCKS"
+
+
+def test_the_clean_up_stops_a_dispatcher_under_a_second_state_root(scratch: Path) -> None:
+    """A block that plays two machines (docs/bus.md) starts a dispatcher under a state root of its own: when the
+    block fails before it stops it, _stop_everything finds it by its dispatcher.pid all the same."""
+    env = {**_env(scratch), "CROSSTALK_HOME": str(scratch / "gpu" / ".crosstalk")}
+    for args in (["transport", "init", "team", "--dir", str(scratch / "gpu" / "team")], ["server", "start", "--json"]):
+        res = subprocess.run([str(BIN / "crosstalk"), *args], env=env, cwd=scratch, capture_output=True, text=True,
+                             timeout=60, check=False)  # fmt: skip
+        assert res.returncode == 0, res.stderr
+    pid = json.loads(res.stdout)["pid"]
+    assert pid_alive(pid)
+    _stop_everything(scratch)
+    assert not pid_alive(pid)
 
 
 RUN = [f for f in BLOCKS if not any(f.startswith(p) for p in NOT_RUN) or "&&" in f]

@@ -250,7 +250,7 @@ def unstick_and_check(xt: Procs, flood: Flood, admitted: set[str]) -> None:
     xt.kill9(flood.agent)
     flood.join()
     held = caught()  # the journal as the kill left it
-    assert held <= admitted
+    assert held <= admitted, stray_claims(flood, held - admitted)
     bob = xt.start_agent("bob")
     assert bob.agent_id == flood.agent.agent_id
     delivered = admitted - held
@@ -261,6 +261,24 @@ def unstick_and_check(xt: Procs, flood: Flood, admitted: set[str]) -> None:
     for mid in held:
         outs = [(r["state"], r.get("reconciled")) for r in after if r["type"] == "outcome" and r["message_id"] == mid]
         assert outs == [("unknown", True)], (mid, outs)
+
+
+def stray_claims(flood: Flood, strays: set[str]) -> str:
+    """What the journal and the flood know of claims outside the admitted set: each one's records, and whether it
+    was a shot of this flood and how that shot was answered (a failure seen once under load, not reproduced since:
+    this says which path wrote it)."""
+    records = read_journal(flood.journal).records
+    shots = {s.message_id for s in flood.shots}
+    lines = [f"{len(strays)} claimed for dispatch, no outcome, not admitted: {flood.tally()}"]
+    for mid in sorted(strays):
+        answer = flood.refused.get(mid, "admitted" if mid in flood.admitted else repr(flood.errors.get(mid)))
+        lines.append(f"{mid}: {'a shot, answered ' + answer if mid in shots else 'not a shot of this flood'}")
+        lines += [
+            "  " + json.dumps({k: v for k, v in r.items() if k != "message"} | {"mid": mid})[:400]
+            for r in records
+            if mid in (r.get("message_id"), (r.get("message") or {}).get("message_id"))
+        ]
+    return "\n".join(lines)
 
 
 def received_texts(journal: Path) -> dict[str, str]:
@@ -287,10 +305,27 @@ def check_exact(flood: Flood, limit: int, reason: str) -> set[str]:
     assert set(flood.refused) == ids - admitted, "every message is either admitted or refused, never both"
     assert all(reason in r for r in flood.refused.values()), Counter(flood.refused.values())
     assert flood.admitted <= admitted
-    records = read_journal(flood.journal).records
-    audited = {r["message_id"] for r in records if r["type"] == "rejected" and r["reason"] == reason}
-    assert set(flood.refused) <= audited
+    wait_audited(flood.journal, set(flood.refused), reason)
     return admitted
+
+
+def wait_audited(journal: Path, refused: set[str], reason: str | None = None) -> None:
+    """Every refused message gets its `rejected` audit record (with `reason`, when given), but not before its
+    answer: the chain queues the record and answers at once (receiver/chain.py `_refuse`: written, not waited
+    for), so the last refusals' records may still be on their way to the file when the flood's last answer is
+    in. Read once, the journal missed one under load; the promise is that they arrive."""
+
+    def audited() -> set[str]:
+        return {
+            r["message_id"]
+            for r in read_journal(journal).records
+            if r["type"] == "rejected" and (reason is None or r["reason"] == reason)
+        }
+
+    try:
+        wait_for(lambda: refused <= audited(), WAIT_S, "every refusal audited")
+    except TimeoutError:
+        raise AssertionError(f"refused but never audited: {sorted(refused - audited())}") from None
 
 
 async def listed(url: str, token: str) -> int:
@@ -366,8 +401,8 @@ def test_text_flood_admits_the_limit_and_refuses_one_byte_more(xt: Procs, mode: 
     }
     # On the socket a plain line reaches the chain's admission check, which refuses and audits it.
     assert {flood.refused[s.message_id] for s, _ in over_uds} == {"admission:text_too_large"}
+    wait_audited(flood.journal, {f[0] for _, f in over_uds})
     records = read_journal(flood.journal).records
-    assert {f[0] for _, f in over_uds} <= {r["message_id"] for r in records if r["type"] == "rejected"}
     assert not {s.message_id for s in over_a2a} & {r.get("message_id") for r in records}
     assert asyncio.run(listed(url, token)) == len(at_a2a)
     # The rest is checked by journal message id: the socket ones under bob's own ids.
