@@ -3,6 +3,7 @@ per-peer nudge."""
 
 from __future__ import annotations
 
+import asyncio
 import time
 from typing import Any
 
@@ -65,6 +66,9 @@ class Sender:
         self.paths = paths
         self.timeout = timeout
         self._clients: dict[tuple[str, str, str], Any] = {}
+        # (sender agent_id, peer agent_id) → ((socket, key, token), its client with kept connections)
+        self._uds: dict[tuple[str, str], tuple[tuple[str, str, str], Any]] = {}
+        self._closing: set[asyncio.Task[None]] = set()
         self._a2a_only: set[str] = set()  # instance ids of peers that answered they take no task frames
         self.counts: dict[tuple[str, str], int] = {}
 
@@ -133,12 +137,26 @@ class Sender:
             except KeyFileError:
                 key = None  # going, or gone: A2A says which
             if key is not None:
-                from crosstalk.ingress.uds_task_client import UdsTaskClient
-
-                return UdsTaskClient(target.uds_path, key, token, timeout=self.timeout)
+                return self._uds_client(host.agent_id, target, key, token)
         if not target.a2a_url:
             return None  # neither its socket's task frames nor an A2A endpoint
         return self._client(host.agent_id, target.a2a_url, token)
+
+    def _uds_client(self, agent_id: str, target: Descriptor, key: str, token: str) -> Any:
+        """`agent_id`'s client for `target`'s socket, its connections kept between sends (ingress/uds_kept.py).
+        A peer that restarted has a new key: a new client; the old one's connections are closed."""
+        from crosstalk.ingress.uds_task_client import UdsTaskClient
+
+        where = (str(target.uds_path), key, token)
+        known = self._uds.get((agent_id, target.agent_id))
+        if known is not None and known[0] == where:
+            return known[1]
+        if known is not None:
+            self._closing.add(asyncio.get_running_loop().create_task(known[1].close()))
+            self._closing = {t for t in self._closing if not t.done()}
+        client = UdsTaskClient(where[0], key, token, timeout=self.timeout, keep=True)
+        self._uds[(agent_id, target.agent_id)] = (where, client)
+        return client
 
     def _client(self, agent_id: str, url: str, token: str) -> Any:
         from crosstalk.ingress.a2a.client import A2AClient
@@ -170,8 +188,11 @@ class Sender:
             result["nudge_journaled"] = False
 
     async def close(self) -> None:
-        clients = list(self._clients.values())
+        clients = list(self._clients.values()) + [client for _where, client in self._uds.values()]
         self._clients.clear()
+        self._uds.clear()
+        if self._closing:
+            await asyncio.wait(self._closing, timeout=5)
         for client in clients:
             try:
                 await client.close()
