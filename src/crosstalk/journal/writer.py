@@ -15,13 +15,14 @@ import threading
 import time
 from array import array
 from collections.abc import Callable, Iterable, Iterator
-from concurrent.futures import Future, InvalidStateError
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from crosstalk.fs.atomic import atomic_write
 from crosstalk.fs.reading import NotRegularFile, open_regular
+from crosstalk.journal.batch import Pending, Ticket, settle, wake
 from crosstalk.journal.codec import ReadResult, encode, read_journal, scan_journal
 from crosstalk.journal.errors import JournalError, JournalLocked, JournalWriteError
 
@@ -38,13 +39,6 @@ class FsOps:
     ftruncate: Callable[[int, int], None] = os.ftruncate
 
 
-@dataclass(slots=True)
-class _Pending:
-    data: bytes
-    durable: bool
-    future: Future[int] | None = None  # only for submit(); append/append_async wait on the batch's ticket
-
-
 # (records, read once) → (records that head the new journal, positions of the records kept): Journal.compact_lines
 LineChooser = Callable[[Iterator[dict[str, Any]]], tuple[list[dict[str, Any]], list[int]]]
 
@@ -54,18 +48,6 @@ class _Compaction:
     select: Callable[[list[dict[str, Any]]], list[dict[str, Any]]] | None = None
     choose: LineChooser | None = None
     future: Future[tuple[int, int]] = field(default_factory=Future)
-
-
-@dataclass(slots=True)
-class _Ticket:
-    """One per batch, shared by every append in it: the flusher wakes all sync waiters with one Event and each
-    event loop with one call, instead of settling a future per record (that per-record cost, not fsync, was what
-    capped group commit)."""
-
-    event: threading.Event = field(default_factory=threading.Event)
-    end: int = 0
-    error: BaseException | None = None
-    async_waiters: dict[asyncio.AbstractEventLoop, list[asyncio.Future[int]]] = field(default_factory=dict)
 
 
 class Journal:
@@ -80,8 +62,8 @@ class Journal:
         self._truncate_to: int | None = None  # set when a failed batch could not be truncated back yet
         self._fs = fs
         self._cv = threading.Condition()
-        self._queue: list[_Pending] = []
-        self._ticket = _Ticket()
+        self._queue: list[Pending] = []
+        self._ticket = Ticket()
         self._compactions: list[_Compaction] = []
         self._last_batch_len = 0
         self._last_fsync_s = 0.0
@@ -129,7 +111,7 @@ class Journal:
         with self._cv:
             if self._closed:
                 raise JournalError(f"journal {self.path} is closed")
-            self._queue.append(_Pending(data, durable, fut))
+            self._queue.append(Pending(data, durable, fut))
             self._cv.notify()
         return fut
 
@@ -142,7 +124,7 @@ class Journal:
             if self._closed:
                 raise JournalError(f"journal {self.path} is closed")
             ticket = self._ticket
-            self._queue.append(_Pending(data, durable))
+            self._queue.append(Pending(data, durable))
             self._cv.notify()
         if not ticket.event.wait(APPEND_TIMEOUT_S):
             raise JournalWriteError(f"journal append to {self.path} did not finish within {APPEND_TIMEOUT_S:.0f} s")
@@ -161,7 +143,7 @@ class Journal:
             if self._closed:
                 raise JournalError(f"journal {self.path} is closed")
             self._ticket.async_waiters.setdefault(loop, []).append(fut)
-            self._queue.append(_Pending(data, durable))
+            self._queue.append(Pending(data, durable))
             self._cv.notify()
         return await asyncio.wait_for(fut, APPEND_TIMEOUT_S)
 
@@ -174,7 +156,7 @@ class Journal:
                     return  # closed and drained
                 self._linger()
                 batch, self._queue = self._queue, []
-                ticket, self._ticket = self._ticket, _Ticket()
+                ticket, self._ticket = self._ticket, Ticket()
                 compactions, self._compactions = self._compactions, []
             if batch:
                 self._write_batch(batch, ticket)
@@ -232,9 +214,9 @@ class Journal:
                     self._replace_file(kept)
                 before, after = len(records), len(kept)
         except Exception as exc:
-            _settle(job.future, exc=JournalError(f"journal compaction of {self.path} failed: {exc}"))
+            settle(job.future, exc=JournalError(f"journal compaction of {self.path} failed: {exc}"))
             return
-        _settle(job.future, result=(before, after))
+        settle(job.future, result=(before, after))
 
     def _compact_lines(self, choose: LineChooser) -> tuple[int, int]:
         starts, lengths = array("q"), array("q")  # where each record read is in the file
@@ -261,7 +243,7 @@ class Journal:
                 os.close(fd)
         return before, after
 
-    def _write_batch(self, batch: list[_Pending], ticket: _Ticket) -> None:
+    def _write_batch(self, batch: list[Pending], ticket: Ticket) -> None:
         data = b"".join(p.data for p in batch)
         start = self._size
         try:
@@ -285,15 +267,15 @@ class Journal:
             err = JournalWriteError(f"journal append to {self.path} failed: {detail}")
             for p in batch:
                 if p.future is not None:
-                    _settle(p.future, exc=err)
-            _wake(ticket, 0, err)
+                    settle(p.future, exc=err)
+            wake(ticket, 0, err)
             return
         self._size = start + len(data)
         self.batches += 1
         for p in batch:
             if p.future is not None:
-                _settle(p.future, result=self._size)
-        _wake(ticket, self._size, None)
+                settle(p.future, result=self._size)
+        wake(ticket, self._size, None)
 
     def _undo(self, start: int) -> None:
         try:
@@ -349,35 +331,3 @@ class Journal:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-
-def _settle(fut: Future[Any], *, result: Any = None, exc: BaseException | None = None) -> None:
-    """Resolve a caller's future. A caller that gave up (cancelled its wait, e.g. a timeout or a cancelled
-    handler) must not kill the flusher thread: that would wedge every later append of this journal."""
-    try:
-        if exc is not None:
-            fut.set_exception(exc)
-        else:
-            fut.set_result(result)
-    except InvalidStateError:
-        pass
-
-
-def _wake(ticket: _Ticket, end: int, error: BaseException | None) -> None:
-    ticket.end, ticket.error = end, error
-    ticket.event.set()
-    for loop, futures in ticket.async_waiters.items():
-        try:
-            loop.call_soon_threadsafe(_settle_async, futures, end, error)
-        except RuntimeError:
-            pass  # that loop has closed: nobody is waiting any more
-
-
-def _settle_async(futures: list[asyncio.Future[int]], end: int, error: BaseException | None) -> None:
-    for fut in futures:
-        if fut.done():
-            continue  # the caller gave up (timeout or cancellation)
-        if error is not None:
-            fut.set_exception(JournalWriteError(str(error)))
-        else:
-            fut.set_result(end)
