@@ -2,8 +2,9 @@
 
 Every append returns only after its bytes are fsynced (unless the caller marks it non-durable, e.g. an audit record
 of a rejection that acknowledges nothing). Concurrent appends are batched by a single flusher thread: while one
-fsync runs, new records gather and the next write + fsync covers all of them. A batch that fails is truncated back,
-so a half-written line can never glue onto the next record.
+fsync runs, new records gather and the next write + fsync covers all of them. A lone async append to a quiet journal
+is written and fsynced by its caller instead (_inline_ok: no thread hop there and back, the same durability). A batch
+that fails is truncated back, so a half-written line can never glue onto the next record.
 """
 
 from __future__ import annotations
@@ -28,6 +29,8 @@ from crosstalk.journal.errors import JournalError, JournalLocked, JournalWriteEr
 
 APPEND_TIMEOUT_S = 30.0
 MAX_LINGER_S = 0.002  # the longest a batch waits for more appends (only under concurrent load)
+INLINE_QUIET_S = 0.005  # an async append after this long without a write is fsynced by its caller (_inline_ok)
+INLINE_MAX_FSYNC_S = 0.005  # ... unless the last fsync took longer than this
 
 
 @dataclass(slots=True)
@@ -68,6 +71,9 @@ class Journal:
         self._last_batch_len = 0
         self._last_fsync_s = 0.0
         self._closed = False
+        self._flushing = False  # the flusher is writing a batch or compacting
+        self._inline = False  # a caller is writing its own append (_write_inline)
+        self._last_done = -INLINE_QUIET_S  # when the last write ended (monotonic)
         self.batches = 0  # number of write+fsync rounds, for tests and benchmarks
         self._thread = threading.Thread(target=self._flush_loop, name=f"journal-{path.stem}", daemon=True)
         self._thread.start()
@@ -142,26 +148,62 @@ class Journal:
         with self._cv:
             if self._closed:
                 raise JournalError(f"journal {self.path} is closed")
-            self._ticket.async_waiters.setdefault(loop, []).append(fut)
-            self._queue.append(Pending(data, durable))
-            self._cv.notify()
+            inline = self._inline_ok()
+            if inline:
+                self._inline = True
+            else:
+                self._ticket.async_waiters.setdefault(loop, []).append(fut)
+                self._queue.append(Pending(data, durable))
+                self._cv.notify()
+        if inline:
+            return self._write_inline(Pending(data, durable))
         return await asyncio.wait_for(fut, APPEND_TIMEOUT_S)
+
+    def _inline_ok(self) -> bool:
+        """Under the lock: may this append be written and fsynced by the caller itself, skipping the two thread
+        hops (to the flusher and back to the loop)? Only a lone append, when nothing is queued or being written,
+        the journal has been quiet INLINE_QUIET_S (a stream of appends goes to the flusher, which batches them)
+        and the last fsync took at most INLINE_MAX_FSYNC_S (a slow disk never stalls the caller's event loop)."""
+        return not (self._queue or self._compactions or self._flushing or self._inline) and (
+            self._last_fsync_s <= INLINE_MAX_FSYNC_S and time.monotonic() - self._last_done >= INLINE_QUIET_S
+        )
+
+    def _write_inline(self, pending: Pending) -> int:
+        """The batch of one append, written and fsynced on the caller's thread (it holds `_inline`: the flusher
+        waits). The same write, fsync and undo as the flusher's: durable before this returns, or an error."""
+        ticket = Ticket()
+        try:
+            self._write_batch([pending], ticket)
+        finally:
+            with self._cv:
+                self._inline = False
+                self._last_done = time.monotonic()
+                self._cv.notify_all()
+        if ticket.error is not None:
+            raise JournalWriteError(str(ticket.error))
+        return ticket.end
 
     def _flush_loop(self) -> None:
         while True:
             with self._cv:
-                while not self._queue and not self._compactions and not self._closed:
+                while (not self._queue and not self._compactions and not self._closed) or self._inline:
                     self._cv.wait()
                 if not self._queue and not self._compactions:
                     return  # closed and drained
+                self._flushing = True
                 self._linger()
                 batch, self._queue = self._queue, []
                 ticket, self._ticket = self._ticket, Ticket()
                 compactions, self._compactions = self._compactions, []
-            if batch:
-                self._write_batch(batch, ticket)
-            for job in compactions:
-                self._run_compaction(job)
+            try:
+                if batch:
+                    self._write_batch(batch, ticket)
+                for job in compactions:
+                    self._run_compaction(job)
+            finally:
+                with self._cv:
+                    self._flushing = False
+                    self._last_done = time.monotonic()
 
     def _linger(self) -> None:
         """Under concurrent load, give the writers the last batch just woke a moment to come back before the next
@@ -288,7 +330,7 @@ class Journal:
     def rewrite(self, records: list[dict[str, Any]]) -> None:
         """Replace the whole journal with `records` (retention). Temp file, fsync, rename, fsync the directory."""
         with self._cv:
-            if self._queue:
+            if self._queue or self._inline or self._flushing:
                 raise JournalError("rewrite needs a quiet journal")
             self._replace_file(records)
 
