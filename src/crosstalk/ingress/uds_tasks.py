@@ -20,6 +20,7 @@ from crosstalk.core.errors import MessageError, TaskError
 from crosstalk.core.message import Message
 from crosstalk.core.sender import Sender, SenderClass
 from crosstalk.core.tasks import TaskApi, TaskView
+from crosstalk.fs import trace
 from crosstalk.fs.procinfo import proc_start_time
 from crosstalk.ingress.errors import FrameError
 from crosstalk.ingress.frames import MAX_LINE_BYTES, TaskLine, encode_error_answer, parse_line
@@ -85,6 +86,7 @@ async def serve_kept(
 async def serve_task(desk: TaskDesk, line: TaskLine, pid: int, to: str, *, started: str | None = None) -> bytes:
     """Answer one task frame from peer `pid` to the agent named `to`: the encoded task, or an error line.
     `started`: the peer's start time, when the caller read it already."""
+    trace.mark("frame_in")
     desc = desk.lookup(line.bearer)
     if desc is None:
         return encode_error(AUTH_KIND, "the bearer token names no live agent")
