@@ -59,6 +59,25 @@ def _read_all(paths: StatePaths) -> Iterator[Descriptor]:
             yield desc
 
 
+_SETTLED: dict[str, tuple[tuple[int, int], list[Descriptor]]] = {}  # agents dir → (its stamp, descriptors read)
+
+
+def _read_settled(paths: StatePaths) -> list[Descriptor]:
+    """Every descriptor, read again only when the registry changed since the last read (registry_stamp): a sending
+    shim resolves a name per message, and its peers' descriptors rarely change. Liveness is never cached."""
+    stamp = registry_stamp(paths)
+    where = str(paths.agents_dir())
+    hit = _SETTLED.get(where)
+    if stamp is not None and hit is not None and hit[0] == stamp:
+        return hit[1]
+    found = list(_read_all(paths))
+    if stamp is not None:
+        if len(_SETTLED) > 16:
+            _SETTLED.clear()
+        _SETTLED[where] = (stamp, found)
+    return found
+
+
 def is_live(paths: StatePaths, desc: Descriptor) -> bool:
     """Its process runs and its agent lock is held. A lock path that is not a regular file (a FIFO, a device, a
     directory or a symlink planted there) proves nothing: not live (lock_problem says why)."""
@@ -108,7 +127,7 @@ def resolve(paths: StatePaths, name_or_agent_id: str) -> Descriptor:
             return desc
         _raise_lock_problem(paths, name_or_agent_id, [desc] if desc is not None else [])
         raise NoSuchAgent(name_or_agent_id, desc.pid if desc is not None else None)
-    named = [d for d in _read_all(paths) if d.name == name_or_agent_id or d.agent_id == name_or_agent_id]
+    named = [d for d in _read_settled(paths) if d.name == name_or_agent_id or d.agent_id == name_or_agent_id]
     matches = [d for d in named if d.name == name_or_agent_id and is_live(paths, d)]
     if len(matches) == 1:
         return matches[0]

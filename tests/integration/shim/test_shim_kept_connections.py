@@ -71,7 +71,7 @@ def test_sends_share_a_kept_connection_and_a_peer_killed_and_restarted_is_reache
                 out, err = await call(a, "send_message", ALICE, to="bob", text=f"kept {i}")
                 assert not err and out["state"] == "accepted", out
                 mids.append(out["message_id"])
-            [(_where, client)] = a.sender._uds.values()
+            [(_instances, _where, client)] = a.sender._uds.values()
             assert client.connections.opened == 1 and client.connections.idle == 1
 
             await kill(bob)  # kill -9: the kept connection ends without a word
@@ -111,7 +111,7 @@ def test_a_connection_lost_after_the_peer_took_the_frame_ends_in_one_delivery(mo
             out, err = await call(a, "send_message", ALICE, to="bob", text="sent once")
             assert not err and out["state"] == "accepted", out
             assert frames == [first["message_id"], out["message_id"], out["message_id"]]
-            [(_where, client)] = a.sender._uds.values()
+            [(_instances, _where, client)] = a.sender._uds.values()
             assert client.connections.opened == 2
             assert delivered(root, out["message_id"]) == 1
             host = b.pool.hosts()[0]
