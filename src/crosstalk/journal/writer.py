@@ -30,7 +30,7 @@ from crosstalk.journal.errors import JournalError, JournalLocked, JournalWriteEr
 APPEND_TIMEOUT_S = 30.0
 MAX_LINGER_S = 0.002  # the longest a batch waits for more appends (only under concurrent load)
 INLINE_QUIET_S = 0.005  # an async append after this long without a write is fsynced by its caller (_inline_ok)
-INLINE_MAX_FSYNC_S = 0.005  # ... unless the last fsync took longer than this
+INLINE_MAX_FSYNC_S = 0.02  # ... unless the last fsync took longer than this (the caller's loop waits for it)
 
 
 @dataclass(slots=True)
