@@ -33,7 +33,8 @@ def registry_stamp(paths: StatePaths) -> tuple[int, int] | None:
     rename) or removed; None while either changed within the last second (a second change in the same timestamp
     tick would leave them equal) or cannot be read. Equal stamps: the registry's files are as they were."""
     try:
-        stamp = os.stat(paths.agents).st_mtime_ns, os.stat(paths.credentials).st_mtime_ns
+        # The strings, not the Path properties: `crosstalk send` resolves a name without importing pathlib.
+        stamp = os.stat(paths.agents_dir()).st_mtime_ns, os.stat(paths.credentials_dir()).st_mtime_ns
     except OSError:
         return None
     return stamp if time.time_ns() - max(stamp) > SETTLED_NS else None
