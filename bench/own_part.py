@@ -49,7 +49,7 @@ BARE = [sys.executable, str(Path(__file__).resolve().with_name("bare_deliver.py"
 BARE_EXT = Path(__file__).resolve().parent / "pi" / "bare_inbox.ts"
 HARNESSES = ("claude", "codex", "pi")
 SENDER_STEPS = ("a2a_send",)  # in A's shim, after its `tool_call`
-RECEIVER_STEPS = ("a2a_in", "a2a_authed", "a2a_handler", "journaled", "inject")
+RECEIVER_STEPS = ("a2a_in", "a2a_authed", "a2a_handler", "frame_in", "journaled", "inject")  # frame_in: a task frame
 AFTER_STEPS = ("task_recorded",)  # in the receiving process, after its write
 
 

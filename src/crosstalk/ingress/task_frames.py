@@ -6,11 +6,14 @@ A task frame is shape (c) on an agent's socket (frames.py has (a) and (b)):
     {"type":"task","method":"send","bearer":SENDER_TOKEN,"message":{...},"return_immediately":false,
      "task_id":null,"op":null}\\n            or   {"type":"task","method":"get","bearer":SENDER_TOKEN,"task_id":T}\\n
 
-answered with one line, `{"task": VIEW}` or `{"error": {"kind": K, "message": M}}`, then EOF. The receiver's key
-proves the peer runs as this user; the bearer token names the sending agent (the token A2A's edge gate reads,
-registry/bearer.py), and the peer's SO_PEERCRED pid must be that agent's own process. The message and the task
-are A2A's (the same TaskApi the A2A edge calls: tasks/service.py), so a send gets the same answers, the same dedupe
-and the same journal records as a SendMessage; VIEW is what `task_from_a2a` makes of the A2A Task, without protobuf.
+answered with one line, `{"task": VIEW}` or `{"error": {"kind": K, "message": M}}`, then EOF. A frame with
+`"keep": true` asks the receiver to keep the connection for the next frame (no auth line again): an answer with
+`"kept": true` says it does (uds_tasks.serve_kept); without it the receiver closes after the answer, as ever.
+The receiver's key proves the peer runs as this user; the bearer token names the sending agent (the token A2A's
+edge gate reads, registry/bearer.py), and the peer's SO_PEERCRED pid must be that agent's own process. The
+message and the task are A2A's (the same TaskApi the A2A edge calls: tasks/service.py), so a send gets the same
+answers, the same dedupe and the same journal records as a SendMessage; VIEW is what `task_from_a2a` makes of the
+A2A Task, without protobuf.
 """
 
 from __future__ import annotations
@@ -36,7 +39,13 @@ PROTOCOL_KIND = "failed"
 
 # ------------------------------------------------------------------ requests
 def encode_task_send(
-    bearer: str, msg: Message, *, return_immediately: bool, task_id: str | None = None, op: str | None = None
+    bearer: str,
+    msg: Message,
+    *,
+    return_immediately: bool,
+    task_id: str | None = None,
+    op: str | None = None,
+    keep: bool = False,
 ) -> bytes:
     fields = msg.to_dict()
     message = {k: fields[k] for k in MESSAGE_KEYS if fields.get(k) not in (None, "", [], 0)}
@@ -45,11 +54,16 @@ def encode_task_send(
         message["task_id"] = task_id
     line = {"type": "task", "method": "send", "bearer": bearer, "message": message,
             "return_immediately": return_immediately, "op": op}  # fmt: skip
+    if keep:
+        line["keep"] = True
     return json.dumps(line, ensure_ascii=False).encode() + b"\n"
 
 
-def encode_task_get(bearer: str, task_id: str) -> bytes:
-    return json.dumps({"type": "task", "method": "get", "bearer": bearer, "task_id": task_id}).encode() + b"\n"
+def encode_task_get(bearer: str, task_id: str, *, keep: bool = False) -> bytes:
+    line: dict[str, Any] = {"type": "task", "method": "get", "bearer": bearer, "task_id": task_id}
+    if keep:
+        line["keep"] = True
+    return json.dumps(line).encode() + b"\n"
 
 
 def message_of(params: dict[str, Any], *, to: str, sender_name: str | None) -> Message:

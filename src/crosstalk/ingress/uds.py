@@ -41,7 +41,7 @@ from crosstalk.ingress.frames import (
 from crosstalk.ingress.relay_peer import REFUSED as RELAY_TAG_REFUSED
 from crosstalk.ingress.relay_peer import claims_relay_tag, is_relay_process
 from crosstalk.ingress.task_frames import encode_error
-from crosstalk.ingress.uds_tasks import TaskDesk, serve_task
+from crosstalk.ingress.uds_tasks import TaskDesk, serve_kept
 from crosstalk.receiver import Inbound, Receiver
 from crosstalk.registry.descriptor import Descriptor
 
@@ -231,7 +231,7 @@ class UdsIngress:
                 authed = True
                 second = parse_line(await _read_line(reader))
                 if isinstance(second, TaskLine):
-                    return await self._serve_task(second, pid)
+                    return await self._serve_task(second, pid, reader, writer)
                 if not isinstance(second, UserLine):
                     raise FrameError("expected a user or task line after the auth line")
                 user = second
@@ -254,11 +254,14 @@ class UdsIngress:
         except FrameError as exc:
             return encode_error_answer(f"frame: {exc}")
 
-    async def _serve_task(self, line: TaskLine, pid: int) -> bytes:
-        """A task frame from another crosstalk agent (uds_tasks.py); refused by an agent that serves no tasks."""
+    async def _serve_task(
+        self, line: TaskLine, pid: int, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
+    ) -> bytes | None:
+        """Task frames from another crosstalk agent, one or more on this connection (uds_tasks.py); refused by an
+        agent that serves no tasks."""
         if self._tasks is None:
             return encode_error("unsupported_operation", "this agent serves no tasks (it was started without A2A)")
-        return await serve_task(self._tasks, line, pid, self._receiver.identity.name)
+        return await serve_kept(self._tasks, line, pid, self._receiver.identity.name, reader, writer)
 
     async def _receive_crosstalk(self, user: UserLine, peer: Descriptor | None, pid: int) -> Outcome:
         claimed = user.crosstalk.get("from") if user.crosstalk else None

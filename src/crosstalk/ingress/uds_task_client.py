@@ -1,6 +1,7 @@
 """The sending side of the socket's task frames (task_frames.py): one crosstalk agent's tasks at another, by its
 unix socket. The same calls and the same errors as the A2A client (a2a/client.py) for the two operations a session
-needs, `send` and `get`, without the A2A SDK or an HTTP stack: one connection per request, asyncio streams.
+needs, `send` and `get`, without the A2A SDK or an HTTP stack: asyncio streams, one connection per request or
+connections kept per peer (uds_kept.py).
 
 Errors, as A2AClient raises them: TaskError for task-level errors, A2AAuthError for a refused key or token,
 A2AUnreachable when nothing was sent (no socket, connection refused), A2AOutcomeUnknown when the request left and
@@ -11,8 +12,8 @@ agent predates task frames (the caller may use A2A instead: nothing was received
 from __future__ import annotations
 
 import asyncio
-import contextlib
 from pathlib import Path
+from typing import Any
 
 from crosstalk.core import untrusted
 from crosstalk.core.message import Message
@@ -33,21 +34,26 @@ from crosstalk.ingress.task_frames import (
     task_error,
     view_from_dict,
 )
+from crosstalk.ingress.uds_kept import Broken, KeptConnections, Unreachable
 
 DEFAULT_TIMEOUT_S = 60.0
-CONNECT_TIMEOUT_S = 5.0
 ASK_WAIT_SLACK_S = 15.0  # a default-wait ask returns when answered or past its deadline: wait a little longer
 _OLD_AGENT = "frame: unknown frame type 'task'"  # what an agent without task frames answers (nothing received)
 
 
 class UdsTaskClient:
-    """One peer agent reached at its socket `uds_path` with its `key`, sending as the agent whose `bearer` it is."""
+    """One peer agent reached at its socket `uds_path` with its `key`, sending as the agent whose `bearer` it is.
+    `keep`: keep connections to the peer between requests (uds_kept.py; the shim's own clients), closed by close();
+    without it, one connection per request."""
 
-    def __init__(self, uds_path: str | Path, key: str, bearer: str, *, timeout: float = DEFAULT_TIMEOUT_S) -> None:
+    def __init__(
+        self, uds_path: str | Path, key: str, bearer: str, *, timeout: float = DEFAULT_TIMEOUT_S, keep: bool = False
+    ) -> None:
         self.uds_path = str(uds_path)
         self.timeout = timeout
-        self._key = key
+        self.keep = keep
         self._bearer = bearer
+        self.connections = KeptConnections(self.uds_path, encode_auth(key))
 
     async def send(
         self, message: Message, *, task_id: str | None = None, return_immediately: bool = False, op: str | None = None
@@ -56,58 +62,74 @@ class UdsTaskClient:
         wait = self.timeout
         if not return_immediately and message.deadline_seconds:
             wait = max(wait, message.deadline_seconds + ASK_WAIT_SLACK_S)
-        line = encode_task_send(self._bearer, message, return_immediately=return_immediately, task_id=task_id, op=op)
+        line = encode_task_send(
+            self._bearer, message, return_immediately=return_immediately, task_id=task_id, op=op, keep=self.keep
+        )
         return await self._call(line, wait, message)
 
     async def get(self, task_id: str) -> TaskView:
-        return await self._call(encode_task_get(self._bearer, task_id), self.timeout, None)
+        return await self._call(encode_task_get(self._bearer, task_id, keep=self.keep), self.timeout, None)
 
     async def close(self) -> None:
-        """Nothing to release: one connection per request (the same interface as A2AClient)."""
+        """Close the kept connections (none without `keep`)."""
+        await self.connections.close()
 
     async def _call(self, line: bytes, wait: float, sent: Message | None) -> TaskView:
-        payload = encode_auth(self._key) + line
         if len(line) > MAX_LINE_BYTES:
             raise A2AProtocolError(f"task frame is {len(line)} bytes, over the socket's {MAX_LINE_BYTES}-byte line")
         try:
-            reader, writer = await asyncio.wait_for(
-                asyncio.open_unix_connection(self.uds_path, limit=MAX_LINE_BYTES + 2), CONNECT_TIMEOUT_S
-            )
-        except (OSError, TimeoutError) as exc:
-            raise A2AUnreachable(f"nothing answers on {self.uds_path}: {exc}") from None
+            try:
+                data = await self._exchange(line, wait)
+            except Broken as exc:
+                if not exc.reused:
+                    raise
+                # A kept connection the peer dropped (it restarted): once more on a new one. The same frame, the
+                # same message_id: a copy the peer already took is answered from its dedupe, not delivered again.
+                await self.connections.drop_idle()
+                data = await self._exchange(line, wait)
+        except Unreachable as exc:
+            raise A2AUnreachable(str(exc)) from None
+        except Broken as exc:
+            raise A2AOutcomeUnknown(f"{self.uds_path}: {exc}") from None
+        return _view_of(data, sent, self.uds_path)
+
+    async def _exchange(self, line: bytes, wait: float) -> dict[str, Any]:
+        """One frame on a connection (kept or of its own) and its answer, decoded; the connection kept after it
+        only when the peer said it keeps it."""
+        conns = self.connections
+        conn = await (conns.take() if self.keep else conns.open(kept=False))
+        data: dict[str, Any] | None = None
         try:
             try:
-                writer.write(payload)
-                await asyncio.wait_for(writer.drain(), CONNECT_TIMEOUT_S)
-                if writer.can_write_eof():
-                    writer.write_eof()
-            except (OSError, TimeoutError) as exc:
-                raise A2AOutcomeUnknown(f"the request to {self.uds_path} failed mid-way: {exc}") from None
-            try:
-                raw = await asyncio.wait_for(reader.readuntil(b"\n"), wait)
-            except asyncio.IncompleteReadError as exc:
-                if exc.partial.strip():
-                    raw = exc.partial
-                else:
-                    raise A2AOutcomeUnknown(f"{self.uds_path} closed the connection without an answer") from None
+                raw = await conn.exchange(line, wait)
             except asyncio.LimitOverrunError:
                 raise A2AProtocolError(f"the answer from {self.uds_path} is over the line limit") from None
-            except (OSError, TimeoutError) as exc:
-                raise A2AOutcomeUnknown(f"no answer from {self.uds_path} within {wait:.0f} s: {exc!r}") from None
+            except TimeoutError:
+                raise A2AOutcomeUnknown(f"no answer from {self.uds_path} within {wait:.0f} s") from None
+            except Broken as exc:
+                exc.reused = conn.reused
+                raise
+            data = _decode(raw, self.uds_path)
         finally:
-            writer.close()
-            with contextlib.suppress(Exception):
-                await asyncio.wait_for(writer.wait_closed(), 1)
-        return _read(raw, sent, self.uds_path)
+            await conns.give_back(conn, keep=data is not None and data.get("kept") is True)
+        return data
 
 
 def _read(raw: bytes, sent: Message | None, where: str) -> TaskView:
+    return _view_of(_decode(raw, where), sent, where)
+
+
+def _decode(raw: bytes, where: str) -> dict[str, Any]:
     try:
         data = untrusted.loads(raw, what="the agent's answer", max_bytes=MAX_LINE_BYTES)
     except untrusted.UntrustedInput as exc:
         raise A2AProtocolError(f"the answer from {where} is not JSON: {exc.problem}") from None
     if not isinstance(data, dict):
         raise A2AProtocolError(f"the answer from {where} is not an object")
+    return data
+
+
+def _view_of(data: dict[str, Any], sent: Message | None, where: str) -> TaskView:
     if "task" in data:
         try:
             return view_from_dict(data["task"], sent)

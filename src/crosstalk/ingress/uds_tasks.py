@@ -10,6 +10,7 @@ Claim and release requests (`op`) go to the same op handler the A2A edge uses (a
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -19,8 +20,10 @@ from crosstalk.core.errors import MessageError, TaskError
 from crosstalk.core.message import Message
 from crosstalk.core.sender import Sender, SenderClass
 from crosstalk.core.tasks import TaskApi, TaskView
+from crosstalk.fs import trace
 from crosstalk.fs.procinfo import proc_start_time
-from crosstalk.ingress.frames import TaskLine
+from crosstalk.ingress.errors import FrameError
+from crosstalk.ingress.frames import MAX_LINE_BYTES, TaskLine, encode_error_answer, parse_line
 from crosstalk.ingress.task_frames import (
     AUTH_KIND,
     OPS,
@@ -33,6 +36,10 @@ from crosstalk.registry.descriptor import Descriptor
 
 log = logging.getLogger(__name__)
 
+KEEP_IDLE_S = 90.0  # a kept connection with no next frame this long is closed (the sender's idle close is sooner)
+MAX_FRAMES = 10_000  # frames served on one connection; the last is answered without `kept` and the peer reconnects
+WRITE_TIMEOUT_S = 10.0
+KEPT_TAIL = b',"kept":true}\n'
 TRANSPORT = "uds"  # the Sender's transport: how its identity was proven (the message itself travels as a task)
 OpHandler = Callable[[str, Sender, Message], Awaitable[tuple[TaskView, dict[str, Any]]]]
 
@@ -46,12 +53,45 @@ class TaskDesk:
     ops: OpHandler | None = None
 
 
-async def serve_task(desk: TaskDesk, line: TaskLine, pid: int, to: str) -> bytes:
-    """Answer one task frame from peer `pid` to the agent named `to`: the encoded task, or an error line."""
+async def serve_kept(
+    desk: TaskDesk, line: TaskLine, pid: int, to: str, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
+) -> bytes | None:
+    """Answer task frames on one authenticated connection: `line`, then, while each frame asks to keep the
+    connection (`"keep": true`), the next one, up to MAX_FRAMES. Each answer but the last is written here with
+    `"kept": true`; the last (a frame without keep, the cap reached, a bad line) is returned for the caller to write
+    before it closes; None: the peer closed, or sent nothing for KEEP_IDLE_S (closed without a word)."""
+    started = proc_start_time(pid)  # the peer is fixed when it connects: read once per connection
+    for _ in range(MAX_FRAMES - 1):
+        answer = await serve_task(desk, line, pid, to, started=started)
+        if line.params.get("keep") is not True:
+            return answer
+        writer.write(answer[:-2] + KEPT_TAIL)  # every answer is one JSON object and a newline: `}\n`
+        await asyncio.wait_for(writer.drain(), WRITE_TIMEOUT_S)
+        try:
+            raw = await asyncio.wait_for(reader.readuntil(b"\n"), KEEP_IDLE_S)
+        except (asyncio.IncompleteReadError, TimeoutError, ConnectionError):
+            return None
+        except asyncio.LimitOverrunError:
+            return encode_error_answer(f"frame: frame line is over the {MAX_LINE_BYTES}-byte limit")
+        try:
+            next_line = parse_line(raw)
+        except FrameError as exc:
+            return encode_error_answer(f"frame: {exc}")
+        if not isinstance(next_line, TaskLine):
+            return encode_error_answer("frame: only task lines follow a task line on a kept connection")
+        line = next_line
+    return await serve_task(desk, line, pid, to, started=started)  # the cap: answered without `kept`, then closed
+
+
+async def serve_task(desk: TaskDesk, line: TaskLine, pid: int, to: str, *, started: str | None = None) -> bytes:
+    """Answer one task frame from peer `pid` to the agent named `to`: the encoded task, or an error line.
+    `started`: the peer's start time, when the caller read it already."""
+    trace.mark("frame_in")
     desc = desk.lookup(line.bearer)
     if desc is None:
         return encode_error(AUTH_KIND, "the bearer token names no live agent")
-    started = proc_start_time(pid)
+    if started is None:
+        started = proc_start_time(pid)
     if started is None or not desc.served_by(pid, started):
         return encode_error(AUTH_KIND, f"the peer process is not {desc.name}'s own: its token is not usable here")
     sender = Sender(SenderClass.VERIFIED, desc.agent_id, desc.name, TRANSPORT)

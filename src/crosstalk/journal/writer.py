@@ -2,8 +2,9 @@
 
 Every append returns only after its bytes are fsynced (unless the caller marks it non-durable, e.g. an audit record
 of a rejection that acknowledges nothing). Concurrent appends are batched by a single flusher thread: while one
-fsync runs, new records gather and the next write + fsync covers all of them. A batch that fails is truncated back,
-so a half-written line can never glue onto the next record.
+fsync runs, new records gather and the next write + fsync covers all of them. A lone async append to a quiet journal
+is written and fsynced by its caller instead (_inline_ok: no thread hop there and back, the same durability). A batch
+that fails is truncated back, so a half-written line can never glue onto the next record.
 """
 
 from __future__ import annotations
@@ -15,18 +16,21 @@ import threading
 import time
 from array import array
 from collections.abc import Callable, Iterable, Iterator
-from concurrent.futures import Future, InvalidStateError
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from crosstalk.fs.atomic import atomic_write
 from crosstalk.fs.reading import NotRegularFile, open_regular
+from crosstalk.journal.batch import Pending, Ticket, settle, wake
 from crosstalk.journal.codec import ReadResult, encode, read_journal, scan_journal
 from crosstalk.journal.errors import JournalError, JournalLocked, JournalWriteError
 
 APPEND_TIMEOUT_S = 30.0
 MAX_LINGER_S = 0.002  # the longest a batch waits for more appends (only under concurrent load)
+INLINE_QUIET_S = 0.005  # an async append after this long without a write is fsynced by its caller (_inline_ok)
+INLINE_MAX_FSYNC_S = 0.02  # ... unless the last fsync took longer than this (the caller's loop waits for it)
 
 
 @dataclass(slots=True)
@@ -38,13 +42,6 @@ class FsOps:
     ftruncate: Callable[[int, int], None] = os.ftruncate
 
 
-@dataclass(slots=True)
-class _Pending:
-    data: bytes
-    durable: bool
-    future: Future[int] | None = None  # only for submit(); append/append_async wait on the batch's ticket
-
-
 # (records, read once) → (records that head the new journal, positions of the records kept): Journal.compact_lines
 LineChooser = Callable[[Iterator[dict[str, Any]]], tuple[list[dict[str, Any]], list[int]]]
 
@@ -54,18 +51,6 @@ class _Compaction:
     select: Callable[[list[dict[str, Any]]], list[dict[str, Any]]] | None = None
     choose: LineChooser | None = None
     future: Future[tuple[int, int]] = field(default_factory=Future)
-
-
-@dataclass(slots=True)
-class _Ticket:
-    """One per batch, shared by every append in it: the flusher wakes all sync waiters with one Event and each
-    event loop with one call, instead of settling a future per record (that per-record cost, not fsync, was what
-    capped group commit)."""
-
-    event: threading.Event = field(default_factory=threading.Event)
-    end: int = 0
-    error: BaseException | None = None
-    async_waiters: dict[asyncio.AbstractEventLoop, list[asyncio.Future[int]]] = field(default_factory=dict)
 
 
 class Journal:
@@ -80,12 +65,15 @@ class Journal:
         self._truncate_to: int | None = None  # set when a failed batch could not be truncated back yet
         self._fs = fs
         self._cv = threading.Condition()
-        self._queue: list[_Pending] = []
-        self._ticket = _Ticket()
+        self._queue: list[Pending] = []
+        self._ticket = Ticket()
         self._compactions: list[_Compaction] = []
         self._last_batch_len = 0
         self._last_fsync_s = 0.0
         self._closed = False
+        self._flushing = False  # the flusher is writing a batch or compacting
+        self._inline = False  # a caller is writing its own append (_write_inline)
+        self._last_done = -INLINE_QUIET_S  # when the last write ended (monotonic)
         self.batches = 0  # number of write+fsync rounds, for tests and benchmarks
         self._thread = threading.Thread(target=self._flush_loop, name=f"journal-{path.stem}", daemon=True)
         self._thread.start()
@@ -129,7 +117,7 @@ class Journal:
         with self._cv:
             if self._closed:
                 raise JournalError(f"journal {self.path} is closed")
-            self._queue.append(_Pending(data, durable, fut))
+            self._queue.append(Pending(data, durable, fut))
             self._cv.notify()
         return fut
 
@@ -142,7 +130,7 @@ class Journal:
             if self._closed:
                 raise JournalError(f"journal {self.path} is closed")
             ticket = self._ticket
-            self._queue.append(_Pending(data, durable))
+            self._queue.append(Pending(data, durable))
             self._cv.notify()
         if not ticket.event.wait(APPEND_TIMEOUT_S):
             raise JournalWriteError(f"journal append to {self.path} did not finish within {APPEND_TIMEOUT_S:.0f} s")
@@ -160,26 +148,62 @@ class Journal:
         with self._cv:
             if self._closed:
                 raise JournalError(f"journal {self.path} is closed")
-            self._ticket.async_waiters.setdefault(loop, []).append(fut)
-            self._queue.append(_Pending(data, durable))
-            self._cv.notify()
+            inline = self._inline_ok()
+            if inline:
+                self._inline = True
+            else:
+                self._ticket.async_waiters.setdefault(loop, []).append(fut)
+                self._queue.append(Pending(data, durable))
+                self._cv.notify()
+        if inline:
+            return self._write_inline(Pending(data, durable))
         return await asyncio.wait_for(fut, APPEND_TIMEOUT_S)
+
+    def _inline_ok(self) -> bool:
+        """Under the lock: may this append be written and fsynced by the caller itself, skipping the two thread
+        hops (to the flusher and back to the loop)? Only a lone append, when nothing is queued or being written,
+        the journal has been quiet INLINE_QUIET_S (a stream of appends goes to the flusher, which batches them)
+        and the last fsync took at most INLINE_MAX_FSYNC_S (a slow disk never stalls the caller's event loop)."""
+        return not (self._queue or self._compactions or self._flushing or self._inline) and (
+            self._last_fsync_s <= INLINE_MAX_FSYNC_S and time.monotonic() - self._last_done >= INLINE_QUIET_S
+        )
+
+    def _write_inline(self, pending: Pending) -> int:
+        """The batch of one append, written and fsynced on the caller's thread (it holds `_inline`: the flusher
+        waits). The same write, fsync and undo as the flusher's: durable before this returns, or an error."""
+        ticket = Ticket()
+        try:
+            self._write_batch([pending], ticket)
+        finally:
+            with self._cv:
+                self._inline = False
+                self._last_done = time.monotonic()
+                self._cv.notify_all()
+        if ticket.error is not None:
+            raise JournalWriteError(str(ticket.error))
+        return ticket.end
 
     def _flush_loop(self) -> None:
         while True:
             with self._cv:
-                while not self._queue and not self._compactions and not self._closed:
+                while (not self._queue and not self._compactions and not self._closed) or self._inline:
                     self._cv.wait()
                 if not self._queue and not self._compactions:
                     return  # closed and drained
+                self._flushing = True
                 self._linger()
                 batch, self._queue = self._queue, []
-                ticket, self._ticket = self._ticket, _Ticket()
+                ticket, self._ticket = self._ticket, Ticket()
                 compactions, self._compactions = self._compactions, []
-            if batch:
-                self._write_batch(batch, ticket)
-            while compactions:  # popped, not iterated: a done job (its plan, its ids) must not outlive its run
-                self._run_compaction(compactions.pop(0))
+            try:
+                if batch:
+                    self._write_batch(batch, ticket)
+                while compactions:  # popped, not iterated: a done job (its plan, its ids) must not outlive its run
+                    self._run_compaction(compactions.pop(0))
+            finally:
+                with self._cv:
+                    self._flushing = False
+                    self._last_done = time.monotonic()
 
     def _linger(self) -> None:
         """Under concurrent load, give the writers the last batch just woke a moment to come back before the next
@@ -232,9 +256,9 @@ class Journal:
                     self._replace_file(kept)
                 before, after = len(records), len(kept)
         except Exception as exc:
-            _settle(job.future, exc=JournalError(f"journal compaction of {self.path} failed: {exc}"))
+            settle(job.future, exc=JournalError(f"journal compaction of {self.path} failed: {exc}"))
             return
-        _settle(job.future, result=(before, after))
+        settle(job.future, result=(before, after))
 
     def _compact_lines(self, choose: LineChooser) -> tuple[int, int]:
         starts, lengths = array("q"), array("q")  # where each record read is in the file
@@ -261,7 +285,7 @@ class Journal:
                 os.close(fd)
         return before, after
 
-    def _write_batch(self, batch: list[_Pending], ticket: _Ticket) -> None:
+    def _write_batch(self, batch: list[Pending], ticket: Ticket) -> None:
         data = b"".join(p.data for p in batch)
         start = self._size
         try:
@@ -285,15 +309,15 @@ class Journal:
             err = JournalWriteError(f"journal append to {self.path} failed: {detail}")
             for p in batch:
                 if p.future is not None:
-                    _settle(p.future, exc=err)
-            _wake(ticket, 0, err)
+                    settle(p.future, exc=err)
+            wake(ticket, 0, err)
             return
         self._size = start + len(data)
         self.batches += 1
         for p in batch:
             if p.future is not None:
-                _settle(p.future, result=self._size)
-        _wake(ticket, self._size, None)
+                settle(p.future, result=self._size)
+        wake(ticket, self._size, None)
 
     def _undo(self, start: int) -> None:
         try:
@@ -306,7 +330,7 @@ class Journal:
     def rewrite(self, records: list[dict[str, Any]]) -> None:
         """Replace the whole journal with `records` (retention). Temp file, fsync, rename, fsync the directory."""
         with self._cv:
-            if self._queue:
+            if self._queue or self._inline or self._flushing:
                 raise JournalError("rewrite needs a quiet journal")
             self._replace_file(records)
 
@@ -349,35 +373,3 @@ class Journal:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-
-def _settle(fut: Future[Any], *, result: Any = None, exc: BaseException | None = None) -> None:
-    """Resolve a caller's future. A caller that gave up (cancelled its wait, e.g. a timeout or a cancelled
-    handler) must not kill the flusher thread: that would wedge every later append of this journal."""
-    try:
-        if exc is not None:
-            fut.set_exception(exc)
-        else:
-            fut.set_result(result)
-    except InvalidStateError:
-        pass
-
-
-def _wake(ticket: _Ticket, end: int, error: BaseException | None) -> None:
-    ticket.end, ticket.error = end, error
-    ticket.event.set()
-    for loop, futures in ticket.async_waiters.items():
-        try:
-            loop.call_soon_threadsafe(_settle_async, futures, end, error)
-        except RuntimeError:
-            pass  # that loop has closed: nobody is waiting any more
-
-
-def _settle_async(futures: list[asyncio.Future[int]], end: int, error: BaseException | None) -> None:
-    for fut in futures:
-        if fut.done():
-            continue  # the caller gave up (timeout or cancellation)
-        if error is not None:
-            fut.set_exception(JournalWriteError(str(error)))
-        else:
-            fut.set_result(end)

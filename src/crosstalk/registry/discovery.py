@@ -33,7 +33,8 @@ def registry_stamp(paths: StatePaths) -> tuple[int, int] | None:
     rename) or removed; None while either changed within the last second (a second change in the same timestamp
     tick would leave them equal) or cannot be read. Equal stamps: the registry's files are as they were."""
     try:
-        stamp = os.stat(paths.agents).st_mtime_ns, os.stat(paths.credentials).st_mtime_ns
+        # The strings, not the Path properties: `crosstalk send` resolves a name without importing pathlib.
+        stamp = os.stat(paths.agents_dir()).st_mtime_ns, os.stat(paths.credentials_dir()).st_mtime_ns
     except OSError:
         return None
     return stamp if time.time_ns() - max(stamp) > SETTLED_NS else None
@@ -57,6 +58,25 @@ def _read_all(paths: StatePaths) -> Iterator[Descriptor]:
         desc = read_descriptor(path)
         if desc is not None and desc.agent_id == agent_id:  # a file under the wrong name is not trusted
             yield desc
+
+
+_SETTLED: dict[str, tuple[tuple[int, int], list[Descriptor]]] = {}  # agents dir → (its stamp, descriptors read)
+
+
+def _read_settled(paths: StatePaths) -> list[Descriptor]:
+    """Every descriptor, read again only when the registry changed since the last read (registry_stamp): a sending
+    shim resolves a name per message, and its peers' descriptors rarely change. Liveness is never cached."""
+    stamp = registry_stamp(paths)
+    where = str(paths.agents_dir())
+    hit = _SETTLED.get(where)
+    if stamp is not None and hit is not None and hit[0] == stamp:
+        return hit[1]
+    found = list(_read_all(paths))
+    if stamp is not None:
+        if len(_SETTLED) > 16:
+            _SETTLED.clear()
+        _SETTLED[where] = (stamp, found)
+    return found
 
 
 def is_live(paths: StatePaths, desc: Descriptor) -> bool:
@@ -108,7 +128,7 @@ def resolve(paths: StatePaths, name_or_agent_id: str) -> Descriptor:
             return desc
         _raise_lock_problem(paths, name_or_agent_id, [desc] if desc is not None else [])
         raise NoSuchAgent(name_or_agent_id, desc.pid if desc is not None else None)
-    named = [d for d in _read_all(paths) if d.name == name_or_agent_id or d.agent_id == name_or_agent_id]
+    named = [d for d in _read_settled(paths) if d.name == name_or_agent_id or d.agent_id == name_or_agent_id]
     matches = [d for d in named if d.name == name_or_agent_id and is_live(paths, d)]
     if len(matches) == 1:
         return matches[0]

@@ -84,6 +84,9 @@ class StatePaths(Record):
     def sock_dir(self) -> str:
         return _join(self._root, "sock")
 
+    def credentials_dir(self) -> str:
+        return _join(self._root, "credentials")
+
     @property
     def agents(self) -> Path:
         return _path(self.agents_dir())

@@ -3,6 +3,7 @@ per-peer nudge."""
 
 from __future__ import annotations
 
+import asyncio
 import time
 from typing import Any
 
@@ -65,6 +66,9 @@ class Sender:
         self.paths = paths
         self.timeout = timeout
         self._clients: dict[tuple[str, str, str], Any] = {}
+        # (sender agent_id, peer agent_id) → (their instances, (socket, key, token), the client keeping connections)
+        self._uds: dict[tuple[str, str], tuple[tuple[str, str, str], tuple[str, str, str], Any]] = {}
+        self._closing: set[asyncio.Task[None]] = set()
         self._a2a_only: set[str] = set()  # instance ids of peers that answered they take no task frames
         self.counts: dict[tuple[str, str], int] = {}
 
@@ -120,7 +124,12 @@ class Sender:
 
     def client_for(self, host: AgentHost, target: Descriptor, *, strict: bool = False) -> Any:
         """`host`'s client for the tasks at `target` (`send`, `get`): its socket's task frames, or A2A for a peer
-        that takes none. None without `host`'s bearer token (strict: raise KeyFileError) or any way to reach it."""
+        that takes none. None without `host`'s bearer token (strict: raise KeyFileError) or any way to reach it.
+        The same two instances as the last send (neither restarted: each writes its key anew when it starts): the
+        client kept for them, without reading the keys again."""
+        known = self._uds.get((host.agent_id, target.agent_id))
+        if known is not None and known[0] == _instances(host, target) and target.instance_id not in self._a2a_only:
+            return known[2]
         try:
             token = read_key(self.paths.token_path(host.agent_id))
         except KeyFileError:
@@ -133,12 +142,27 @@ class Sender:
             except KeyFileError:
                 key = None  # going, or gone: A2A says which
             if key is not None:
-                from crosstalk.ingress.uds_task_client import UdsTaskClient
-
-                return UdsTaskClient(target.uds_path, key, token, timeout=self.timeout)
+                return self._uds_client(host, target, key, token)
         if not target.a2a_url:
             return None  # neither its socket's task frames nor an A2A endpoint
         return self._client(host.agent_id, target.a2a_url, token)
+
+    def _uds_client(self, host: AgentHost, target: Descriptor, key: str, token: str) -> Any:
+        """`agent_id`'s client for `target`'s socket, its connections kept between sends (ingress/uds_kept.py).
+        A peer that restarted has a new key: a new client; the old one's connections are closed."""
+        from crosstalk.ingress.uds_task_client import UdsTaskClient
+
+        pair, where = (host.agent_id, target.agent_id), (str(target.uds_path), key, token)
+        known = self._uds.get(pair)
+        if known is not None and known[1] == where:
+            self._uds[pair] = (_instances(host, target), where, known[2])
+            return known[2]
+        if known is not None:
+            self._closing.add(asyncio.get_running_loop().create_task(known[2].close()))
+            self._closing = {t for t in self._closing if not t.done()}
+        client = UdsTaskClient(where[0], key, token, timeout=self.timeout, keep=True)
+        self._uds[pair] = (_instances(host, target), where, client)
+        return client
 
     def _client(self, agent_id: str, url: str, token: str) -> Any:
         from crosstalk.ingress.a2a.client import A2AClient
@@ -170,13 +194,20 @@ class Sender:
             result["nudge_journaled"] = False
 
     async def close(self) -> None:
-        clients = list(self._clients.values())
+        clients = list(self._clients.values()) + [known[2] for known in self._uds.values()]
         self._clients.clear()
+        self._uds.clear()
+        if self._closing:
+            await asyncio.wait(self._closing, timeout=5)
         for client in clients:
             try:
                 await client.close()
             except Exception:
                 pass
+
+
+def _instances(host: AgentHost, target: Descriptor) -> tuple[str, str, str]:
+    return host.registration.instance_id, target.instance_id, str(target.uds_path)
 
 
 async def journal_sent(host: AgentHost, msg: Message, to_agent: str) -> bool:

@@ -182,7 +182,7 @@ def test_a_peer_without_task_frames_is_sent_over_a2a(monkeypatch: pytest.MonkeyP
     from crosstalk.ingress import uds
     from crosstalk.ingress.frames import encode_error_answer
 
-    async def old_agent(self: Any, line: Any, pid: int) -> bytes:
+    async def old_agent(self: Any, line: Any, pid: int, *streams: Any) -> bytes:
         return encode_error_answer("frame: unknown frame type 'task' (expected 'auth' or 'user')")
 
     monkeypatch.setattr(uds.UdsIngress, "_serve_task", old_agent)

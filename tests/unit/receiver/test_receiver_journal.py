@@ -277,10 +277,15 @@ def test_replay_restores_dedupe_for_every_state(make_rig):
 # ------------------------------------------------------------------ cancellation
 
 
-def test_a_cancelled_receive_mid_append_does_not_wedge_the_journal(make_rig):
+def test_a_cancelled_receive_mid_append_does_not_wedge_the_journal(make_rig, monkeypatch):
     """A caller that gives up while its append is being fsynced must not kill the journal's flusher thread."""
     import asyncio
     import os
+
+    from crosstalk.journal import writer
+
+    # The flusher's path: an append its caller fsyncs itself (writer._inline_ok) has no await to be cancelled at.
+    monkeypatch.setattr(writer, "INLINE_MAX_FSYNC_S", -1.0)
 
     in_fsync, fsynced = threading.Event(), threading.Event()
 

@@ -6,6 +6,8 @@ import os
 import time
 from types import SimpleNamespace
 
+import pytest
+
 from crosstalk.registry import bearer as bearer_mod
 from crosstalk.registry.bearer import BearerDirectory
 from crosstalk.registry.discovery import registry_stamp
@@ -88,3 +90,37 @@ def test_unknown_tokens_do_not_reread_a_settled_registry_more_than_every_50_ms(t
     for _ in range(20):
         assert directory.lookup("nobody") is None
     assert reads == [1]
+
+
+def test_resolve_rereads_descriptors_only_when_the_registry_changed_and_checks_liveness_each_time(
+    tmp_path, monkeypatch
+):
+    from crosstalk.registry import discovery
+
+    paths = _paths(tmp_path)
+    _aged(paths)
+    agents = {"0123456789abcdef": "bob"}
+    reads: list[int] = []
+    live: dict[str, bool] = {"0123456789abcdef": True}
+
+    def read_all(_p):
+        reads.append(1)
+        return iter([SimpleNamespace(agent_id=a, name=n, pid=1, started_at="0") for a, n in agents.items()])
+
+    monkeypatch.setattr(discovery, "_read_all", read_all)
+    monkeypatch.setattr(discovery, "is_live", lambda _p, d: live[d.agent_id])
+    monkeypatch.setattr(discovery, "_SETTLED", {})
+    for _ in range(3):
+        assert discovery.resolve(paths, "bob").agent_id == "0123456789abcdef"
+    assert reads == [1]  # a settled, unchanged registry: read once
+    live["0123456789abcdef"] = False  # liveness is never cached: the agent's process ended
+    with pytest.raises(discovery.NoSuchAgent):
+        discovery.resolve(paths, "bob")
+    agents["fedcba9876543210"] = "bob"  # a new agent registers: its descriptor is renamed into agents/
+    live["fedcba9876543210"] = True
+    (paths.agents / "fedcba9876543210.json").write_text("{}")
+    assert discovery.resolve(paths, "bob").agent_id == "fedcba9876543210"  # changed just now: read again
+    _aged(paths)
+    assert discovery.resolve(paths, "bob").agent_id == "fedcba9876543210"
+    assert discovery.resolve(paths, "bob").agent_id == "fedcba9876543210"
+    assert len(reads) == 3  # the first, the unsettled one, one for the new stamp, then none
