@@ -25,6 +25,19 @@ class WireError(DeliveryError):
     """The connection broke or the answer was not a valid frame."""
 
 
+class KeptUnreachable(AgentUnreachable):
+    """Nothing was sent on a kept task-frame connection: no socket, or the connection was refused."""
+
+
+class KeptBroken(WireError):
+    """A kept task-frame connection failed after the frame may have left (`sent`), or before an answer came."""
+
+    def __init__(self, text: str, *, sent: bool) -> None:
+        super().__init__(text)
+        self.sent = sent
+        self.reused = False  # on a connection that had carried a frame before: the peer may have dropped it
+
+
 class A2ARefused(DeliveryError):
     """The receiver refused the sender's bearer token."""
 

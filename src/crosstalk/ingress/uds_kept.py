@@ -19,25 +19,13 @@ import contextlib
 import time
 from dataclasses import dataclass, field
 
+from crosstalk.ingress.errors import KeptBroken, KeptUnreachable
 from crosstalk.ingress.frames import MAX_LINE_BYTES
 
 CONNECT_TIMEOUT_S = 5.0
 IDLE_S = 30.0  # a kept connection unused this long is closed (the peer keeps one KEEP_IDLE_S: longer)
 MAX_KEPT = 4  # connections kept per peer; sends past them at once each get a connection of their own
 CLOSE_WAIT_S = 1.0
-
-
-class Unreachable(Exception):
-    """Nothing was sent: no socket, or the connection was refused."""
-
-
-class Broken(Exception):
-    """The connection failed after the frame may have left (`sent`), or before an answer came."""
-
-    def __init__(self, text: str, *, sent: bool) -> None:
-        super().__init__(text)
-        self.sent = sent
-        self.reused = False  # on a connection that had carried a frame before: the peer may have dropped it
 
 
 @dataclass(slots=True, eq=False)
@@ -52,24 +40,24 @@ class Conn:
         return not (self.reader.at_eof() or self.writer.is_closing() or self.reader.exception() is not None)
 
     async def exchange(self, line: bytes, wait: float) -> bytes:
-        """Write one frame and read its answer line. Raises Broken (nothing answered) or TimeoutError."""
+        """Write one frame and read its answer line. Raises KeptBroken (nothing answered) or TimeoutError."""
         try:
             self.writer.write(line)
             if not self.kept and self.writer.can_write_eof():
                 self.writer.write_eof()  # a connection of its own: the peer may see the end at once
             await asyncio.wait_for(self.writer.drain(), CONNECT_TIMEOUT_S)
         except (OSError, TimeoutError) as exc:
-            raise Broken(f"the request failed mid-way: {exc}", sent=True) from None
+            raise KeptBroken(f"the request failed mid-way: {exc}", sent=True) from None
         try:
             return await asyncio.wait_for(self.reader.readuntil(b"\n"), wait)
         except asyncio.IncompleteReadError as exc:
             if exc.partial.strip():
                 return exc.partial
-            raise Broken("the connection closed without an answer", sent=True) from None
+            raise KeptBroken("the connection closed without an answer", sent=True) from None
         except TimeoutError:
             raise  # no answer in time: the frame may still be served, so never sent again
         except OSError as exc:
-            raise Broken(f"the connection failed: {exc}", sent=True) from None
+            raise KeptBroken(f"the connection failed: {exc}", sent=True) from None
 
     async def close(self) -> None:
         self.writer.close()
@@ -114,7 +102,7 @@ class KeptConnections:
                 asyncio.open_unix_connection(self.path, limit=MAX_LINE_BYTES + 2), CONNECT_TIMEOUT_S
             )
         except (OSError, TimeoutError) as exc:
-            raise Unreachable(f"nothing answers on {self.path}: {exc}") from None
+            raise KeptUnreachable(f"nothing answers on {self.path}: {exc}") from None
         self.opened += 1
         writer.write(self._auth)  # buffered: it leaves with the first frame
         return Conn(reader, writer, kept)

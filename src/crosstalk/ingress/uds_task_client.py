@@ -23,6 +23,8 @@ from crosstalk.ingress.errors import (
     A2AOutcomeUnknown,
     A2AProtocolError,
     A2AUnreachable,
+    KeptBroken,
+    KeptUnreachable,
     TaskFramesUnsupported,
 )
 from crosstalk.ingress.frames import MAX_LINE_BYTES, encode_auth
@@ -34,7 +36,7 @@ from crosstalk.ingress.task_frames import (
     task_error,
     view_from_dict,
 )
-from crosstalk.ingress.uds_kept import Broken, KeptConnections, Unreachable
+from crosstalk.ingress.uds_kept import KeptConnections
 
 DEFAULT_TIMEOUT_S = 60.0
 ASK_WAIT_SLACK_S = 15.0  # a default-wait ask returns when answered or past its deadline: wait a little longer
@@ -80,16 +82,16 @@ class UdsTaskClient:
         try:
             try:
                 data = await self._exchange(line, wait)
-            except Broken as exc:
+            except KeptBroken as exc:
                 if not exc.reused:
                     raise
                 # A kept connection the peer dropped (it restarted): once more on a new one. The same frame, the
                 # same message_id: a copy the peer already took is answered from its dedupe, not delivered again.
                 await self.connections.drop_idle()
                 data = await self._exchange(line, wait)
-        except Unreachable as exc:
+        except KeptUnreachable as exc:
             raise A2AUnreachable(str(exc)) from None
-        except Broken as exc:
+        except KeptBroken as exc:
             raise A2AOutcomeUnknown(f"{self.uds_path}: {exc}") from None
         return _view_of(data, sent, self.uds_path)
 
@@ -106,7 +108,7 @@ class UdsTaskClient:
                 raise A2AProtocolError(f"the answer from {self.uds_path} is over the line limit") from None
             except TimeoutError:
                 raise A2AOutcomeUnknown(f"no answer from {self.uds_path} within {wait:.0f} s") from None
-            except Broken as exc:
+            except KeptBroken as exc:
                 exc.reused = conn.reused
                 raise
             data = _decode(raw, self.uds_path)
