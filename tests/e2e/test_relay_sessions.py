@@ -104,7 +104,8 @@ def test_claude_on_a_to_codex_on_b_and_codex_replies_back_by_tool(root: Path) ->
         assert asked["state"] == "accepted" and asked["via"] == "relay", asked
         ask_id = asked["message_id"]
         seen = pi.wait_seen(f"which branch on b? {token}")
-        assert f"[from @relay:a/{claude_name}] which branch on b? {token}" in seen.raw, seen.raw
+        # An ask at pi, as a local one: tagged as an ask with its id, so pi's reply tool answers it.
+        assert f"[ask from @relay:a/{claude_name} · id {ask_id}] which branch on b? {token}" in seen.raw, seen.raw
         pi.idle()
         pi.say(f"CALL reply {json.dumps({'message_id': ask_id, 'text': f'main, on b {token}'})}")
         back = claude.wait_seen(f"main, on b {token}", after=n)

@@ -79,10 +79,10 @@ def run_dispatch(args: argparse.Namespace) -> int:
             model_timeout=args.model_timeout,
             log=EventLog(state.log, stream=stream, follow_fds=log_fds),
         )
-        if not args.once:  # a state root that joined a relay wakes, and is woken by, the transport's other machines
-            from crosstalk.relay.wake import for_transport
+        if not args.once:  # a state root that joins a relay wakes, and is woken by, the transport's other machines
+            from crosstalk.relay.wake_follow import FollowedWake
 
-            dispatcher.remote_wake = for_transport(transport, dispatcher.paths, dispatcher.log)
+            dispatcher.remote_wake = FollowedWake(transport, dispatcher.paths, dispatcher.log)
 
         def on_signal(signum: int, _frame: object) -> None:
             dispatcher.stop()

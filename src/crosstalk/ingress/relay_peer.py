@@ -24,6 +24,17 @@ def claims_relay_tag(claimed: object) -> bool:
     return isinstance(claimed, str) and claimed.startswith(TAG)
 
 
+def names_relayed_agent(claimed: object) -> bool:
+    """Whether `claimed` is `@relay:ALIAS/NAME` with NAME an agent name (relay/wire.py relayed_agent's shape): a
+    sender a reply can route back to across the relay, so the one relayed sender that may ask."""
+    from crosstalk.registry.names import is_valid_name
+
+    if not claims_relay_tag(claimed):
+        return False
+    alias, sep, name = str(claimed)[len(TAG) :].partition("/")
+    return bool(sep and alias) and is_valid_name(name)
+
+
 def relay_status_file(root: Path) -> Path:
     return root / "relay" / "status.json"
 

@@ -22,6 +22,7 @@ from pathlib import Path
 from crosstalk.core import envelope
 from crosstalk.core.errors import EnvelopeError, MessageError
 from crosstalk.core.ids import new_message_id
+from crosstalk.core.kinds import Kind
 from crosstalk.core.message import Message, TextPart
 from crosstalk.core.sender import Sender, SenderClass
 from crosstalk.core.states import Outcome, State
@@ -39,9 +40,10 @@ from crosstalk.ingress.frames import (
     parse_line,
 )
 from crosstalk.ingress.relay_peer import REFUSED as RELAY_TAG_REFUSED
-from crosstalk.ingress.relay_peer import claims_relay_tag, is_relay_process
+from crosstalk.ingress.relay_peer import claims_relay_tag, is_relay_process, names_relayed_agent
 from crosstalk.ingress.task_frames import encode_error
 from crosstalk.ingress.uds_tasks import TaskDesk, serve_kept
+from crosstalk.policy.transport import RELAY_TRANSPORT
 from crosstalk.receiver import Inbound, Receiver
 from crosstalk.registry.descriptor import Descriptor
 
@@ -271,8 +273,11 @@ class UdsIngress:
         except MessageError as exc:
             return Outcome(mid if isinstance(mid, str) else "", State.REJECTED, f"invalid: {exc}")
         sender = _verified(peer) if peer else Sender.unverified(claimed if isinstance(claimed, str) else None)
-        if not peer and claims_relay_tag(claimed) and not self._from_relay_process(pid):
-            return self._receiver.reject(Inbound(msg, sender, "uds"), RELAY_TAG_REFUSED)
+        if not peer and claims_relay_tag(claimed):
+            if not self._from_relay_process(pid):
+                return self._receiver.reject(Inbound(msg, sender, "uds"), RELAY_TAG_REFUSED)
+            if msg.kind is Kind.ASK and names_relayed_agent(claimed):  # another machine's agent asks (policy/transport)
+                return await self._receiver.receive(Inbound(msg, sender, RELAY_TRANSPORT))
         return await self._receiver.receive(Inbound(msg, sender, "uds"))
 
     def _from_relay_process(self, pid: int) -> bool:

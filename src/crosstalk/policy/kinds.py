@@ -5,7 +5,7 @@ from __future__ import annotations
 from crosstalk.core.kinds import Kind
 from crosstalk.core.sender import Sender, SenderClass
 from crosstalk.policy.roles import Bucket, Role
-from crosstalk.policy.transport import UDS_KINDS, check_transport
+from crosstalk.policy.transport import RELAY_TRANSPORT, UDS_KINDS, check_transport
 from crosstalk.policy.view import ReceiverView
 
 
@@ -28,6 +28,8 @@ def check_kind(kind: Kind, bucket: Bucket, sender: Sender, view: ReceiverView, t
         # An ask opens a reply obligation, so the asker must be someone a reply can be routed back to.
         if sender.sender_class is SenderClass.VERIFIED:
             return None
+        if transport == RELAY_TRANSPORT and sender.sender_class is SenderClass.EXTERNAL:
+            return None  # another machine's agent, vouched for by its relay process: the reply goes back across it
         return "kind:ask_needs_verified"
     if kind in UDS_KINDS:  # no obligation, no work: whoever the ACL admits
         return None

@@ -1,6 +1,9 @@
 """The relay's subjects and frames (docs/dev/relay.md): pure functions, no NATS and no I/O.
 
-A request on `crosstalk.v1.msg.<to>.<from>` carries `{"v": 1, "message": Message.to_dict()}`; the answer on the
+A request on `crosstalk.v1.msg.<to>.<from>` carries `{"v": 1, "message": Message.to_dict()}`; an ask's message is
+written as an inform with `"ask": {"deadline_seconds": N}` beside it, so a relay process from before relayed asks
+(which ignores the field) still delivers it, as the inform with the ask's message_id it was, and its reply still
+routes back; a current one delivers it as the ask it is (decode_request). The answer on the
 request's reply subject is `{"v": 1, "outcome": …, "to": NAME, "agent_id": ID}` when the receiver chain answered, or
 `{"v": 1, "error": KIND, "detail": TEXT}` when it could not run. `<from>` is taken from the subject the server
 delivered (the server's permissions let each machine publish only under its own alias), never from the frame.
@@ -83,7 +86,11 @@ def relayed_agent(tag: object) -> tuple[str, str] | None:
 
 
 def encode_request(msg: Message) -> bytes:
-    data = json.dumps({"v": VERSION, "message": msg.to_dict()}, ensure_ascii=False).encode("utf-8")
+    frame: dict[str, Any] = {"v": VERSION, "message": msg.to_dict()}
+    if msg.kind.value == "ask":  # an older receiving machine reads the inform; a current one, the ask (module doc)
+        frame["message"] = {**frame["message"], "kind": "inform", "deadline_seconds": 0}
+        frame["ask"] = {"deadline_seconds": msg.deadline_seconds or 0}
+    data = json.dumps(frame, ensure_ascii=False).encode("utf-8")
     if len(data) > MAX_FRAME_BYTES:
         raise FrameError(f"the frame is {len(data)} bytes, over the relay's {MAX_FRAME_BYTES}-byte limit")
     return data
@@ -116,6 +123,12 @@ def decode_request(data: bytes, own_alias: str, from_alias: str) -> Message:
         raise FrameError(f"the message is addressed to {to!r}, not to NAME@{own_alias}")
     claimed = raw.get("from")
     local = {**raw, "to": remote[0], "from": sender_label(from_alias, claimed if isinstance(claimed, str) else None)}
+    if "ask" in obj:
+        ask = obj["ask"]
+        deadline = ask.get("deadline_seconds") if isinstance(ask, dict) else None
+        if type(deadline) is not int or deadline < 0 or raw.get("kind", "inform") != "inform":
+            raise FrameError("an ask frame carries an inform message and ask.deadline_seconds, a whole number >= 0")
+        local.update(kind="ask", deadline_seconds=deadline)
     try:
         return Message.from_dict(local)
     except MessageError as exc:

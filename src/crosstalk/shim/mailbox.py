@@ -20,11 +20,15 @@ NEEDS_ATTENTION = frozenset({"submitted", "dispatching", "unknown", "recovered",
 
 
 def reply_owed(host: AgentHost, entry: MessageEntry) -> bool:
-    """An ask delivered to this agent whose task is still open: the session owes it a reply."""
+    """An ask delivered to this agent whose task is still open (or a relayed ask not replied to): a reply is owed."""
     if entry.message.get("kind") != "ask":
         return False
     task = host.task_holding(entry.message_id)
-    return task is not None and not task.view.terminal
+    if task is None:  # an ask another machine's agent sent across the relay: owed until this agent replied
+        from crosstalk.shim.replying import relayed_ask_owed
+
+        return relayed_ask_owed(host, entry)
+    return not task.view.terminal
 
 
 def is_reply_to_my_ask(host: AgentHost, entry: MessageEntry) -> bool:

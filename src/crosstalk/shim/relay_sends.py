@@ -3,10 +3,11 @@ joined, through this machine's relay process (relay/local.py: the agent's bearer
 NATS credentials stay in that one process), else (not joined, or the relay knows no such machine or agent and a git
 bus is known here) over the git bus as before.
 
-An ask crosses as an inform (the uds socket at the other end carries no asks, policy/transport.py) with the ask's
-message_id, journaled here as the ask it is (a `sent` record, before it leaves), so the answer, an inform with
-in_reply_to = that id coming back across the relay, is found by `receive_message(state="replies")`, and a deadline
-tells the session once it passes unanswered (shim/bus_asks.py), as for a bus ask.
+An ask crosses as an ask (relay/wire.py writes it so an older receiving machine still takes it, as an inform with
+the ask's message_id), and the receiving session sees an ask owed a reply (policy/transport.py, `relay`); it is
+journaled here as the ask it is (a `sent` record, before it leaves), so the answer, an inform with in_reply_to =
+that id coming back across the relay, is found by `receive_message(state="replies")`, and a deadline tells the
+session once it passes unanswered (shim/bus_asks.py), as for a bus ask.
 """
 
 from __future__ import annotations
@@ -82,14 +83,12 @@ async def send_over_relay(
     except KeyFileError as exc:
         return failed(State.UNREACHABLE, Reason.NO_SENDER_TOKEN, detail=str(exc))
     ask = msg.kind.value == "ask"
-    wire = msg
     if ask:
         try:
             await host.record([R.sent(msg, None, "sending", None)])  # before it leaves: never missing
         except Exception:
             return failed(State.UNREACHABLE, Reason.JOURNAL_FAILED)
-        wire = Message.from_dict({**msg.to_dict(), "kind": "inform", "deadline_seconds": 0})
-    result = await send_via_local_relay(paths, token, wire, timeout=timeout)
+    result = await send_via_local_relay(paths, token, msg, timeout=timeout)
     outcome = result.outcome
     missing = result.no_agent is not None or outcome.reason in FALLBACK_REASONS
     if missing and fallback is not None and fallback():
@@ -113,7 +112,7 @@ async def send_over_relay(
     if outcome.state is State.HELD and held is not None:
         from crosstalk.shim.relay_held import HELD_HINT, held_over_relay
 
-        await held_over_relay(held, host, wire)
+        await held_over_relay(held, host, msg)
         hint = HELD_HINT
     return outcome.answer(to=result.to, via="relay", detail=evidence.get("detail"), hint=hint)
 

@@ -62,12 +62,30 @@ async def delivery_settled(host: AgentHost, message_id: str, timeout: float = DE
 
 def is_inform_reply(host: AgentHost, message_id: str) -> bool:
     """Whether `reply(message_id)` takes the inform route: an inbound inform this agent's journal holds, unless the
-    receiving side said it would answer it as a task (expect_answer), which tasks.reply serves."""
+    receiving side said it would answer it as a task (expect_answer), which tasks.reply serves; and an ask another
+    machine's agent sent across the relay (no task here: its answer goes back as an inform re: it, the way its
+    asker waits for it, shim/relay_sends.py)."""
     entry = host.state.messages.get(message_id)
-    if entry is None or (entry.message.get("kind") or "inform") != "inform":
+    if entry is None:
         return False
+    kind = entry.message.get("kind") or "inform"
     task = host.task_holding(message_id)
-    return task is None or not task.awaiting
+    if kind == "ask":
+        return task is None and relayed_ask(entry)
+    return kind == "inform" and (task is None or not task.awaiting)
+
+
+def relayed_ask(entry: MessageEntry) -> bool:
+    """An ask the relay brought from another machine's agent (answered on the inform route, one reply)."""
+    return entry.message.get("kind") == "ask" and _from_relay(entry) is not None
+
+
+def relayed_ask_owed(host: AgentHost, entry: MessageEntry) -> bool:
+    """A relayed ask delivered here and not yet replied to: the session owes it its one reply."""
+    if not relayed_ask(entry) or entry.state not in ROUTED_STATES:
+        return False
+    prior = host.state.obligations.get(entry.message_id)
+    return prior is None or not prior.get("reply_id")
 
 
 def _refuse(reason: str, message_id: str) -> dict[str, Any]:

@@ -195,3 +195,32 @@ def test_a_relay_without_the_wake_grants_leaves_the_poll_and_says_why(two_machin
             assert da.stop() == 0 and db.stop() == 0
     finally:
         server.close()
+
+
+def test_the_dispatcher_follows_a_join_and_a_leave_without_a_restart(
+    two_machines: TwoMachines, relay: NatsServer
+) -> None:
+    a, b = two_machines.a, two_machines.b
+    with_echo(two_machines)
+    join(a, relay)
+    poll = ("--interval", NEVER_S, "--active-interval", NEVER_S)
+    with Daemon(a, *poll) as da, Daemon(b, *poll) as db:
+        da.wait_ready()
+        db.wait_ready()
+        wait_up(a, da)
+        assert not events(b, "relay_wake_up")  # m2 has not joined: its dispatcher polls alone
+        join(b, relay)  # while its dispatcher runs: no `server restart`
+        wait_up(b, db)
+        [path] = send(a, "echo@m2", "hello after a join", sender="op-m1")
+        try:
+            wait_for(lambda: replied_here(a, path), REPLY_BOUND_S, "the reply in m1's work tree", poll=0.1)
+        except AssertionError as exc:
+            raise AssertionError(f"{exc}:\n{da.tail()}\n=== m2\n{db.tail()}") from None
+        assert any("machines=m1" in line for line in events(b, "relay_wake")), db.tail()
+        res = b.cli("relay", "leave", timeout=30)
+        assert res.returncode == 0, res.stderr
+        wait_for(lambda: events(b, "relay_wake_off"), 10, "m2's dispatcher leaves the relay")
+        assert len(events(b, "relay_wake_up")) == 1
+        join(b, relay)  # and back: a second connection, still the same dispatcher
+        wait_for(lambda: len(events(b, "relay_wake_up")) == 2, 20, "m2's dispatcher back on the relay")
+        assert da.stop() == 0 and db.stop() == 0

@@ -119,8 +119,17 @@ def test_an_asks_answer_reaches_the_askers_replies(machines: tuple[Procs, Procs]
         amid = asked["message_id"]
         [line] = inbox(gpu, "bob")
         assert line["message_id"] == amid and line["from"] == "@relay:laptop/alice"
+        # An ask at the receiving session, as a local one: its kind, and receive_message says a reply is owed.
+        assert (line["kind"], line["sender_class"]) == ("ask", "external"), line
+        owed, _ = await call(b, "receive_message", BOB, cursor=0)
+        [entry] = [e for e in owed["entries"] if e["message_id"] == amid]
+        assert entry.get("reply_owed") is True, owed
         rep, err = await call(b, "reply", BOB, message_id=amid, text="12.4")
-        assert not err and rep["forwarded"]["state"] == "accepted", rep
+        assert not err and rep["state"] == "replied" and rep["forwarded"]["state"] == "accepted", rep
+        settled, _ = await call(b, "receive_message", BOB, cursor=0)
+        assert not [e for e in settled["entries"] if e.get("reply_owed")], settled
+        again, _ = await call(b, "reply", BOB, message_id=amid, text="13.0")  # one reply per ask, as on one machine
+        assert again["state"] == "rejected" and again["reason"] == "already_replied", again
         await until(lambda: inbox(laptop, "alice"), "the answer in alice's session")
         [back] = inbox(laptop, "alice")
         assert (back["text"], back["in_reply_to"]) == ("12.4", amid)

@@ -59,6 +59,7 @@ class FloodingWake:
         os.write(self.w, b"x")
         self.taken = 0
         self.announced = 0
+        self.refreshed = 0
 
     def fileno(self) -> int:
         return self.r
@@ -69,6 +70,9 @@ class FloodingWake:
 
     def announce(self) -> None:
         self.announced += 1
+
+    def refresh(self) -> None:
+        self.refreshed += 1
 
     def close(self) -> None:
         os.close(self.r)

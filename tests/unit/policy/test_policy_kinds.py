@@ -13,7 +13,7 @@ from crosstalk.policy import Bucket, ReceiverView, Role, check_kind
 ME = "0" * 16
 OWNER = "1" * 16
 OTHER = "4" * 16
-TRANSPORTS = ["uds", "a2a", "bus"]
+TRANSPORTS = ["uds", "a2a", "bus", "relay"]
 
 
 def sender_of(sender_class: SenderClass) -> Sender:
@@ -32,12 +32,14 @@ def expected_kind(kind: str, bucket: str, sender_class: str, role: str, transpor
     """The table, written out by hand, independent of the code under test."""
     if transport == "uds" and kind in ("ask", "command"):
         return "kind:not_on_uds"
+    if transport == "relay" and kind == "command":
+        return "kind:not_on_relay"
     if kind == "command":
         if bucket == "parent" and role == "worker" and sender_class == "verified":
             return None
         return "kind:command_needs_parent"
     if kind == "ask":
-        if sender_class == "verified":
+        if sender_class == "verified" or (sender_class == "external" and transport == "relay"):
             return None
         return "kind:ask_needs_verified"
     if kind in ("inform", "meta", "ping"):
@@ -49,7 +51,7 @@ CELLS = list(itertools.product(Kind, Bucket, SenderClass, Role, TRANSPORTS))
 
 
 def test_cell_count() -> None:
-    assert len(CELLS) == 5 * 6 * 3 * 4 * 3
+    assert len(CELLS) == 5 * 6 * 3 * 4 * 4
 
 
 @pytest.mark.parametrize(("kind", "bucket", "sender_class", "role", "transport"), CELLS, ids=str)
@@ -122,6 +124,18 @@ NAMED: list[tuple[str, Kind, Bucket, Sender, ReceiverView, str, str | None]] = [
     ("unverified inform", Kind.INFORM, Bucket.UNKNOWN, UNVERIFIED, PRIMARY, "uds", None),
     ("external ask", Kind.ASK, Bucket.EXTERNAL, EXTERNAL, PRIMARY, "bus", "kind:ask_needs_verified"),
     ("external inform", Kind.INFORM, Bucket.EXTERNAL, EXTERNAL, PRIMARY, "uds", None),
+    # Another machine's agent, its relay process proven by the uds socket (ingress/relay_peer.py): its ask passes.
+    ("relayed agent's ask", Kind.ASK, Bucket.EXTERNAL, EXTERNAL, PRIMARY, "relay", None),
+    (
+        "unverified ask over the relay",
+        Kind.ASK,
+        Bucket.UNKNOWN,
+        UNVERIFIED,
+        PRIMARY,
+        "relay",
+        "kind:ask_needs_verified",
+    ),
+    ("command over the relay", Kind.COMMAND, Bucket.EXTERNAL, EXTERNAL, WORKER, "relay", "kind:not_on_relay"),
     ("unverified ask over uds", Kind.ASK, Bucket.UNKNOWN, UNVERIFIED, PRIMARY, "uds", "kind:not_on_uds"),
     # A non-owner ask to a subagent carries inform permissions, no command authority.
     ("non-owner ask to worker", Kind.ASK, Bucket.AGENTS, NON_OWNER, WORKER, "a2a", None),

@@ -97,6 +97,25 @@ def test_a_request_is_readdressed_and_its_id_kept() -> None:
     assert (local.message_id, local.text, local.in_reply_to, local.context_id) == (msg.message_id, "hello", "r1", "c1")
 
 
+def test_an_ask_crosses_as_an_ask_and_an_older_machine_reads_the_inform() -> None:
+    msg = new_message("alice@laptop", "which CUDA?", from_="bob", kind="ask", deadline_seconds=90)
+    frame = encode_request(msg)
+    local = decode_request(frame, "laptop", "gpu")
+    assert (local.kind.value, local.deadline_seconds, local.message_id) == ("ask", 90, msg.message_id)
+    # What a relay process from before relayed asks reads (it ignores "ask"): the inform with the ask's id it was.
+    older = json.loads(frame)["message"]
+    assert (older["kind"], older["deadline_seconds"], older["message_id"]) == ("inform", 0, msg.message_id)
+    assert decode_request(json.dumps({"v": 1, "message": older}).encode(), "laptop", "gpu").kind.value == "inform"
+
+
+@pytest.mark.parametrize("ask", [None, {"deadline_seconds": -1}, {"deadline_seconds": "9"}, [], {}])
+def test_a_malformed_ask_is_a_frame_error(ask: object) -> None:
+    obj = json.loads(encode_request(new_message("alice@laptop", "q", from_="bob", kind="ask")))
+    obj["ask"] = ask
+    with pytest.raises(FrameError, match="ask frame"):
+        decode_request(json.dumps(obj).encode(), "laptop", "gpu")
+
+
 def test_a_frame_cannot_choose_its_machine() -> None:
     """Whatever `from` says, the machine is the subject's: a hostile frame claiming another machine's agent stays
     under its own machine's name."""

@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from crosstalk.bus.transport.transports import Transport
 
 _STOP_POLL_S = 0.5
+FOLLOW_S = 1.0  # how often a waiting loop looks whether the machine joined or left a relay (one stat)
 
 
 class Loopable(Protocol):
@@ -110,6 +111,24 @@ def _wait(watched: list[socket.socket | int], timeout: float) -> list[socket.soc
     return ready
 
 
+def _wait_following(
+    local: list[socket.socket | int], remote: RemoteWake | None, timeout: float
+) -> tuple[list[socket.socket | int], list[socket.socket | int]]:
+    """Wait `timeout` for a local poke or stop, or the remote wake; every FOLLOW_S of it, `remote.refresh()`
+    follows a `relay join` or `leave` (one stat), so the wake connects or disconnects without a restart and without
+    an extra tick: the poll's rate is unchanged. Returns what is ready and the remote descriptor it watched."""
+    end = time.monotonic() + timeout
+    while True:
+        remote_fd: list[socket.socket | int] = []
+        if remote is not None:
+            remote.refresh()
+            remote_fd = [remote.fileno()]
+        left = end - time.monotonic()
+        ready = _wait(local + remote_fd, max(0.0, min(left, FOLLOW_S) if remote is not None else left))
+        if ready or left <= FOLLOW_S or remote is None:
+            return ready, remote_fd
+
+
 def _forward_stop(dispatcher: Loopable, event: threading.Event) -> None:
     """An external stop event interrupts the wait (and running models) as stop() does; polled, so this thread
     never outlives the loop by more than _STOP_POLL_S."""
@@ -158,8 +177,7 @@ def run_loop(dispatcher: Loopable, stop_event: threading.Event | None = None, *,
             if once or dispatcher.stopping:
                 break
             local: list[socket.socket | int] = [sock, dispatcher.wake_fd]
-            remote_fd: list[socket.socket | int] = [remote.fileno()] if remote is not None else []
-            ready = _wait(local + remote_fd, dispatcher.next_wait())
+            ready, remote_fd = _wait_following(local, remote, dispatcher.next_wait())
             if sock in ready:  # a local `message send`: a conversation is under way
                 dispatcher.note_activity()
             elif remote is not None and remote_fd[0] in ready and (heard := remote.take()):

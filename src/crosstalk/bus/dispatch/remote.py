@@ -25,6 +25,10 @@ class RemoteWake(Protocol):
         """This machine pushed: tell the others. Never blocks and never raises (a relay down is logged, once)."""
         ...
 
+    def refresh(self) -> None:
+        """Called once per pass of the loop: follow a change of the machine's relay join (cheap: one stat)."""
+        ...
+
     def close(self) -> None: ...
 
 
