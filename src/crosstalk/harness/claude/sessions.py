@@ -16,6 +16,7 @@ from typing import Any
 from crosstalk.core import untrusted
 from crosstalk.fs.procinfo import is_same_process
 from crosstalk.fs.reading import read_capped
+from crosstalk.fs.statcache import StatCache
 
 MAX_RECORD_BYTES = 256 * 1024
 MAX_RECORDS = 4096  # records of this user's running processes read, at most
@@ -45,13 +46,17 @@ def parse_record(raw: bytes) -> dict[str, Any] | None:
     return data if isinstance(ref, str) and ref else None
 
 
+_records = StatCache(parse_record, MAX_RECORD_BYTES)
+
+
 def read_record(environ: Mapping[str, str], pid: int) -> dict[str, Any] | None:
-    """The registry record of Claude process `pid`, or None when it is missing, unreadable or not a record. Read
-    afresh on every call: `/clear` starts a new session id in the same process."""
+    """The registry record of Claude process `pid`, or None when it is missing, unreadable or not a record. Current
+    on every call (`/clear` starts a new session id in the same process): the file is stat-checked each time and
+    read again whenever it changed (fs/statcache.py); the caller gets its own copy."""
     if pid <= 0:
         return None
-    raw = read_capped(sessions_dir(environ) / f"{pid}.json", MAX_RECORD_BYTES)
-    return None if raw is None else parse_record(raw)
+    record = _records.get(sessions_dir(environ) / f"{pid}.json")
+    return None if record is None else dict(record)
 
 
 def text_field(record: Mapping[str, Any], key: str) -> str | None:
