@@ -26,6 +26,7 @@ a `held` receipt → held, settled later through the chain's sink; a refused rec
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import socket
 from collections.abc import Mapping
@@ -131,7 +132,18 @@ class ClaudeAdapter:
         if inbox is None or address is None:
             raise PreSendFailure(f"no reply socket Claude accepts could be bound beside {self.socket_path}: {NO_INBOX}")
         self._loop = loop = asyncio.get_running_loop()
-        inbox.expect(mid, pid, lambda r: self._receipt(mid, r))
+        heard: asyncio.Future[None] = loop.create_future()
+
+        def wake() -> None:
+            if not heard.done():
+                heard.set_result(None)
+
+        def on_receipt(receipt: receipts.Receipt) -> None:  # on the inbox's reader thread, the receipt recorded
+            self._receipt(mid, receipt)
+            if not loop.is_closed():
+                loop.call_soon_threadsafe(wake)
+
+        inbox.expect(mid, pid, on_receipt)
         priority = "next" if request.meta else PRIORITY.get(request.delivery, "next")
         frame = [
             {"type": "auth", "token": self._token},
@@ -161,8 +173,11 @@ class ClaudeAdapter:
             sock.close()
         # Claude sends a held or refused receipt as it closes our connection, none for a message it delivered. A
         # frame from its own child is held only when the user's setting says so: wait for the receipt then.
-        wait_s = HOLD_RECEIPT_S if setting == "hold" else RECEIPT_GRACE_S
-        receipt = await asyncio.to_thread(inbox.wait, mid, wait_s)
+        # Waited for on the event loop (the inbox's callback wakes it), not on a worker thread per message.
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(HOLD_RECEIPT_S if setting == "hold" else RECEIPT_GRACE_S):
+                await heard
+        receipt = inbox.wait(mid, 0)  # the first receipt read by now, if any; it never blocks
         evidence = {"priority": priority, "socket": self.socket_path, "setting": setting}
         if receipt is None:
             return InjectResult(State.ACCEPTED, evidence={"claude": "eof_no_receipt", **evidence})
