@@ -17,7 +17,7 @@ from crosstalk.core.kinds import Delivery, Kind
 from crosstalk.core.message import Message, TextPart
 from crosstalk.core.sender import Sender, SenderClass
 from crosstalk.core.states import State
-from crosstalk.fs import statcache
+from crosstalk.fs import reading
 from crosstalk.fs.procinfo import proc_start_time
 from crosstalk.harness.base import AgentInfo, InjectRequest, SessionIdentity
 from crosstalk.harness.claude import adapter as claude_adapter
@@ -249,9 +249,9 @@ def test_the_users_refuse_setting_refuses_without_writing_and_a_refused_receipt_
 def test_a_setting_changed_between_two_messages_is_obeyed_by_the_second(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ):
-    # The record and settings are parsed once and reused while their stat is unchanged (fs/statcache.py). A test's
-    # files are all fresh: the racy window would never let them be cached, so it is shut here to use the cache.
-    monkeypatch.setattr(statcache, "RACY_NS", -(10**12))
+    # The record and settings are parsed once and reused while their stat is unchanged (fs/reading.py StatCache).
+    # A test's files are all fresh: the racy window would never let them be cached; it is shut here to use the cache.
+    monkeypatch.setattr(reading, "RACY_NS", -(10**12))
     sock = tmp_path / "cc.sock"
     record(tmp_path, sock, status="busy")
     settings = tmp_path / "settings.json"

@@ -8,7 +8,7 @@ settings, the user's settings. A source crosstalk cannot read is no evidence eit
 message still says what it did.
 
 Read before every message the adapter writes, so each settings file is parsed once and reused while its stat proves
-it unchanged (fs/statcache.py): an edit is obeyed from the next message on. The session's own command line is
+it unchanged (fs/reading.py StatCache): an edit is obeyed from the next message on. The session's own command line is
 read once per process (a process's arguments do not change; the file its `--settings` names is stat-checked).
 """
 
@@ -20,8 +20,7 @@ from pathlib import Path
 
 from crosstalk.core.errors import UntrustedInput
 from crosstalk.core.untrusted import loads
-from crosstalk.fs.reading import read_capped
-from crosstalk.fs.statcache import StatCache
+from crosstalk.fs.reading import StatCache, read_capped
 from crosstalk.harness.claude.sessions import config_dir
 
 SETTING = "crossSessionInbound"

@@ -15,8 +15,7 @@ from typing import Any
 
 from crosstalk.core import untrusted
 from crosstalk.fs.procinfo import is_same_process
-from crosstalk.fs.reading import read_capped
-from crosstalk.fs.statcache import StatCache
+from crosstalk.fs.reading import StatCache, read_capped
 
 MAX_RECORD_BYTES = 256 * 1024
 MAX_RECORDS = 4096  # records of this user's running processes read, at most
@@ -52,7 +51,7 @@ _records = StatCache(parse_record, MAX_RECORD_BYTES)
 def read_record(environ: Mapping[str, str], pid: int) -> dict[str, Any] | None:
     """The registry record of Claude process `pid`, or None when it is missing, unreadable or not a record. Current
     on every call (`/clear` starts a new session id in the same process): the file is stat-checked each time and
-    read again whenever it changed (fs/statcache.py); the caller gets its own copy."""
+    read again whenever it changed (fs/reading.py StatCache); the caller gets its own copy."""
     if pid <= 0:
         return None
     record = _records.get(sessions_dir(environ) / f"{pid}.json")

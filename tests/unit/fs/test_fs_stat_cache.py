@@ -10,15 +10,15 @@ from pathlib import Path
 
 import pytest
 
-from crosstalk.fs import statcache
-from crosstalk.fs.statcache import RACY_NS, StatCache
+from crosstalk.fs import reading
+from crosstalk.fs.reading import RACY_NS, StatCache
 
 
 @pytest.fixture
 def no_racy_window(monkeypatch: pytest.MonkeyPatch) -> None:
     """A test's files were all just written (their ctime is now, whatever mtime they are given): trust them at once,
     as the window would once they are a few seconds old."""
-    monkeypatch.setattr(statcache, "RACY_NS", -(10**12))
+    monkeypatch.setattr(reading, "RACY_NS", -(10**12))
 
 
 def parse(raw: bytes) -> dict[str, object] | None:
@@ -35,7 +35,7 @@ def settled(path: Path, age_s: float = 60.0) -> None:
 def test_an_unchanged_file_is_read_once_and_any_change_is_read_on_the_next_call(
     tmp_path: Path, no_racy_window: None
 ) -> None:
-    cache: StatCache[dict[str, object]] = StatCache(parse, 1024)
+    cache = StatCache(parse, 1024)
     path = tmp_path / "settings.json"
     path.write_text('{"v": "accept"}')
     settled(path)
@@ -55,7 +55,7 @@ def test_an_unchanged_file_is_read_once_and_any_change_is_read_on_the_next_call(
 
 def test_a_file_changed_within_the_racy_window_is_read_again_every_time(tmp_path: Path) -> None:
     assert RACY_NS >= 2_000_000_000  # coarser than any timestamp tick (FAT's 2 s)
-    cache: StatCache[dict[str, object]] = StatCache(parse, 1024)
+    cache = StatCache(parse, 1024)
     path = tmp_path / "record.json"
     path.write_text('{"status": "idle"}')
     assert cache.get(path) == {"status": "idle"}
@@ -64,7 +64,7 @@ def test_a_file_changed_within_the_racy_window_is_read_again_every_time(tmp_path
 
 
 def test_what_read_capped_refuses_is_refused_cached_or_not(tmp_path: Path, no_racy_window: None) -> None:
-    cache: StatCache[dict[str, object]] = StatCache(parse, 64)
+    cache = StatCache(parse, 64)
     real = tmp_path / "real.json"
     real.write_text('{"v": 1}')
     settled(real)
@@ -86,7 +86,7 @@ def test_what_read_capped_refuses_is_refused_cached_or_not(tmp_path: Path, no_ra
 
 
 def test_a_mode_or_owner_change_is_a_change(tmp_path: Path, no_racy_window: None) -> None:
-    cache: StatCache[dict[str, object]] = StatCache(parse, 1024)
+    cache = StatCache(parse, 1024)
     path = tmp_path / "s.json"
     path.write_text('{"v": 1}')
     settled(path)
