@@ -91,7 +91,7 @@ def _sources(pid: int, cwd: str | None, environ: Mapping[str, str]) -> Iterator[
     if cwd:
         yield _settings.get(os.path.join(cwd, ".claude", "settings.local.json"))
         yield _settings.get(os.path.join(cwd, ".claude", "settings.json"))
-    yield _settings.get(config_dir(environ) / "settings.json")
+    yield _settings.get(os.path.join(config_dir(environ), "settings.json"))
 
 
 def inbound_setting(pid: int, cwd: str | None, environ: Mapping[str, str]) -> str | None:
