@@ -7,6 +7,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -76,9 +77,14 @@ def test_the_sessions_settings_argument_file_or_inline_and_an_edit_to_its_file(
     given = tmp_path / "given.json"
     write(given, {"crossSessionInbound": "hold"})
     sleeper = [sys.executable, "-c", "import time; time.sleep(60)"]
-    by_file = subprocess.Popen([*sleeper, "--settings", str(given)])  # Popen returns once the child has exec'd
+    by_file = subprocess.Popen([*sleeper, "--settings", str(given)])
     inline = subprocess.Popen([*sleeper, '--settings={"crossSessionInbound": "refuse"}'])
     try:
+        for proc in (by_file, inline):  # Popen returns as exec closes its pipe, a moment before the arguments are set
+            deadline = time.monotonic() + 10
+            while b"--settings" not in Path(f"/proc/{proc.pid}/cmdline").read_bytes():
+                assert time.monotonic() < deadline, "the child's command line never showed --settings"
+                time.sleep(0.001)
         assert inbound_setting(by_file.pid, None, env) == "hold"
         write(given, {"crossSessionInbound": "nope"})  # its file edited, obeyed at once: no value, so the next source
         assert inbound_setting(by_file.pid, None, env) == "accept"

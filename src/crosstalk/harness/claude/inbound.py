@@ -68,7 +68,7 @@ def _settings_value(pid: int) -> str | None:
             value = arg.split("=", 1)[1]
         if value is not None:
             break
-    if raw is not None:
+    if raw:  # empty: the process is mid-exec (its arguments not yet set) or a zombie; read it again next time
         if len(_arguments) >= 64:
             _arguments.clear()
         _arguments[pid] = (proc, value)
