@@ -17,9 +17,11 @@ from crosstalk.core.kinds import Delivery, Kind
 from crosstalk.core.message import Message, TextPart
 from crosstalk.core.sender import Sender, SenderClass
 from crosstalk.core.states import State
+from crosstalk.fs import reading
 from crosstalk.fs.procinfo import proc_start_time
 from crosstalk.harness.base import AgentInfo, InjectRequest, SessionIdentity
 from crosstalk.harness.claude import adapter as claude_adapter
+from crosstalk.harness.claude import inbound
 from crosstalk.harness.claude.adapter import ClaudeAdapter
 from crosstalk.harness.errors import HarnessDisconnected, PreSendFailure, ReceiverRefused
 
@@ -240,5 +242,38 @@ def test_the_users_refuse_setting_refuses_without_writing_and_a_refused_receipt_
             with pytest.raises(ReceiverRefused, match="crossSessionInbound"):
                 await a.inject(request())
             assert len(claude.frames) == 1
+
+    asyncio.run(main())
+
+
+def test_a_setting_changed_between_two_messages_is_obeyed_by_the_second(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    # The record and settings are parsed once and reused while their stat is unchanged (fs/reading.py StatCache).
+    # A test's files are all fresh: the racy window would never let them be cached; it is shut here to use the cache.
+    monkeypatch.setattr(reading, "RACY_NS", -(10**12))
+    sock = tmp_path / "cc.sock"
+    record(tmp_path, sock, status="busy")
+    settings = tmp_path / "settings.json"
+    settings.write_text(json.dumps({"crossSessionInbound": "accept"}))
+
+    async def main() -> None:
+        async with FakeClaudeSocket(sock) as claude:
+            a = adapter(tmp_path, sock)
+            await a.bind(INFO)
+            assert (await a.inject(request())).evidence["setting"] == "accept"
+            reads = inbound._settings.reads
+            for _ in range(2):
+                assert (await a.inject(request())).evidence["setting"] == "accept"
+            assert inbound._settings.reads == reads  # unchanged: not read again
+            settings.write_text(json.dumps({"crossSessionInbound": "refuse"}))  # same inode, same size
+            with pytest.raises(ReceiverRefused, match="crossSessionInbound: refuse"):
+                await a.inject(request())
+            assert len(claude.frames) == 3
+            record(tmp_path, sock, status="idle")  # the record rewritten in place, the same size
+            settings.write_text(json.dumps({"crossSessionInbound": "accept"}))
+            with pytest.raises(PreSendFailure, match="meta never starts a turn"):
+                await a.inject(request(Kind.META))
+            assert (await a.inject(request())).state is State.ACCEPTED and len(claude.frames) == 4
 
     asyncio.run(main())

@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -63,3 +66,32 @@ def test_receipts_are_read_from_the_lines_that_are_receipts() -> None:
     )
     [receipt] = parse(raw)
     assert (receipt.message_id, receipt.status, receipt.refused) == ("m1", "held", False)
+
+
+def test_the_sessions_settings_argument_file_or_inline_and_an_edit_to_its_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(inbound, "MANAGED", tmp_path / "managed.json")
+    env = {"CLAUDE_CONFIG_DIR": str(tmp_path / "cfg")}
+    write(tmp_path / "cfg" / "settings.json", {"crossSessionInbound": "accept"})
+    given = tmp_path / "given.json"
+    write(given, {"crossSessionInbound": "hold"})
+    sleeper = [sys.executable, "-c", "import time; time.sleep(60)"]
+    by_file = subprocess.Popen([*sleeper, "--settings", str(given)])
+    inline = subprocess.Popen([*sleeper, '--settings={"crossSessionInbound": "refuse"}'])
+    try:
+        for proc in (by_file, inline):  # Popen returns as exec closes its pipe, a moment before the arguments are set
+            deadline = time.monotonic() + 10
+            while b"--settings" not in Path(f"/proc/{proc.pid}/cmdline").read_bytes():
+                assert time.monotonic() < deadline, "the child's command line never showed --settings"
+                time.sleep(0.001)
+        assert inbound_setting(by_file.pid, None, env) == "hold"
+        write(given, {"crossSessionInbound": "nope"})  # its file edited, obeyed at once: no value, so the next source
+        assert inbound_setting(by_file.pid, None, env) == "accept"
+        assert inbound_setting(inline.pid, None, env) == "refuse"
+        assert inbound_setting(inline.pid, None, env) == "refuse"  # the command line, kept for that process
+    finally:
+        for proc in (by_file, inline):
+            proc.kill()
+            proc.wait(timeout=10)
+    assert inbound_setting(by_file.pid, None, env) == "accept"  # gone: no command line to read

@@ -28,6 +28,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import socket
 from collections.abc import Mapping
 
 from crosstalk.core.kinds import Delivery
@@ -123,15 +124,26 @@ class ClaudeAdapter:
         setting = inbound_setting(pid, text_field(record, "cwd") if record else None, self._environ)
         if setting == "refuse":
             raise ReceiverRefused(REFUSE_REASON)
-        if request.meta and self.status() != "busy":
+        if request.meta and (text_field(record, "status") if record else None) != "busy":
             raise PreSendFailure("meta never starts a turn, and an idle Claude Code session takes input only as one")
         mid = request.message.message_id
         inbox = receipts.inbox_for(self.socket_path)
         address = inbox.address if inbox else None
         if inbox is None or address is None:
             raise PreSendFailure(f"no reply socket Claude accepts could be bound beside {self.socket_path}: {NO_INBOX}")
-        self._loop = asyncio.get_running_loop()
-        inbox.expect(mid, pid, lambda r: self._receipt(mid, r))
+        self._loop = loop = asyncio.get_running_loop()
+        heard: asyncio.Future[None] = loop.create_future()
+
+        def wake() -> None:
+            if not heard.done():
+                heard.set_result(None)
+
+        def on_receipt(receipt: receipts.Receipt) -> None:  # on the inbox's reader thread, the receipt recorded
+            self._receipt(mid, receipt)
+            if not loop.is_closed():
+                loop.call_soon_threadsafe(wake)
+
+        inbox.expect(mid, pid, on_receipt)
         priority = "next" if request.meta else PRIORITY.get(request.delivery, "next")
         frame = [
             {"type": "auth", "token": self._token},
@@ -145,21 +157,27 @@ class ClaudeAdapter:
             },
         ]
         payload = "".join(json.dumps(line, ensure_ascii=False) + "\n" for line in frame).encode()
+        # A bare non-blocking socket, not asyncio streams: the frame is one short write and the answer one read, and
+        # a transport with its protocol and reader per message cost ~0.13 ms before the write (bench/own_part.py).
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM | socket.SOCK_CLOEXEC)
         try:
-            reader, writer = await asyncio.wait_for(asyncio.open_unix_connection(self.socket_path), CONNECT_TIMEOUT_S)
-        except (OSError, TimeoutError) as exc:
-            inbox.forget(mid)
-            raise PreSendFailure(f"the Claude Code session's socket {self.socket_path} refused: {exc}") from None
-        try:
-            await self._send(reader, writer, payload)
+            sock.setblocking(False)
+            try:
+                async with asyncio.timeout(CONNECT_TIMEOUT_S):
+                    await loop.sock_connect(sock, self.socket_path)
+            except (OSError, TimeoutError) as exc:
+                inbox.forget(mid)
+                raise PreSendFailure(f"the Claude Code session's socket {self.socket_path} refused: {exc}") from None
+            await self._send(sock, payload)
         finally:
-            writer.close()
-            with contextlib.suppress(Exception):
-                await asyncio.wait_for(writer.wait_closed(), 1.0)
+            sock.close()
         # Claude sends a held or refused receipt as it closes our connection, none for a message it delivered. A
         # frame from its own child is held only when the user's setting says so: wait for the receipt then.
-        wait_s = HOLD_RECEIPT_S if setting == "hold" else RECEIPT_GRACE_S
-        receipt = await asyncio.to_thread(inbox.wait, mid, wait_s)
+        # Waited for on the event loop (the inbox's callback wakes it), not on a worker thread per message.
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(HOLD_RECEIPT_S if setting == "hold" else RECEIPT_GRACE_S):
+                await heard
+        receipt = inbox.wait(mid, 0)  # the first receipt read by now, if any; it never blocks
         evidence = {"priority": priority, "socket": self.socket_path, "setting": setting}
         if receipt is None:
             return InjectResult(State.ACCEPTED, evidence={"claude": "eof_no_receipt", **evidence})
@@ -170,16 +188,18 @@ class ClaudeAdapter:
             raise HarnessRefused(result.reason or "the Claude Code session did not take it")
         return InjectResult(result.state, result.reason, {**result.evidence, **evidence})
 
-    async def _send(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, payload: bytes) -> None:
+    async def _send(self, sock: socket.socket, payload: bytes) -> None:
+        loop = asyncio.get_running_loop()
         try:
-            writer.write(payload)
-            await asyncio.wait_for(writer.drain(), WRITE_TIMEOUT_S)
-            writer.write_eof()
+            async with asyncio.timeout(WRITE_TIMEOUT_S):
+                await loop.sock_sendall(sock, payload)
+            sock.shutdown(socket.SHUT_WR)
             trace.mark("harness_write", harness=NAME)
         except (OSError, TimeoutError) as exc:
             raise HarnessDisconnected(f"the write to the Claude Code session broke: {exc}") from None
         try:
-            answer = await asyncio.wait_for(reader.read(4096), EOF_TIMEOUT_S)
+            async with asyncio.timeout(EOF_TIMEOUT_S):
+                answer = await loop.sock_recv(sock, 4096)
         except TimeoutError:
             raise HarnessDisconnected(f"the Claude Code session did not close within {EOF_TIMEOUT_S:.0f} s") from None
         except OSError as exc:

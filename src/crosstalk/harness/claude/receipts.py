@@ -206,13 +206,18 @@ class ReceiptInbox(InboxServer):
 
 
 _inboxes: dict[str, ReceiptInbox] = {}
+_directories: dict[str, str] = {}  # a session socket's path -> its directory, worked out once
 _inboxes_lock = threading.Lock()
 
 
 def inbox_for(session_socket: str) -> ReceiptInbox | None:
     """This process's inbox beside the Claude session socket `session_socket` (bound on first use), or None when
     none can be bound there (the directory is not ours or not writable)."""
-    directory = str(Path(session_socket).parent)
+    directory = _directories.get(session_socket)
+    if directory is None:
+        directory = str(Path(session_socket).parent)
+        if len(_directories) < 64:
+            _directories[session_socket] = directory
     with _inboxes_lock:
         inbox = _inboxes.get(directory)
         if inbox is None or inbox.closed:

@@ -15,22 +15,33 @@ from typing import Any
 
 from crosstalk.core import untrusted
 from crosstalk.fs.procinfo import is_same_process
-from crosstalk.fs.reading import read_capped
+from crosstalk.fs.reading import StatCache, read_capped
 
 MAX_RECORD_BYTES = 256 * 1024
 MAX_RECORDS = 4096  # records of this user's running processes read, at most
 
 
+_dirs: dict[tuple[str | None, str | None, str | None], tuple[Path, Path]] = {}  # the paths, worked out once per inputs
+
+
+def _dirs_of(environ: Mapping[str, str]) -> tuple[Path, Path]:
+    key = (environ.get("CLAUDE_CONFIG_DIR"), environ.get("HOME"), os.environ.get("HOME"))  # expanduser reads the last
+    found = _dirs.get(key)
+    if found is None:
+        config, home = key[0], key[1]
+        root = Path(config).expanduser() if config else (Path(home) if home else Path.home()) / ".claude"
+        found = (root, root / "sessions")
+        if len(_dirs) < 64:
+            _dirs[key] = found
+    return found
+
+
 def config_dir(environ: Mapping[str, str]) -> Path:
-    config = environ.get("CLAUDE_CONFIG_DIR")
-    if config:
-        return Path(config).expanduser()
-    home = environ.get("HOME")
-    return (Path(home) if home else Path.home()) / ".claude"
+    return _dirs_of(environ)[0]
 
 
 def sessions_dir(environ: Mapping[str, str]) -> Path:
-    return config_dir(environ) / "sessions"
+    return _dirs_of(environ)[1]
 
 
 def parse_record(raw: bytes) -> dict[str, Any] | None:
@@ -45,13 +56,17 @@ def parse_record(raw: bytes) -> dict[str, Any] | None:
     return data if isinstance(ref, str) and ref else None
 
 
+_records = StatCache(parse_record, MAX_RECORD_BYTES)
+
+
 def read_record(environ: Mapping[str, str], pid: int) -> dict[str, Any] | None:
-    """The registry record of Claude process `pid`, or None when it is missing, unreadable or not a record. Read
-    afresh on every call: `/clear` starts a new session id in the same process."""
+    """The registry record of Claude process `pid`, or None when it is missing, unreadable or not a record. Current
+    on every call (`/clear` starts a new session id in the same process): the file is stat-checked each time and
+    read again whenever it changed (fs/reading.py StatCache); the caller gets its own copy."""
     if pid <= 0:
         return None
-    raw = read_capped(sessions_dir(environ) / f"{pid}.json", MAX_RECORD_BYTES)
-    return None if raw is None else parse_record(raw)
+    record = _records.get(os.path.join(sessions_dir(environ), f"{pid}.json"))
+    return None if record is None else dict(record)
 
 
 def text_field(record: Mapping[str, Any], key: str) -> str | None:
