@@ -78,16 +78,13 @@ def test_a_round_trip_from_idle_is_woken_through_the_relay(two_machines: TwoMach
         wait_up(a, da)
         wait_up(b, db)
         [path] = send(a, "echo@m2", "hello across the relay", sender="op-m1")
-        started = time.monotonic()
         try:
             wait_for(lambda: replied_here(a, path), REPLY_BOUND_S, "the reply in m1's work tree", poll=0.1)
         except AssertionError as exc:
             raise AssertionError(f"{exc}:\n{da.tail()}\n=== m2\n{db.tail()}") from None
-        took = time.monotonic() - started
         # The mechanism: m2 ticked because m1's wake came, m1 fetched the reply because m2's came.
         assert any("machines=m1" in line for line in events(b, "relay_wake")), db.tail()
         assert any("machines=m2" in line for line in events(a, "relay_wake")), da.tail()
-        assert took < float(NEVER_S)
         assert not events(a, "relay_wake_down") and not events(b, "relay_wake_down")
         assert da.stop() == 0 and db.stop() == 0
 
