@@ -200,9 +200,12 @@ def remove_tmp(path: Path | None) -> None:
 
 
 def exit_on_sigterm() -> None:
-    """Turn SIGTERM into SystemExit so `finally` blocks stop child processes and remove temp dirs."""
+    """Turn SIGTERM into SystemExit so `finally` blocks stop child processes and remove temp dirs. Only the first:
+    a second SIGTERM (run_all stopping a bench that was itself sent one) would end the clean-up half done and leave
+    a harness behind."""
 
     def _handler(signum, frame):
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
         raise SystemExit(128 + signum)
 
     signal.signal(signal.SIGTERM, _handler)
