@@ -94,17 +94,23 @@ def test_a_plain_line_without_the_key_from_an_unregistered_process_is_still_clos
 # ------------------------------------------------------------------ connection cap and accept back-off
 
 
+def _open_silent(host, n: int, into: list[socket.socket]) -> None:
+    """Open `n` connections to the agent's socket that send nothing (each added to `into`, for the caller to close),
+    and wait until the agent serves them all."""
+    for _ in range(n):
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        s.settimeout(WAIT_S)
+        into.append(s)
+        s.connect(str(host.sock))
+    _until(lambda: len(host.host._ingress._handlers) >= n, f"{n} silent connections held")
+
+
 def test_connections_past_the_cap_are_refused_at_once_and_senders_recover(host, monkeypatch):
     monkeypatch.setattr(uds_mod, "MAX_CONNECTIONS", 4)
     ingress = host.host._ingress
     idle: list[socket.socket] = []
     try:
-        for _ in range(4):
-            s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-            s.settimeout(WAIT_S)
-            idle.append(s)
-            s.connect(str(host.sock))
-        _until(lambda: len(ingress._handlers) >= 4, "four idle connections held")
+        _open_silent(host, 4, idle)
         t0 = time.monotonic()
         raw = exchange(host.sock, auth_line(host.token) + crosstalk_line("x", message_id=new_message_id()))
         assert time.monotonic() - t0 < uds_mod.LINE_TIMEOUT_S / 2
@@ -128,12 +134,7 @@ def test_a_cap_full_of_silent_connections_frees_itself_within_the_line_deadline(
     ingress = host.host._ingress
     silent: list[socket.socket] = []
     try:
-        for _ in range(4):
-            s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-            s.settimeout(WAIT_S)
-            silent.append(s)
-            s.connect(str(host.sock))
-        _until(lambda: len(ingress._handlers) >= 4, "four silent connections held")
+        _open_silent(host, 4, silent)
         busy = answer_of(exchange(host.sock, auth_line(host.token) + crosstalk_line("x", message_id=new_message_id())))
         assert busy["reason"].startswith("busy:")
         _until(lambda: len(ingress._handlers) == 0, "the silent connections closed at their line deadline")

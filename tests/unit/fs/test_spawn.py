@@ -16,9 +16,9 @@ from crosstalk.fs.spawn import CannotLaunch, NotReady, spawn_detached
 READY_CHILD = "import sys, time; print('up', flush=True); open(sys.argv[1], 'w').close(); time.sleep(60)"
 
 
-def _spawn(tmp_path: Path, code: str, *args: str, ready=None, timeout: float = 10.0) -> int:
+def _spawn(tmp_path: Path, code: str, *args: str, ready=None, timeout: float = 10.0, **kw) -> int:
     return spawn_detached(
-        [sys.executable, "-c", code, *args],
+        kw.pop("argv", None) or [sys.executable, "-c", code, *args],
         log=tmp_path / "child.log",
         env=dict(os.environ),
         cwd=str(tmp_path),
@@ -26,6 +26,7 @@ def _spawn(tmp_path: Path, code: str, *args: str, ready=None, timeout: float = 1
         timeout=timeout,
         poll_s=0.01,
         kill_wait_s=5.0,
+        **kw,
     )
 
 
@@ -63,16 +64,7 @@ def test_a_process_not_ready_in_time_is_killed_with_its_group(tmp_path: Path) ->
 
 def test_a_program_that_cannot_be_executed_is_cannot_launch(tmp_path: Path) -> None:
     with pytest.raises(CannotLaunch) as info:
-        spawn_detached(
-            [str(tmp_path / "absent")],
-            log=tmp_path / "child.log",
-            env={},
-            cwd=str(tmp_path),
-            ready=lambda pid: True,
-            timeout=1.0,
-            poll_s=0.01,
-            kill_wait_s=1.0,
-        )
+        _spawn(tmp_path, "", argv=[str(tmp_path / "absent")])
     assert info.value.message == "No such file or directory"
 
 
@@ -80,14 +72,5 @@ def test_a_log_behind_a_symlink_is_refused_when_asked(tmp_path: Path) -> None:
     (tmp_path / "elsewhere").write_text("")
     (tmp_path / "child.log").symlink_to(tmp_path / "elsewhere")
     with pytest.raises(OSError):
-        spawn_detached(
-            [sys.executable, "-c", "pass"],
-            log=tmp_path / "child.log",
-            env={},
-            cwd=str(tmp_path),
-            ready=lambda pid: True,
-            timeout=1.0,
-            poll_s=0.01,
-            kill_wait_s=1.0,
-            log_nofollow=True,
-        )
+        _spawn(tmp_path, "pass", log_nofollow=True)
+    assert not (tmp_path / "elsewhere").read_text()  # nothing was started to write to it
