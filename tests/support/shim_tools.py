@@ -16,6 +16,7 @@ from crosstalk.receiver import Inbound
 from crosstalk.registry.paths import StatePaths
 from crosstalk.shim.router import CallContext
 from crosstalk.shim.tools import ShimRouter
+from tests.support.waiting import until_async
 
 T = TypeVar("T")
 TEST_S = 60.0
@@ -64,15 +65,7 @@ def inbox(root: Path, name: str) -> list[dict[str, Any]]:
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
 
 
-async def until(predicate: Callable[[], object], what: str, timeout: float = WAIT_S) -> None:
-    """Poll (yielding to the loop) until predicate() is truthy; TimeoutError naming `what` otherwise."""
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
-    while not predicate():
-        if loop.time() > deadline:
-            raise TimeoutError(f"{what}: not within {timeout} s")
-        await asyncio.sleep(0.01)
-
+until = until_async  # poll, yielding to the loop (tests/support/waiting.py): the shim tests' name for it
 
 ALICE = ctx("s-alice", "alice")
 BOB = ctx("s-bob", "bob")

@@ -19,6 +19,7 @@ from crosstalk.core.message import new_message
 from crosstalk.ingress import uds_kept
 from crosstalk.ingress.errors import A2AOutcomeUnknown
 from crosstalk.ingress.uds_task_client import UdsTaskClient
+from tests.support.waiting import until_async as until
 
 pytestmark = pytest.mark.unit
 
@@ -92,15 +93,6 @@ def run(body: Callable[[str], Awaitable[None]]) -> None:
         asyncio.run(asyncio.wait_for(body(str(root / "p.sock")), TEST_S))
     finally:
         shutil.rmtree(root, ignore_errors=True)
-
-
-async def until(predicate: Callable[[], object], what: str, timeout: float = 5.0) -> None:
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
-    while not predicate():
-        if loop.time() > deadline:
-            raise TimeoutError(f"{what}: not within {timeout} s")
-        await asyncio.sleep(0.01)
 
 
 def test_many_frames_one_connection_one_auth_and_each_answer_is_its_frames() -> None:
