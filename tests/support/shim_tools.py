@@ -4,10 +4,11 @@ short private state root (AF_UNIX paths must stay short)."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import shutil
 import tempfile
-from collections.abc import Callable, Coroutine
+from collections.abc import AsyncIterator, Callable, Coroutine
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -81,12 +82,19 @@ def run_with_bob(body: Callable[[Path, ShimRouter, ShimRouter], Coroutine[Any, A
     """Run `body(root, a, b)` over two in-process routers with bob bound on `b`, closing both after."""
 
     async def main(root: Path) -> None:
-        a, b = router(root), router(root)
-        try:
-            await call(b, "list_agents", BOB)
+        async with alice_and_bob(root) as (a, b):
             await body(root, a, b)
-        finally:
-            await a.close()
-            await b.close()
 
     run(main)
+
+
+@contextlib.asynccontextmanager
+async def alice_and_bob(root: Path) -> AsyncIterator[tuple[ShimRouter, ShimRouter]]:
+    """alice's shim and bob's on one state root, bob bound (registered, its socket serving); both closed after."""
+    a, b = router(root), router(root)
+    try:
+        await call(b, "list_agents", BOB)
+        yield a, b
+    finally:
+        await a.close()
+        await b.close()

@@ -19,7 +19,7 @@ from crosstalk.ingress import uds_kept, uds_tasks
 from crosstalk.ingress.uds_client import deliver
 from crosstalk.ingress.uds_task_client import UdsTaskClient
 from crosstalk.shim.tools import ShimRouter
-from tests.support.shim_tools import ALICE, BOB, WAIT_S, call, inbox, router, run, until
+from tests.support.shim_tools import ALICE, WAIT_S, alice_and_bob, call, inbox, run, until
 
 pytestmark = pytest.mark.integration
 
@@ -61,26 +61,22 @@ def run_at_cap(cap: int, body: Callable[[AtCap], Awaitable[None]], monkeypatch: 
     monkeypatch.setattr(uds_mod, "MAX_CONNECTIONS", cap)
 
     async def main(root: Path) -> None:
-        a, b = router(root), router(root)
-        others: list[UdsTaskClient] = []
-        try:
-            await call(b, "list_agents", BOB)
+        async with alice_and_bob(root) as (a, b):
             out, err = await call(a, "send_message", ALICE, to="bob", text="opens alice's kept connection")
             assert not err and out["state"] == "accepted", out
             [(_instances, where, alice)] = a.sender._uds.values()
             others = [UdsTaskClient(*where, keep=True) for _ in range(cap - 1)]
-            for i, other in enumerate(others):
-                view = await other.send(new_message("bob", f"fill {i}"))
-                assert view.delivery == "accepted", view
-            ingress = b.pool.hosts()[0]._ingress
-            await until(lambda: len(ingress._idle_kept) == cap, "bob's cap filled with idle kept connections")
-            assert len(ingress._handlers) == cap
-            await body(AtCap(root, a, where, alice, others, ingress))
-        finally:
-            for other in others:
-                await other.close()
-            await a.close()
-            await b.close()
+            try:
+                for i, other in enumerate(others):
+                    view = await other.send(new_message("bob", f"fill {i}"))
+                    assert view.delivery == "accepted", view
+                ingress = b.pool.hosts()[0]._ingress
+                await until(lambda: len(ingress._idle_kept) == cap, "bob's cap filled with idle kept connections")
+                assert len(ingress._handlers) == cap
+                await body(AtCap(root, a, where, alice, others, ingress))
+            finally:
+                for other in others:
+                    await other.close()
 
     run(main)
 
