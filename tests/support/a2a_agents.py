@@ -39,6 +39,7 @@ from crosstalk.journal.records import message_id_of
 from crosstalk.policy import Limits, Role
 from crosstalk.registry.credentials import read_key
 from crosstalk.registry.paths import StatePaths
+from tests.support import waiting
 
 T = TypeVar("T")
 
@@ -70,13 +71,9 @@ def run(coro_fn: Callable[[Path], Coroutine[Any, Any, T]], timeout: float = TEST
 
 
 async def until(predicate: Callable[[], bool], what: str, timeout: float = WAIT_S) -> None:
-    """Poll (yielding to the loop) until predicate() holds; TimeoutError naming `what` otherwise."""
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
-    while not predicate():
-        if loop.time() > deadline:
-            raise TimeoutError(f"{what}: not within {timeout} s")
-        await asyncio.sleep(0.01)
+    """Poll (yielding to the loop) until predicate() holds (tests/support/waiting.py), bounded by these tests'
+    WAIT_S."""
+    await waiting.until_async(predicate, what, timeout)
 
 
 async def until_async(predicate: Callable[[], Awaitable[bool]], what: str, timeout: float = WAIT_S) -> None:

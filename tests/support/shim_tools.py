@@ -4,10 +4,11 @@ short private state root (AF_UNIX paths must stay short)."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import shutil
 import tempfile
-from collections.abc import Callable, Coroutine
+from collections.abc import AsyncIterator, Callable, Coroutine
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -16,6 +17,7 @@ from crosstalk.receiver import Inbound
 from crosstalk.registry.paths import StatePaths
 from crosstalk.shim.router import CallContext
 from crosstalk.shim.tools import ShimRouter
+from tests.support.waiting import until_async
 
 T = TypeVar("T")
 TEST_S = 60.0
@@ -64,15 +66,7 @@ def inbox(root: Path, name: str) -> list[dict[str, Any]]:
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
 
 
-async def until(predicate: Callable[[], object], what: str, timeout: float = WAIT_S) -> None:
-    """Poll (yielding to the loop) until predicate() is truthy; TimeoutError naming `what` otherwise."""
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
-    while not predicate():
-        if loop.time() > deadline:
-            raise TimeoutError(f"{what}: not within {timeout} s")
-        await asyncio.sleep(0.01)
-
+until = until_async  # poll, yielding to the loop (tests/support/waiting.py): the shim tests' name for it
 
 ALICE = ctx("s-alice", "alice")
 BOB = ctx("s-bob", "bob")
@@ -88,12 +82,19 @@ def run_with_bob(body: Callable[[Path, ShimRouter, ShimRouter], Coroutine[Any, A
     """Run `body(root, a, b)` over two in-process routers with bob bound on `b`, closing both after."""
 
     async def main(root: Path) -> None:
-        a, b = router(root), router(root)
-        try:
-            await call(b, "list_agents", BOB)
+        async with alice_and_bob(root) as (a, b):
             await body(root, a, b)
-        finally:
-            await a.close()
-            await b.close()
 
     run(main)
+
+
+@contextlib.asynccontextmanager
+async def alice_and_bob(root: Path) -> AsyncIterator[tuple[ShimRouter, ShimRouter]]:
+    """alice's shim and bob's on one state root, bob bound (registered, its socket serving); both closed after."""
+    a, b = router(root), router(root)
+    try:
+        await call(b, "list_agents", BOB)
+        yield a, b
+    finally:
+        await a.close()
+        await b.close()

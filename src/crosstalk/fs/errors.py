@@ -1,5 +1,6 @@
 """The file layer's errors: a lock another process holds, a path that is not a regular file, a config file crosstalk
-will not edit. Each message names the path and the problem in one line."""
+will not edit, a background process that would not start (fs/spawn.py). Each message names the path and the problem
+in one line."""
 
 from __future__ import annotations
 
@@ -35,3 +36,18 @@ class ConfigRefused(CrosstalkError, ValueError):
         super().__init__(f"{path}: {reason}; nothing was changed")
         self.path = str(path)
         self.reason = reason
+
+
+class CannotLaunch(CrosstalkError):
+    """The process could not be executed at all; the message is the OS's reason (its strerror)."""
+
+
+class NotReady(CrosstalkError):
+    """The process exited (`exited` is its status) or was not ready within the timeout (`exited` None; it was killed
+    with its process group). The caller words the error, usually with its log's last lines."""
+
+    def __init__(self, exited: int | None, timeout: float) -> None:
+        why = f"exited with {exited}" if exited is not None else f"did not come up within {timeout:g} s"
+        super().__init__(why)
+        self.exited = exited
+        self.timeout = timeout

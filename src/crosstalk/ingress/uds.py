@@ -18,6 +18,7 @@ import struct
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from crosstalk.core import envelope
 from crosstalk.core.errors import EnvelopeError, MessageError
@@ -42,7 +43,7 @@ from crosstalk.ingress.frames import (
 from crosstalk.ingress.relay_peer import REFUSED as RELAY_TAG_REFUSED
 from crosstalk.ingress.relay_peer import claims_relay_tag, is_relay_process, names_relayed_agent
 from crosstalk.ingress.task_frames import encode_error
-from crosstalk.ingress.uds_tasks import TaskDesk, serve_kept
+from crosstalk.ingress.uds_tasks import IdleKept, TaskDesk, serve_kept
 from crosstalk.policy.transport import RELAY_TRANSPORT
 from crosstalk.receiver import Inbound, Receiver
 from crosstalk.registry.descriptor import Descriptor
@@ -50,7 +51,7 @@ from crosstalk.registry.descriptor import Descriptor
 log = logging.getLogger(__name__)
 
 LINE_TIMEOUT_S = 10.0
-MAX_CONNECTIONS = 256  # connections served at once; past it one is answered busy and closed (read at each accept)
+MAX_CONNECTIONS = 256  # served at once; past it the longest-idle kept connection is shed, or the new one refused busy
 ACCEPT_BACKOFF_S = 0.1  # out of descriptors: wait this long before accepting again
 LOG_INTERVAL_S = 30.0  # a repeated failure is logged at most once per interval
 _RETRY_AT_ONCE_ERRNOS = frozenset({errno.ECONNABORTED, errno.EAGAIN, errno.EINTR, errno.EPROTO})
@@ -115,6 +116,8 @@ class UdsIngress:
         self._listener: socket.socket | None = None
         self._accepting: asyncio.Task[None] | None = None
         self._handlers: set[asyncio.Task[None]] = set()
+        self._idle_kept = IdleKept()  # kept connections waiting for their next frame: shed first at the cap
+        self._shedding: set[asyncio.Task[Any]] = set()  # shed, still closing: no longer counted against the cap
         self._warned: dict[str, float] = {}
 
     async def start(self) -> None:
@@ -168,13 +171,24 @@ class UdsIngress:
                 self._warn("accept", "uds accept on %s failed (%s); backing off", self.path, exc.strerror or exc)
                 await asyncio.sleep(ACCEPT_BACKOFF_S)
                 continue
-            if len(self._handlers) >= MAX_CONNECTIONS:
+            if not self._admit():
                 self._warn("busy", "uds ingress %s has %d connections open; refusing more", self.path, MAX_CONNECTIONS)
                 _refuse(conn, f"busy: {MAX_CONNECTIONS} connections already open to this agent; try again")
                 continue
             task = asyncio.create_task(self._handle(conn))
             self._handlers.add(task)
             task.add_done_callback(self._handlers.discard)
+
+    def _admit(self) -> bool:
+        """Room for one more connection: under the cap, or the longest-idle kept connection shed to make it."""
+        if len(self._handlers) - len(self._shedding) < MAX_CONNECTIONS:
+            return True
+        shed = self._idle_kept.shed()
+        if shed is None:
+            return False
+        self._shedding.add(shed)
+        shed.add_done_callback(self._shedding.discard)
+        return True
 
     def _warn(self, key: str, fmt: str, *args: object) -> None:
         """A warning at most once per LOG_INTERVAL_S for each key: a flood must not become a log flood."""
@@ -263,7 +277,7 @@ class UdsIngress:
         agent that serves no tasks."""
         if self._tasks is None:
             return encode_error("unsupported_operation", "this agent serves no tasks (it was started without A2A)")
-        return await serve_kept(self._tasks, line, pid, self._receiver.identity.name, reader, writer)
+        return await serve_kept(self._tasks, line, pid, self._receiver.identity.name, reader, writer, self._idle_kept)
 
     async def _receive_crosstalk(self, user: UserLine, peer: Descriptor | None, pid: int) -> Outcome:
         claimed = user.crosstalk.get("from") if user.crosstalk else None

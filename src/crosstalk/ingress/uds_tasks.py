@@ -6,6 +6,9 @@ pid must be that agent's own process (its shim, or its harness), which A2A canno
 the same TaskApi the A2A edge calls (tasks/service.py), with the same verified Sender: bounce, dedupe, policy,
 admission and the journal (fsync before any answer) run exactly as for a SendMessage, and the answer is the task.
 Claim and release requests (`op`) go to the same op handler the A2A edge uses (agent/claims.py).
+
+A kept connection waiting for its next frame is listed in the socket's `IdleKept`, longest idle first: a socket at
+its connection cap sheds the first of them to admit a new connection (uds.py), never one with a frame in flight.
 """
 
 from __future__ import annotations
@@ -53,26 +56,68 @@ class TaskDesk:
     ops: OpHandler | None = None
 
 
+class IdleKept:
+    """The handlers of one socket's kept connections that wait for their next frame, longest idle first (a dict
+    keeps insertion order: a handler is added when its wait starts and removed when it ends)."""
+
+    def __init__(self) -> None:
+        self._waiting: dict[asyncio.Task[Any], None] = {}
+
+    def __len__(self) -> int:
+        return len(self._waiting)
+
+    def add(self, handler: asyncio.Task[Any]) -> None:
+        self._waiting[handler] = None
+
+    def discard(self, handler: asyncio.Task[Any]) -> None:
+        self._waiting.pop(handler, None)
+
+    def shed(self) -> asyncio.Task[Any] | None:
+        """Cancel the longest-idle handler, and return it: its wait for a frame ends and its connection closes with
+        nothing read. A frame its sender wrote meanwhile is unread, never served: the sender, finding the connection
+        closed, sends it again on a fresh one (uds_kept.py). None when no kept connection is idle."""
+        for handler in self._waiting:
+            del self._waiting[handler]
+            handler.cancel()
+            return handler
+        return None
+
+
 async def serve_kept(
-    desk: TaskDesk, line: TaskLine, pid: int, to: str, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
+    desk: TaskDesk,
+    line: TaskLine,
+    pid: int,
+    to: str,
+    reader: asyncio.StreamReader,
+    writer: asyncio.StreamWriter,
+    idle: IdleKept | None = None,
 ) -> bytes | None:
     """Answer task frames on one authenticated connection: `line`, then, while each frame asks to keep the
     connection (`"keep": true`), the next one, up to MAX_FRAMES. Each answer but the last is written here with
     `"kept": true`; the last (a frame without keep, the cap reached, a bad line) is returned for the caller to write
-    before it closes; None: the peer closed, or sent nothing for KEEP_IDLE_S (closed without a word)."""
+    before it closes; None: the peer closed, or sent nothing for KEEP_IDLE_S (closed without a word). `idle`: where
+    this connection is listed while it waits for its next frame (the socket may shed it then: CancelledError)."""
     started = proc_start_time(pid)  # the peer is fixed when it connects: read once per connection
+    me = asyncio.current_task()
     for _ in range(MAX_FRAMES - 1):
         answer = await serve_task(desk, line, pid, to, started=started)
         if line.params.get("keep") is not True:
             return answer
         writer.write(answer[:-2] + KEPT_TAIL)  # every answer is one JSON object and a newline: `}\n`
         await asyncio.wait_for(writer.drain(), WRITE_TIMEOUT_S)
+        if idle is not None and me is not None:
+            idle.add(me)
         try:
             raw = await asyncio.wait_for(reader.readuntil(b"\n"), KEEP_IDLE_S)
         except (asyncio.IncompleteReadError, TimeoutError, ConnectionError):
             return None
         except asyncio.LimitOverrunError:
             return encode_error_answer(f"frame: frame line is over the {MAX_LINE_BYTES}-byte limit")
+        finally:
+            if idle is not None and me is not None:
+                idle.discard(me)
+        if me is not None and me.cancelling():
+            raise asyncio.CancelledError  # shed as its frame came in (Python 3.11's wait_for returns the line): unread
         try:
             next_line = parse_line(raw)
         except FrameError as exc:

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import os
 import signal
-import subprocess
 import sys
 import time
 from collections.abc import Mapping
@@ -17,6 +16,7 @@ from pathlib import Path
 
 from crosstalk.fs.locks import is_locked
 from crosstalk.fs.procinfo import is_same_process
+from crosstalk.fs.spawn import CannotLaunch, NotReady, spawn_detached
 from crosstalk.registry.paths import StatePaths, ensure_private_dir
 from crosstalk.relay.config import relay_dir, serve_lock_path
 from crosstalk.relay.errors import RelayConfigError
@@ -45,35 +45,23 @@ def start(paths: StatePaths, environ: Mapping[str, str] = os.environ) -> tuple[i
         return pid, False
     ensure_private_dir(relay_dir(paths))
     log = log_path(paths)
-    fd = os.open(log, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW, 0o600)
-    env = {**environ, "CROSSTALK_HOME": str(paths.root)}
     try:
-        proc = subprocess.Popen(
+        pid = spawn_detached(
             [sys.executable, "-m", "crosstalk", "relay", "serve"],
-            stdin=subprocess.DEVNULL,
-            stdout=fd,
-            stderr=subprocess.STDOUT,
-            env=env,
+            log=log,
+            env={**environ, "CROSSTALK_HOME": str(paths.root)},
             cwd="/",
-            start_new_session=True,
-            close_fds=True,
+            ready=lambda started: running_pid(paths) == started,
+            timeout=START_TIMEOUT_S,
+            poll_s=POLL_S,
+            kill_wait_s=STOP_TIMEOUT_S,
+            log_nofollow=True,
         )
-    except OSError as exc:
-        raise RelayConfigError(f"cannot start the relay process: {exc.strerror or exc}") from None
-    finally:
-        os.close(fd)
-    deadline = time.monotonic() + START_TIMEOUT_S
-    while time.monotonic() < deadline:
-        if running_pid(paths) == proc.pid:
-            proc.returncode = 0  # detached on purpose: nobody waits for it, and Popen must not warn about that
-            return proc.pid, True
-        if proc.poll() is not None:
-            break
-        time.sleep(POLL_S)
-    if proc.poll() is None:
-        proc.kill()
-        proc.wait(STOP_TIMEOUT_S)
-    raise RelayConfigError(f"the relay process did not start: {_tail(log) or 'no output'} (log: {log})")
+    except CannotLaunch as exc:
+        raise RelayConfigError(f"cannot start the relay process: {exc.message}") from None
+    except NotReady:
+        raise RelayConfigError(f"the relay process did not start: {_tail(log) or 'no output'} (log: {log})") from None
+    return pid, True
 
 
 def stop(paths: StatePaths) -> int | None:

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from crosstalk.fs.atomic import atomic_write
-from crosstalk.fs.reading import open_regular, read_fd_capped
+from crosstalk.fs.reading import read_capped
 from crosstalk.registry.names import is_valid_name
 from crosstalk.registry.paths import StatePaths
 from crosstalk.relay.config import ALIAS_RE, relay_dir, serve_lock_path
@@ -254,14 +254,7 @@ def read_presence(paths: StatePaths) -> dict[str, tuple[RemoteAgent, ...]]:
 
     if not is_locked(serve_lock_path(paths)):
         return {}
-    try:
-        fd = open_regular(path)
-    except OSError:
-        return {}
-    try:
-        raw = read_fd_capped(fd, MAX_FILE_BYTES)
-    finally:
-        os.close(fd)
+    raw = read_capped(path, MAX_FILE_BYTES)  # None: gone meanwhile, unreadable, or over the cap
     try:
         data = json.loads(raw or b"")
     except ValueError:

@@ -66,6 +66,16 @@ def wait_up(machine: Machine, daemon: Daemon) -> None:
         raise AssertionError(f"{exc}:\n{daemon.tail()}") from None
 
 
+def round_trip(a: Machine, da: Daemon, db: Daemon, text: str, within: float, how: str = "") -> None:
+    """Send `text` from m1 to echo@m2 and wait until its reply is in m1's own work tree; both dispatchers' log tails
+    in the failure when it is not there within `within` s."""
+    [path] = send(a, "echo@m2", text, sender="op-m1")
+    try:
+        wait_for(lambda: replied_here(a, path), within, f"the reply in m1's work tree{how}", poll=0.1)
+    except AssertionError as exc:
+        raise AssertionError(f"{exc}:\n{da.tail()}\n=== m2\n{db.tail()}") from None
+
+
 def test_a_round_trip_from_idle_is_woken_through_the_relay(two_machines: TwoMachines, relay: NatsServer) -> None:
     a, b = two_machines.a, two_machines.b
     with_echo(two_machines)
@@ -77,11 +87,7 @@ def test_a_round_trip_from_idle_is_woken_through_the_relay(two_machines: TwoMach
         db.wait_ready()
         wait_up(a, da)
         wait_up(b, db)
-        [path] = send(a, "echo@m2", "hello across the relay", sender="op-m1")
-        try:
-            wait_for(lambda: replied_here(a, path), REPLY_BOUND_S, "the reply in m1's work tree", poll=0.1)
-        except AssertionError as exc:
-            raise AssertionError(f"{exc}:\n{da.tail()}\n=== m2\n{db.tail()}") from None
+        round_trip(a, da, db, "hello across the relay", REPLY_BOUND_S)
         # The mechanism: m2 ticked because m1's wake came, m1 fetched the reply because m2's came.
         assert any("machines=m1" in line for line in events(b, "relay_wake")), db.tail()
         assert any("machines=m2" in line for line in events(a, "relay_wake")), da.tail()
@@ -102,11 +108,7 @@ def test_with_the_relay_down_the_poll_still_answers(two_machines: TwoMachines, r
             wait_for(lambda m=machine: events(m, "relay_wake_down"), 20, f"{machine.alias} logs the relay down")
             [line] = events(machine, "relay_wake_down")  # once, not once a retry
             assert "fallback=poll" in line and "reason=" in line, daemon.tail()
-        [path] = send(a, "echo@m2", "hello by the poll", sender="op-m1")
-        try:
-            wait_for(lambda: replied_here(a, path), 30, "the reply in m1's work tree by the poll", poll=0.1)
-        except AssertionError as exc:
-            raise AssertionError(f"{exc}:\n{da.tail()}\n=== m2\n{db.tail()}") from None
+        round_trip(a, da, db, "hello by the poll", 30, " by the poll")
         assert not events(a, "relay_wake") and not events(b, "relay_wake")
         assert da.stop() == 0 and db.stop() == 0
 
@@ -186,8 +188,7 @@ def test_a_relay_without_the_wake_grants_leaves_the_poll_and_says_why(two_machin
                 wait_for(lambda m=machine: events(m, "relay_wake_refused"), 20, f"{machine.alias} logs the refusal")
                 [line] = events(machine, "relay_wake_refused")
                 assert "fallback=poll" in line and "crosstalk.v1.wake.*." + machine.alias in line, daemon.tail()
-            [path] = send(a, "echo@m2", "hello without wake grants", sender="op-m1")
-            wait_for(lambda: replied_here(a, path), 30, "the reply in m1's work tree by the poll", poll=0.1)
+            round_trip(a, da, db, "hello without wake grants", 30, " by the poll")
             assert not events(a, "relay_wake") and not events(b, "relay_wake")
             assert da.stop() == 0 and db.stop() == 0
     finally:
@@ -208,11 +209,7 @@ def test_the_dispatcher_follows_a_join_and_a_leave_without_a_restart(
         assert not events(b, "relay_wake_up")  # m2 has not joined: its dispatcher polls alone
         join(b, relay)  # while its dispatcher runs: no `server restart`
         wait_up(b, db)
-        [path] = send(a, "echo@m2", "hello after a join", sender="op-m1")
-        try:
-            wait_for(lambda: replied_here(a, path), REPLY_BOUND_S, "the reply in m1's work tree", poll=0.1)
-        except AssertionError as exc:
-            raise AssertionError(f"{exc}:\n{da.tail()}\n=== m2\n{db.tail()}") from None
+        round_trip(a, da, db, "hello after a join", REPLY_BOUND_S)
         assert any("machines=m1" in line for line in events(b, "relay_wake")), db.tail()
         res = b.cli("relay", "leave", timeout=30)
         assert res.returncode == 0, res.stderr

@@ -31,20 +31,22 @@ def relay(monkeypatch: pytest.MonkeyPatch) -> Iterator[NatsServer]:
         yield server
 
 
+def joined_machine(relay: NatsServer, agent: str, alias: str) -> Iterator[Procs]:
+    """A state root with `agent` running, joined to the relay as `alias`, its relay process serving."""
+    with procs() as p:
+        p.start_agent(agent)
+        join_and_serve(p, relay, alias)
+        yield p
+
+
 @pytest.fixture
 def laptop(relay: NatsServer) -> Iterator[Procs]:
-    with procs() as p:
-        p.start_agent("alice")
-        join_and_serve(p, relay, "laptop")
-        yield p
+    yield from joined_machine(relay, "alice", "laptop")
 
 
 @pytest.fixture
 def gpu(relay: NatsServer) -> Iterator[Procs]:
-    with procs() as p:
-        p.start_agent("bob")
-        join_and_serve(p, relay, "gpu")
-        yield p
+    yield from joined_machine(relay, "bob", "gpu")
 
 
 def listed_all(machine: Procs) -> list[dict[str, Any]]:

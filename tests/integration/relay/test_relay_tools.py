@@ -139,7 +139,16 @@ def test_an_asks_answer_reaches_the_askers_replies(machines: tuple[Procs, Procs]
     run_pair(laptop, gpu, body)
 
 
-def test_a_held_sends_final_word_crosses_back_to_the_sender(machines: tuple[Procs, Procs]) -> None:
+@pytest.mark.parametrize(
+    ("restart", "word", "said"),
+    [(False, "delivered", "was delivered"), (True, "denied", "was not delivered")],
+    ids=["same-shim", "sender-restarted"],
+)
+def test_a_held_sends_final_word_crosses_back_to_the_sender(
+    machines: tuple[Procs, Procs], restart: bool, word: str, said: str
+) -> None:
+    """bob's user holds alice's send, then decides; the final word reaches alice's session, also when alice's shim
+    ended with the send still held (bound again, the watch resumes from the journal)."""
     laptop, gpu = machines
     fakes: list[FakeHarness] = []
 
@@ -153,42 +162,25 @@ def test_a_held_sends_final_word_crosses_back_to_the_sender(machines: tuple[Proc
         out, _ = await call(a, "send_message", ALICE, to="bob@gpu", text="for your user")
         assert out["state"] == "held" and out["via"] == "relay" and out["hint"], out
         mid = out["message_id"]
-        alice = a.pool.hosts()[0]
-        assert alice.state.held_sends[mid]["relay_message"]["message_id"] == mid
-        fakes[0].settle(mid, "delivered")
-        told = lambda: [x for x in inbox(laptop, "alice") if mid in x["text"]]  # noqa: E731
-        await until(told, "the final word told to alice's session", timeout=15)
-        assert "was delivered" in told()[0]["text"] and "bob@gpu" in told()[0]["text"]
-        await until(lambda: alice.state.held_sends[mid].get("notified"), "notified")
-        assert [x["message_id"] for x in inbox(gpu, "bob")] == [mid]  # asked again, never delivered twice
-
-    run_pair(laptop, gpu, body, adapters=holding)
-
-
-def test_a_restarted_sender_resumes_watching_its_held_send(machines: tuple[Procs, Procs]) -> None:
-    laptop, gpu = machines
-    fakes: list[FakeHarness] = []
-
-    def holding(_ident: Any) -> FakeHarness:
-        (gpu.root / "inbox").mkdir(exist_ok=True)
-        fake = FakeHarness(script=["hold"], inbox_dir=gpu.root / "inbox")
-        fakes.append(fake)
-        return fake
-
-    async def body(a: ShimRouter, b: ShimRouter) -> None:
-        out, _ = await call(a, "send_message", ALICE, to="bob@gpu", text="for your user, later")
-        assert out["state"] == "held", out
-        mid = out["message_id"]
-        await a.close()  # alice's shim ends with the send still held
-        again = router(laptop)
+        assert a.pool.hosts()[0].state.held_sends[mid]["relay_message"]["message_id"] == mid
+        watcher = a
+        if restart:
+            await a.close()  # alice's shim ends with the send still held
+            watcher = router(laptop)
         try:
-            await call(again, "list_agents", ALICE)  # bound again: the watch resumes from the journal
-            fakes[0].settle(mid, "denied")
+            if restart:
+                await call(watcher, "list_agents", ALICE)  # bound again: the watch resumes from the journal
+            fakes[0].settle(mid, word)
             told = lambda: [x for x in inbox(laptop, "alice") if mid in x["text"]]  # noqa: E731
-            await until(told, "the final word told to alice's session after its restart", timeout=15)
-            assert "was not delivered" in told()[0]["text"], told()
+            await until(told, "the final word told to alice's session", timeout=15)
+            assert said in told()[0]["text"] and "bob@gpu" in told()[0]["text"], told()
+            alice = watcher.pool.hosts()[0]
+            await until(lambda: alice.state.held_sends[mid].get("notified"), "notified")
+            # Asked again, never delivered twice (a denied send is never delivered at all).
+            assert [x["message_id"] for x in inbox(gpu, "bob")] == ([mid] if word == "delivered" else [])
         finally:
-            await again.close()
+            if watcher is not a:
+                await watcher.close()
 
     run_pair(laptop, gpu, body, adapters=holding)
 

@@ -17,7 +17,7 @@ import pytest
 
 from crosstalk.ingress import uds_tasks
 from crosstalk.journal.codec import read_journal
-from tests.support.shim_tools import ALICE, BOB, call, inbox, router, run, until
+from tests.support.shim_tools import ALICE, alice_and_bob, call, inbox, router, run, until
 
 pytestmark = pytest.mark.integration
 
@@ -101,9 +101,7 @@ def test_a_connection_lost_after_the_peer_took_the_frame_ends_in_one_delivery(mo
     monkeypatch.setattr(uds_tasks, "serve_task", second_frame_lost)
 
     async def main(root: Path) -> None:
-        a, b = router(root), router(root)
-        try:
-            await call(b, "list_agents", BOB)
+        async with alice_and_bob(root) as (a, b):
             first, _ = await call(a, "send_message", ALICE, to="bob", text="opens the connection")
             assert first["state"] == "accepted", first
             # The next frame is taken in and delivered, then its answer is lost with the connection: the shim sends
@@ -118,18 +116,13 @@ def test_a_connection_lost_after_the_peer_took_the_frame_ends_in_one_delivery(mo
             records = read_journal(host.paths.journal_file(host.agent_id)).records
             got = [r for r in records if r["type"] == "received" and r["message"]["message_id"] == out["message_id"]]
             assert len(got) == 1
-        finally:
-            await a.close()
-            await b.close()
 
     run(main)
 
 
 def test_the_shim_closes_its_kept_connections_when_it_closes():
     async def main(root: Path) -> None:
-        a, b = router(root), router(root)
-        try:
-            await call(b, "list_agents", BOB)
+        async with alice_and_bob(root) as (a, b):
             out, _ = await call(a, "send_message", ALICE, to="bob", text="one")
             assert out["state"] == "accepted", out
             bob = b.pool.hosts()[0]
@@ -137,8 +130,5 @@ def test_the_shim_closes_its_kept_connections_when_it_closes():
             assert len(handlers) == 1  # the kept connection, served between frames
             await a.close()
             await until(lambda: not handlers, "bob's side of the kept connection closed")
-        finally:
-            await a.close()
-            await b.close()
 
     run(main)

@@ -21,7 +21,7 @@ from crosstalk.journal.codec import read_journal
 from crosstalk.registry.credentials import read_key
 from crosstalk.registry.paths import StatePaths
 from crosstalk.shim.tools import ShimRouter
-from tests.support.shim_tools import call, ctx, inbox, router, run, until
+from tests.support.shim_tools import alice_and_bob, call, ctx, inbox, router, run, until
 
 pytestmark = pytest.mark.integration
 
@@ -40,9 +40,7 @@ def received(host: Any, mid: str) -> dict[str, Any]:
 
 def test_sends_go_over_the_socket_with_the_a2a_results_dedupe_and_records():
     async def main(root: Path) -> None:
-        a, b = router(root), router(root)
-        try:
-            await call(b, "list_agents", BOB)
+        async with alice_and_bob(root) as (a, b):
             out, err = await call(a, "send_message", ALICE, to="bob", text="over the socket")
             assert not err and out["state"] == "accepted" and out["task_id"] and out["to"] == "bob", out
             bob, alice = b.pool.hosts()[0], a.pool.hosts()[0]
@@ -96,9 +94,6 @@ def test_sends_go_over_the_socket_with_the_a2a_results_dedupe_and_records():
             # A refusal by bob's policy is the same answer as over A2A: rejected with the policy's reason.
             out, err = await call(a, "send_message", ALICE, to="bob", text="do it", kind="command")
             assert err and out["state"] == "rejected" and out["reason"].startswith("kind:"), out
-        finally:
-            await a.close()
-            await b.close()
 
     run(main)
 
@@ -150,9 +145,7 @@ print(json.dumps(asyncio.run(main())))
 
 def test_a_token_used_from_another_process_or_a_wrong_key_is_refused():
     async def main(root: Path) -> None:
-        a, b = router(root), router(root)
-        try:
-            await call(b, "list_agents", BOB)
+        async with alice_and_bob(root) as (a, b):
             await call(a, "list_agents", ALICE)
             bob, alice = b.pool.hosts()[0], a.pool.hosts()[0]
             token = read_key(a.paths.token_path(alice.agent_id))
@@ -171,9 +164,6 @@ def test_a_token_used_from_another_process_or_a_wrong_key_is_refused():
             with pytest.raises(A2AAuthError):
                 await UdsTaskClient(bob.uds_path, key, "not-a-token").send(new_message("bob", "x"))
             assert inbox(root, "bob") == []
-        finally:
-            await a.close()
-            await b.close()
 
     run(main)
 
@@ -188,15 +178,10 @@ def test_a_peer_without_task_frames_is_sent_over_a2a(monkeypatch: pytest.MonkeyP
     monkeypatch.setattr(uds.UdsIngress, "_serve_task", old_agent)
 
     async def main(root: Path) -> None:
-        a, b = router(root), router(root)
-        try:
-            await call(b, "list_agents", BOB)
+        async with alice_and_bob(root) as (a, b):
             out, err = await call(a, "send_message", ALICE, to="bob", text="the old way")
             assert not err and out["state"] == "accepted" and out["task_id"], out
             assert received(b.pool.hosts()[0], out["message_id"])["sender"]["transport"] == "a2a"
-        finally:
-            await a.close()
-            await b.close()
 
     run(main)
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tests.support.shim_tools import call, ctx, inbox, router, run, until
+from tests.support.shim_tools import alice_and_bob, call, ctx, inbox, router, run, until
 
 ALICE = ctx("s-alice", "alice")
 BOB = ctx("s-bob", "bob")
@@ -10,9 +10,7 @@ BOB = ctx("s-bob", "bob")
 
 def test_send_message_lands_in_the_peer_session_with_a_verified_sender():
     async def main(root):
-        a, b = router(root), router(root)
-        try:
-            await call(b, "list_agents", BOB)  # bob registers (a bound list_agents binds)
+        async with alice_and_bob(root) as (a, _b):  # bob registers (a bound list_agents binds)
             out, err = await call(a, "send_message", ALICE, to="bob", text="hello bob")
             assert not err, out
             assert out["state"] == "accepted" and out["to"] == "bob" and out["task_id"]
@@ -30,18 +28,13 @@ def test_send_message_lands_in_the_peer_session_with_a_verified_sender():
             out, err = await call(a, "send_message", ALICE, to="bob", text="run it", kind="command")
             assert err and out["state"] == "rejected" and out["reason"].startswith("kind:"), out
             assert len(inbox(root, "bob")) == 2
-        finally:
-            await a.close()
-            await b.close()
 
     run(main)
 
 
 def test_ask_then_reply_completes_the_task_and_reaches_the_asker():
     async def main(root):
-        a, b = router(root), router(root)
-        try:
-            await call(b, "list_agents", BOB)
+        async with alice_and_bob(root) as (a, b):
             asked, err = await call(a, "ask", ALICE, to="bob", text="what is 2+2?", deadline_seconds=60)
             assert not err, asked
             assert asked["state"] in ("submitted", "accepted") and asked["task_id"] and asked["message_id"]
@@ -80,18 +73,13 @@ def test_ask_then_reply_completes_the_task_and_reaches_the_asker():
             # No longer owed: out of the default (unresolved) mailbox view.
             box, _ = await call(b, "receive_message", BOB)
             assert mid not in [e["message_id"] for e in box["entries"]]
-        finally:
-            await a.close()
-            await b.close()
 
     run(main)
 
 
 def test_reply_errors():
     async def main(root):
-        a, b = router(root), router(root)
-        try:
-            await call(b, "list_agents", BOB)
+        async with alice_and_bob(root) as (a, b):
             sent, _ = await call(a, "send_message", ALICE, to="bob", text="fyi")
             # An inform opens a 1 h route back to its sender (test_shim_inform_replies.py covers it in full).
             out, err = await call(b, "reply", BOB, message_id=sent["message_id"], text="thanks")
@@ -109,9 +97,6 @@ def test_reply_errors():
             out, err = await call(b, "reply", BOB, message_id=mid, text="too late")
             assert err and out["reason"] == "ask_closed"
             assert not [x for x in inbox(root, "alice") if x["in_reply_to"] == mid]
-        finally:
-            await a.close()
-            await b.close()
 
     run(main)
 

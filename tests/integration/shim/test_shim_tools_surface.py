@@ -12,7 +12,7 @@ from crosstalk.registry.descriptor import Descriptor, write_descriptor
 from crosstalk.shim.router import CallContext
 from crosstalk.shim.sending import is_nudge_count
 from crosstalk.shim.tools import ShimRouter
-from tests.support.shim_tools import call, ctx, inbox, router, run, until
+from tests.support.shim_tools import alice_and_bob, call, ctx, inbox, router, run, until
 
 ALICE = ctx("s-alice", "alice")
 BOB = ctx("s-bob", "bob")
@@ -139,9 +139,7 @@ def test_nudge_fires_at_the_30th_counted_send_to_one_peer():
     assert [n for n in range(1, 500) if is_nudge_count(n)] == [30, 60, 120, 240, 480]
 
     async def main(root):
-        a, b = router(root), router(root)
-        try:
-            await call(b, "list_agents", BOB)
+        async with alice_and_bob(root) as (a, _b):
             out, _ = await call(a, "send_message", ALICE, to="nobody", text="uncounted")  # reached no peer
             for i in range(1, 31):
                 out, err = await call(a, "send_message", ALICE, to="bob", text=f"msg {i}")
@@ -157,18 +155,13 @@ def test_nudge_fires_at_the_30th_counted_send_to_one_peer():
             assert [(r["peer_name"], r["count"]) for r in nudges] == [("bob", 30)]
             out, _ = await call(a, "send_message", ALICE, to="bob", text="31")
             assert "hint" not in out
-        finally:
-            await a.close()
-            await b.close()
 
     run(main, timeout=120)
 
 
 def test_receive_message_pages_and_filters():
     async def main(root):
-        a, b = router(root), router(root)
-        try:
-            await call(b, "list_agents", BOB)
+        async with alice_and_bob(root) as (a, b):
             sent = []
             for i in range(25):
                 out, _ = await call(a, "send_message", ALICE, to="bob", text=f"m{i}")
@@ -197,27 +190,19 @@ def test_receive_message_pages_and_filters():
             for f in ("recovered", "bounced"):
                 out, _ = await call(b, "receive_message", BOB, state=f)
                 assert out["entries"] == []
-        finally:
-            await a.close()
-            await b.close()
 
     run(main, timeout=120)
 
 
 def test_undeliverable_messages_surface_as_unresolved():
     async def main(root):
-        a, b = router(root), router(root)
-        try:
-            await call(b, "list_agents", BOB)
+        async with alice_and_bob(root) as (a, b):
             b.pool.hosts()[0].config.harness.push("presend")
             out, err = await call(a, "send_message", ALICE, to="bob", text="lost")
             assert err and out["state"] == "unreachable"
             box, _ = await call(b, "receive_message", BOB)
             assert [(e["message_id"], e["state"]) for e in box["entries"]] == [(out["message_id"], "unreachable")]
             assert box["entries"][0]["reason"]
-        finally:
-            await a.close()
-            await b.close()
 
     run(main)
 

@@ -1,6 +1,7 @@
 """Reliability of the uds wire: frames that are not valid Unicode, a keyed plain user line (shape (a)
-of ingress/frames.py as a script writes it), and the connection cap and accept back-off that keep a flood from
-starving senders."""
+of ingress/frames.py as a script writes it), and the connection cap, the first-line deadline and accept back-off
+that keep a flood from starving senders (shedding idle kept connections at the cap:
+tests/integration/shim/test_shim_kept_shedding.py)."""
 
 from __future__ import annotations
 
@@ -93,17 +94,23 @@ def test_a_plain_line_without_the_key_from_an_unregistered_process_is_still_clos
 # ------------------------------------------------------------------ connection cap and accept back-off
 
 
+def _open_silent(host, n: int, into: list[socket.socket]) -> None:
+    """Open `n` connections to the agent's socket that send nothing (each added to `into`, for the caller to close),
+    and wait until the agent serves them all."""
+    for _ in range(n):
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        s.settimeout(WAIT_S)
+        into.append(s)
+        s.connect(str(host.sock))
+    _until(lambda: len(host.host._ingress._handlers) >= n, f"{n} silent connections held")
+
+
 def test_connections_past_the_cap_are_refused_at_once_and_senders_recover(host, monkeypatch):
     monkeypatch.setattr(uds_mod, "MAX_CONNECTIONS", 4)
     ingress = host.host._ingress
     idle: list[socket.socket] = []
     try:
-        for _ in range(4):
-            s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-            s.settimeout(WAIT_S)
-            idle.append(s)
-            s.connect(str(host.sock))
-        _until(lambda: len(ingress._handlers) >= 4, "four idle connections held")
+        _open_silent(host, 4, idle)
         t0 = time.monotonic()
         raw = exchange(host.sock, auth_line(host.token) + crosstalk_line("x", message_id=new_message_id()))
         assert time.monotonic() - t0 < uds_mod.LINE_TIMEOUT_S / 2
@@ -116,6 +123,31 @@ def test_connections_past_the_cap_are_refused_at_once_and_senders_recover(host, 
     _until(lambda: len(ingress._handlers) == 0, "idle connections released")
     out = deliver(host.sock, host.token, new_message(host.name, "after", from_="@ci:test"), timeout=WAIT_S)
     assert out.state.value == "accepted"
+
+
+def test_a_cap_full_of_silent_connections_frees_itself_within_the_line_deadline(host, monkeypatch):
+    """A local process opening MAX_CONNECTIONS connections and sending nothing (none is kept: none can be shed)
+    holds the socket busy only until each connection's first-line deadline: each is answered and closed by then,
+    while the process still holds its end open, and the next sender gets through."""
+    monkeypatch.setattr(uds_mod, "MAX_CONNECTIONS", 4)
+    monkeypatch.setattr(uds_mod, "LINE_TIMEOUT_S", 0.5)
+    ingress = host.host._ingress
+    silent: list[socket.socket] = []
+    try:
+        _open_silent(host, 4, silent)
+        busy = answer_of(exchange(host.sock, auth_line(host.token) + crosstalk_line("x", message_id=new_message_id())))
+        assert busy["reason"].startswith("busy:")
+        _until(lambda: len(ingress._handlers) == 0, "the silent connections closed at their line deadline")
+        for s in silent:  # each was told why before it was closed
+            raw = b""
+            while chunk := s.recv(4096):
+                raw += chunk
+            assert answer_of(raw)["reason"].startswith("frame: no complete line")
+        out = deliver(host.sock, host.token, new_message(host.name, "after", from_="@ci:test"), timeout=WAIT_S)
+        assert out.state.value == "accepted"
+    finally:
+        for s in silent:
+            s.close()
 
 
 def test_accept_errors_back_off_and_log_once_without_a_traceback(host, monkeypatch, caplog):

@@ -19,6 +19,7 @@ from crosstalk.core.message import new_message
 from crosstalk.ingress import uds_kept
 from crosstalk.ingress.errors import A2AOutcomeUnknown
 from crosstalk.ingress.uds_task_client import UdsTaskClient
+from tests.support.waiting import until_async as until
 
 pytestmark = pytest.mark.unit
 
@@ -94,108 +95,88 @@ def run(body: Callable[[str], Awaitable[None]]) -> None:
         shutil.rmtree(root, ignore_errors=True)
 
 
-async def until(predicate: Callable[[], object], what: str, timeout: float = 5.0) -> None:
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
-    while not predicate():
-        if loop.time() > deadline:
-            raise TimeoutError(f"{what}: not within {timeout} s")
-        await asyncio.sleep(0.01)
+def run_pair(
+    body: Callable[[Peer, UdsTaskClient], Awaitable[None]], script: Script | None = None, **client: Any
+) -> None:
+    """A scripted peer and a client on it that keeps its connections (unless `keep=False`), then `body(peer,
+    client)`; the client closed and the peer stopped after."""
+
+    async def main(path: str) -> None:
+        peer = await Peer(path, script).start()
+        kept = UdsTaskClient(path, "key", "tok", **{"keep": True, **client})
+        try:
+            await body(peer, kept)
+        finally:
+            await kept.close()
+            await peer.stop()
+
+    run(main)
 
 
 def test_many_frames_one_connection_one_auth_and_each_answer_is_its_frames() -> None:
-    async def body(path: str) -> None:
-        peer = await Peer(path).start()
-        client = UdsTaskClient(path, "key", "tok", keep=True)
-        try:
-            msgs = [new_message("bob", f"m{i}") for i in range(5)]
-            views = [await client.send(m) for m in msgs]
-            assert [v.task_id for v in views] == [f"t-{m.message_id}" for m in msgs]
-            assert (peer.connections, peer.auths, client.connections.opened) == (1, 1, 1)
-            assert all(f["keep"] is True for f in peer.frames)
-            got = await client.get("t-x")
-            assert got.task_id == "t-t-x" and peer.connections == 1
-            assert client.connections.idle == 1
-        finally:
-            await client.close()
-            await until(lambda: peer.open == 0, "the kept connection closed at close()")
-            await peer.stop()
+    async def body(peer: Peer, client: UdsTaskClient) -> None:
+        msgs = [new_message("bob", f"m{i}") for i in range(5)]
+        views = [await client.send(m) for m in msgs]
+        assert [v.task_id for v in views] == [f"t-{m.message_id}" for m in msgs]
+        assert (peer.connections, peer.auths, client.connections.opened) == (1, 1, 1)
+        assert all(f["keep"] is True for f in peer.frames)
+        got = await client.get("t-x")
+        assert got.task_id == "t-t-x" and peer.connections == 1
+        assert client.connections.idle == 1
+        await client.close()
+        await until(lambda: peer.open == 0, "the kept connection closed at close()")
 
-    run(body)
+    run_pair(body)
 
 
 def test_without_keep_every_request_has_its_own_connection() -> None:
-    async def body(path: str) -> None:
-        peer = await Peer(path).start()
-        client = UdsTaskClient(path, "key", "tok")
-        try:
-            for i in range(3):
-                await client.send(new_message("bob", f"m{i}"))
-            assert peer.connections == peer.auths == 3 and "keep" not in peer.frames[0]
-            assert client.connections.idle == 0
-        finally:
-            await client.close()
-            await peer.stop()
+    async def body(peer: Peer, client: UdsTaskClient) -> None:
+        for i in range(3):
+            await client.send(new_message("bob", f"m{i}"))
+        assert peer.connections == peer.auths == 3 and "keep" not in peer.frames[0]
+        assert client.connections.idle == 0
 
-    run(body)
+    run_pair(body, keep=False)
 
 
 def test_a_peer_that_does_not_keep_the_connection_is_reconnected_each_time() -> None:
     async def close_after(n: int, frame: dict[str, Any]) -> str:
         return "close"  # an agent from before kept connections: no `kept`, EOF after the answer
 
-    async def body(path: str) -> None:
-        peer = await Peer(path, close_after).start()
-        client = UdsTaskClient(path, "key", "tok", keep=True)
-        try:
-            for i in range(3):
-                await client.send(new_message("bob", f"m{i}"))
-            assert peer.connections == 3 and client.connections.idle == 0
-        finally:
-            await client.close()
-            await peer.stop()
+    async def body(peer: Peer, client: UdsTaskClient) -> None:
+        for i in range(3):
+            await client.send(new_message("bob", f"m{i}"))
+        assert peer.connections == 3 and client.connections.idle == 0
 
-    run(body)
+    run_pair(body, close_after)
 
 
 def test_a_kept_connection_dropped_mid_send_is_retried_once_on_a_fresh_one() -> None:
     async def drop_second(n: int, frame: dict[str, Any]) -> str:
         return "drop" if n == 2 else "answer"  # the peer took frame 2, then went away without answering
 
-    async def body(path: str) -> None:
-        peer = await Peer(path, drop_second).start()
-        client = UdsTaskClient(path, "key", "tok", keep=True)
-        try:
-            await client.send(new_message("bob", "first"))
-            msg = new_message("bob", "second")
-            view = await client.send(msg)
-            assert view.task_id == f"t-{msg.message_id}"
-            # The same frame twice, the same message_id: the real peer's dedupe makes it one delivery.
-            assert [f["message"]["message_id"] for f in peer.frames[1:]] == [msg.message_id] * 2
-            assert peer.connections == 2
-        finally:
-            await client.close()
-            await peer.stop()
+    async def body(peer: Peer, client: UdsTaskClient) -> None:
+        await client.send(new_message("bob", "first"))
+        msg = new_message("bob", "second")
+        view = await client.send(msg)
+        assert view.task_id == f"t-{msg.message_id}"
+        # The same frame twice, the same message_id: the real peer's dedupe makes it one delivery.
+        assert [f["message"]["message_id"] for f in peer.frames[1:]] == [msg.message_id] * 2
+        assert peer.connections == 2
 
-    run(body)
+    run_pair(body, drop_second)
 
 
 def test_a_fresh_connection_that_breaks_mid_send_is_not_retried() -> None:
     async def drop_first(n: int, frame: dict[str, Any]) -> str:
         return "drop" if n == 1 else "answer"
 
-    async def body(path: str) -> None:
-        peer = await Peer(path, drop_first).start()
-        client = UdsTaskClient(path, "key", "tok", keep=True)
-        try:
-            with pytest.raises(A2AOutcomeUnknown):
-                await client.send(new_message("bob", "lost answer"))
-            assert len(peer.frames) == 1 and client.connections.idle == 0
-        finally:
-            await client.close()
-            await peer.stop()
+    async def body(peer: Peer, client: UdsTaskClient) -> None:
+        with pytest.raises(A2AOutcomeUnknown):
+            await client.send(new_message("bob", "lost answer"))
+        assert len(peer.frames) == 1 and client.connections.idle == 0
 
-    run(body)
+    run_pair(body, drop_first)
 
 
 def test_a_connection_the_peer_closed_while_idle_is_not_used() -> None:
@@ -220,21 +201,15 @@ def test_an_unanswered_frame_times_out_and_its_connection_is_not_kept() -> None:
     async def silent(n: int, frame: dict[str, Any]) -> str:
         return "silent" if n == 2 else "answer"
 
-    async def body(path: str) -> None:
-        peer = await Peer(path, silent).start()
-        client = UdsTaskClient(path, "key", "tok", keep=True, timeout=0.3)
-        try:
-            await client.send(new_message("bob", "one"))
-            with pytest.raises(A2AOutcomeUnknown):
-                await client.send(new_message("bob", "two"))
-            assert client.connections.idle == 0
-            await client.send(new_message("bob", "three"))  # a new connection: no stale answer can be read
-            assert peer.connections == 2
-        finally:
-            await client.close()
-            await peer.stop()
+    async def body(peer: Peer, client: UdsTaskClient) -> None:
+        await client.send(new_message("bob", "one"))
+        with pytest.raises(A2AOutcomeUnknown):
+            await client.send(new_message("bob", "two"))
+        assert client.connections.idle == 0
+        await client.send(new_message("bob", "three"))  # a new connection: no stale answer can be read
+        assert peer.connections == 2
 
-    run(body)
+    run_pair(body, silent, timeout=0.3)
 
 
 def test_at_most_max_kept_connections_and_idle_ones_close(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -245,23 +220,17 @@ def test_at_most_max_kept_connections_and_idle_ones_close(monkeypatch: pytest.Mo
         await asyncio.wait_for(gate.wait(), TEST_S)
         return "answer"
 
-    async def body(path: str) -> None:
-        peer = await Peer(path, held).start()
-        client = UdsTaskClient(path, "key", "tok", keep=True)
-        try:
-            n = uds_kept.MAX_KEPT + 2
-            sends = [asyncio.ensure_future(client.send(new_message("bob", f"m{i}"))) for i in range(n)]
-            await until(lambda: len(peer.frames) == n, "every frame at the peer")
-            assert sum(1 for f in peer.frames if f.get("keep")) == n  # every frame asks; only MAX_KEPT are kept
-            gate.set()
-            await asyncio.wait_for(asyncio.gather(*sends), 5)
-            assert client.connections.idle == uds_kept.MAX_KEPT
-            await until(lambda: client.connections.idle == 0, "idle connections closed")
-            await until(lambda: peer.open == 0, "the peer saw them close")
-            await client.send(new_message("bob", "after"))  # and a later send opens a new one
-            assert peer.connections == n + 1
-        finally:
-            await client.close()
-            await peer.stop()
+    async def body(peer: Peer, client: UdsTaskClient) -> None:
+        n = uds_kept.MAX_KEPT + 2
+        sends = [asyncio.ensure_future(client.send(new_message("bob", f"m{i}"))) for i in range(n)]
+        await until(lambda: len(peer.frames) == n, "every frame at the peer")
+        assert sum(1 for f in peer.frames if f.get("keep")) == n  # every frame asks; only MAX_KEPT are kept
+        gate.set()
+        await asyncio.wait_for(asyncio.gather(*sends), 5)
+        assert client.connections.idle == uds_kept.MAX_KEPT
+        await until(lambda: client.connections.idle == 0, "idle connections closed")
+        await until(lambda: peer.open == 0, "the peer saw them close")
+        await client.send(new_message("bob", "after"))  # and a later send opens a new one
+        assert peer.connections == n + 1
 
-    run(body)
+    run_pair(body, held)

@@ -12,7 +12,6 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
-import subprocess
 import sys
 import time
 from collections.abc import Mapping
@@ -24,6 +23,7 @@ from crosstalk.bus.errors import ServerError
 from crosstalk.bus.transport.state import TransportState, dispatcher_pid, read_json
 from crosstalk.bus.transport.transports import Transport
 from crosstalk.fs.procinfo import pid_alive
+from crosstalk.fs.spawn import CannotLaunch, NotReady, spawn_detached
 
 __all__ = [
     "KILL_WAIT_S",
@@ -140,38 +140,23 @@ def start(
     if running is not None:
         return running, False
     argv = daemon_argv(transport, interval=interval, jobs=jobs, model_timeout=model_timeout)
-    log_fd = os.open(state.log, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o600)
     try:
-        proc = subprocess.Popen(
+        pid = spawn_detached(
             argv,
-            stdin=subprocess.DEVNULL,
-            stdout=log_fd,
-            stderr=subprocess.STDOUT,
+            log=state.log,
+            env=environ,
             cwd=str(transport.root),
-            env=dict(environ),
-            start_new_session=True,
-            close_fds=True,
+            ready=lambda started: _started(state, started),
+            timeout=timeout,
+            poll_s=_POLL_S,
+            kill_wait_s=KILL_WAIT_S,
         )
-    except OSError as exc:
-        raise ServerError(f"cannot start the dispatcher: {exc.strerror or exc}") from None
-    finally:
-        os.close(log_fd)
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if _started(state, proc.pid):
-            proc.returncode = 0  # detached on purpose: nobody waits for it, and Popen must not warn about that
-            return proc.pid, True
-        if proc.poll() is not None:
-            break
-        time.sleep(_POLL_S)
-    exited = proc.poll()
-    if exited is None:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait(timeout=KILL_WAIT_S)
-    last = " | ".join(line.strip() for line in tail_lines(state.log, 3) if line.strip()) or "no log output"
-    why = f"exited with {exited}" if exited is not None else f"did not come up within {timeout:g} s"
-    raise ServerError(f"the dispatcher for {transport.name} {why}; last log lines: {last}")
+    except CannotLaunch as exc:
+        raise ServerError(f"cannot start the dispatcher: {exc.message}") from None
+    except NotReady as exc:
+        last = " | ".join(line.strip() for line in tail_lines(state.log, 3) if line.strip()) or "no log output"
+        raise ServerError(f"the dispatcher for {transport.name} {exc.message}; last log lines: {last}") from None
+    return pid, True
 
 
 def stop(
