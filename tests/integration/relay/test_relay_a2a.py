@@ -163,3 +163,15 @@ def test_a_tool_reply_completes_the_task_and_reaches_the_askers_session(machines
             await b.close()
 
     asyncio.run(asyncio.wait_for(main(), TEST_S))
+
+
+def test_without_this_machines_relay_process_the_task_is_unreachable_at_once(relay: NatsServer) -> None:
+    with procs() as laptop, procs() as gpu:
+        creds = str(relay.creds_file(laptop, "laptop"))
+        res = laptop.cli("relay", "join", relay.url, "--alias", "laptop", "--creds", creds, "--no-start")
+        assert res.returncode == 0, res.stderr
+        join_and_serve(gpu, relay, "gpu")
+        laptop.start_agent("alice")
+        gpu.start_agent("bob")
+        res = laptop.cli("send", "--a2a", "--as", "alice", "bob@gpu", "hi", timeout=SEND_BOUND_S)
+        assert res.returncode == 4 and "relay:not_serving" in one_error_line(res.stderr), res.stderr
