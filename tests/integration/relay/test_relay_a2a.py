@@ -20,6 +20,9 @@ from crosstalk.ingress.frames import encode_auth
 from crosstalk.ingress.task_frames import encode_task_send
 from crosstalk.registry.credentials import read_key
 from crosstalk.relay.a2a_out import send_a2a_via_relay
+from crosstalk.relay.config import RelayConfig
+from crosstalk.relay.link import Link
+from crosstalk.relay.send import request_on
 from crosstalk.shim.tools import ShimRouter
 from tests.support.nats_relay import NatsServer, join_and_serve, nats_server
 from tests.support.procs import Procs, one_error_line, procs
@@ -31,7 +34,7 @@ TEST_S = 60.0
 
 @pytest.fixture
 def relay() -> Iterator[NatsServer]:
-    with nats_server("laptop", "gpu") as server:
+    with nats_server("laptop", "gpu", "evil") as server:
         yield server
 
 
@@ -175,3 +178,35 @@ def test_without_this_machines_relay_process_the_task_is_unreachable_at_once(rel
         gpu.start_agent("bob")
         res = laptop.cli("send", "--a2a", "--as", "alice", "bob@gpu", "hi", timeout=SEND_BOUND_S)
         assert res.returncode == 4 and "relay:not_serving" in one_error_line(res.stderr), res.stderr
+
+
+def test_a_hostile_machine_can_neither_own_nor_continue_another_machines_task(
+    machines: tuple[Procs, Procs], relay: NatsServer
+) -> None:
+    """evil, a machine of its own, sends a task naming laptop's alice: the task is `@relay:evil/alice`'s, and a
+    continuation of alice's task from evil is refused as not its own (the task service's not-found)."""
+    laptop, gpu = machines
+    laptop.start_agent("alice")
+    bob = gpu.start_agent("bob")
+    code, mine, err = a2a(laptop, "bob@gpu", "the first", "--return-immediately")
+    assert code == 0, err
+
+    async def as_evil() -> tuple[Any, Any]:
+        link = Link(RelayConfig(relay.url, "evil", str(relay.creds_file(laptop, "evil"))))
+        await link.connect(keep_trying=False, name="evil")
+        try:
+            fresh = new_message("bob@gpu", "as alice", from_="alice")
+            own = await request_on(link, fresh, timeout=10, task={"return_immediately": False, "task_id": None})
+            again = new_message("bob@gpu", "continue hers", from_="alice")
+            task = {"return_immediately": False, "task_id": mine["task_id"]}
+            return own, await request_on(link, again, timeout=10, task=task)
+        finally:
+            await link.close()
+
+    own, theirs = asyncio.run(asyncio.wait_for(as_evil(), TEST_S))
+    assert own.task is not None and own.task["state"] == "completed", own
+    assert theirs.task is None and theirs.outcome.reason == "relay:task_refused", theirs
+    assert theirs.task_error is not None and theirs.task_error["kind"] == "task_not_found", theirs
+    creators = {r.get("creator") for r in gpu.journal_records(bob.agent_id) if r.get("type") == "task"}
+    assert {"@relay:laptop/alice", "@relay:evil/alice"} <= creators
+    assert [x["from"] for x in bob.inbox_lines()] == ["@relay:laptop/alice", "@relay:evil/alice"]
