@@ -8,7 +8,7 @@ import sys
 
 from crosstalk.cli.common import echo, fail, print_json, state_paths
 from crosstalk.cli.send_output import exit_for, print_outcome
-from crosstalk.core.errors import EXIT_OK, ErrorKind
+from crosstalk.core.errors import ErrorKind
 
 # `typing` is only needed by type checkers; importing it costs ~2 ms on `crosstalk send`'s start-up path.
 TYPE_CHECKING = False
@@ -283,65 +283,7 @@ def _print_native(out: Any, target: str, as_json: bool) -> None:
 
 
 def _send_a2a(msg: Any, args: Any) -> int:
-    """`send --a2a`: the receiver answers with a task; print it and exit by its state."""
-    from crosstalk.core.errors import TaskError
-    from crosstalk.ingress.client import send_a2a
-    from crosstalk.ingress.errors import DeliveryError
-    from crosstalk.registry.errors import AmbiguousName, NoSuchAgent, RegistryError
+    """`send --a2a`: the receiver answers with a task; print it and exit by its state (cli/send_a2a.py)."""
+    from crosstalk.cli.send_a2a import send_a2a
 
-    try:
-        result = send_a2a(
-            state_paths(),
-            msg,
-            as_agent=args.as_agent,
-            return_immediately=args.return_immediately,
-            task_id=args.task_id,
-            timeout=args.timeout,
-        )
-    except (NoSuchAgent, AmbiguousName) as exc:
-        fail(str(exc), ErrorKind.NO_AGENT)
-    except DeliveryError as exc:
-        fail(str(exc), exc.code)
-    except TaskError as exc:
-        fail(f"{exc.code}: {exc.message}", exc.code)
-    except RegistryError as exc:
-        fail(str(exc), ErrorKind.FAILED)
-    task = result.task
-    reply = next((h.text for h in reversed(task.history) if h.role == "agent"), None)
-    if args.as_json:
-        print_json(
-            {
-                "task_id": task.task_id,
-                "context_id": task.context_id,
-                "state": task.state.value,
-                "completion": task.completion,
-                "delivery": task.delivery,
-                "reason": task.reason,
-                "answer": task.answer.to_dict() if task.answer is not None else None,
-                "reply": reply,
-                "message_id": msg.message_id,
-                "to": result.target.name,
-                "agent_id": result.target.agent_id,
-                "as": result.sender.name,
-            }
-        )
-    else:
-        detail = task.completion or task.reason or task.delivery
-        echo(f"{task.state.value} task {task.task_id} → {result.target.name}" + (f" ({detail})" if detail else ""))
-        if reply is not None:
-            echo(reply)
-    state = task.state.value
-    if state == "completed" or (args.return_immediately and state in ("submitted", "working")):
-        return EXIT_OK
-    if state == "failed":
-        unreachable = task.delivery == "unreachable"
-        fail(
-            f"{result.target.name}: task failed ({task.reason or task.delivery})",
-            ErrorKind.NO_AGENT if unreachable else ErrorKind.REJECTED,
-        )
-    if state == "canceled":
-        fail(f"{result.target.name}: task canceled", ErrorKind.REJECTED)
-    fail(
-        f"{result.target.name}: task is {state} (delivery {task.delivery or 'pending'}); nothing proves it arrived",
-        ErrorKind.FAILED,
-    )
+    return send_a2a(msg, args)

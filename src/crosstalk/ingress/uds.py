@@ -110,6 +110,8 @@ class UdsIngress:
         self.path = path
         self._tasks = tasks
         self._relay_root = relay_root
+        if tasks is not None and tasks.relay_peer is None:
+            tasks.relay_peer = self._from_relay_process  # a task for another machine's agent (uds_tasks.py)
         self._token = token
         self._receiver = receiver
         self._peers = _PeerCache(resolve_peer)

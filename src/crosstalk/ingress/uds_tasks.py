@@ -27,6 +27,7 @@ from crosstalk.fs import trace
 from crosstalk.fs.procinfo import proc_start_time
 from crosstalk.ingress.errors import FrameError
 from crosstalk.ingress.frames import MAX_LINE_BYTES, TaskLine, encode_error_answer, parse_line
+from crosstalk.ingress.relay_peer import names_relayed_agent
 from crosstalk.ingress.task_frames import (
     AUTH_KIND,
     OPS,
@@ -35,6 +36,7 @@ from crosstalk.ingress.task_frames import (
     encode_view,
     message_of,
 )
+from crosstalk.policy.transport import RELAY_TRANSPORT
 from crosstalk.registry.descriptor import Descriptor
 
 log = logging.getLogger(__name__)
@@ -54,6 +56,9 @@ class TaskDesk:
     tasks: TaskApi
     lookup: Callable[[str], Descriptor | None]  # a bearer token → the live agent it names (BearerDirectory.lookup)
     ops: OpHandler | None = None
+    # Whether a peer pid is this machine's relay process (ingress/relay_peer.py), the one that may bring a task for
+    # another machine's agent (`relay_from`); set by the socket that serves this desk (ingress/uds.py).
+    relay_peer: Callable[[int], bool] | None = None
 
 
 class IdleKept:
@@ -132,6 +137,8 @@ async def serve_task(desk: TaskDesk, line: TaskLine, pid: int, to: str, *, start
     """Answer one task frame from peer `pid` to the agent named `to`: the encoded task, or an error line.
     `started`: the peer's start time, when the caller read it already."""
     trace.mark("frame_in")
+    if "relay_from" in line.params:
+        return await serve_relayed(desk, line, pid, to)
     desc = desk.lookup(line.bearer)
     if desc is None:
         return encode_error(AUTH_KIND, "the bearer token names no live agent")
@@ -168,3 +175,31 @@ async def serve_task(desk: TaskDesk, line: TaskLine, pid: int, to: str, *, start
         # Its text may hold paths or internals: to the log, not to the peer (as the A2A edge does).
         log.exception("task frame %s failed in the task service", line.method)
         return encode_error(PROTOCOL_KIND, f"{line.method} failed inside the agent")
+
+
+async def serve_relayed(desk: TaskDesk, line: TaskLine, pid: int, to: str) -> bytes:
+    """A task another machine's agent sends (A2A across the relay, docs/dev/relay.md): only this machine's relay
+    process may bring one (its bearer is unused: the peer is proven as that process, as for a `@relay:` tag on a
+    plain frame), for `relay_from` = `@relay:ALIAS/NAME`, the label that process gave the sending machine's agent.
+    The task is that external sender's (tasks/owners.py), judged on the relay transport: an ask passes, a command
+    never. A send only; the answer is the task, as for a local sender."""
+    claimed = line.params.get("relay_from")
+    if desk.relay_peer is None or not desk.relay_peer(pid):
+        return encode_error(AUTH_KIND, "only this machine's relay process may bring another machine's task")
+    if line.method != "send" or line.params.get("op") is not None or not names_relayed_agent(claimed):
+        return encode_error(TaskError.INVALID_PARAMS.value, "relay_from: @relay:ALIAS/NAME, on a send without op")
+    sender = Sender(SenderClass.EXTERNAL, None, str(claimed), RELAY_TRANSPORT)
+    try:
+        message = message_of(line.params, to=to, sender_name=sender.name)
+        if message.from_ != sender.name:
+            return encode_error(TaskError.INVALID_PARAMS.value, "message.from: must be relay_from")
+        immediately = line.params.get("return_immediately") is True
+        return encode_view(await desk.tasks.send(sender, message, task_id=message.task_id,
+                                                 return_immediately=immediately))  # fmt: skip
+    except TaskError as exc:
+        return encode_error(exc.code.value, exc.message)
+    except MessageError as exc:
+        return encode_error(TaskError.INVALID_PARAMS.value, f"message.{exc.field}: {exc.problem}")
+    except Exception:
+        log.exception("a relayed task frame failed in the task service")
+        return encode_error(PROTOCOL_KIND, "send failed inside the agent")

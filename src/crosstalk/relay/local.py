@@ -2,12 +2,15 @@
 (`send_message`, `ask`, `reply` to NAME@ALIAS) crosses the relay without a NATS client or the machine's NATS
 credentials in any shim. One JSON line each way per connection:
 
-    → {"v": 1, "token": BEARER, "message": Message.to_dict(), "timeout": SECONDS}
-    ← {"v": 1, "result": {"outcome": …, "to": "NAME@ALIAS", "agent_id": ID|null, "no_agent": TEXT|null}}
+    → {"v": 1, "token": BEARER, "message": Message.to_dict(), "timeout": SECONDS, "task"?: {…}}
+    ← {"v": 1, "result": {"outcome": …, "to": "NAME@ALIAS", "agent_id": ID|null, "no_agent": TEXT|null,
+                          "task": VIEW|null, "task_error": {"kind", "message"}|null}}
     ← {"v": 1, "error": "auth"|"bad_frame", "detail": TEXT}
 
 The sender proves its agent as task frames do (ingress/uds_tasks.py): the bearer token names a live agent
-(registry/bearer.py) and the peer process (SO_PEERCRED pid and its start time) is that agent's own shim or harness.
+(registry/bearer.py) and the peer process (SO_PEERCRED pid and its start time) is that agent's own shim or harness;
+an A2A task request (`"task": {"return_immediately", "task_id"}`: `crosstalk send --a2a --as AGENT NAME@ALIAS`,
+relay/a2a_out.py) takes the proof the agent's A2A endpoint takes, its bearer token alone.
 The relay process then sends the message with `from` = that agent's name, the only word the receiving machine takes
 for who sent it (relay/wire.py sender_label: `@relay:<this machine>/<name>`). A unix socket under the state root is
 not a new port: nothing listens on the network.
@@ -26,6 +29,7 @@ from crosstalk.core.errors import MessageError
 from crosstalk.core.message import Message
 from crosstalk.core.states import Outcome, State
 from crosstalk.registry.paths import StatePaths
+from crosstalk.relay.a2a_wire import task_params
 from crosstalk.relay.config import relay_dir
 from crosstalk.relay.link import Link
 from crosstalk.relay.send import RemoteResult, request_on
@@ -102,15 +106,17 @@ class LocalDesk:
         try:
             obj = json.loads(raw.decode("utf-8"))
             token, data, timeout = obj["token"], obj["message"], float(obj.get("timeout") or 60.0)
+            task = obj.get("task")
             if obj.get("v") != VERSION or not isinstance(token, str) or not isinstance(data, dict):
                 raise ValueError("expected {v: 1, token, message}")
+            task = None if task is None else task_params(task)
         except (UnicodeDecodeError, ValueError, KeyError, TypeError) as exc:
             return _line({"error": "bad_frame", "detail": f"not a local relay request: {exc}"})
         desc = self.bearers.lookup(token)  # cached (a stat per lookup); files are reread only when the registry changed
         if desc is None:
             return _line({"error": "auth", "detail": "the bearer token names no live agent of this machine"})
         started = proc_start_time(pid)
-        if started is None or not desc.served_by(pid, started):
+        if task is None and (started is None or not desc.served_by(pid, started)):
             return _line({"error": "auth", "detail": f"the peer process is not {desc.name}'s own"})
         try:
             msg = Message.from_dict({**data, "from": desc.name})  # who sent it: the proof's agent, never the frame's
@@ -118,12 +124,15 @@ class LocalDesk:
             return _line({"error": "bad_frame", "detail": f"invalid message: {exc}"})
         if split_remote(msg.to) is None:
             return _line({"error": "bad_frame", "detail": f"{msg.to!r} is not a NAME@ALIAS address"})
-        result = await request_on(self.link, msg, timeout=min(max(timeout, 0.1), MAX_TIMEOUT_S))
+        result = await request_on(self.link, msg, timeout=min(max(timeout, 0.1), MAX_TIMEOUT_S), task=task)
         out = {"outcome": result.outcome.to_dict(), "to": result.to, "agent_id": result.agent_id}
-        return _line({"result": {**out, "no_agent": result.no_agent}})
+        out.update(no_agent=result.no_agent, task=result.task, task_error=result.task_error)
+        return _line({"result": out})
 
 
-async def send_via_local_relay(paths: StatePaths, token: str, msg: Message, *, timeout: float) -> RemoteResult:
+async def send_via_local_relay(
+    paths: StatePaths, token: str, msg: Message, *, timeout: float, task: dict[str, Any] | None = None
+) -> RemoteResult:
     """An agent's send to NAME@ALIAS through this machine's relay process (`token`: the agent's bearer token).
     Bounded: `timeout` for the remote answer plus the local socket's own."""
 
@@ -141,7 +150,8 @@ async def send_via_local_relay(paths: StatePaths, token: str, msg: Message, *, t
     except (OSError, TimeoutError) as exc:
         return failed(State.UNREACHABLE, NOT_SERVING, f"the relay process's socket {path}: {exc}")
     try:
-        writer.write(_line({"token": token, "message": msg.to_dict(), "timeout": timeout}))
+        extra = {} if task is None else {"task": task}
+        writer.write(_line({"token": token, "message": msg.to_dict(), "timeout": timeout, **extra}))
         await writer.drain()
         raw = await asyncio.wait_for(reader.readuntil(b"\n"), timeout + READ_TIMEOUT_S)
     except (OSError, TimeoutError, asyncio.IncompleteReadError, asyncio.LimitOverrunError) as exc:
@@ -157,6 +167,8 @@ async def send_via_local_relay(paths: StatePaths, token: str, msg: Message, *, t
             state = State.REJECTED if obj["error"] == "auth" else State.UNKNOWN
             return failed(state, AUTH if obj["error"] == "auth" else LOCAL_FAILED, str(obj.get("detail")))
         res = obj["result"]
-        return RemoteResult(Outcome.from_dict(res["outcome"]), str(res["to"]), res.get("agent_id"), res.get("no_agent"))
+        got = {k: res.get(k) for k in ("task", "task_error") if isinstance(res.get(k), dict)}
+        outcome = Outcome.from_dict(res["outcome"])
+        return RemoteResult(outcome, str(res["to"]), res.get("agent_id"), res.get("no_agent"), **got)
     except (UnicodeDecodeError, ValueError, KeyError, TypeError) as exc:
         return failed(State.UNKNOWN, LOCAL_FAILED, f"the relay process answered a bad line: {exc}")

@@ -8,19 +8,23 @@ and the receiver answers from its journal).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from dataclasses import dataclass
+from typing import Any
 
 from crosstalk.core.message import Message
 from crosstalk.core.states import Outcome, State
+from crosstalk.relay.a2a_wire import encode_task_request
 from crosstalk.relay.config import RelayConfig, RelayConfigError
 from crosstalk.relay.link import Link, describe
-from crosstalk.relay.wire import FrameError, decode_answer, encode_request, msg_subject, split_remote
+from crosstalk.relay.wire import Answer, FrameError, decode_answer, encode_request, msg_subject, split_remote
 
 UNREACHABLE = "relay:unreachable"
 NO_MACHINE = "relay:no_machine"
 PERMISSION_DENIED = "relay:permission_denied"
 NO_ANSWER = "relay:no_answer"
 BAD_ANSWER = "relay:bad_answer"
+TASK_REFUSED = "relay:task_refused"  # the remote task service refused a task request
 
 
 @dataclass(frozen=True, slots=True)
@@ -31,6 +35,8 @@ class RemoteResult:
     to: str
     agent_id: str | None = None
     no_agent: str | None = None
+    task: dict[str, Any] | None = None  # a task request's answer (relay/a2a_wire.py): the task, as its creator sees it
+    task_error: dict[str, Any] | None = None  # or the remote task service's refusal, {"kind", "message"}
 
 
 def _failed(msg: Message, state: State, reason: str, detail: str) -> RemoteResult:
@@ -55,9 +61,10 @@ async def send_remote_async(config: RelayConfig, msg: Message, *, timeout: float
         await link.close()
 
 
-async def request_on(link: Link, msg: Message, *, timeout: float) -> RemoteResult:
+async def request_on(link: Link, msg: Message, *, timeout: float, task: dict[str, Any] | None = None) -> RemoteResult:
     """One request on a connected link (a one-off send's, or the relay process's for its agents' tool sends), and
-    the remote machine's answer as a RemoteResult. Every way it ends is bounded by `timeout`."""
+    the remote machine's answer as a RemoteResult. Every way it ends is bounded by `timeout`. `task`
+    ({"return_immediately", "task_id"}): send it as an A2A task request (relay/a2a_wire.py) instead."""
     import nats.errors as ne
 
     config = link.config
@@ -66,7 +73,7 @@ async def request_on(link: Link, msg: Message, *, timeout: float) -> RemoteResul
         raise ValueError(f"{msg.to!r} is not a NAME@ALIAS address")
     _name, alias = remote
     try:
-        frame = encode_request(msg)
+        frame = encode_request(msg) if task is None else encode_task_request(msg, **task)
     except FrameError as exc:
         return _failed(msg, State.REJECTED, "admission:frame_too_large", str(exc))
     if not link.nc.is_connected:
@@ -111,9 +118,27 @@ def result_of(msg: Message, alias: str, data: bytes) -> RemoteResult:
         return _failed(msg, State.UNREACHABLE, "relay:agent_unreachable", answer.detail or "")
     if answer.error == "bad_frame":
         return _failed(msg, State.REJECTED, "relay:bad_frame", answer.detail or "")
+    if answer.task is not None or answer.task_error is not None:
+        return _task_result(msg, alias, answer)
     if answer.error is not None or answer.outcome is None:
         return _failed(msg, State.UNKNOWN, NO_ANSWER, answer.detail or "no outcome")
     return RemoteResult(answer.outcome, f"{answer.to}@{alias}", answer.agent_id)
+
+
+def _task_result(msg: Message, alias: str, answer: Answer) -> RemoteResult:
+    """A task request's answer (relay/a2a_wire.py): the task, its answer record as the outcome; or the remote task
+    service's refusal, `rejected` (TASK_REFUSED, its kind and message in the evidence)."""
+    to = f"{answer.to}@{alias}"
+    if answer.task is not None:
+        outcome = Outcome(msg.message_id, State.SUBMITTED)
+        with contextlib.suppress(ValueError):
+            raw = answer.task.get("answer")
+            outcome = Outcome.from_dict(raw) if isinstance(raw, dict) else outcome
+        return RemoteResult(outcome, to, answer.agent_id, task=answer.task)
+    err = answer.task_error or {}
+    evidence = {"kind": err.get("kind"), "detail": err.get("message"), "relay": True}
+    return RemoteResult(Outcome(msg.message_id, State.REJECTED, TASK_REFUSED, evidence), to, answer.agent_id,
+                        task_error=err)  # fmt: skip
 
 
 async def _permission_refused(link: Link, seen: int) -> str:

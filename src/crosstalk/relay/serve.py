@@ -26,11 +26,12 @@ from crosstalk.relay.presence import interval_s
 from crosstalk.relay.presence_loop import PresenceLoop, until_left
 from crosstalk.relay.wire import (
     FrameError,
-    decode_request,
     encode_answer,
     encode_error,
     from_alias_of,
     inbound_subject,
+    parse_frame,
+    request_of,
 )
 
 DELIVER_TIMEOUT_S = 60.0  # the uds client's own: the receiver's 30 s inject timeout plus two journal writes
@@ -45,7 +46,13 @@ def deliver_local(paths: StatePaths, data: bytes, own_alias: str, from_alias: st
     from crosstalk.registry.errors import AmbiguousName, NoSuchAgent, RegistryError
 
     try:
-        msg = decode_request(data, own_alias, from_alias)
+        frame = parse_frame(data)
+        if "task" in frame:  # A2A across the relay: a task for the named agent (relay/a2a_in.py)
+            from crosstalk.relay.a2a_in import deliver_task
+            from crosstalk.relay.a2a_wire import task_request_of
+
+            return deliver_task(paths, task_request_of(frame, own_alias, from_alias))
+        msg = request_of(frame, own_alias, from_alias)
     except FrameError as exc:
         return encode_error("bad_frame", str(exc))
     try:

@@ -113,7 +113,16 @@ def _object(data: bytes) -> dict[str, Any]:
 def decode_request(data: bytes, own_alias: str, from_alias: str) -> Message:
     """The message a request carries, readdressed for this machine: `to` is the local NAME (its `@<own_alias>` is
     checked and dropped) and `from` is `@relay:<from_alias>/<label>` (sender_label)."""
-    obj = _object(data)
+    return request_of(parse_frame(data), own_alias, from_alias)
+
+
+def parse_frame(data: bytes) -> dict[str, Any]:
+    """A frame's JSON object, its size and version checked (FrameError otherwise)."""
+    return _object(data)
+
+
+def request_of(obj: dict[str, Any], own_alias: str, from_alias: str) -> Message:
+    """decode_request on a parsed frame."""
     raw = obj.get("message")
     if not isinstance(raw, dict):
         raise FrameError("the request carries no message object")
@@ -151,10 +160,21 @@ class Answer:
     agent_id: str | None
     error: str | None = None  # one of ERROR_KINDS when the chain could not run
     detail: str | None = None
+    task: dict[str, Any] | None = None  # a task request's answer: the task as its creator sees it (relay/a2a_in.py)
+    task_error: dict[str, Any] | None = None  # or the task service's refusal, {"kind", "message"}
 
 
 def decode_answer(data: bytes) -> Answer:
     obj = _object(data)
+    if "task" in obj or "task_error" in obj:  # a task request's answer (relay/a2a_wire.py)
+        to, agent_id, task, err = obj.get("to"), obj.get("agent_id"), obj.get("task"), obj.get("task_error")
+        if not isinstance(to, str) or not isinstance(agent_id, str):
+            raise FrameError("an answer names the agent (to, agent_id)")
+        if isinstance(task, dict):
+            return Answer(None, to, agent_id, task=task)
+        if not isinstance(err, dict) or not all(isinstance(err.get(k), str) for k in ("kind", "message")):
+            raise FrameError("a task answer carries task, an object, or task_error: {kind, message}")
+        return Answer(None, to, agent_id, task_error={"kind": err["kind"], "message": err["message"]})
     if "error" in obj:
         kind, detail = obj.get("error"), obj.get("detail")
         if kind not in ERROR_KINDS or not isinstance(detail, str):

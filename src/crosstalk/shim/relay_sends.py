@@ -126,6 +126,18 @@ async def reply_over_relay(host: AgentHost, to: str, reply_id: str, in_reply_to:
     return {k: v for k, v in out.items() if k in ("state", "reason", "to", "hint", "detail")}
 
 
+async def forward_away(
+    host: AgentHost, creator: str, reply_id: str | None, in_reply_to: str, text: str, answer: Callable[..., dict]
+) -> dict[str, Any]:
+    """The answer to a task of another machine's agent (`creator` = `@relay:ALIAS/NAME`: A2A across the relay,
+    tasks/owners.py) carried into the asker's session across the relay, as a local asker's is (ShimRouter._forward);
+    for any other creator no live agent has, `asker_gone` (`answer(state, reason)` makes it)."""
+    to = relay_address(creator)
+    if to == creator or reply_id is None:
+        return answer(State.UNREACHABLE, Reason.ASKER_GONE)
+    return await reply_over_relay(host, to, reply_id, in_reply_to, text)
+
+
 async def _record(host: AgentHost, rec: dict[str, Any]) -> None:
     try:
         await host.record([rec])

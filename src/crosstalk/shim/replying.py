@@ -81,11 +81,20 @@ def relayed_ask(entry: MessageEntry) -> bool:
 
 
 def relayed_ask_owed(host: AgentHost, entry: MessageEntry) -> bool:
-    """A relayed ask delivered here and not yet replied to: the session owes it its one reply."""
-    if not relayed_ask(entry) or entry.state not in ROUTED_STATES:
+    """A relayed ask delivered here, not yet replied to and not past its deadline: the session owes it its one
+    reply."""
+    if not relayed_ask(entry) or entry.state not in ROUTED_STATES or relayed_ask_closed(entry):
         return False
     prior = host.state.obligations.get(entry.message_id)
     return prior is None or not prior.get("reply_id")
+
+
+def relayed_ask_closed(entry: MessageEntry) -> bool:
+    """Whether a relayed ask's deadline passed here. Kept as a same-machine ask's task keeps it (tasks/ledger.py
+    `expire`): counted from when this machine received it (its `received` record, as a task's from its creation),
+    so it holds across restarts with no timer; past it no reply is owed and a reply is `ask_closed`."""
+    deadline = entry.message.get("deadline_seconds")
+    return isinstance(deadline, int) and deadline > 0 and now() >= entry.ts + deadline
 
 
 def _refuse(reason: str, message_id: str) -> dict[str, Any]:
@@ -148,6 +157,12 @@ class InformReplies:
             return await self._send(host, message_id, prior["reply_id"], text, route)
         if entry is None:
             return _refuse("no_such_message", message_id)
+        if relayed_ask(entry) and relayed_ask_closed(entry):
+            # As a same-machine ask past its deadline (ReplyError.ASK_CLOSED): nothing is sent, and the journal
+            # says why the ask closed, once.
+            if prior is None or prior.get("state") != "closed":
+                await _journal(host, obligation_closed(message_id))
+            return _refuse("ask_closed", message_id)
         bus = _from_bus(entry)
         relayed = None if bus else _from_relay(entry)
         problem = _route_problem(host, entry, bus=bus, relayed=relayed is not None)
@@ -232,6 +247,12 @@ async def _publish(host: AgentHost, tag: str, context_id: str, text: str) -> dic
     from crosstalk.bus.live.bridge import reply_from_live
 
     return await asyncio.to_thread(reply_from_live, host.paths, host.name, tag, context_id, text)
+
+
+def obligation_closed(message_id: str) -> dict[str, Any]:
+    """The `obligation` record a same-machine ask's deadline writes (tasks/table.py), for a relayed ask: no task."""
+    return {"type": R.OBLIGATION, "ts": round(time.time(), 6), "message_id": message_id, "task_id": None,
+            "state": "closed", "reason": "deadline_passed"}  # fmt: skip
 
 
 async def _journal(host: AgentHost, rec: dict[str, Any]) -> bool:

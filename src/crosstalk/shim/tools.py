@@ -332,11 +332,12 @@ class ShimRouter:
         A2A task already holds the reply; this is how its model sees it. A reply to an inform travels the same way
         (shim/replying.py), with `creator` the inform's verified sender."""
         from crosstalk.core.message import new_message
+        from crosstalk.shim.relay_sends import forward_away
         from crosstalk.shim.sending import resolve_target
 
         target = resolve_target(self.paths, creator)
-        if isinstance(target, dict):
-            return _call_answer(State.UNREACHABLE, Reason.ASKER_GONE)
+        if isinstance(target, dict):  # another machine's agent's task (A2A across the relay), or the asker is gone
+            return await forward_away(host, creator, reply_id, in_reply_to, text, _call_answer)
         msg = new_message(target.name, text, from_=host.name, in_reply_to=in_reply_to, message_id=reply_id)
         result = await self.sender.send(host, target, msg, return_immediately=False)
         await self.sender.count(host, target.agent_id, target.name, result)

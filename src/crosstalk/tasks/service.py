@@ -43,6 +43,7 @@ from crosstalk.journal import records as R
 from crosstalk.policy import Load
 from crosstalk.receiver import Inbound, Receiver
 from crosstalk.tasks.ledger import TaskLedger, is_ask
+from crosstalk.tasks.owners import task_owner, via
 from crosstalk.tasks.table import TaskEntry, TaskTable, meta_of, obligation_record, page_of, task_record
 from crosstalk.tasks.worker import DispatchWorker
 
@@ -132,7 +133,7 @@ class TaskService(TaskApi):
     ) -> TaskView:
         """The A2A edge's SendMessage: the message runs the receiver chain (journaled with its task record, not yet
         dispatched), then the task is built on the chain's answer and the worker dispatches it in order."""
-        if not sender.agent_id:
+        if not task_owner(sender):
             raise TaskError(TaskError.INVALID, "tasks need a verified sender")
         waiting = not return_immediately
         tid = await (self._continue(sender, message, task_id) if task_id else self._create(sender, message, waiting))
@@ -215,7 +216,7 @@ class TaskService(TaskApi):
         view = TaskView(
             task_id=tid,
             context_id=msg.context_id or tid,
-            creator=sender.agent_id or "",
+            creator=task_owner(sender),
             kind=msg.kind.value,
             state=TaskState.SUBMITTED,
             created_at=now,
@@ -225,7 +226,7 @@ class TaskService(TaskApi):
             answer=Outcome(msg.message_id, State.SUBMITTED, task_id=tid),
         )
         rec = task_record(view, msg.message_id, sender, entry_ref="user", meta=meta_of(msg))
-        inbound = Inbound(msg, sender, "a2a", new_task=True, default_wait=waiting)
+        inbound = Inbound(msg, sender, via(sender), new_task=True, default_wait=waiting)
         # A creator waiting for the outcome, and nothing queued or dispatching: the worker would claim this task in
         # its next step, so the claim is journaled with it (one durable write before the harness, not two). One
         # answered at once (return_immediately) stays submitted, cancelable, until the worker claims it.
@@ -286,7 +287,7 @@ class TaskService(TaskApi):
         raise TaskError(TaskError.INVALID, "message_id_in_use: this message id was already used outside a task")
 
     async def _continue(self, sender: Sender, message: Message, task_id: str) -> str:
-        task = self.table.own(sender.agent_id or "", task_id)
+        task = self.table.own(task_owner(sender), task_id)
         if task.view.terminal:
             raise TaskError(
                 TaskError.UNSUPPORTED, f"task {task_id} is {task.view.state.value}; start a new task instead"
@@ -300,7 +301,7 @@ class TaskService(TaskApi):
         resumes = task.view.state is TaskState.INPUT_REQUIRED  # the input the receiver asked for: working again
         view = replace(task.view, state=TaskState.WORKING) if resumes else task.view
         rec = task_record(view, msg.message_id, sender, entry_ref="user", meta=meta_of(msg))
-        inbound = Inbound(msg, sender, "a2a")
+        inbound = Inbound(msg, sender, via(sender))
         outcome = await self.receiver.receive(inbound, records=[rec], defer=True)
         if outcome.state is not State.SUBMITTED:
             existing = self._duplicate_task(outcome)
@@ -328,7 +329,7 @@ class TaskService(TaskApi):
             answer = self.ledger.answer(task, State.REJECTED, why)
             await self.ledger.record(task, state=TaskState.FAILED, reason=why, answer=answer)
             return
-        inbound = Inbound(msg, sender, "a2a")
+        inbound = Inbound(msg, sender, via(sender))
         reason, _ = self.receiver.check(inbound, load=Load())  # admitted before the restart: never evicted by load
         if reason is not None:
             await self.receiver.withdraw(inbound, reason, reconciled=True)
@@ -377,7 +378,8 @@ class TaskService(TaskApi):
 
 def _inbound_of(entry: MessageEntry) -> Inbound:
     """A journaled task message as the chain was handed it (its record was checked when it was written)."""
-    return Inbound(Message.from_dict(entry.message, check_size=False), Sender.from_dict(entry.sender), "a2a")
+    sender = Sender.from_dict(entry.sender)
+    return Inbound(Message.from_dict(entry.message, check_size=False), sender, via(sender))
 
 
 def _canceled(task: TaskEntry) -> Outcome:

@@ -28,7 +28,7 @@ from crosstalk.relay.wire import decode_answer, encode_request, msg_subject
 from crosstalk.shim.tools import ShimRouter
 from tests.support.nats_relay import NatsServer, join_and_serve, nats_server
 from tests.support.procs import Procs, one_error_line, procs
-from tests.support.shim_tools import ALICE, BOB, call, until
+from tests.support.shim_tools import ALICE, BOB, call, ctx, until
 
 TEST_S = 60.0
 SEND_BOUND_S = 10.0
@@ -135,6 +135,48 @@ def test_an_asks_answer_reaches_the_askers_replies(machines: tuple[Procs, Procs]
         assert (back["text"], back["in_reply_to"]) == ("12.4", amid)
         page, _ = await call(a, "receive_message", ALICE, cursor=0, state="replies")
         assert [(e["in_reply_to"], e["text"]) for e in page["entries"]] == [(amid, "12.4")], page
+
+    run_pair(laptop, gpu, body)
+
+
+def test_a_relayed_asks_deadline_is_kept_on_the_receiving_machine_as_a_local_asks(
+    machines: tuple[Procs, Procs],
+) -> None:
+    """Parity with a same-machine ask: carol (on gpu) and alice (on laptop, across the relay) each ask bob with a
+    1 s deadline; once it passed, bob owes neither a reply, and a late reply to either is `ask_closed` with the same
+    hint, nothing sent. A reply in time still goes back (the first test above)."""
+    laptop, gpu = machines
+    carol = ctx("s-carol", "carol")
+
+    async def owed(b: ShimRouter) -> set[str]:
+        page, _ = await call(b, "receive_message", BOB, cursor=0, state="all")
+        return {e["message_id"] for e in page["entries"] if e.get("reply_owed")}
+
+    async def body(a: ShimRouter, b: ShimRouter) -> None:
+        await call(b, "list_agents", carol)
+        local, err = await call(b, "ask", carol, to="bob", text="local: which driver?", deadline_seconds=1)
+        assert not err and local["state"] == "submitted", local  # a local ask answers once its task is journaled
+        remote, err = await call(a, "ask", ALICE, to="bob@gpu", text="relayed: which driver?", deadline_seconds=1)
+        assert not err and remote["state"] == "accepted", remote
+        lmid, rmid = local["message_id"], remote["message_id"]
+        await until(lambda: {lmid, rmid} <= {x["message_id"] for x in inbox(gpu, "bob")}, "both asks at bob")
+        assert {lmid, rmid} <= await owed(b)  # both owed while the deadline runs
+        [line] = [x for x in inbox(gpu, "bob") if x["message_id"] == rmid]
+        assert line["kind"] == "ask"
+        loop = asyncio.get_running_loop()
+        bound = loop.time() + SEND_BOUND_S
+        while await owed(b) & {lmid, rmid}:  # the deadline clears both, each kept on gpu
+            assert loop.time() < bound, "the deadlines did not clear reply_owed"
+            await asyncio.sleep(0.1)
+        late_local, _ = await call(b, "reply", BOB, message_id=lmid, text="535")
+        late_remote, _ = await call(b, "reply", BOB, message_id=rmid, text="535")
+        for late in (late_local, late_remote):
+            assert (late["state"], late["reason"]) == ("rejected", "ask_closed"), late
+        assert late_remote["hint"] == late_local["hint"] and late_remote["hint"]
+        again, _ = await call(b, "reply", BOB, message_id=rmid, text="535")  # asked again: the same answer
+        assert again == late_remote
+        await asyncio.sleep(0.3)  # nothing crossed back: alice's session holds only crosstalk's own notices
+        assert not [x for x in inbox(laptop, "alice") if x.get("in_reply_to") == rmid and "535" in x["text"]]
 
     run_pair(laptop, gpu, body)
 
