@@ -214,7 +214,7 @@ def test_without_this_machines_relay_process_a_send_is_unreachable_at_once(machi
     async def body(a: ShimRouter, b: ShimRouter) -> None:
         out, err = await call(a, "send_message", ALICE, to="bob@gpu", text="anyone?")
         assert err and (out["state"], out["reason"]) == ("unreachable", "relay:not_serving"), out
-        assert "crosstalk relay serve" in out["detail"]
+        assert "no relay process serves this machine: `crosstalk relay join` starts it" in out["detail"]
         assert inbox(gpu, "bob") == []
 
     run_pair(laptop, gpu, body)
