@@ -39,11 +39,11 @@ class LocalAnswer:
 def joined(paths: StatePaths) -> bool:
     """relay/config.py's `joined` (the same path: tests/unit/relay holds the two the same), without that module's
     imports: one stat."""
-    return os.path.exists(os.path.join(str(paths.root), "relay", "relay.json"))
+    return os.path.exists(os.path.join(paths.root_dir(), "relay", "relay.json"))
 
 
 def socket_path(paths: StatePaths) -> str:
-    return os.path.join(str(paths.root), "relay", "local.sock")
+    return os.path.join(paths.root_dir(), "relay", "local.sock")
 
 
 def send_via_relay_process(paths: StatePaths, msg: Message, *, timeout: float) -> LocalAnswer:

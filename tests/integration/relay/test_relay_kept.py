@@ -144,9 +144,15 @@ def test_the_cli_sends_through_the_relay_process_with_no_nats_and_no_credentials
     assert res.returncode == 0, res.stderr
     answer = json.loads(res.stdout)
     assert (answer["state"], answer["to"], answer["agent_id"]) == ("accepted", "alice@laptop", alice.agent_id)
-    loaded = set(json.loads(out.read_text()))
+    bare_out = gpu.root / "bare.json"
+    bare = "import json, sys; json.dump(sorted(sys.modules), open(sys.argv[1], 'w'))"
+    subprocess.run([sys.executable, "-c", bare, str(bare_out)], env=gpu.env, timeout=SEND_BOUND_S, check=True)
+    loaded = set(json.loads(out.read_text())) - set(json.loads(bare_out.read_text()))
     assert sorted(m for m in loaded if m == "nats" or m.startswith(("nats.", "asyncio"))) == []
     assert "crosstalk.relay.link" not in loaded and "crosstalk.relay.config" not in loaded
+    # nor the bus (PyYAML, git helpers), nor the stdlib the lean local send avoids (test_cli_send_lean.py)
+    costly = ("crosstalk.bus", "yaml", "pathlib", "re", "json", "enum", "typing", "dataclasses", "socket")
+    assert sorted(m for m in loaded if any(m == c or m.startswith(c + ".") for c in costly)) == []
     [line] = alice.inbox_lines()
     assert (line["text"], line["from"]) == ("lean and kept", f"@relay:gpu/cli:{login_name()}")
 
