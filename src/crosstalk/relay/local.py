@@ -212,6 +212,8 @@ _KEPT: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[str, KeptConnec
 
 def _kept(path: Path) -> KeptConnections:
     """This loop's connections to the relay process's socket at `path` (a shim has one loop: one set per shim)."""
+    for gone in [loop for loop in _KEPT if loop.is_closed()]:  # a loop closed without close_kept (a test's run)
+        del _KEPT[gone]
     per_loop = _KEPT.setdefault(asyncio.get_running_loop(), {})
     conns = per_loop.get(str(path))
     if conns is None:
