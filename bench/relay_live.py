@@ -145,7 +145,7 @@ def main() -> int:
                 f"(gpu), agent pid {agent.pid}"
             )
             lat = asyncio.run(_measure(n, laptop, gpu, url))
-            lat.update(_commands(max(10, n // 10), laptop, gpu))
+            lat.update(_commands(max(20, n // 10), laptop, gpu))
         finally:
             for relay in relays:
                 stop_process(relay)
