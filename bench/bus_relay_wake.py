@@ -24,7 +24,6 @@ relay, same run. Also shown: when the receiver's dispatcher logged the wake (fro
 
 from __future__ import annotations
 
-import argparse
 import subprocess
 import sys
 import time
@@ -33,12 +32,12 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # bench/ is not a package
 
-from _common import PYTHON, emit_result, exit_on_sigterm, make_tmp, ms, print_machine, remove_tmp, stats, stop_process
+from _common import PYTHON, emit_result, ms, stats
 from _common import figure as info_figure
 from _common import versus as versus_figure
+from _nats import bench_args, nats_relay
 from bus_cross_machine import IDENTITY, MODEL, NAME, Machine, clean_env, log_epoch, run
 from bus_fixture import wait_for
-from relay_live import _connectable, _free_port, nats_server_bin, relay_conf
 
 TARGET_S = 1.5
 ACTIVE_FOR_S = 3.0
@@ -144,50 +143,34 @@ class Pair:
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--quick", action="store_true", help="3 rounds")
-    ap.add_argument("-n", type=int, default=None, help="round trips from idle each way (default 10, quick 3)")
-    args = ap.parse_args()
-    exit_on_sigterm()
-    n = args.n or (3 if args.quick else 10)
-    print_machine()
-    server_bin = nats_server_bin()
+    n = bench_args(__doc__, "round trips from idle each way", 10, 3, quick_help="3 rounds")
     print(
         f"bus_relay_wake: {n} round trips from idle with the relay's wake and {n} without, alternating; dispatchers "
         f"at --interval 5 --active-interval 0.5 (the model's machine --active-for {ACTIVE_FOR_S:g})",
         flush=True,
     )
-    tmp = make_tmp()
-    server = None
     pairs: list[Pair] = []
     samples: dict[str, list[dict[str, float]]] = {"relay": [], "poll": []}
     started = time.monotonic()
-    try:
-        port = _free_port()
-        url = f"nats://127.0.0.1:{port}"
-        conf = relay_conf(tmp, port, "a", "b")
-        with open(tmp / "nats.log", "wb") as log:
-            server = subprocess.Popen([server_bin, "-c", str(conf)], stdout=log, stderr=log)
-        wait_for(lambda: _connectable(port), START_TIMEOUT_S, "nats-server accepting", 0.02)
-        pairs = [Pair(tmp, "a", "b", url), Pair(tmp, "c", "d", None)]
-        for pair in pairs:
-            pair.setup()
-        pairs[0].x.cli("version")  # fills the bytecode cache
-        for pair in pairs:
-            pair.start()
-        print(f"  set up, four dispatchers booted in {time.monotonic() - started:.1f} s", flush=True)
-        for i in range(n):
-            for pair in pairs if i % 2 == 0 else pairs[::-1]:
-                pair.idle()
-                r = pair.round_trip(i)
-                samples[pair.label].append(r)
-                line = f"    {pair.label:<5} #{i + 1}: round trip {ms(r['round_trip'])} (send {ms(r['send'])})"
-                print(line, flush=True)
-    finally:
-        for pair in pairs:
-            pair.stop()
-        stop_process(server)
-        remove_tmp(tmp)
+    with nats_relay("a", "b") as (tmp, url, _server):
+        try:
+            pairs = [Pair(tmp, "a", "b", url), Pair(tmp, "c", "d", None)]
+            for pair in pairs:
+                pair.setup()
+            pairs[0].x.cli("version")  # fills the bytecode cache
+            for pair in pairs:
+                pair.start()
+            print(f"  set up, four dispatchers booted in {time.monotonic() - started:.1f} s", flush=True)
+            for i in range(n):
+                for pair in pairs if i % 2 == 0 else pairs[::-1]:
+                    pair.idle()
+                    r = pair.round_trip(i)
+                    samples[pair.label].append(r)
+                    line = f"    {pair.label:<5} #{i + 1}: round trip {ms(r['round_trip'])} (send {ms(r['send'])})"
+                    print(line, flush=True)
+        finally:
+            for pair in pairs:
+                pair.stop()
     report(n, samples, time.monotonic() - started)
     return 0
 

@@ -16,7 +16,6 @@ INFO: the bytes one remote agent adds to a list_agents answer.
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import json
 import os
@@ -29,26 +28,14 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # bench/ is not a package
 
-from _common import FakeAgent, emit_result, exit_on_sigterm, make_tmp, print_machine, remove_tmp, stats, stop_process
+from _common import FakeAgent, emit_result, stats, stop_process
 from _common import figure as info_figure
 from _common import versus as versus_figure
-from relay_live import _connectable, _free_port, _join, _wait, nats_server_bin, relay_conf
+from _nats import bench_args, connected, join, nats_relay, serve, wait
 
 ON_CHANGE_TARGET = 0.25
 EXPIRY_TARGET = 3.2
 POLL_S = 0.002
-
-
-def _serve(root: Path, log: Path) -> subprocess.Popen:
-    env = {**os.environ, "CROSSTALK_HOME": str(root)}
-    env.pop("CROSSTALK_RELAY_PRESENCE_S", None)  # the default interval
-    with open(log, "wb") as out:
-        return subprocess.Popen([sys.executable, "-m", "crosstalk", "relay", "serve"], env=env, stdout=out, stderr=out)
-
-
-def _connected(root: Path) -> bool:
-    status = root / "relay" / "status.json"
-    return status.exists() and json.loads(status.read_bytes()).get("state") == "connected"
 
 
 def _interval(url: str) -> float:
@@ -84,65 +71,48 @@ def _until(predicate, what: str, timeout: float) -> float:
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--quick", action="store_true", help="a short run")
-    ap.add_argument("-n", type=int, default=None, help="agents started and stopped on laptop (default 20, quick 5)")
-    args = ap.parse_args()
-    exit_on_sigterm()
-    n = args.n or (5 if args.quick else 20)
-    print_machine()
+    n = bench_args(__doc__, "agents started and stopped on laptop", 20, 5)
     from crosstalk.registry.paths import StatePaths
     from crosstalk.relay.presence import read_presence
     from crosstalk.shim.listing import agent_rows
 
-    server_bin = nats_server_bin()
-    tmp = make_tmp()
-    server = None
     serving: list[subprocess.Popen] = []
-    try:
-        port = _free_port()
-        url = f"nats://127.0.0.1:{port}"
-        conf = relay_conf(tmp, port, "laptop", "gpu")
-        log = open(tmp / "nats.log", "wb")  # noqa: SIM115 (the server writes to it for its life)
-        with log:
-            server = subprocess.Popen([server_bin, "-c", str(conf)], stdout=log, stderr=log)
-        _wait(lambda: _connectable(port), "nats-server accepting")
-        laptop, gpu = tmp / "laptop", tmp / "gpu"
-        for root, alias in ((laptop, "laptop"), (gpu, "gpu")):
-            root.mkdir(mode=0o700)
-            _join(root, url, alias)
-            serving.append(_serve(root, tmp / f"{alias}.relay.log"))
-        _wait(lambda: _connected(laptop) and _connected(gpu), "both relay processes connected")
-        gpu_paths = StatePaths(gpu)
+    with nats_relay("laptop", "gpu") as (tmp, url, _server):
+        try:
+            laptop, gpu = tmp / "laptop", tmp / "gpu"
+            for root, alias in ((laptop, "laptop"), (gpu, "gpu")):
+                root.mkdir(mode=0o700)
+                join(root, url, alias)
+                serving.append(serve(root, tmp / f"{alias}.relay.log", until_connected=False))
+            wait(lambda: connected(laptop) and connected(gpu), "both relay processes connected")
+            gpu_paths = StatePaths(gpu)
 
-        def names() -> set[str]:
-            return {a.name for a in read_presence(gpu_paths).get("laptop", ())}
+            def names() -> set[str]:
+                return {a.name for a in read_presence(gpu_paths).get("laptop", ())}
 
-        _wait(lambda: "laptop" in read_presence(gpu_paths), "gpu hears laptop", 30)
-        interval = _interval(url)
-        print(f"nats-server {url}; laptop's steady announce interval, measured: {interval:.2f} s")
-        arrive: list[float] = []
-        depart: list[float] = []
-        row_bytes = 0
-        for i in range(n):
-            agent = FakeAgent(laptop, f"p{i}", inbox=False).start()
-            arrive.append(_until(lambda i=i: f"p{i}" in names(), f"p{i}@laptop seen on gpu", 30))
-            if i == 0:
-                [row] = [r for r in agent_rows(gpu_paths, {}, None) if r["name"] == "p0@laptop"]
-                row_bytes = len(json.dumps(row, separators=(",", ":"))) + 1
-            stopper = threading.Thread(target=agent.stop)
-            t0 = time.perf_counter()
-            stopper.start()
-            stopper.join()
-            _until(lambda i=i: f"p{i}" not in names(), f"p{i}@laptop gone from gpu", 30)
-            depart.append(time.perf_counter() - t0)
-        os.kill(serving[0].pid, signal.SIGKILL)
-        expiry = _until(lambda: "laptop" not in read_presence(gpu_paths), "laptop gone from gpu", 4 * interval + 10)
-    finally:
-        for proc in serving:
-            stop_process(proc)
-        stop_process(server)
-        remove_tmp(tmp)
+            wait(lambda: "laptop" in read_presence(gpu_paths), "gpu hears laptop", 30)
+            interval = _interval(url)
+            print(f"nats-server {url}; laptop's steady announce interval, measured: {interval:.2f} s")
+            arrive: list[float] = []
+            depart: list[float] = []
+            row_bytes = 0
+            for i in range(n):
+                agent = FakeAgent(laptop, f"p{i}", inbox=False).start()
+                arrive.append(_until(lambda i=i: f"p{i}" in names(), f"p{i}@laptop seen on gpu", 30))
+                if i == 0:
+                    [row] = [r for r in agent_rows(gpu_paths, {}, None) if r["name"] == "p0@laptop"]
+                    row_bytes = len(json.dumps(row, separators=(",", ":"))) + 1
+                stopper = threading.Thread(target=agent.stop)
+                t0 = time.perf_counter()
+                stopper.start()
+                stopper.join()
+                _until(lambda i=i: f"p{i}" not in names(), f"p{i}@laptop gone from gpu", 30)
+                depart.append(time.perf_counter() - t0)
+            os.kill(serving[0].pid, signal.SIGKILL)
+            expiry = _until(lambda: "laptop" not in read_presence(gpu_paths), "laptop gone from gpu", 4 * interval + 10)
+        finally:
+            for proc in serving:
+                stop_process(proc)
 
     a, d = stats(arrive), stats(depart)
     arrive_ok = a["p50"] <= ON_CHANGE_TARGET * interval

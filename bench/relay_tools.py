@@ -18,33 +18,21 @@ Target: relay p50 <= 1.5 x (same-machine p50 + relay round trip p50).
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import json
-import os
-import subprocess
 import sys
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # bench/ is not a package
 
-from _common import FakeAgent, emit_result, exit_on_sigterm, make_tmp, print_machine, remove_tmp, stats, stop_process
+from _common import FakeAgent, emit_result, stats, stop_process
 from _common import figure as info_figure
 from _common import versus as versus_figure
-from relay_live import _connectable, _free_port, _join, _wait, nats_server_bin, relay_conf
+from _nats import bench_args, join, nats_relay, serve
 
 TARGET_RATIO = 1.5
 TEXT = "build 481 failed on main: test_login timed out after 30 s; can you look before the release cut?"
-
-
-def _serve(root: Path, log: Path) -> subprocess.Popen:
-    env = {**os.environ, "CROSSTALK_HOME": str(root)}
-    with open(log, "wb") as out:
-        proc = subprocess.Popen([sys.executable, "-m", "crosstalk", "relay", "serve"], env=env, stdout=out, stderr=out)
-    status = root / "relay" / "status.json"
-    _wait(lambda: status.exists() and json.loads(status.read_bytes()).get("state") == "connected", "relay serving")
-    return proc
 
 
 async def _measure(n: int, gpu: Path, url: str) -> dict[str, list[float]]:
@@ -97,44 +85,27 @@ async def _measure(n: int, gpu: Path, url: str) -> dict[str, list[float]]:
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--quick", action="store_true", help="a short run")
-    ap.add_argument("-n", type=int, default=None, help="messages each way (default 400, quick 80)")
-    args = ap.parse_args()
-    exit_on_sigterm()
-    n = args.n or (80 if args.quick else 400)
-    print_machine()
-    server_bin = nats_server_bin()
-
-    tmp = make_tmp()
-    server = relay_a = relay_b = bench = peer = None
-    try:
-        port = _free_port()
-        url = f"nats://127.0.0.1:{port}"
-        conf = relay_conf(tmp, port, "laptop", "gpu")
-        log = open(tmp / "nats.log", "wb")  # noqa: SIM115 (the server writes to it for its life)
-        with log:
-            server = subprocess.Popen([server_bin, "-c", str(conf)], stdout=log, stderr=log)
-        _wait(lambda: _connectable(port), "nats-server accepting")
-        laptop, gpu = tmp / "laptop", tmp / "gpu"
-        laptop.mkdir(mode=0o700)
-        gpu.mkdir(mode=0o700)
-        bench = FakeAgent(laptop, "bench", inbox=False).start()
-        peer = FakeAgent(gpu, "peer", inbox=False).start()
-        _join(laptop, url, "laptop")
-        _join(gpu, url, "gpu")
-        relay_a = _serve(laptop, tmp / "relay-laptop.log")
-        relay_b = _serve(gpu, tmp / "relay-gpu.log")
-        print(f"nats-server {url} (pid {server.pid}), relay processes {relay_a.pid} (laptop), {relay_b.pid} (gpu)")
-        lat = asyncio.run(_measure(n, gpu, url))
-    finally:
-        stop_process(relay_b)
-        stop_process(relay_a)
-        for agent in (peer, bench):
-            if agent is not None:
-                agent.stop()
-        stop_process(server)
-        remove_tmp(tmp)
+    n = bench_args(__doc__, "messages each way", 400, 80)
+    relay_a = relay_b = bench = peer = None
+    with nats_relay("laptop", "gpu") as (tmp, url, server):
+        try:
+            laptop, gpu = tmp / "laptop", tmp / "gpu"
+            laptop.mkdir(mode=0o700)
+            gpu.mkdir(mode=0o700)
+            bench = FakeAgent(laptop, "bench", inbox=False).start()
+            peer = FakeAgent(gpu, "peer", inbox=False).start()
+            join(laptop, url, "laptop")
+            join(gpu, url, "gpu")
+            relay_a = serve(laptop, tmp / "relay-laptop.log")
+            relay_b = serve(gpu, tmp / "relay-gpu.log")
+            print(f"nats-server {url} (pid {server.pid}), relay processes {relay_a.pid} (laptop), {relay_b.pid} (gpu)")
+            lat = asyncio.run(_measure(n, gpu, url))
+        finally:
+            stop_process(relay_b)
+            stop_process(relay_a)
+            for agent in (peer, bench):
+                if agent is not None:
+                    agent.stop()
 
     local, rel, kept = (stats(lat[k]) for k in ("local", "relay", "kept"))
     budget = local["p50"] + kept["p50"]

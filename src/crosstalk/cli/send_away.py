@@ -1,11 +1,13 @@
 """`crosstalk send NAME@MACHINE` to an address no live agent here has: across the NATS relay this state root joined
-(a live agent of that machine; docs/dev/relay.md), else over the git bus (docs/bus.md). cli/send_cmd.py routes here
-and prints and exits the way it does for a local agent."""
+(a live agent of that machine, through this machine's relay process; docs/dev/relay.md), else over the git bus
+(docs/bus.md). cli/send_cmd.py routes here and prints and exits the way it does for a local agent."""
 
 from __future__ import annotations
 
 from crosstalk.cli.common import echo, fail, print_json, state_paths
 from crosstalk.core.errors import EXIT_OK, ErrorKind
+
+NO_MACHINE = "relay:no_machine"  # relay/send.py's: the relay process answers with it (not imported: it loads NATS)
 
 # `typing` is only needed by type checkers.
 TYPE_CHECKING = False
@@ -16,7 +18,7 @@ if TYPE_CHECKING:
 def send_away(msg: Any, text: str, sender_tag: str, as_json: bool, timeout: float, transport: str | None) -> int:
     """The relay first when this state root joined one, else (or when that machine has no such agent, or no machine
     of that alias is on the relay, and a bus is known here) the git bus."""
-    from crosstalk.relay.config import joined
+    from crosstalk.relay.local_cli import joined
 
     if joined(state_paths()):
         code = _send_relay(msg, as_json, timeout, transport)
@@ -29,21 +31,16 @@ def send_away(msg: Any, text: str, sender_tag: str, as_json: bool, timeout: floa
 
 
 def _send_relay(msg: Any, as_json: bool, timeout: float, transport: str | None) -> int | None:
-    """`crosstalk send NAME@ALIAS` across the NATS relay (docs/dev/relay.md): the remote machine's receiver chain
-    answers, and this prints and exits as for a local agent. None: machine ALIAS has no live agent NAME, or no
-    machine ALIAS is on the relay, and a git bus is known here to try instead."""
-    from crosstalk.relay.config import RelayConfigError, load
-    from crosstalk.relay.send import NO_MACHINE, send_remote
+    """`crosstalk send NAME@ALIAS` across the NATS relay (docs/dev/relay.md), through this machine's relay process's
+    local socket (relay/local_cli.py: no NATS client, connection or credentials here; `--from` is the sender, the
+    socket's uid its proof): the remote machine's receiver chain answers, and this prints and exits as for a local
+    agent. None: machine ALIAS has no live agent NAME, no machine ALIAS is on the relay, or no relay process serves
+    here, and a git bus is known here to try instead."""
+    from crosstalk.relay.local_cli import NOT_SERVING, send_via_relay_process
 
-    try:
-        config = load(state_paths())
-        result = None if config is None else send_remote(config, msg, timeout=timeout)
-    except RelayConfigError as exc:
-        fail(f"the relay this state root joined cannot be used: {exc}", ErrorKind.FAILED)
-    if result is None:
-        return None
+    result = send_via_relay_process(state_paths(), msg, timeout=timeout)
     outcome = result.outcome
-    if (result.no_agent is not None or outcome.reason == NO_MACHINE) and _bus_known(transport):
+    if (result.no_agent is not None or outcome.reason in (NO_MACHINE, NOT_SERVING)) and _bus_known(transport):
         return None
     if result.no_agent is not None:
         alias = msg.to.rpartition("@")[2]

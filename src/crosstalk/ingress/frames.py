@@ -179,7 +179,8 @@ def encode_auth(token: str) -> bytes:
     return jsonc.dumps({"type": "auth", "token": token}).encode() + b"\n"
 
 
-def encode_crosstalk_user(msg: Message) -> bytes:
+def encode_crosstalk_user(msg: Message, *, keep: bool = False) -> bytes:
+    """`keep`: ask the agent to keep the connection for the next frame (uds_kept_lines.py)."""
     meta: dict[str, Any] = {
         "v": CROSSTALK_FRAME_VERSION,
         "message_id": msg.message_id,
@@ -197,6 +198,8 @@ def encode_crosstalk_user(msg: Message) -> bytes:
         meta["deadline_seconds"] = msg.deadline_seconds
     if msg.hop_chain:
         meta["hop_chain"] = list(msg.hop_chain)
+    if keep:
+        meta["keep"] = True
     line = {"type": "user", "message": {"role": "user", "content": msg.text}, "crosstalk": meta}
     return jsonc.dumps(line, ensure_ascii=False).encode() + b"\n"
 

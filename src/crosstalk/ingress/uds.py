@@ -43,6 +43,7 @@ from crosstalk.ingress.frames import (
 from crosstalk.ingress.relay_peer import REFUSED as RELAY_TAG_REFUSED
 from crosstalk.ingress.relay_peer import claims_relay_tag, is_relay_process, names_relayed_agent
 from crosstalk.ingress.task_frames import encode_error
+from crosstalk.ingress.uds_kept_lines import serve_kept_lines, wants_kept
 from crosstalk.ingress.uds_tasks import IdleKept, TaskDesk, serve_kept
 from crosstalk.policy.transport import RELAY_TRANSPORT
 from crosstalk.receiver import Inbound, Receiver
@@ -268,6 +269,8 @@ class UdsIngress:
             if user.is_native:
                 # The key, then a plain user line (frames.py's shape (a) from a script): a crosstalk client.
                 return encode_answer(await self._receive_plain(user, peer))
+            if authed and wants_kept(user):  # the relay process's hop: one connection, many messages
+                return await serve_kept_lines(user, lambda u: self._answer_crosstalk(u, pid), reader, writer)
             return encode_answer(await self._receive_crosstalk(user, peer, pid))
         except FrameError as exc:
             return encode_error_answer(f"frame: {exc}")
@@ -295,6 +298,9 @@ class UdsIngress:
             if msg.kind is Kind.ASK and names_relayed_agent(claimed):  # another machine's agent asks (policy/transport)
                 return await self._receiver.receive(Inbound(msg, sender, RELAY_TRANSPORT))
         return await self._receiver.receive(Inbound(msg, sender, "uds"))
+
+    async def _answer_crosstalk(self, user: UserLine, pid: int) -> bytes:
+        return encode_answer(await self._receive_crosstalk(user, self._peers.get(pid), pid))
 
     def _from_relay_process(self, pid: int) -> bool:
         return self._relay_root is not None and is_relay_process(self._relay_root, pid)

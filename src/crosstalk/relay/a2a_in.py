@@ -2,7 +2,7 @@
 request for one of this machine's agents goes to that agent's task service as a task frame on its uds socket
 (ingress/uds_tasks.py `serve_relayed`), which takes it only from this process, for the sender it labels
 `@relay:<machine>/<agent>`. The task lives here, in that agent's journal, as a local sender's does: the same chain,
-dedupe, deadline and reply. Blocking: relay/serve.py runs it in a thread."""
+dedupe, deadline and reply. Blocking: relay/deliver.py runs it in a thread."""
 
 from __future__ import annotations
 

@@ -17,7 +17,14 @@ def send_a2a_via_relay(
     process. Bounded by `timeout` plus the local socket's own."""
     import asyncio
 
-    from crosstalk.relay.local import send_via_local_relay
+    from crosstalk.relay.local import close_kept, send_via_local_relay
 
     task = {"return_immediately": return_immediately, "task_id": task_id}
-    return asyncio.run(send_via_local_relay(paths, token, msg, timeout=timeout, task=task))
+
+    async def once() -> RemoteResult:
+        try:
+            return await send_via_local_relay(paths, token, msg, timeout=timeout, task=task)
+        finally:
+            await close_kept()  # one request from a one-off command: nothing to keep the connection for
+
+    return asyncio.run(once())

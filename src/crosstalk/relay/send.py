@@ -44,7 +44,8 @@ def _failed(msg: Message, state: State, reason: str, detail: str) -> RemoteResul
 
 
 async def send_remote_async(config: RelayConfig, msg: Message, *, timeout: float) -> RemoteResult:
-    """One send on a connection of its own (`crosstalk send`): connect as this machine, one request, close."""
+    """One send on a connection of its own: connect as this machine, one request, close. (`crosstalk send` goes
+    through this machine's relay process instead, relay/local_cli.py; this stays for tests and benches.)"""
     if split_remote(msg.to) is None:
         raise ValueError(f"{msg.to!r} is not a NAME@ALIAS address")
     link = Link(config)

@@ -1,8 +1,8 @@
 """`crosstalk relay serve`: this machine's relay process. It holds relay/serve.lock for life (the lock, not a pid,
 says whether one runs), dials out to NATS as this machine (it listens on nothing), subscribes to the requests for
-this machine's agents, and runs each one through the local receiver chain over the named agent's uds socket (the path
-`crosstalk send` and the bus bridge take: one chain), answering with the chain's outcome. It reconnects on its own
-and writes what it is doing to relay/status.json.
+this machine's agents, and runs each one through the local receiver chain over the named agent's uds socket (the
+chain `crosstalk send` and the bus bridge reach: one chain), on connections kept per agent (relay/deliver.py),
+answering with the chain's outcome. It reconnects on its own and writes what it is doing to relay/status.json.
 """
 
 from __future__ import annotations
@@ -19,53 +19,16 @@ from crosstalk.fs.locks import FileLock
 from crosstalk.fs.procinfo import proc_start_time
 from crosstalk.registry.paths import StatePaths, ensure_private_dir
 from crosstalk.relay.config import RelayConfig, relay_dir, serve_lock_path, status_path
+from crosstalk.relay.deliver import DELIVER_TIMEOUT_S, Deliverer
 from crosstalk.relay.errors import AlreadyServing
 from crosstalk.relay.link import Link, describe
 from crosstalk.relay.local import LocalDesk
 from crosstalk.relay.presence import interval_s
 from crosstalk.relay.presence_loop import PresenceLoop, until_left
-from crosstalk.relay.wire import (
-    FrameError,
-    encode_answer,
-    encode_error,
-    from_alias_of,
-    inbound_subject,
-    parse_frame,
-    request_of,
-)
+from crosstalk.relay.wire import FrameError, encode_error, from_alias_of, inbound_subject
 
-DELIVER_TIMEOUT_S = 60.0  # the uds client's own: the receiver's 30 s inject timeout plus two journal writes
 MAX_IN_FLIGHT = 16  # messages delivered at once; more wait their turn in this process
-
-
-def deliver_local(paths: StatePaths, data: bytes, own_alias: str, from_alias: str) -> bytes:
-    """One request's answer frame: the message through the named agent's receiver chain (blocking: run in a thread).
-    A message the chain never saw is answered with an error frame saying why."""
-    from crosstalk.ingress.client import send
-    from crosstalk.ingress.errors import AgentUnreachable, DeliveryError
-    from crosstalk.registry.errors import AmbiguousName, NoSuchAgent, RegistryError
-
-    try:
-        frame = parse_frame(data)
-        if "task" in frame:  # A2A across the relay: a task for the named agent (relay/a2a_in.py)
-            from crosstalk.relay.a2a_in import deliver_task
-            from crosstalk.relay.a2a_wire import task_request_of
-
-            return deliver_task(paths, task_request_of(frame, own_alias, from_alias))
-        msg = request_of(frame, own_alias, from_alias)
-    except FrameError as exc:
-        return encode_error("bad_frame", str(exc))
-    try:
-        result = send(paths, msg, timeout=DELIVER_TIMEOUT_S)
-    except (NoSuchAgent, AmbiguousName) as exc:
-        return encode_error("no_agent", str(exc))
-    except AgentUnreachable as exc:
-        return encode_error("unreachable", str(exc))
-    except DeliveryError as exc:  # the agent may have it: the sender resends the same message_id
-        return encode_error("wire", str(exc))
-    except RegistryError as exc:
-        return encode_error("unreachable", f"this machine's registry cannot be read: {exc}")
-    return encode_answer(result.outcome, result.target.name, result.target.agent_id)
+ANSWERED_FLUSH_S = 0.2  # the answer count in relay/status.json is at most this late
 
 
 class Status:
@@ -83,6 +46,19 @@ class Status:
             "error": None,
             "answered": 0,
         }
+        self._flush: asyncio.TimerHandle | None = None
+
+    def answered(self) -> None:
+        """One more answer, written within ANSWERED_FLUSH_S, not at once: a write per answer would hold the loop
+        (~0.5 ms) before the answer's publish is flushed to the relay."""
+        self.data["answered"] += 1
+        if self._flush is None:
+            self._flush = asyncio.get_running_loop().call_later(ANSWERED_FLUSH_S, self._flushed)
+
+    def _flushed(self) -> None:
+        self._flush = None
+        with contextlib.suppress(OSError):  # the state root removed under it: nothing left to tell
+            self.set()
 
     def set(self, **fields: Any) -> None:
         if "state" in fields and fields["state"] != self.data["state"]:
@@ -133,6 +109,7 @@ async def serve(paths: StatePaths, config: RelayConfig, *, stop: asyncio.Event |
 
     link = Link(config, on_error=on_error, on_state=on_state)
     desk = LocalDesk(paths, link)  # this machine's agents' tool sends to NAME@ALIAS (relay/local.py)
+    hands = Deliverer(paths)  # the hop to this machine's agents, on connections kept per agent (relay/deliver.py)
     presence = PresenceLoop(paths, config.alias, link.nc, interval_s(), stop)  # relay/presence.py
 
     async def answer(msg: Any) -> None:
@@ -144,12 +121,12 @@ async def serve(paths: StatePaths, config: RelayConfig, *, stop: asyncio.Event |
             except FrameError as exc:
                 frame = encode_error("bad_frame", str(exc))
             else:
-                frame = await asyncio.to_thread(deliver_local, paths, msg.data, config.alias, from_alias)
+                frame = await hands.answer(msg.data, config.alias, from_alias)
             try:
                 await msg.respond(frame)
             except Exception as exc:  # the connection dropped: the sender times out and resends the same id
                 status.set(error=f"an answer was lost: {describe(exc)}")
-            status.set(answered=status.data["answered"] + 1)
+            status.answered()
 
     async def on_msg(msg: Any) -> None:
         task = asyncio.create_task(answer(msg))
@@ -179,8 +156,11 @@ async def serve(paths: StatePaths, config: RelayConfig, *, stop: asyncio.Event |
         watching.cancel()
         if tasks:
             await asyncio.wait(tasks, timeout=DELIVER_TIMEOUT_S)
+        await hands.close()
         await presence.close()
         await link.close()
+        if status._flush is not None:
+            status._flush.cancel()  # the count is written with the last word
         with contextlib.suppress(OSError):  # the state root removed under it: nothing left to tell
             status.set(state="stopped")
         lock.release()

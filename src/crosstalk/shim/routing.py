@@ -87,6 +87,8 @@ def route(paths: StatePaths, to: str, environ: Mapping[str, str]) -> Route:
     except NoSuchAgent as exc:
         missing = exc
     if "@" in to:  # a bus address has one; live agent names never do
+        if _relay_address(to):  # NAME@ALIAS (a bus address too): decided without loading the bus (`crosstalk send`)
+            return Route(RouteKind.BUS, to)
         # Imported here: the bus (PyYAML, git helpers) loads only for an address no live agent here has.
         from crosstalk.bus.live.bridge import is_bus_address
 
@@ -98,3 +100,13 @@ def route(paths: StatePaths, to: str, environ: Mapping[str, str]) -> Route:
     if sessions:
         return Route(RouteKind.NATIVE, to, sessions=sessions)
     return Route(RouteKind.UNKNOWN, to, problem=missing)
+
+
+_ALIAS_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-")
+
+
+def _relay_address(to: str) -> bool:
+    """relay/wire.py `split_remote`'s test (ALIAS one NATS token of 1-64 [A-Za-z0-9_-], NAME without '@'), without
+    `re` or the relay's modules on `crosstalk send`'s path (tests/unit/shim holds the two the same)."""
+    name, sep, alias = to.rpartition("@")
+    return bool(sep and name and "@" not in name and 0 < len(alias) <= 64 and _ALIAS_CHARS.issuperset(alias))

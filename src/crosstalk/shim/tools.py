@@ -3,7 +3,6 @@
 Every call binds its caller from its own evidence, as the harness kinds tell it (crosstalk/harness/: the shim's
 `--harness` kind, or for auto each kind in registry order), and is served by that session's agent (shim/pool.py),
 created on its first bound call. Without evidence only list_agents is served.
-
 claim and release travel to the target's own process (its journal has a single writer): shim/claiming.py.
 Superseded sessions (Claude `/clear`) are retired by the pool, on their kind's proof.
 """
@@ -13,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import sys
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -130,6 +130,8 @@ class ShimRouter:
             await self._sender.close()
         if self._pool is not None:
             await self._pool.close()
+        if (relay_local := sys.modules.get("crosstalk.relay.local")) is not None:  # loaded by a send to NAME@ALIAS
+            await relay_local.close_kept()  # its kept connections to the relay process's socket
 
     async def call(self, name: str, arguments: Mapping[str, Any], ctx: CallContext) -> ToolResult:
         """One MCP tools/call: the caller's session is bound from the call's own evidence (`take_evidence`)."""
@@ -269,8 +271,7 @@ class ShimRouter:
         self, host: AgentHost, to: str, text: str, sessions: list[tuple[Any, Any]], kind: str
     ) -> dict[str, Any]:
         """A live session crosstalk does not serve (a Claude session started without it; `sessions`: the route's):
-        written natively, as its own peers write; inform only. The sending session's real permission mode is
-        asserted."""
+        written natively, as its own peers write; inform only. The sending session's real permission mode is checked."""
         from crosstalk.core.ids import new_message_id
         from crosstalk.ingress.client import deliver_native
 

@@ -227,6 +227,34 @@ def test_a_held_sends_final_word_crosses_back_to_the_sender(
     run_pair(laptop, gpu, body, adapters=holding)
 
 
+def test_a_shims_relay_sends_ride_kept_connections(machines: tuple[Procs, Procs]) -> None:
+    """One connection to the relay process for sends one after another, several for sends at once, all closed when
+    the shim closes; every message delivered once."""
+    from crosstalk.ingress.uds_kept import KeptConnections
+    from crosstalk.relay import local
+
+    laptop, gpu = machines
+    seen: list[KeptConnections] = []
+
+    async def body(a: ShimRouter, b: ShimRouter) -> None:
+        for i in range(3):
+            out, err = await call(a, "send_message", ALICE, to="bob@gpu", text=f"kept {i}")
+            assert not err and out["state"] == "accepted", out
+        conns = local._kept(local_socket_path(laptop.paths))
+        seen.append(conns)
+        assert (conns.opened, conns.idle) == (1, 1)
+        outs = await asyncio.gather(
+            *(call(a, "send_message", ALICE, to="bob@gpu", text=f"at once {i}") for i in range(3))
+        )
+        assert [o["state"] for o, _err in outs] == ["accepted"] * 3
+        assert conns.opened >= 2 and conns.idle >= 2  # sends at once took several, kept for the next
+
+    run_pair(laptop, gpu, body)
+    assert seen[0].idle == 0  # closed with the shim
+    texts = sorted(x["text"] for x in inbox(gpu, "bob"))
+    assert texts == sorted([f"kept {i}" for i in range(3)] + [f"at once {i}" for i in range(3)])
+
+
 def test_no_such_agent_there_is_said_plainly(machines: tuple[Procs, Procs]) -> None:
     laptop, gpu = machines
 
@@ -248,7 +276,7 @@ def test_without_this_machines_relay_process_a_send_is_unreachable_at_once(machi
     async def body(a: ShimRouter, b: ShimRouter) -> None:
         out, err = await call(a, "send_message", ALICE, to="bob@gpu", text="anyone?")
         assert err and (out["state"], out["reason"]) == ("unreachable", "relay:not_serving"), out
-        assert "crosstalk relay serve" in out["detail"]
+        assert "no relay process serves this machine: `crosstalk relay join` starts it" in out["detail"]
         assert inbox(gpu, "bob") == []
 
     run_pair(laptop, gpu, body)

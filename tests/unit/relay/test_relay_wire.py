@@ -169,16 +169,19 @@ def test_no_bytes_crash_the_decoders(data: bytes) -> None:
 
 
 def test_the_relay_process_answers_what_the_chain_never_saw(tmp_path) -> None:
-    """deliver_local: a frame it cannot read, or an agent this machine does not have, is an error answer naming why
-    (the sender turns it into a clear line); nothing is sent anywhere."""
+    """The relay process's hop (relay/deliver.py): a frame it cannot read, or an agent this machine does not have, is
+    an error answer naming why (the sender turns it into a clear line); nothing is sent anywhere."""
+    import asyncio
+
     from crosstalk.registry.paths import StatePaths
-    from crosstalk.relay.serve import deliver_local
+    from crosstalk.relay.deliver import Deliverer
 
     paths = StatePaths(tmp_path / "state").ensure()
-    bad = decode_answer(deliver_local(paths, b"{", "laptop", "gpu"))
+    hands = Deliverer(paths)
+    bad = decode_answer(asyncio.run(hands.answer(b"{", "laptop", "gpu")))
     assert bad.error == "bad_frame" and "not a JSON frame" in (bad.detail or "")
     frame = encode_request(new_message("carol@laptop", "hi", from_="@cli:bob"))
-    missing = decode_answer(deliver_local(paths, frame, "laptop", "gpu"))
+    missing = decode_answer(asyncio.run(hands.answer(frame, "laptop", "gpu")))
     assert missing.error == "no_agent" and "carol" in (missing.detail or "")
 
 

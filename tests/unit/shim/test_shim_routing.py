@@ -72,3 +72,14 @@ def test_an_ambiguous_name_is_unknown_and_looks_no_further(monkeypatch: pytest.M
     got = route(PATHS, "twin", {})
     assert got.kind is RouteKind.UNKNOWN and isinstance(got.problem, AmbiguousName)
     assert len(got.problem.candidates) == 2 and world.native_asked == []
+
+
+def test_the_lean_relay_address_test_agrees_with_the_relays() -> None:
+    """shim/routing.py decides NAME@ALIAS without loading relay/wire.py: the two agree."""
+    from crosstalk.relay.wire import split_remote
+    from crosstalk.shim.routing import _relay_address
+
+    cases = ["bob@gpu", "local/echo@laptop", "a@b@c", "@gpu", "bob@", "bob@gpu.example", "bob@" + "x" * 64,
+             "bob@" + "x" * 65, "bob@gpu_1-x", "bob@gpü", "bob", "b ob@gpu", "bob@g pu"]  # fmt: skip
+    for to in cases:
+        assert _relay_address(to) == (split_remote(to) is not None), to
