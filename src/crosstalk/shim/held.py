@@ -80,6 +80,25 @@ class HeldSends:
             log.exception("could not journal the held send %s", message_id)
         self._spawn(self._watch_task(host, message_id, to, to_agent, task_id))
 
+    async def send_native(
+        self, host: AgentHost, to: str, text: str, sessions: list[tuple[Any, Any]], kind: str, environ: Any
+    ) -> dict[str, Any]:
+        """A send to a live session crosstalk does not serve (a Claude session started without it; `sessions`: the
+        route's), written natively as its own peers write, inform only, and watched when held. The sending session's
+        real permission mode is asserted."""
+        from crosstalk.core.ids import new_message_id
+        from crosstalk.ingress.client import deliver_native
+
+        mid = new_message_id()
+        out = await asyncio.to_thread(
+            deliver_native, self.paths, to, text, sessions, kind=kind, from_name=host.name,
+            sender_pid=host.harness_pid, environ=environ, message_id=mid,
+            on_settled=self.native_callback(host, mid, to),
+        )  # fmt: skip
+        await self.held_native(host, mid, to, out.state.value, out.reason)
+        hint = "the session's user decides; crosstalk tells you here when it is delivered or not"
+        return out.answer(to=to, hint=hint if out.state is State.HELD else None)
+
     def native_callback(self, host: AgentHost, message_id: str, to: str) -> Any:
         """`on_settled` for a native delivery: the harness's later word, handed to the event loop."""
         loop = asyncio.get_running_loop()

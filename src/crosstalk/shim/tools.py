@@ -3,6 +3,7 @@
 Every call binds its caller from its own evidence, as the harness kinds tell it (crosstalk/harness/: the shim's
 `--harness` kind, or for auto each kind in registry order), and is served by that session's agent (shim/pool.py),
 created on its first bound call. Without evidence only list_agents is served.
+
 claim and release travel to the target's own process (its journal has a single writer): shim/claiming.py.
 Superseded sessions (Claude `/clear`) are retired by the pool, on their kind's proof.
 """
@@ -245,7 +246,7 @@ class ShimRouter:
         if where.kind is RouteKind.BUS:  # NAME@MACHINE: the relay this state root joined, else the git bus
             return await send_away(host, self.paths, to, text, self.held, **fields)
         if where.kind is RouteKind.NATIVE:
-            return await self._send_native(host, to, text, where.sessions, kind)
+            return await self.held.send_native(host, to, text, where.sessions, kind, self.environ)
         if where.agent is None:
             if isinstance(where.problem, AmbiguousName):
                 return ambiguous_name(to, where.problem.candidates)
@@ -266,24 +267,6 @@ class ShimRouter:
         if result["state"] == State.UNREACHABLE and not target.inbound_reachable:
             result.setdefault("hint", f"{target.name} cannot receive messages: {target.inbound_reason}")
         return result
-
-    async def _send_native(
-        self, host: AgentHost, to: str, text: str, sessions: list[tuple[Any, Any]], kind: str
-    ) -> dict[str, Any]:
-        """A live session crosstalk does not serve (a Claude session started without it; `sessions`: the route's):
-        written natively, as its own peers write; inform only. The sending session's real permission mode is checked."""
-        from crosstalk.core.ids import new_message_id
-        from crosstalk.ingress.client import deliver_native
-
-        mid = new_message_id()
-        out = await asyncio.to_thread(
-            deliver_native, self.paths, to, text, sessions, kind=kind, from_name=host.name,
-            sender_pid=host.harness_pid, environ=self.environ, message_id=mid,
-            on_settled=self.held.native_callback(host, mid, to),
-        )  # fmt: skip
-        await self.held.held_native(host, mid, to, out.state.value, out.reason)
-        hint = "the session's user decides; crosstalk tells you here when it is delivered or not"
-        return out.answer(to=to, hint=hint if out.state is State.HELD else None)
 
     async def _tool_send_message(self, host: AgentHost, args: dict[str, Any]) -> dict[str, Any]:
         return await self._send(host, args["to"], args["text"], kind=args["kind"], delivery=args["delivery"])
