@@ -2,6 +2,8 @@
 regular files only (open_regular); reading never more than a cap (read_capped). Every open of a path in the state
 root goes through open_regular.
 
+read_line: the first line a blocking socket answers, never more than a cap read.
+
 StatCache: small files read on every message (a harness's session record, the user's settings), parsed once and
 reused while a stat proves the file unchanged.
 
@@ -29,6 +31,7 @@ from crosstalk.fs.errors import NotRegularFile
 
 TYPE_CHECKING = False  # not `typing`: importing it costs ~2 ms on `crosstalk send`'s start-up path
 if TYPE_CHECKING:
+    import _socket
     from collections.abc import Callable
     from pathlib import Path
     from typing import Any
@@ -70,6 +73,22 @@ def open_regular(path: Path | str, flags: int = os.O_RDONLY, mode: int = 0o600) 
         os.close(fd)
         raise NotRegularFile(path, describe_mode(st_mode))
     return fd
+
+
+def read_line(sock: _socket.socket, limit: int) -> bytes:
+    """The first line `sock` gives (without its newline), reading until a newline, the peer's EOF or more than
+    `limit` bytes (then what came, cut at a newline if there is one). Blocking: the socket's own timeout bounds it."""
+    chunks: list[bytes] = []
+    total = 0
+    while True:
+        data = sock.recv(65536)
+        if not data:
+            break
+        chunks.append(data)
+        total += len(data)
+        if b"\n" in data or total > limit:
+            break
+    return b"".join(chunks).split(b"\n", 1)[0]
 
 
 def read_capped(path: Path | str, limit: int) -> bytes | None:

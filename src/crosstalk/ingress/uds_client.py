@@ -11,6 +11,7 @@ import _socket
 
 from crosstalk.core.message import Message
 from crosstalk.core.states import Outcome
+from crosstalk.fs.reading import read_line
 from crosstalk.ingress.errors import AgentUnreachable, FrameError, WireError
 from crosstalk.ingress.frames import MAX_LINE_BYTES, encode_auth, encode_crosstalk_user, parse_answer
 
@@ -37,7 +38,7 @@ def deliver(uds_path: str | Path, token: str, msg: Message, *, timeout: float = 
         try:
             sock.sendall(payload)
             sock.shutdown(_socket.SHUT_WR)
-            answer = _read_answer(sock)
+            answer = read_line(sock, MAX_LINE_BYTES)
         except TimeoutError:
             raise WireError(f"no answer from {uds_path} within {timeout:.0f} s") from None
         except OSError as exc:
@@ -50,17 +51,3 @@ def deliver(uds_path: str | Path, token: str, msg: Message, *, timeout: float = 
         return parse_answer(answer)
     except FrameError as exc:
         raise WireError(str(exc)) from None
-
-
-def _read_answer(sock: _socket.socket) -> bytes:
-    chunks: list[bytes] = []
-    total = 0
-    while True:
-        data = sock.recv(65536)
-        if not data:
-            break
-        chunks.append(data)
-        total += len(data)
-        if b"\n" in data or total > MAX_LINE_BYTES:
-            break
-    return b"".join(chunks).split(b"\n", 1)[0]

@@ -10,6 +10,7 @@ import json
 import socket
 
 from crosstalk.core.errors import ErrorKind
+from crosstalk.fs.reading import read_line
 from crosstalk.registry.paths import StatePaths
 from crosstalk.relay.a2a_wire import TaskRequest, encode_task_answer, encode_task_error
 from crosstalk.relay.wire import encode_error
@@ -48,7 +49,7 @@ def deliver_task(paths: StatePaths, req: TaskRequest, *, timeout: float = TIMEOU
             return encode_error("unreachable", f"agent {target.name!r} is not answering on its socket: {exc}")
         try:
             sock.sendall(frame)
-            raw = _read_line(sock)
+            raw = read_line(sock, MAX_ANSWER_BYTES)
         except OSError as exc:  # the agent may have it: the sender resends the same message_id (dedupe)
             return encode_error("wire", f"no answer from {target.name}: {exc}")
     finally:
@@ -65,17 +66,3 @@ def deliver_task(paths: StatePaths, req: TaskRequest, *, timeout: float = TIMEOU
     else:
         kind, text = ErrorKind.FAILED.value, str(err or "the agent gave no task")
     return encode_task_error(kind, text, target.name, target.agent_id)
-
-
-def _read_line(sock: socket.socket) -> bytes:
-    chunks: list[bytes] = []
-    size = 0
-    while True:
-        chunk = sock.recv(65536)
-        if not chunk:
-            break
-        chunks.append(chunk)
-        size += len(chunk)
-        if chunk.endswith(b"\n") or size > MAX_ANSWER_BYTES:
-            break
-    return b"".join(chunks)

@@ -13,6 +13,7 @@ import os
 
 from crosstalk.core import jsonc
 from crosstalk.core.states import Outcome, State
+from crosstalk.fs.reading import read_line
 
 TYPE_CHECKING = False  # not `typing`: importing it costs ~2 ms on `crosstalk send`'s start-up path
 if TYPE_CHECKING:
@@ -66,7 +67,9 @@ def send_via_relay_process(paths: StatePaths, msg: Message, *, timeout: float) -
             return failed(State.UNREACHABLE, NOT_SERVING, f"the relay process's socket {path}: {exc.strerror or exc}")
         try:
             sock.sendall(line.encode("utf-8"))
-            raw = _read_line(sock)
+            raw = read_line(sock, MAX_ANSWER_BYTES)
+            if not raw.strip():
+                raise ConnectionError("the relay process closed the connection without an answer")
         except OSError as exc:  # TimeoutError included
             hint = f"resend it with the same message_id ({msg.message_id}): the receiver answers from its journal"
             return failed(State.UNKNOWN, LOCAL_FAILED, f"the relay process did not answer ({exc}); {hint}")
@@ -81,20 +84,3 @@ def send_via_relay_process(paths: StatePaths, msg: Message, *, timeout: float) -
         return LocalAnswer(Outcome.from_dict(res["outcome"]), str(res["to"]), res.get("agent_id"), res.get("no_agent"))
     except (UnicodeDecodeError, ValueError, KeyError, TypeError, AttributeError) as exc:
         return failed(State.UNKNOWN, LOCAL_FAILED, f"the relay process answered a bad line: {exc}")
-
-
-def _read_line(sock: _socket.socket) -> bytes:
-    chunks: list[bytes] = []
-    total = 0
-    while True:
-        data = sock.recv(65536)
-        if not data:
-            break
-        chunks.append(data)
-        total += len(data)
-        if b"\n" in data or total > MAX_ANSWER_BYTES:
-            break
-    raw = b"".join(chunks).split(b"\n", 1)[0]
-    if not raw.strip():
-        raise ConnectionError("the relay process closed the connection without an answer")
-    return raw
