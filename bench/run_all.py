@@ -41,6 +41,7 @@ BENCHMARKS = (
     "codex_delivery",
     "pi_delivery",
     "own_part",
+    "own_steps",
     "claude_inject",
     "qwen_delivery",
     "gemini_delivery",
