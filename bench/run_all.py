@@ -43,6 +43,7 @@ BENCHMARKS = (
     "own_part",
     "own_steps",
     "claude_inject",
+    "adapters_inject",
     "qwen_delivery",
     "gemini_delivery",
     "opencode_delivery",
