@@ -7,6 +7,10 @@ returns only once the record is fsynced. The baseline, measured in the same run 
 is one thread doing write + fsync per record on a plain file, in chunks run before and after every Journal run; each
 Journal run is compared with its two adjacent chunks, and medians over R rounds are reported.
 Target: concurrent journal appends >= 4x the unbatched fsync rate. `journal.batches` counts fsync rounds.
+
+Beside it (info, no target): a lone append, as a delivery's one durable write before the harness is, synced with
+fsync and with fdatasync, in interleaved blocks on files that grow as the journal does: whether the cheaper call
+would shorten the own part on this disk (bench/own_part.py).
 """
 
 from __future__ import annotations
@@ -78,6 +82,29 @@ def through_journal(path: Path, record: dict, total: int, writers: int) -> tuple
         journal.close()
 
 
+def lone_sync(tmp: Path, data: bytes, blocks: int = 8, per: int = 50) -> dict[str, float]:
+    """p50 seconds of the sync call after one append of `data`, fsync against fdatasync, in alternating blocks of
+    `per` on two files that grow (an append-only journal's case: each append changes the size)."""
+    fds = {name: os.open(tmp / f"lone-{name}.data", os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+           for name in ("fsync", "fdatasync")}  # fmt: skip
+    calls = {"fsync": os.fsync, "fdatasync": os.fdatasync}
+    samples: dict[str, list[float]] = {"fsync": [], "fdatasync": []}
+    clock = time.perf_counter
+    try:
+        for b in range(blocks):
+            for name in ("fsync", "fdatasync") if b % 2 == 0 else ("fdatasync", "fsync"):
+                fd, call = fds[name], calls[name]
+                for _ in range(per):
+                    os.write(fd, data)
+                    t0 = clock()
+                    call(fd)
+                    samples[name].append(clock() - t0)
+    finally:
+        for fd in fds.values():
+            os.close(fd)
+    return {name: statistics.median(xs) for name, xs in samples.items()}
+
+
 def one_round(tmp: Path, r: int, record: dict, data: bytes, total: int, base_n: int, writer_counts: list[int]) -> dict:
     """Unbatched chunks between the Journal runs (1 writer, then each W); each Journal run is compared with the
     unbatched rate of the two chunks either side of it, so disk noise from other processes hits both alike."""
@@ -146,8 +173,13 @@ def main() -> int:
                 f"W={w}: {x['rate']:.0f} ({x['ratio']:.2f}x, {x['per_fsync']:.1f}/fsync)" for w, x in res["w"].items()
             )
             print(f"  round {r + 1}: unbatched {res['base']:.0f} rec/s  1 writer {res['single']:.0f}  {ws}")
+        lone = lone_sync(tmp, data)
     finally:
         remove_tmp(tmp)
+    print(
+        f"  a lone append, then the sync (p50, interleaved): fsync {lone['fsync'] * 1e6:.0f} us, "
+        f"fdatasync {lone['fdatasync'] * 1e6:.0f} us ({lone['fdatasync'] / lone['fsync']:.2f}x)"
+    )
 
     med = statistics.median
     base_rate = med(x["base"] for x in results)
@@ -195,6 +227,17 @@ def main() -> int:
                 f"({per_fsync:.1f} rec/fsync, fsync busy {busy:.0%} of wall)",
             )
         )
+    figures.append(
+        figure(
+            "lone append, fdatasync vs fsync p50",
+            lone["fdatasync"] * 1e6,
+            "us",
+            baseline=lone["fsync"] * 1e6,
+            baseline_name="fsync",
+            ratio=lone["fdatasync"] / lone["fsync"],
+            summary="the sync after one append to a growing file (the journal's write before the harness)",
+        )
+    )
     emit_result("journal", figures, {"record_bytes": len(data), "rounds": results})
     return 0
 

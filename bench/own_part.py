@@ -16,7 +16,10 @@ fsynced) and `inject`. Target: own part p50 <= 3 ms for each harness. Beside it,
 against the bare tool (and, for Claude, Claude's own SendMessage; for Codex, a bare `turn/start` written by this
 process). Target: Claude → idle Codex <= 1.2x the bare tool.
 
-    .venv/bin/python bench/own_part.py [--quick] [--only claude,codex,pi]
+    .venv/bin/python bench/own_part.py [--quick] [--only claude,codex,pi] [--extra EV,EV]
+
+--extra names more trace events of the receiving process to tabulate before the adapter's write (marks added to
+look closer at a step; bench/own_steps.py does the same without live harnesses).
 """
 
 from __future__ import annotations
@@ -68,7 +71,7 @@ class Trace:
             f.seek(self.offset)
             return [json.loads(line) for line in f.read().splitlines() if line.strip()]
 
-    def own_part(self, harness: str) -> dict[str, float] | None:
+    def own_part(self, harness: str, extra: tuple[str, ...] = ()) -> dict[str, float] | None:
         """Seconds from A's shim's send_message `tools/call` to each later step, up to the receiving adapter's write."""
         evs = self.events()
         call = next((e for e in evs if e["ev"] == "tool_call" and e.get("tool") == "send_message"), None)
@@ -85,7 +88,7 @@ class Trace:
             e = next((e for e in evs if e["ev"] == step and e["pid"] == call["pid"] and e["t"] >= call["t"]), None)
             if e is not None:
                 out[step] = (e["t"] - call["t"]) / 1e9
-        for step in RECEIVER_STEPS:
+        for step in (*RECEIVER_STEPS, *extra):
             e = next((e for e in after if e["ev"] == step and e["pid"] == write["pid"] and e["t"] <= write["t"]), None)
             if e is not None:
                 out[step] = (e["t"] - call["t"]) / 1e9
@@ -121,7 +124,9 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--only", default=",".join(HARNESSES))
+    ap.add_argument("--extra", default="", help="more receiving-side trace events to tabulate, in order")
     args = ap.parse_args()
+    looks = tuple(e for e in args.extra.split(",") if e)
     rounds = 5 if args.quick else 20
     only = [h for h in args.only.split(",") if h]
     root = Path(tempfile.mkdtemp(prefix="xo", dir="/tmp"))
@@ -198,7 +203,7 @@ def main() -> None:
                         continue
                     e2e.setdefault(f"{h}_{way}", []).append(latency)
                     if way == "crosstalk":
-                        part = trace.own_part(h)
+                        part = trace.own_part(h, looks)
                         if part is None:
                             raise RuntimeError(f"{h}: no trace of the delivery: {trace.events()}")
                         own.setdefault(h, []).append(part)
@@ -211,7 +216,7 @@ def main() -> None:
             parts = own[h]
             o = stats(p["harness_write"] for p in parts)
             bare_p50 = stats(e2e[f"{h}_bare_tool"])["p50"]
-            names = (*SENDER_STEPS, *RECEIVER_STEPS, "harness_write", *AFTER_STEPS, "tool_result")
+            names = (*SENDER_STEPS, *RECEIVER_STEPS, *looks, "harness_write", *AFTER_STEPS, "tool_result")
             steps = {s: stats(p[s] for p in parts if s in p)["p50"] * 1e3 for s in names if any(s in p for p in parts)}
             extra["steps_p50_ms"][h] = steps
             print(f"{h} own part, p50 from the tool call (ms): " + ", ".join(f"{k} {v:.2f}" for k, v in steps.items()))

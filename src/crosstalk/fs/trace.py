@@ -42,9 +42,16 @@ def mark(event: str, **fields: Any) -> None:
     fd = _fd
     if fd is None:
         return
-    line = json.dumps({"t": time.time_ns(), "pid": os.getpid(), "ev": event, **fields}, default=str) + "\n"
+    # Written out by hand: json.dumps(..., default=str) builds an encoder per call (~10 us, inside the span a mark
+    # measures); the plain json.dumps of one scalar reuses json's own.
+    extra = "".join([f", {json.dumps(k)}: {_value(v)}" for k, v in fields.items()]) if fields else ""
+    line = f'{{"t": {time.time_ns()}, "pid": {os.getpid()}, "ev": {json.dumps(event)}{extra}}}\n'
     with contextlib.suppress(OSError):
         os.write(fd, line.encode())
+
+
+def _value(v: Any) -> str:
+    return json.dumps(v) if v is None or isinstance(v, str | int | float) else json.dumps(v, default=str)
 
 
 def path_for(crosstalk_home: str | os.PathLike[str]) -> str:

@@ -13,6 +13,8 @@ without them is shape (a) as a plain script writes it, a crosstalk client answer
 
 from __future__ import annotations
 
+import re
+
 from crosstalk.core import jsonc, untrusted
 from crosstalk.core.message import Message
 from crosstalk.core.record import Record
@@ -87,7 +89,8 @@ def parse_line(raw: bytes) -> AuthLine | UserLine | TaskLine:
         obj = untrusted.loads(text, what="frame line", max_bytes=MAX_LINE_BYTES)
     except untrusted.UntrustedInput as exc:  # not JSON, or nested too deeply
         raise FrameError(f"frame line is not JSON: {exc.problem}") from None
-    _check_unicode(obj)
+    if _SURROGATE_ESCAPE.search(text) is not None:  # else no string in it can hold one: nothing to walk
+        _check_unicode(obj)
     if not isinstance(obj, dict):
         raise FrameError("frame line must be a JSON object")
     ftype = obj.get("type")
@@ -125,6 +128,11 @@ def parse_line(raw: bytes) -> AuthLine | UserLine | TaskLine:
             raise FrameError("task line needs a non-empty string 'bearer' (the sending agent's token)")
         return TaskLine(method, bearer, obj)
     raise FrameError(f"unknown frame type {ftype!r} (expected 'auth', 'user' or 'task')")
+
+
+# Strict UTF-8 text holds no surrogate, so json can only make one from an escape `\uD800`-`\uDFFF` (either case). A
+# match may be a false alarm (an escaped backslash before `ud8..`): the walk below then decides.
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
 
 
 def _check_unicode(obj: object) -> None:

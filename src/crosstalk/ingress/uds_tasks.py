@@ -109,11 +109,15 @@ async def serve_kept(
         if line.params.get("keep") is not True:
             return answer
         writer.write(answer[:-2] + KEPT_TAIL)  # every answer is one JSON object and a newline: `}\n`
-        await asyncio.wait_for(writer.drain(), WRITE_TIMEOUT_S)
+        # asyncio.timeout, not wait_for: wait_for runs the read as a task of its own, two event-loop steps more
+        # between the frame's bytes and serve_task (a drain that need not wait: one).
+        async with asyncio.timeout(WRITE_TIMEOUT_S):
+            await writer.drain()
         if idle is not None and me is not None:
             idle.add(me)
         try:
-            raw = await asyncio.wait_for(reader.readuntil(b"\n"), KEEP_IDLE_S)
+            async with asyncio.timeout(KEEP_IDLE_S):
+                raw = await reader.readuntil(b"\n")
         except (asyncio.IncompleteReadError, TimeoutError, ConnectionError):
             return None
         except asyncio.LimitOverrunError:

@@ -140,6 +140,10 @@ class TaskService(TaskApi):
         if waiting:
             self.receiver.begin_default_wait()  # counted until answered: the wait is what the limit bounds
         try:
+            if waiting and self.worker.pending(message.message_id) is not None:
+                # The worker, woken for it before this step, goes first: it reaches the harness before this
+                # answer's waiters are set up (and the dispatch may be over by then, so none are needed).
+                await asyncio.sleep(0)
             return await self._answer(tid, message.message_id, return_immediately)
         finally:
             if waiting:

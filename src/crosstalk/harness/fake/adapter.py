@@ -36,6 +36,7 @@ from typing import Any
 
 from crosstalk.core.states import State
 from crosstalk.core.tasks import Artifact, ArtifactPart
+from crosstalk.fs import trace
 from crosstalk.harness.base import (
     AgentInfo,
     BindResult,
@@ -224,6 +225,7 @@ class FakeHarness:
                     os.write(fd, (json.dumps(line, ensure_ascii=False) + "\n").encode())
                 finally:
                     os.close(fd)
+        trace.mark("harness_write", harness="fake")  # bench/own_steps.py: the own part ends here
 
     def _maybe_answer(self, request: InjectRequest) -> None:
         if self.answer is None or self.on_answer is None or request.message.kind.value != "ask":
