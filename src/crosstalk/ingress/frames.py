@@ -28,6 +28,7 @@ if TYPE_CHECKING:
 
 MAX_LINE_BYTES = 512 * 1024  # one frame line: 64 KiB of text JSON-escapes to at most 384 KiB, plus metadata
 CROSSTALK_FRAME_VERSION = 1
+KEPT_TAIL = b',"kept":true}\n'  # how an answer says the connection is kept for the next frame (uds_keeping.py)
 
 
 # Records (core/record.py), not dataclasses: this module is on `crosstalk send`'s start-up path.
@@ -188,7 +189,7 @@ def encode_auth(token: str) -> bytes:
 
 
 def encode_crosstalk_user(msg: Message, *, keep: bool = False) -> bytes:
-    """`keep`: ask the agent to keep the connection for the next frame (uds_kept_lines.py)."""
+    """`keep`: ask the agent to keep the connection for the next frame (uds_keeping.py)."""
     meta: dict[str, Any] = {
         "v": CROSSTALK_FRAME_VERSION,
         "message_id": msg.message_id,
@@ -235,3 +236,17 @@ def parse_answer(raw: bytes) -> Outcome:
     return Outcome(
         str(obj.get("message_id") or ""), state, obj.get("reason"), evidence if isinstance(evidence, dict) else {}
     )
+
+
+def says_kept(answer: bytes) -> bool:
+    """Whether an answer line ends with `"kept": true` (its last member, as KEPT_TAIL writes it; any spacing), read
+    without parsing the line. An answer that says it elsewhere is taken as not kept: the connection is closed, the
+    safe side."""
+    body = answer.strip()
+    if not body.endswith(b"}"):
+        return False
+    body = body[:-1].rstrip()
+    if not body.endswith(b"true"):
+        return False
+    body = body[:-4].rstrip()
+    return body.endswith(b":") and body[:-1].rstrip().endswith(b'"kept"')

@@ -43,8 +43,9 @@ from crosstalk.ingress.frames import (
 from crosstalk.ingress.relay_peer import REFUSED as RELAY_TAG_REFUSED
 from crosstalk.ingress.relay_peer import claims_relay_tag, is_relay_process, names_relayed_agent
 from crosstalk.ingress.task_frames import encode_error
-from crosstalk.ingress.uds_kept_lines import serve_kept_lines, wants_kept
-from crosstalk.ingress.uds_tasks import IdleKept, TaskDesk, serve_kept
+from crosstalk.ingress.uds_keeping import IdleKept, user_keeps
+from crosstalk.ingress.uds_keeping import serve_kept as serve_kept_lines
+from crosstalk.ingress.uds_tasks import TaskDesk, serve_kept
 from crosstalk.policy.transport import RELAY_TRANSPORT
 from crosstalk.receiver import Inbound, Receiver
 from crosstalk.registry.descriptor import Descriptor
@@ -269,8 +270,9 @@ class UdsIngress:
             if user.is_native:
                 # The key, then a plain user line (frames.py's shape (a) from a script): a crosstalk client.
                 return encode_answer(await self._receive_plain(user, peer))
-            if authed and wants_kept(user):  # the relay process's hop: one connection, many messages
-                return await serve_kept_lines(user, lambda u: self._answer_crosstalk(u, pid), reader, writer)
+            if authed and user_keeps(user):  # the relay process's hop: one connection, many messages
+                answer = lambda u: self._answer_crosstalk(u, pid)  # noqa: E731
+                return await serve_kept_lines(user, answer, reader, writer, self._idle_kept)
             return encode_answer(await self._receive_crosstalk(user, peer, pid))
         except FrameError as exc:
             return encode_error_answer(f"frame: {exc}")

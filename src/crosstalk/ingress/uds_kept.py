@@ -20,7 +20,7 @@ import time
 from dataclasses import dataclass, field
 
 from crosstalk.ingress.errors import KeptBroken, KeptUnreachable
-from crosstalk.ingress.frames import MAX_LINE_BYTES
+from crosstalk.ingress.frames import MAX_LINE_BYTES, says_kept
 
 CONNECT_TIMEOUT_S = 5.0
 IDLE_S = 30.0  # a kept connection unused this long is closed (the peer keeps one KEEP_IDLE_S: longer)
@@ -117,6 +117,34 @@ class KeptConnections:
         if conn.kept:
             self._count -= 1
         await conn.close()
+
+    async def request(self, line: bytes, wait: float) -> bytes:
+        """One frame on a kept connection (or one of its own past MAX_KEPT) and its answer line; the connection is
+        kept after it when the answer says the peer keeps it. A kept connection that broke after the frame left
+        (the peer restarted, or shed it) is retried once on a fresh one: the same frame, the same message_id, so a
+        copy the peer already took is answered from its dedupe, never delivered twice. Raises KeptUnreachable,
+        KeptBroken, TimeoutError (no answer in `wait`: never sent again) or asyncio.LimitOverrunError."""
+        try:
+            return await self._request_once(line, wait)
+        except KeptBroken as exc:
+            if not exc.reused:
+                raise
+            await self.drop_idle()  # the peer dropped a kept one: the others are likely gone too
+            return await self._request_once(line, wait)
+
+    async def _request_once(self, line: bytes, wait: float) -> bytes:
+        conn = await self.take()
+        kept = False
+        try:
+            try:
+                raw = await conn.exchange(line, wait)
+            except KeptBroken as exc:
+                exc.reused = conn.reused
+                raise
+            kept = says_kept(raw)
+            return raw
+        finally:
+            await self.give_back(conn, keep=kept)
 
     def _schedule_reap(self) -> None:
         if self._reaper is None:

@@ -80,41 +80,23 @@ class UdsTaskClient:
         if len(line) > MAX_LINE_BYTES:
             raise A2AProtocolError(f"task frame is {len(line)} bytes, over the socket's {MAX_LINE_BYTES}-byte line")
         try:
-            try:
-                data = await self._exchange(line, wait)
-            except KeptBroken as exc:
-                if not exc.reused:
-                    raise
-                # A kept connection the peer dropped (it restarted): once more on a new one. The same frame, the
-                # same message_id: a copy the peer already took is answered from its dedupe, not delivered again.
-                await self.connections.drop_idle()
-                data = await self._exchange(line, wait)
+            if self.keep:
+                raw = await self.connections.request(line, wait)
+            else:  # a connection of its own: closed after its answer, never retried
+                conn = await self.connections.open(kept=False)
+                try:
+                    raw = await conn.exchange(line, wait)
+                finally:
+                    await conn.close()
         except KeptUnreachable as exc:
             raise A2AUnreachable(str(exc)) from None
         except KeptBroken as exc:
             raise A2AOutcomeUnknown(f"{self.uds_path}: {exc}") from None
-        return _view_of(data, sent, self.uds_path)
-
-    async def _exchange(self, line: bytes, wait: float) -> dict[str, Any]:
-        """One frame on a connection (kept or of its own) and its answer, decoded; the connection kept after it
-        only when the peer said it keeps it."""
-        conns = self.connections
-        conn = await (conns.take() if self.keep else conns.open(kept=False))
-        data: dict[str, Any] | None = None
-        try:
-            try:
-                raw = await conn.exchange(line, wait)
-            except asyncio.LimitOverrunError:
-                raise A2AProtocolError(f"the answer from {self.uds_path} is over the line limit") from None
-            except TimeoutError:
-                raise A2AOutcomeUnknown(f"no answer from {self.uds_path} within {wait:.0f} s") from None
-            except KeptBroken as exc:
-                exc.reused = conn.reused
-                raise
-            data = _decode(raw, self.uds_path)
-        finally:
-            await conns.give_back(conn, keep=data is not None and data.get("kept") is True)
-        return data
+        except asyncio.LimitOverrunError:
+            raise A2AProtocolError(f"the answer from {self.uds_path} is over the line limit") from None
+        except TimeoutError:
+            raise A2AOutcomeUnknown(f"no answer from {self.uds_path} within {wait:.0f} s") from None
+        return _read(raw, sent, self.uds_path)
 
 
 def _read(raw: bytes, sent: Message | None, where: str) -> TaskView:

@@ -7,8 +7,7 @@ the same TaskApi the A2A edge calls (tasks/service.py), with the same verified S
 admission and the journal (fsync before any answer) run exactly as for a SendMessage, and the answer is the task.
 Claim and release requests (`op`) go to the same op handler the A2A edge uses (agent/claims.py).
 
-A kept connection waiting for its next frame is listed in the socket's `IdleKept`, longest idle first: a socket at
-its connection cap sheds the first of them to admit a new connection (uds.py), never one with a frame in flight.
+A frame with `"keep": true` keeps the connection for the next one (served by uds_keeping.py).
 """
 
 from __future__ import annotations
@@ -25,8 +24,8 @@ from crosstalk.core.sender import Sender, SenderClass
 from crosstalk.core.tasks import TaskApi, TaskView
 from crosstalk.fs import trace
 from crosstalk.fs.procinfo import proc_start_time
-from crosstalk.ingress.errors import FrameError
-from crosstalk.ingress.frames import MAX_LINE_BYTES, TaskLine, encode_error_answer, parse_line
+from crosstalk.ingress import uds_keeping as keeping
+from crosstalk.ingress.frames import TaskLine
 from crosstalk.ingress.relay_peer import names_relayed_agent
 from crosstalk.ingress.task_frames import (
     AUTH_KIND,
@@ -41,10 +40,6 @@ from crosstalk.registry.descriptor import Descriptor
 
 log = logging.getLogger(__name__)
 
-KEEP_IDLE_S = 90.0  # a kept connection with no next frame this long is closed (the sender's idle close is sooner)
-MAX_FRAMES = 10_000  # frames served on one connection; the last is answered without `kept` and the peer reconnects
-WRITE_TIMEOUT_S = 10.0
-KEPT_TAIL = b',"kept":true}\n'
 TRANSPORT = "uds"  # the Sender's transport: how its identity was proven (the message itself travels as a task)
 OpHandler = Callable[[str, Sender, Message], Awaitable[tuple[TaskView, dict[str, Any]]]]
 
@@ -61,33 +56,6 @@ class TaskDesk:
     relay_peer: Callable[[int], bool] | None = None
 
 
-class IdleKept:
-    """The handlers of one socket's kept connections that wait for their next frame, longest idle first (a dict
-    keeps insertion order: a handler is added when its wait starts and removed when it ends)."""
-
-    def __init__(self) -> None:
-        self._waiting: dict[asyncio.Task[Any], None] = {}
-
-    def __len__(self) -> int:
-        return len(self._waiting)
-
-    def add(self, handler: asyncio.Task[Any]) -> None:
-        self._waiting[handler] = None
-
-    def discard(self, handler: asyncio.Task[Any]) -> None:
-        self._waiting.pop(handler, None)
-
-    def shed(self) -> asyncio.Task[Any] | None:
-        """Cancel the longest-idle handler, and return it: its wait for a frame ends and its connection closes with
-        nothing read. A frame its sender wrote meanwhile is unread, never served: the sender, finding the connection
-        closed, sends it again on a fresh one (uds_kept.py). None when no kept connection is idle."""
-        for handler in self._waiting:
-            del self._waiting[handler]
-            handler.cancel()
-            return handler
-        return None
-
-
 async def serve_kept(
     desk: TaskDesk,
     line: TaskLine,
@@ -95,46 +63,14 @@ async def serve_kept(
     to: str,
     reader: asyncio.StreamReader,
     writer: asyncio.StreamWriter,
-    idle: IdleKept | None = None,
+    idle: keeping.IdleKept | None = None,
 ) -> bytes | None:
-    """Answer task frames on one authenticated connection: `line`, then, while each frame asks to keep the
-    connection (`"keep": true`), the next one, up to MAX_FRAMES. Each answer but the last is written here with
-    `"kept": true`; the last (a frame without keep, the cap reached, a bad line) is returned for the caller to write
-    before it closes; None: the peer closed, or sent nothing for KEEP_IDLE_S (closed without a word). `idle`: where
-    this connection is listed while it waits for its next frame (the socket may shed it then: CancelledError)."""
+    """Task frames on one authenticated connection, `line` first, while each asks to keep it (uds_keeping.py): the
+    last answer is returned for the caller to write before it closes, None when the peer closed or went idle."""
     started = proc_start_time(pid)  # the peer is fixed when it connects: read once per connection
-    me = asyncio.current_task()
-    for _ in range(MAX_FRAMES - 1):
-        answer = await serve_task(desk, line, pid, to, started=started)
-        if line.params.get("keep") is not True:
-            return answer
-        writer.write(answer[:-2] + KEPT_TAIL)  # every answer is one JSON object and a newline: `}\n`
-        # asyncio.timeout, not wait_for: wait_for runs the read as a task of its own, two event-loop steps more
-        # between the frame's bytes and serve_task (a drain that need not wait: one).
-        async with asyncio.timeout(WRITE_TIMEOUT_S):
-            await writer.drain()
-        if idle is not None and me is not None:
-            idle.add(me)
-        try:
-            async with asyncio.timeout(KEEP_IDLE_S):
-                raw = await reader.readuntil(b"\n")
-        except (asyncio.IncompleteReadError, TimeoutError, ConnectionError):
-            return None
-        except asyncio.LimitOverrunError:
-            return encode_error_answer(f"frame: frame line is over the {MAX_LINE_BYTES}-byte limit")
-        finally:
-            if idle is not None and me is not None:
-                idle.discard(me)
-        if me is not None and me.cancelling():
-            raise asyncio.CancelledError  # shed as its frame came in (Python 3.11's wait_for returns the line): unread
-        try:
-            next_line = parse_line(raw)
-        except FrameError as exc:
-            return encode_error_answer(f"frame: {exc}")
-        if not isinstance(next_line, TaskLine):
-            return encode_error_answer("frame: only task lines follow a task line on a kept connection")
-        line = next_line
-    return await serve_task(desk, line, pid, to, started=started)  # the cap: answered without `kept`, then closed
+    return await keeping.serve_kept(
+        line, lambda frame: serve_task(desk, frame, pid, to, started=started), reader, writer, idle
+    )
 
 
 async def serve_task(desk: TaskDesk, line: TaskLine, pid: int, to: str, *, started: str | None = None) -> bytes:

@@ -1,6 +1,6 @@
 """The receiving relay process's hop to this machine's agents: each request's message through the named agent's
 receiver chain, over its uds socket, on connections kept per agent (ingress/uds_kept.py's KeptConnections, the
-frames of ingress/uds_kept_lines.py), async on the relay process's loop: no new unix connection and no worker
+frames of ingress/uds_keeping.py), async on the relay process's loop: no new unix connection and no worker
 thread per message.
 
 One request is one chain, as a `crosstalk send` is: resolve the name, the agent's key (read again only when the
@@ -19,7 +19,7 @@ import asyncio
 from crosstalk.ingress.errors import FrameError as WireFrameError
 from crosstalk.ingress.errors import KeptBroken, KeptUnreachable
 from crosstalk.ingress.frames import MAX_LINE_BYTES, encode_auth, encode_crosstalk_user, parse_answer
-from crosstalk.ingress.uds_kept import Conn, KeptConnections
+from crosstalk.ingress.uds_kept import KeptConnections
 from crosstalk.registry.descriptor import Descriptor
 from crosstalk.registry.paths import StatePaths
 from crosstalk.relay.wire import FrameError, encode_answer, encode_error, parse_frame, request_of
@@ -66,13 +66,7 @@ class Deliverer:
         if len(line) > MAX_LINE_BYTES:
             return encode_error("bad_frame", f"the message frame is {len(line)} bytes, over the socket's line")
         try:
-            try:
-                raw = await self._exchange(conns, line)
-            except KeptBroken as exc:
-                if not exc.reused:
-                    raise
-                await conns.drop_idle()  # the agent dropped a kept one (it restarted): the others are gone too
-                raw = await self._exchange(conns, line)
+            raw = await conns.request(line, self.timeout)
         except KeptUnreachable as exc:
             return encode_error("unreachable", str(exc))
         except KeptBroken as exc:  # the agent may have it: the sender resends the same message_id
@@ -84,20 +78,6 @@ class Deliverer:
         except WireFrameError as exc:
             return encode_error("wire", str(exc))
         return encode_answer(outcome, target.name, target.agent_id)
-
-    async def _exchange(self, conns: KeptConnections, line: bytes) -> bytes:
-        conn: Conn = await conns.take()
-        kept = False
-        try:
-            try:
-                raw = await conn.exchange(line, self.timeout)
-            except KeptBroken as exc:
-                exc.reused = conn.reused
-                raise
-            kept = raw.rstrip().endswith(b',"kept":true}')
-            return raw
-        finally:
-            await conns.give_back(conn, keep=kept)
 
     async def _connections(self, target: Descriptor) -> KeptConnections:
         """`target`'s kept connections; a new set (its key read again) when the agent restarted since."""

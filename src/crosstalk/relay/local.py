@@ -37,6 +37,7 @@ from crosstalk.core.errors import MessageError
 from crosstalk.core.message import Message
 from crosstalk.core.states import Outcome, State
 from crosstalk.ingress.errors import KeptBroken
+from crosstalk.ingress.frames import KEPT_TAIL
 from crosstalk.ingress.uds_kept import KeptConnections
 from crosstalk.registry.descriptor import Descriptor
 from crosstalk.registry.paths import StatePaths
@@ -177,7 +178,8 @@ class LocalDesk:
         result = await request_on(self.link, msg, timeout=min(max(timeout, 0.1), MAX_TIMEOUT_S), task=task)
         out = {"outcome": result.outcome.to_dict(), "to": result.to, "agent_id": result.agent_id}
         out.update(no_agent=result.no_agent, task=result.task, task_error=result.task_error)
-        return _line({"result": out, **({"kept": True} if keep else {})}), keep, proven
+        answer = _line({"result": out})
+        return (answer[:-2] + KEPT_TAIL if keep else answer), keep, proven
 
 
 async def send_via_local_relay(
@@ -198,13 +200,7 @@ async def send_via_local_relay(
     line = _line({"token": token, "message": msg.to_dict(), "timeout": timeout, "keep": True, **extra})
     conns = _kept(local_socket_path(paths))
     try:
-        try:
-            raw = await _exchange(conns, line, timeout + READ_TIMEOUT_S)
-        except KeptBroken as exc:
-            if not exc.reused:
-                raise
-            await conns.drop_idle()  # the relay process dropped a kept one (it restarted): the others are gone too
-            raw = await _exchange(conns, line, timeout + READ_TIMEOUT_S)
+        raw = await conns.request(line, timeout + READ_TIMEOUT_S)
     except KeptUnreachable as exc:
         return failed(State.UNREACHABLE, NOT_SERVING, f"{NOT_SERVING_DETAIL} ({exc})")
     except (KeptBroken, TimeoutError, asyncio.LimitOverrunError) as exc:
@@ -235,22 +231,6 @@ def _kept(path: Path) -> KeptConnections:
     if conns is None:
         conns = per_loop[str(path)] = KeptConnections(str(path), b"")  # the proof rides each request: no key line
     return conns
-
-
-async def _exchange(conns: KeptConnections, line: bytes, wait: float) -> bytes:
-    conn = await conns.take()
-    kept = False
-    try:
-        try:
-            raw = await conn.exchange(line, wait)
-        except KeptBroken as exc:
-            exc.reused = conn.reused
-            raise
-        with contextlib.suppress(ValueError, UnicodeDecodeError, AttributeError):
-            kept = json.loads(raw.decode("utf-8")).get("kept") is True  # the relay process keeps it for the next
-        return raw
-    finally:
-        await conns.give_back(conn, keep=kept)
 
 
 async def close_kept() -> None:

@@ -1,5 +1,5 @@
 """A peer's socket at its connection cap (ingress/uds.py MAX_CONNECTIONS, made 4 here) sheds its longest-idle KEPT
-connection (uds_tasks.IdleKept) to admit a new sender, never one with a frame in flight; the sender whose kept
+connection (uds_keeping.IdleKept) to admit a new sender, never one with a frame in flight; the sender whose kept
 connection was shed sends its next message on a fresh connection, without an error, delivered exactly once. Real
 agents on real unix sockets, in one process (tests/support/shim_tools.py)."""
 

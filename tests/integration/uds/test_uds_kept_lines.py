@@ -1,4 +1,4 @@
-"""Kept connections for crosstalk frames on an agent's socket (ingress/uds_kept_lines.py): after the key, frames that
+"""Kept connections for crosstalk frames on an agent's socket (ingress/uds_keeping.py): after the key, frames that
 ask `"keep": true` are answered with `"kept": true` and the next frame is read on the same connection (no auth line
 again); a frame without keep is answered and the connection closes, as ever; anything but a crosstalk frame after
 one is refused and closes it; a frame without the key first is never kept."""

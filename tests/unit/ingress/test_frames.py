@@ -17,6 +17,7 @@ from crosstalk.core.states import Outcome, State
 from crosstalk.ingress.errors import FrameError
 from crosstalk.ingress.frames import (
     CROSSTALK_FRAME_VERSION,
+    KEPT_TAIL,
     MAX_LINE_BYTES,
     AuthLine,
     UserLine,
@@ -27,6 +28,7 @@ from crosstalk.ingress.frames import (
     message_from_crosstalk,
     parse_answer,
     parse_line,
+    says_kept,
 )
 
 MID = "0192f3a4-5b6c-7d8e-9f01-23456789abcd"
@@ -371,3 +373,28 @@ def test_parse_answer_only_raises_frame_error(raw: bytes) -> None:
     except FrameError:
         return
     assert isinstance(out.state, State)
+
+
+@pytest.mark.parametrize(
+    ("line", "kept"),
+    [
+        (b'{"task":{}}\n'[:-2] + KEPT_TAIL, True),  # as the agent writes it
+        (b'{"task": {}, "kept": true}\n', True),  # json.dumps's spacing (the relay process's socket, a test peer)
+        (b'{"task": {}, "kept" :  true }\r\n', True),
+        (b'{"task": {}}\n', False),
+        (b'{"task": {}, "kept": false}\n', False),
+        (b'{"kept": true, "task": {}}\n', False),  # not the last member: taken as not kept, the safe side
+        (b'{"note": "\\"kept\\": true"}\n', False),
+        (b"", False),
+    ],
+)
+def test_an_answer_says_kept_only_by_its_last_member(line: bytes, kept: bool) -> None:
+    assert says_kept(line) is kept
+
+
+@given(st.dictionaries(st.text(max_size=8), st.one_of(st.booleans(), st.text(max_size=8)), max_size=4))
+def test_says_kept_agrees_with_the_parsed_answer_for_a_last_kept_member(answer: dict) -> None:
+    answer.pop("kept", None)
+    plain = json.dumps(answer).encode() + b"\n"
+    assert says_kept(plain) is False
+    assert says_kept(json.dumps({**answer, "kept": True}).encode() + b"\n")
