@@ -72,3 +72,29 @@ def test_without_the_key_a_frame_is_never_kept(host: HostThread) -> None:
         [answer] = _lines(s, 1)
         assert "kept" not in answer
         assert s.recv(1) == b""
+
+
+def test_an_idle_kept_connection_is_shed_to_admit_a_new_sender_at_the_cap(
+    start_host: Callable[..., HostThread], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The relay process's kept connections are shed like task frames' (uds_keeping.IdleKept): a socket at its cap
+    admits a new sender by closing the idle kept one, which its sender reopens for its next frame."""
+    from crosstalk.ingress import uds as uds_mod
+
+    monkeypatch.setattr(uds_mod, "MAX_CONNECTIONS", 1)
+    host = start_host()
+    ids = [new_message_id() for _ in range(2)]
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as kept:
+        kept.settimeout(WAIT_S)
+        kept.connect(str(host.sock))
+        kept.sendall(auth_line(host.token) + crosstalk_line("one", message_id=ids[0], keep=True))
+        [first] = _lines(kept, 1)
+        assert first["kept"] is True
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as new:
+            new.settimeout(WAIT_S)
+            new.connect(str(host.sock))
+            new.sendall(auth_line(host.token) + crosstalk_line("two", message_id=ids[1]))
+            [second] = _lines(new, 1)
+            assert second["state"] == "accepted", second
+        assert kept.recv(1) == b""  # shed: closed with nothing read
+    assert [r["message"]["message_id"] for r in host.records() if r.get("type") == "received"] == ids
