@@ -13,8 +13,6 @@ without them is shape (a) as a plain script writes it, a crosstalk client answer
 
 from __future__ import annotations
 
-import re
-
 from crosstalk.core import jsonc, untrusted
 from crosstalk.core.message import Message
 from crosstalk.core.record import Record
@@ -90,7 +88,7 @@ def parse_line(raw: bytes) -> AuthLine | UserLine | TaskLine:
         obj = untrusted.loads(text, what="frame line", max_bytes=MAX_LINE_BYTES)
     except untrusted.UntrustedInput as exc:  # not JSON, or nested too deeply
         raise FrameError(f"frame line is not JSON: {exc.problem}") from None
-    if _SURROGATE_ESCAPE.search(text) is not None:  # else no string in it can hold one: nothing to walk
+    if _may_hold_surrogate(text):  # else no string in it can hold one: nothing to walk
         _check_unicode(obj)
     if not isinstance(obj, dict):
         raise FrameError("frame line must be a JSON object")
@@ -131,9 +129,19 @@ def parse_line(raw: bytes) -> AuthLine | UserLine | TaskLine:
     raise FrameError(f"unknown frame type {ftype!r} (expected 'auth', 'user' or 'task')")
 
 
-# Strict UTF-8 text holds no surrogate, so json can only make one from an escape `\uD800`-`\uDFFF` (either case). A
-# match may be a false alarm (an escaped backslash before `ud8..`): the walk below then decides.
-_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
+def _may_hold_surrogate(text: str) -> bool:
+    """Whether the line has an escape `\\uD800`-`\\uDFFF` (either case): strict UTF-8 text holds no surrogate, so
+    json can only make one from such an escape. A hit may be a false alarm (an escaped backslash before `ud8..`): the
+    walk then decides. str methods, not `re`: this module is on `crosstalk send`'s start-up path."""
+    at = text.find("\\u")
+    while at >= 0:
+        if text[at + 2 : at + 3] in ("d", "D") and text[at + 3 : at + 4] in _HIGH_NIBBLE:
+            return True
+        at = text.find("\\u", at + 2)
+    return False
+
+
+_HIGH_NIBBLE = frozenset("89abcdefABCDEF")
 
 
 def _check_unicode(obj: object) -> None:

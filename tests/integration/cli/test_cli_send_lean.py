@@ -7,31 +7,13 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 
+from tests.support.loaded_modules import command_modules, hits
 from tests.support.procs import CLI_TIMEOUT_S, Agent, Procs
 
 pytestmark = pytest.mark.integration
-
-# Run `crosstalk send ARGS...` as the console script does (crosstalk.cli.main:main), then write the modules it loaded
-# to the file named by argv[1]. The exit code is the command's.
-PROBE = """
-import json, sys
-out, argv = sys.argv[1], sys.argv[2:]
-from crosstalk.cli.main import main
-code = 0
-try:
-    main(argv)
-except SystemExit as exc:
-    code = exc.code
-with open(out, "w") as f:
-    json.dump(sorted(sys.modules), f)
-sys.exit(code)
-"""
-BARE = "import json, sys; json.dump(sorted(sys.modules), open(sys.argv[1], 'w'))"
 
 # Never on the send path: the SDKs and servers (A2A, MCP, HTTP), asyncio, the TOML and YAML parsers, and the harness
 # packages a target that is a crosstalk agent does not need (it is reached over its socket, whatever its harness).
@@ -52,31 +34,8 @@ COSTLY_STDLIB = ("dataclasses", "inspect", "typing", "socket", "threading", "shu
 NOT_FOR_A_MISSING_NAME = (*SDKS, *PARSERS, "crosstalk.harness.pi", "crosstalk.harness.fake", "crosstalk.bus")
 
 
-def _loaded(xt: Procs, code: str, *args: str) -> tuple[subprocess.CompletedProcess[str], set[str]]:
-    out = xt.root / f"modules.{len(list(xt.root.glob('modules.*')))}.json"
-    res = subprocess.run(
-        [sys.executable, "-c", code, str(out), *args],
-        env=xt.env,
-        cwd=xt.root,
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        text=True,
-        timeout=CLI_TIMEOUT_S,
-        check=False,
-    )
-    return res, set(json.loads(Path(out).read_text()))
-
-
 def _send_modules(xt: Procs, *args: str) -> tuple[subprocess.CompletedProcess[str], set[str]]:
-    """The command's result, and the modules `send ARGS` loaded that a bare interpreter (same environment, its site
-    hooks included) does not."""
-    res, mods = _loaded(xt, PROBE, "send", *args)
-    _, bare = _loaded(xt, BARE)
-    return res, mods - bare
-
-
-def _hits(mods: set[str], forbidden: tuple[str, ...]) -> list[str]:
-    return sorted(m for m in mods if any(m == f or m.startswith(f + ".") for f in forbidden))
+    return command_modules(("send", *args), env=xt.env, workdir=xt.root, timeout=CLI_TIMEOUT_S)
 
 
 def test_send_to_a_live_agent_loads_only_what_it_needs(xt: Procs, alice: Agent) -> None:
@@ -84,24 +43,24 @@ def test_send_to_a_live_agent_loads_only_what_it_needs(xt: Procs, alice: Agent) 
     assert res.returncode == 0, res.stderr
     assert res.stdout.startswith("accepted ") and res.stdout.endswith("→ alice\n")
     assert [x["text"] for x in alice.inbox_lines()] == ["lean"]
-    assert _hits(mods, NOT_FOR_A_LIVE_AGENT) == []
-    assert _hits(mods, COSTLY_STDLIB) == []
+    assert hits(mods, NOT_FOR_A_LIVE_AGENT) == []
+    assert hits(mods, COSTLY_STDLIB) == []
 
 
 def test_send_json_to_a_live_agent_stays_lean(xt: Procs, alice: Agent) -> None:
     res, mods = _send_modules(xt, "--json", "alice", "lean json", "--kind", "meta")
     assert res.returncode == 0, res.stderr
     assert json.loads(res.stdout)["state"] == "accepted"
-    assert _hits(mods, NOT_FOR_A_LIVE_AGENT) == []
-    assert _hits(mods, COSTLY_STDLIB) == []
+    assert hits(mods, NOT_FOR_A_LIVE_AGENT) == []
+    assert hits(mods, COSTLY_STDLIB) == []
 
 
 def test_send_to_a_missing_name_asks_only_the_native_kinds(xt: Procs, alice: Agent) -> None:
     res, mods = _send_modules(xt, "nobody", "hello")
     assert res.returncode == 4, res.stderr
     assert res.stderr == "crosstalk: no live agent is named or has agent_id 'nobody'\n"
-    assert _hits(mods, NOT_FOR_A_MISSING_NAME) == []
+    assert hits(mods, NOT_FOR_A_MISSING_NAME) == []
     # Discovery only: neither native kind's adapter (asyncio) nor its installer (tomlkit, config edits) is loaded.
-    assert _hits(mods, ("crosstalk.harness.claude.adapter", "crosstalk.harness.claude.install")) == []
-    assert _hits(mods, ("crosstalk.harness.codex.adapter", "crosstalk.harness.codex.install")) == []
-    assert _hits(mods, ("crosstalk.harness.codex.appserver",)) == []
+    assert hits(mods, ("crosstalk.harness.claude.adapter", "crosstalk.harness.claude.install")) == []
+    assert hits(mods, ("crosstalk.harness.codex.adapter", "crosstalk.harness.codex.install")) == []
+    assert hits(mods, ("crosstalk.harness.codex.appserver",)) == []

@@ -13,8 +13,6 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -27,6 +25,7 @@ from crosstalk.ingress.errors import KeptBroken
 from crosstalk.ingress.uds_kept import Conn
 from crosstalk.relay.deliver import Deliverer
 from crosstalk.relay.wire import decode_answer, encode_request
+from tests.support.loaded_modules import command_modules, hits
 from tests.support.nats_relay import NatsServer, join_and_serve, nats_server
 from tests.support.procs import Agent, Procs, one_error_line, procs
 
@@ -114,45 +113,22 @@ def alice(laptop: Procs, gpu: Procs, relay: NatsServer) -> Agent:
     return agent
 
 
-PROBE = """
-import json, sys
-out, argv = sys.argv[1], sys.argv[2:]
-from crosstalk.cli.main import main
-code = 0
-try:
-    main(argv)
-except SystemExit as exc:
-    code = exc.code
-with open(out, "w") as f:
-    json.dump(sorted(sys.modules), f)
-sys.exit(code)
-"""
-
-
 def test_the_cli_sends_through_the_relay_process_with_no_nats_and_no_credentials(
     gpu: Procs, relay: NatsServer, alice: Agent
 ) -> None:
     join_and_serve(gpu, relay, "gpu")
     creds = gpu.root / "gpu.creds"
     creds.rename(gpu.root / "elsewhere.creds")  # the relay process connected already; the CLI never reads them
-    out = gpu.root / "modules.json"
-    res = subprocess.run(
-        [sys.executable, "-c", PROBE, str(out), "send", "alice@laptop", "lean and kept", "--json"],
-        env=gpu.env, cwd=gpu.root, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=SEND_BOUND_S,
-        check=False,
-    )  # fmt: skip
+    args = ("send", "alice@laptop", "lean and kept", "--json")
+    res, loaded = command_modules(args, env=gpu.env, workdir=gpu.root, timeout=SEND_BOUND_S)
     assert res.returncode == 0, res.stderr
     answer = json.loads(res.stdout)
     assert (answer["state"], answer["to"], answer["agent_id"]) == ("accepted", "alice@laptop", alice.agent_id)
-    bare_out = gpu.root / "bare.json"
-    bare = "import json, sys; json.dump(sorted(sys.modules), open(sys.argv[1], 'w'))"
-    subprocess.run([sys.executable, "-c", bare, str(bare_out)], env=gpu.env, timeout=SEND_BOUND_S, check=True)
-    loaded = set(json.loads(out.read_text())) - set(json.loads(bare_out.read_text()))
     assert sorted(m for m in loaded if m == "nats" or m.startswith(("nats.", "asyncio"))) == []
     assert "crosstalk.relay.link" not in loaded and "crosstalk.relay.config" not in loaded
     # nor the bus (PyYAML, git helpers), nor the stdlib the lean local send avoids (test_cli_send_lean.py)
     costly = ("crosstalk.bus", "yaml", "pathlib", "re", "json", "enum", "typing", "dataclasses", "socket")
-    assert sorted(m for m in loaded if any(m == c or m.startswith(c + ".") for c in costly)) == []
+    assert hits(loaded, costly) == []
     [line] = alice.inbox_lines()
     assert (line["text"], line["from"]) == ("lean and kept", f"@relay:gpu/cli:{login_name()}")
 
