@@ -60,3 +60,13 @@ def test_hostile_answers_raise_only_frame_errors(raw: bytes) -> None:
         parse_answer(raw)
     except FrameError:
         pass
+
+
+@given(st.text(alphabet=st.characters(codec=None, categories=("Cs", "Ll", "Nd", "Po")), max_size=12), st.booleans())
+def test_the_surrogate_pre_check_fires_whenever_json_can_make_one(text: str, ascii_only: bool) -> None:
+    """parse_line walks a frame's strings only when the line may hold a surrogate escape: it must never miss one."""
+    from crosstalk.ingress.frames import _may_hold_surrogate
+
+    line = json.dumps({"content": text}, ensure_ascii=ascii_only or any(0xD800 <= ord(c) <= 0xDFFF for c in text))
+    if any(0xD800 <= ord(c) <= 0xDFFF for c in json.loads(line)["content"]):
+        assert _may_hold_surrogate(line)
