@@ -34,6 +34,15 @@ class TaskEntry:
     deadline: asyncio.TimerHandle | None = None
     awaiting: bool = False  # the receiving side said it will answer (expect_answer): delivery does not complete it
     input_turn: str | None = None  # the continuation that answered an input request: it settles like a first message
+    _lock: asyncio.Lock | None = None  # made on the first record: a kept terminal task holds none
+
+    @property
+    def lock(self) -> asyncio.Lock:
+        """Held across each change's decide, build, journal append and apply (tasks/ledger.py): one change to a
+        task at a time, each built from the state the one before it left."""
+        if self._lock is None:
+            self._lock = asyncio.Lock()
+        return self._lock
 
     @property
     def changed(self) -> asyncio.Event:
