@@ -147,6 +147,10 @@ class TaskTable:
                 # A finished task never reopens: a change computed before it finished (a dispatch outcome racing
                 # the session's reply) may still add history, but not undo the ending.
                 state, reason, answer = task.view.state, task.view.reason, task.view.answer
+            elif task.claimed and state is TaskState.SUBMITTED:
+                # A continuation's record built before the worker claimed the task's first message (the claim is
+                # in memory and in the message's dispatch record, not a task record): it stays working.
+                state, reason = task.view.state, task.view.reason
             else:
                 reason = rec.get("reason")
             task.view = replace(

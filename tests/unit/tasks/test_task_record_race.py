@@ -118,3 +118,40 @@ def test_a_reply_inside_inject_keeps_the_ask_closed(root: Path) -> None:
     assert replayed.state is TaskState.COMPLETED
     # The dispatch's "obligation open" record never follows the reply's "closed": no reply is owed.
     assert open_asks == 0 and state.open_asks() == 0
+
+
+def test_a_continuation_journaled_while_the_worker_claims_does_not_unclaim_the_task(root: Path) -> None:
+    """The creator's next message is built while its task is still submitted; the worker claims the task's first
+    message while that record is being made durable. Applied after the claim, it leaves the task working (claimed,
+    not cancelable), not submitted."""
+    rig = Rig(root, script=["block"])
+
+    async def body() -> None:
+        svc = TaskService(rig.receiver)
+        receive = rig.receiver.receive
+
+        async def after_the_claim(inbound: Inbound, **kw: Any) -> Any:
+            if inbound.message.text == "and another thing":
+                await asyncio.wait_for(rig.fake.blocked.wait(), WAIT_S)  # the worker claimed, and is in inject
+            return await receive(inbound, **kw)
+
+        rig.receiver.receive = after_the_claim  # type: ignore[method-assign]
+        await svc.start()
+        try:
+            first = msg("start")
+            sent = await svc.send(CAROL, first, task_id=None, return_immediately=True)
+            assert sent.state is TaskState.SUBMITTED
+            more = await svc.send(CAROL, msg("and another thing"), task_id=sent.task_id, return_immediately=True)
+            assert more.state is TaskState.WORKING and svc.table.tasks[sent.task_id].claimed
+            rig.fake.release()
+            settled = svc.worker.pending(first.message_id)
+            if settled is not None:
+                await settle(settled.wait())
+            assert svc.table.tasks[sent.task_id].view.state is TaskState.COMPLETED
+        finally:
+            await svc.close()
+
+    try:
+        run(body())
+    finally:
+        rig.close()
