@@ -16,7 +16,8 @@ log = logging.getLogger(__name__)
 async def inject(adapter: HarnessAdapter, request: InjectRequest, timeout_s: float) -> InjectResult:
     trace.mark("inject", mid=request.message.message_id)
     try:
-        result = await asyncio.wait_for(adapter.inject(request), timeout_s)
+        async with asyncio.timeout(timeout_s):
+            result = await adapter.inject(request)
     except ReceiverRefused as exc:
         return InjectResult(State.REJECTED, exc.reason, {"withheld": "receiver_settings"})
     except (HarnessRefused, PreSendFailure) as exc:

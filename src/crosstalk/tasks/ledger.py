@@ -62,6 +62,10 @@ class TaskLedger:
         Message rather than the Task (the task is kept, and journaled, all the same). One reply per task: the same
         text again returns the task, different text is ALREADY_REPLIED; after the deadline it is ASK_CLOSED."""
         task = self._answerable_task(message_id)
+        async with task.lock:  # decided on the task as the change before this one left it
+            return await self._reply(task, text, artifacts, direct)
+
+    async def _reply(self, task: TaskEntry, text: str, artifacts: tuple[Artifact, ...], direct: bool) -> TaskView:
         if task.view.terminal:
             final = [h for h in task.view.history if h.role == "agent"]
             if task.view.state is TaskState.COMPLETED and (final or task.view.artifacts):
@@ -77,7 +81,7 @@ class TaskLedger:
         answer = task.view.answer
         if is_ask(task) or answer is None or not answer.delivered:
             answer = self.answer(task, State.REPLIED if is_ask(task) else State.ACCEPTED, None)
-        await self.record(
+        await self.record_held(
             task,
             state=TaskState.COMPLETED,
             reason=None,
@@ -93,14 +97,15 @@ class TaskLedger:
         """The receiving session needs more from the task's creator: the task becomes input_required (interrupted,
         not terminal; `text`, if any, is the agent's question). The creator's next message on the task resumes it."""
         task = self._answerable_task(message_id)
-        if task.view.terminal:
-            raise ReplyError(ReplyError.ASK_CLOSED, f"the task is {task.view.state.value} ({task.view.reason})")
-        if task.view.state is TaskState.INPUT_REQUIRED:
+        async with task.lock:  # decided on the task as the change before this one left it
+            if task.view.terminal:
+                raise ReplyError(ReplyError.ASK_CLOSED, f"the task is {task.view.state.value} ({task.view.reason})")
+            if task.view.state is TaskState.INPUT_REQUIRED:
+                return task.view
+            entry = HistoryEntry(new_message_id(), "agent", text) if text else None
+            answer = self.answer(task, State.INPUT_REQUIRED, None)
+            await self.record_held(task, state=TaskState.INPUT_REQUIRED, reason=None, entry=entry, answer=answer)
             return task.view
-        entry = HistoryEntry(new_message_id(), "agent", text) if text else None
-        answer = self.answer(task, State.INPUT_REQUIRED, None)
-        await self.record(task, state=TaskState.INPUT_REQUIRED, reason=None, entry=entry, answer=answer)
-        return task.view
 
     def _answerable_task(self, message_id: str) -> TaskEntry:
         task = self.table.holding(message_id)
@@ -109,6 +114,36 @@ class TaskLedger:
         if not is_ask(task) and not task.awaiting:
             raise ReplyError(ReplyError.NOT_AN_ASK, f"message {message_id} is a {task.view.kind}, not an ask")
         return task
+
+    # ------------------------------------------------------------------ the creator's side
+    async def cancel(self, task: TaskEntry) -> bool:
+        """The creator cancels its task: one waiting for its input (nothing queued or in flight, nothing written to
+        the session), or one still queued, before the worker claimed it (True: its journaled messages are to be
+        withdrawn). Otherwise NOT_CANCELABLE."""
+        async with task.lock:  # decided on the task as the change before this one left it
+            canceled = self.answer(task, State.CANCELED, Reason.CANCELED_BY_CREATOR)
+            if task.view.state is TaskState.INPUT_REQUIRED:
+                first, tid = task.messages[0], task.view.task_id
+                extra = [obligation_record(first, tid, "closed", "canceled")] if is_ask(task) else []
+                await self.record_held(
+                    task, state=TaskState.CANCELED, reason=Reason.CANCELED_BY_CREATOR, answer=canceled, extra=extra
+                )
+                return False
+            if task.view.terminal or task.claimed or task.view.state is not TaskState.SUBMITTED:
+                raise TaskError(
+                    TaskError.NOT_CANCELABLE,
+                    f"task {task.view.task_id} is {task.view.state.value} and already dispatched or finished; "
+                    "it cannot be canceled",
+                )
+            task.claimed = True  # in this same step: the worker now skips it
+            try:
+                await self.record_held(
+                    task, state=TaskState.CANCELED, reason=Reason.CANCELED_BY_CREATOR, answer=canceled
+                )
+            except JournalError:
+                task.claimed = False
+                raise
+            return True
 
     # ------------------------------------------------------------------ durable changes
     async def record(
@@ -123,8 +158,37 @@ class TaskLedger:
         direct: bool = False,
         extra: list[dict[str, Any]] | None = None,
     ) -> None:
-        """One durable change to a task. `answer`: what its creator is told from now on; its delivery (the chain's
-        state) follows the answer when the answer is one."""
+        """One durable change to a task, made after any change to it under way (its lock). `answer`: what its creator
+        is told from now on; its delivery (the chain's state) follows the answer when the answer is one. A caller
+        whose change depends on the task's state decides it under `task.lock` and calls `record_held`."""
+        async with task.lock:
+            await self.record_held(
+                task,
+                state=state,
+                reason=reason,
+                answer=answer,
+                entry=entry,
+                artifacts=artifacts,
+                direct=direct,
+                extra=extra,
+            )
+
+    async def record_held(
+        self,
+        task: TaskEntry,
+        *,
+        state: TaskState,
+        reason: str | None = None,
+        answer: Outcome | None = None,
+        entry: HistoryEntry | None = None,
+        artifacts: tuple[Artifact, ...] = (),
+        direct: bool = False,
+        extra: list[dict[str, Any]] | None = None,
+    ) -> None:
+        """`record`, the caller holding `task.lock`: the change is built from the task as it is now, made durable,
+        then applied, with no other change to the task in between (two changes built from the same state would
+        otherwise each land, the later one overwriting the other in memory and in the journal)."""
+        assert task.lock.locked(), "record_held without the task's lock"
         answer = answer or task.view.answer
         delivery = answer.state.value if answer is not None and answer.state in SEND_STATES else task.view.delivery
         view = replace(task.view, state=state, reason=reason, delivery=delivery, answer=answer, updated_at=time.time())
@@ -159,13 +223,16 @@ class TaskLedger:
             return
         first = task.messages[0] if task.messages else task_id
         try:
-            await self.record(
-                task,
-                state=TaskState.FAILED,
-                reason=Reason.DEADLINE_PASSED,
-                answer=self.answer(task, State.EXPIRED, Reason.DEADLINE_PASSED),
-                extra=[obligation_record(first, task_id, "closed", "deadline_passed")],
-            )
+            async with task.lock:
+                if task.view.terminal:  # answered while an earlier change was being made durable
+                    return
+                await self.record_held(
+                    task,
+                    state=TaskState.FAILED,
+                    reason=Reason.DEADLINE_PASSED,
+                    answer=self.answer(task, State.EXPIRED, Reason.DEADLINE_PASSED),
+                    extra=[obligation_record(first, task_id, "closed", "deadline_passed")],
+                )
         except JournalError:
             log.exception("could not journal the deadline of task %s", task_id)
 

@@ -38,13 +38,13 @@ from crosstalk.core.tasks import (
     TaskView,
 )
 from crosstalk.fs import trace
-from crosstalk.journal import JournalError, MessageEntry
+from crosstalk.journal import MessageEntry
 from crosstalk.journal import records as R
 from crosstalk.policy import Load
 from crosstalk.receiver import Inbound, Receiver
 from crosstalk.tasks.ledger import TaskLedger, is_ask
 from crosstalk.tasks.owners import task_owner, via
-from crosstalk.tasks.table import TaskEntry, TaskTable, meta_of, obligation_record, page_of, task_record
+from crosstalk.tasks.table import TaskEntry, TaskTable, meta_of, page_of, task_record
 from crosstalk.tasks.worker import DispatchWorker
 
 log = logging.getLogger(__name__)
@@ -174,29 +174,11 @@ class TaskService(TaskApi):
 
     async def cancel(self, sender_agent_id: str, task_id: str) -> TaskView:
         task = self.table.own(sender_agent_id, task_id)
-        if task.view.state is TaskState.INPUT_REQUIRED:
-            # Waiting for its creator: nothing is queued or in flight, so canceling writes nothing to the session.
-            extra = [obligation_record(task.messages[0], task_id, "closed", "canceled")] if is_ask(task) else []
-            await self.ledger.record(task, state=TaskState.CANCELED, reason=Reason.CANCELED_BY_CREATOR,
-                                     answer=_canceled(task), extra=extra)  # fmt: skip
-            return task.view
-        if task.view.terminal or task.claimed or task.view.state is not TaskState.SUBMITTED:
-            raise TaskError(
-                TaskError.NOT_CANCELABLE,
-                f"task {task_id} is {task.view.state.value} and already dispatched or finished; it cannot be canceled",
-            )
-        task.claimed = True  # in this same step: the worker now skips it
-        try:
-            await self.ledger.record(
-                task, state=TaskState.CANCELED, reason=Reason.CANCELED_BY_CREATOR, answer=_canceled(task)
-            )
-        except JournalError:
-            task.claimed = False
-            raise
-        for mid in task.messages:
-            entry = self.state.messages.get(mid)
-            if entry is not None and entry.state is State.SUBMITTED:
-                await self.receiver.withdraw(_inbound_of(entry), "canceled")
+        if await self.ledger.cancel(task):  # it was still queued: its journaled messages are withdrawn
+            for mid in task.messages:
+                entry = self.state.messages.get(mid)
+                if entry is not None and entry.state is State.SUBMITTED:
+                    await self.receiver.withdraw(_inbound_of(entry), "canceled")
         return task.view
 
     # ------------------------------------------------------------------ the receiving side (tasks/ledger.py)
@@ -292,6 +274,11 @@ class TaskService(TaskApi):
 
     async def _continue(self, sender: Sender, message: Message, task_id: str) -> str:
         task = self.table.own(task_owner(sender), task_id)
+        async with task.lock:  # its record is built from, and applied to, the task as the change before it left it
+            return await self._continue_held(task, sender, message)
+
+    async def _continue_held(self, task: TaskEntry, sender: Sender, message: Message) -> str:
+        task_id = task.view.task_id
         if task.view.terminal:
             raise TaskError(
                 TaskError.UNSUPPORTED, f"task {task_id} is {task.view.state.value}; start a new task instead"
@@ -384,10 +371,6 @@ def _inbound_of(entry: MessageEntry) -> Inbound:
     """A journaled task message as the chain was handed it (its record was checked when it was written)."""
     sender = Sender.from_dict(entry.sender)
     return Inbound(Message.from_dict(entry.message, check_size=False), sender, via(sender))
-
-
-def _canceled(task: TaskEntry) -> Outcome:
-    return TaskLedger.answer(task, State.CANCELED, Reason.CANCELED_BY_CREATOR)
 
 
 def _why_not(outcome: Outcome) -> str:

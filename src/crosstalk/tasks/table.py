@@ -34,6 +34,15 @@ class TaskEntry:
     deadline: asyncio.TimerHandle | None = None
     awaiting: bool = False  # the receiving side said it will answer (expect_answer): delivery does not complete it
     input_turn: str | None = None  # the continuation that answered an input request: it settles like a first message
+    _lock: asyncio.Lock | None = None  # made on the first record: a kept terminal task holds none
+
+    @property
+    def lock(self) -> asyncio.Lock:
+        """Held across each change's decide, build, journal append and apply (tasks/ledger.py): one change to a
+        task at a time, each built from the state the one before it left."""
+        if self._lock is None:
+            self._lock = asyncio.Lock()
+        return self._lock
 
     @property
     def changed(self) -> asyncio.Event:
@@ -138,6 +147,10 @@ class TaskTable:
                 # A finished task never reopens: a change computed before it finished (a dispatch outcome racing
                 # the session's reply) may still add history, but not undo the ending.
                 state, reason, answer = task.view.state, task.view.reason, task.view.answer
+            elif task.claimed and state is TaskState.SUBMITTED:
+                # A continuation's record built before the worker claimed the task's first message (the claim is
+                # in memory and in the message's dispatch record, not a task record): it stays working.
+                state, reason = task.view.state, task.view.reason
             else:
                 reason = rec.get("reason")
             task.view = replace(

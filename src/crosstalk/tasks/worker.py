@@ -93,42 +93,47 @@ class DispatchWorker:
                 self._settle(mid)
 
     async def _after_dispatch(self, task: TaskEntry, inbound: Inbound, outcome: Outcome, first: bool) -> None:
-        if task.view.terminal or task.view.state is TaskState.INPUT_REQUIRED:
-            # The session answered (or asked for input) before the harness call returned: that already settled it.
-            task.changed.set()
-            return
-        if not first and inbound.message.message_id != task.input_turn:
-            task.changed.set()
-            return
-        await self.move(task, inbound.message.message_id, outcome, first)
+        # Decided under the task's lock, after any change under way (the session's answer may be durable but not yet
+        # applied): a move built from the state before that answer would overwrite it.
+        async with task.lock:
+            if task.view.terminal or task.view.state is TaskState.INPUT_REQUIRED:
+                # The session answered (or asked for input) before the harness call returned: that settled it.
+                task.changed.set()
+                return
+            if not first and inbound.message.message_id != task.input_turn:
+                task.changed.set()
+                return
+            await self.move(task, inbound.message.message_id, outcome, first)
 
     async def late(self, task: TaskEntry, message_id: str, outcome: Outcome) -> None:
         """The harness's later word on a task's message it held: the task moves as it would have at dispatch."""
         first = bool(task.messages and task.messages[0] == message_id)
-        if task.view.terminal or task.view.state is TaskState.INPUT_REQUIRED:
-            return
-        if not first and message_id != task.input_turn:
-            return
-        await self.move(task, message_id, outcome, first)
+        async with task.lock:
+            if task.view.terminal or task.view.state is TaskState.INPUT_REQUIRED:
+                return
+            if not first and message_id != task.input_turn:
+                return
+            await self.move(task, message_id, outcome, first)
 
     async def move(self, task: TaskEntry, message_id: str, outcome: Outcome, first: bool) -> None:
         """The task's state from its message's delivery: an ask stays working until its reply, an inform completes,
-        a failure fails it; held (the receiving user decides) and unknown keep it working, never resent."""
+        a failure fails it; held (the receiving user decides) and unknown keep it working, never resent. The caller
+        holds `task.lock` and has checked the task is still open to this move."""
         answer = outcome.with_(task_id=task.view.task_id)  # the chain's answer, carried on with its task
         if outcome.delivered and is_ask(task):
             opened = [obligation_record(message_id, task.view.task_id, "open", None)] if first else []
-            await self.ledger.record(task, state=TaskState.WORKING, answer=answer, reason=None, extra=opened)
+            await self.ledger.record_held(task, state=TaskState.WORKING, answer=answer, reason=None, extra=opened)
         elif outcome.state is State.QUEUED and outcome.evidence.get("settles") and not task.awaiting:
-            await self.ledger.record(task, state=TaskState.WORKING, answer=answer, reason=outcome.reason)  # Gemini
+            await self.ledger.record_held(task, state=TaskState.WORKING, answer=answer, reason=outcome.reason)  # Gemini
         elif outcome.delivered and task.awaiting:
-            await self.ledger.record(task, state=TaskState.WORKING, answer=answer, reason=None)
+            await self.ledger.record_held(task, state=TaskState.WORKING, answer=answer, reason=None)
         elif outcome.delivered:
-            await self.ledger.record(task, state=TaskState.COMPLETED, answer=answer, reason=None)
+            await self.ledger.record_held(task, state=TaskState.COMPLETED, answer=answer, reason=None)
         elif outcome.state in (State.UNKNOWN, State.HELD):
             # Maybe delivered, maybe not (or not yet): never completed, never failed, never resent.
-            await self.ledger.record(task, state=TaskState.WORKING, answer=answer, reason=outcome.reason)
+            await self.ledger.record_held(task, state=TaskState.WORKING, answer=answer, reason=outcome.reason)
         else:
-            await self.ledger.record(task, state=TaskState.FAILED, answer=answer, reason=outcome.reason)
+            await self.ledger.record_held(task, state=TaskState.FAILED, answer=answer, reason=outcome.reason)
 
     def _settle(self, message_id: str) -> None:
         event = self._settled.pop(message_id, None)
