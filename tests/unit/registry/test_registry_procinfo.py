@@ -35,14 +35,9 @@ def test_pid_reuse_and_dead_pids() -> None:
 def test_comm_with_spaces_and_parens(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     # comm "(a) b) (c" must not shift the fields: parse after the LAST ')'.
     rest = " ".join(["S", *[str(n) for n in range(4, 22)], "987654", "23", "24"])
-    stat_file = tmp_path / "stat"
-    stat_file.write_bytes(f"4242 ((a) b) (c) {rest}\n".encode())
-    real_open = open
-
-    def fake_open(path: object, *args: object, **kwargs: object) -> object:
-        return real_open(stat_file, *args, **kwargs) if path == "/proc/4242/stat" else real_open(path, *args, **kwargs)  # type: ignore[call-overload]
-
-    monkeypatch.setattr(procinfo, "open", fake_open, raising=False)
+    (tmp_path / "4242").mkdir()
+    (tmp_path / "4242" / "stat").write_bytes(f"4242 ((a) b) (c) {rest}\n".encode())
+    monkeypatch.setattr(procinfo, "_STAT_PATH", f"{tmp_path}/{{}}/stat")
     assert proc_start_time(4242) == "987654"
     assert is_same_process(4242, "987654")
 
