@@ -14,7 +14,7 @@ import time
 from crosstalk.core.ids import is_agent_id
 from crosstalk.fs.errors import NotRegularFile
 from crosstalk.fs.locks import is_locked
-from crosstalk.fs.procinfo import is_same_process, proc_start_time
+from crosstalk.fs.procinfo import is_same_process, is_same_process_kept, proc_start_time
 from crosstalk.registry.descriptor import Descriptor, read_descriptor
 from crosstalk.registry.errors import AgentLockUnusable, AmbiguousName, NoSuchAgent
 
@@ -79,10 +79,12 @@ def _read_settled(paths: StatePaths) -> list[Descriptor]:
     return found
 
 
-def is_live(paths: StatePaths, desc: Descriptor) -> bool:
+def is_live(paths: StatePaths, desc: Descriptor, *, kept: bool = False) -> bool:
     """Its process runs and its agent lock is held. A lock path that is not a regular file (a FIFO, a device, a
-    directory or a symlink planted there) proves nothing: not live (lock_problem says why)."""
-    if not is_same_process(desc.pid, desc.started_at):  # cheap /proc read first
+    directory or a symlink planted there) proves nothing: not live (lock_problem says why). `kept`: a long-lived
+    caller asking per message keeps a pidfd on the process (procinfo.is_same_process_kept), one poll a check."""
+    same = is_same_process_kept if kept else is_same_process
+    if not same(desc.pid, desc.started_at):  # cheap /proc read (or poll) first
         return False
     try:
         return is_locked(paths.agent_lock_file(desc.agent_id))
@@ -119,17 +121,17 @@ def recorded_endpoints(descs: Iterable[Descriptor]) -> dict[str, list[str]]:
     return found
 
 
-def resolve(paths: StatePaths, name_or_agent_id: str) -> Descriptor:
+def resolve(paths: StatePaths, name_or_agent_id: str, *, kept: bool = False) -> Descriptor:
     """The live agent with this agent_id, else the one live agent with this name. A 16-hex target is an agent_id
-    only: no name has that shape, so a down agent's id never reaches another agent."""
+    only: no name has that shape, so a down agent's id never reaches another agent. `kept`: as for is_live."""
     if is_agent_id(name_or_agent_id):
         desc = read_descriptor(paths.descriptor_file(name_or_agent_id))
-        if desc is not None and desc.agent_id == name_or_agent_id and is_live(paths, desc):
+        if desc is not None and desc.agent_id == name_or_agent_id and is_live(paths, desc, kept=kept):
             return desc
         _raise_lock_problem(paths, name_or_agent_id, [desc] if desc is not None else [])
         raise NoSuchAgent(name_or_agent_id, desc.pid if desc is not None else None)
     named = [d for d in _read_settled(paths) if d.name == name_or_agent_id or d.agent_id == name_or_agent_id]
-    matches = [d for d in named if d.name == name_or_agent_id and is_live(paths, d)]
+    matches = [d for d in named if d.name == name_or_agent_id and is_live(paths, d, kept=kept)]
     if len(matches) == 1:
         return matches[0]
     if not matches:

@@ -54,11 +54,12 @@ class Route(Record):
 
 def live_route(paths: StatePaths, to: str) -> Route | None:
     """The route when `to` names a live crosstalk agent (or several): only the registry's files and /proc are read,
-    cheap enough for an event loop. None: `route` must look further (the bus, native sessions)."""
+    cheap enough for an event loop. None: `route` must look further (the bus, native sessions). On the event loop's
+    thread only: the target's process is proven by a pidfd kept from one message to the next (discovery.is_live)."""
     from crosstalk.registry.discovery import resolve
 
     try:
-        return Route(RouteKind.LIVE_AGENT, to, agent=resolve(paths, to))
+        return Route(RouteKind.LIVE_AGENT, to, agent=resolve(paths, to, kept=True))
     except AmbiguousName as exc:
         return Route(RouteKind.UNKNOWN, to, problem=exc)
     except NoSuchAgent:

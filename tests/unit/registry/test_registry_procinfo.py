@@ -1,6 +1,9 @@
 from __future__ import annotations
 
+import errno
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -35,14 +38,9 @@ def test_pid_reuse_and_dead_pids() -> None:
 def test_comm_with_spaces_and_parens(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     # comm "(a) b) (c" must not shift the fields: parse after the LAST ')'.
     rest = " ".join(["S", *[str(n) for n in range(4, 22)], "987654", "23", "24"])
-    stat_file = tmp_path / "stat"
-    stat_file.write_bytes(f"4242 ((a) b) (c) {rest}\n".encode())
-    real_open = open
-
-    def fake_open(path: object, *args: object, **kwargs: object) -> object:
-        return real_open(stat_file, *args, **kwargs) if path == "/proc/4242/stat" else real_open(path, *args, **kwargs)  # type: ignore[call-overload]
-
-    monkeypatch.setattr(procinfo, "open", fake_open, raising=False)
+    (tmp_path / "4242").mkdir()
+    (tmp_path / "4242" / "stat").write_bytes(f"4242 ((a) b) (c) {rest}\n".encode())
+    monkeypatch.setattr(procinfo, "_STAT_PATH", f"{tmp_path}/{{}}/stat")
     assert proc_start_time(4242) == "987654"
     assert is_same_process(4242, "987654")
 
@@ -51,3 +49,55 @@ def test_zombie_is_not_the_same_process(monkeypatch: pytest.MonkeyPatch) -> None
     fields = [b"Z", *[b"0"] * 18, b"555"]
     monkeypatch.setattr(procinfo, "_stat_fields", lambda pid: fields)
     assert not is_same_process(4242, "555")
+
+
+def _child() -> subprocess.Popen[bytes]:
+    return subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"], stdin=subprocess.DEVNULL)  # killed
+
+
+def test_kept_proof_sees_the_exit_at_once_a_zombie_included() -> None:
+    # A sending shim proves its target per message with the kept pidfd: the message after the target exits (not
+    # yet reaped: a zombie, as a crashed agent's parent may leave it) must find it gone, and the pid's entry is let go.
+    child = _child()
+    try:
+        started = proc_start_time(child.pid)
+        assert started is not None
+        assert procinfo.is_same_process_kept(child.pid, started)
+        assert (child.pid, started) in procinfo._kept
+        assert procinfo.is_same_process_kept(child.pid, started)  # the kept pidfd answers
+        assert not procinfo.is_same_process_kept(child.pid, str(int(started) + 1))  # another start: not it
+        child.kill()
+        os.waitid(os.P_PID, child.pid, os.WEXITED | os.WNOWAIT)  # exited, left a zombie (not reaped)
+        assert not procinfo.is_same_process_kept(child.pid, started)
+        assert (child.pid, started) not in procinfo._kept
+    finally:
+        child.kill()
+        child.wait(timeout=10)
+    assert not procinfo.is_same_process_kept(_unused_pid(), "1")
+    assert not procinfo.is_same_process_kept(os.getpid(), None)
+
+
+def test_kept_proof_without_pidfds_reads_proc_each_time(monkeypatch: pytest.MonkeyPatch) -> None:
+    def no_pidfd(pid: int, flags: int = 0) -> int:
+        raise OSError(errno.ENOSYS, "pidfd_open")
+
+    monkeypatch.setattr(procinfo.os, "pidfd_open", no_pidfd)
+    started = proc_start_time(os.getpid())
+    assert procinfo.is_same_process_kept(os.getpid(), started)
+    assert (os.getpid(), started) not in procinfo._kept
+    assert not procinfo.is_same_process_kept(os.getpid(), str(int(started or 0) + 1))
+
+
+def test_kept_pidfds_are_capped(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(procinfo, "KEPT_MAX", 2)
+    children = [_child() for _ in range(3)]
+    try:
+        for child in children:
+            assert procinfo.is_same_process_kept(child.pid, proc_start_time(child.pid))
+            assert len(procinfo._kept) <= 2
+    finally:
+        for child in children:
+            child.kill()
+            child.wait(timeout=10)
+        for key in list(procinfo._kept):
+            procinfo._forget(key)

@@ -108,7 +108,7 @@ def test_resolve_rereads_descriptors_only_when_the_registry_changed_and_checks_l
         return iter([SimpleNamespace(agent_id=a, name=n, pid=1, started_at="0") for a, n in agents.items()])
 
     monkeypatch.setattr(discovery, "_read_all", read_all)
-    monkeypatch.setattr(discovery, "is_live", lambda _p, d: live[d.agent_id])
+    monkeypatch.setattr(discovery, "is_live", lambda _p, d, kept=False: live[d.agent_id])
     monkeypatch.setattr(discovery, "_SETTLED", {})
     for _ in range(3):
         assert discovery.resolve(paths, "bob").agent_id == "0123456789abcdef"
