@@ -38,6 +38,7 @@ ITERATIONS = int(os.environ.get("CROSSTALK_CRASH_ITERATIONS", "10"))
 LIVES_PER_AGENT = 25  # a fresh receiver every so many lives: each life's checks read its whole journal and inbox
 SENDERS = 4
 REQUEST_TIMEOUT_S = 10.0
+FIRST_ACK_S = 30.0
 RANK = {TaskState.SUBMITTED: 0, TaskState.WORKING: 1, TaskState.INPUT_REQUIRED: 1}  # terminal states rank 2
 
 
@@ -68,6 +69,7 @@ class Stream:
     lock: threading.Lock = field(default_factory=threading.Lock)
     acks: list[Ack] = field(default_factory=list)
     errors: int = 0
+    first_ack: threading.Event = field(default_factory=threading.Event)
     crashes: list[BaseException] = field(default_factory=list)
     threads: list[threading.Thread] = field(default_factory=list)
 
@@ -116,6 +118,7 @@ class Stream:
     def _acked(self, message_id: str, view: TaskView, *, continued: bool) -> None:
         with self.lock:
             self.acks.append(Ack(message_id, view.task_id, view.state, view.delivery, continued))
+        self.first_ack.set()
 
     def join(self) -> None:
         self.stop.set()
@@ -163,6 +166,9 @@ def life(xt: Procs, rng: random.Random, name: str, token: str) -> tuple[Agent, S
     agent = xt.start_agent(name, *script)
     stream = Stream(agent.ready["a2a_url"], token, name, rng.randrange(1 << 30)).start()
     try:
+        # The agent loads its A2A stack when the first client connects (ingress/a2a/lazy.py): over a second on a
+        # loaded machine. The kill must land in the stream, not before it started, or a life acknowledges nothing.
+        assert stream.first_ack.wait(FIRST_ACK_S), f"no SendMessage acknowledged within {FIRST_ACK_S:g} s"
         time.sleep(rng.uniform(0.1, 1.0))  # a random point in the stream
         xt.kill9(agent)
         assert agent.proc.returncode == -signal.SIGKILL
