@@ -160,7 +160,11 @@ def run(coro: Coroutine[Any, Any, T], timeout: float = 60.0) -> T:
     """Run one async test body with an overall timeout."""
 
     async def bounded() -> T:
-        return await asyncio.wait_for(coro, timeout)
+        async with asyncio.timeout(timeout) as bound:
+            result = await coro
+        if bound.expired():  # a body that swallowed the cancel must not pass for having returned
+            raise TimeoutError(f"the test body ran past {timeout:g} s")
+        return result
 
     return asyncio.run(bounded())
 

@@ -11,7 +11,6 @@ dispatch outcome is known, that a waiting sender watches.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import time
 from dataclasses import replace
@@ -24,6 +23,8 @@ from crosstalk.tasks.ledger import TaskLedger, is_ask
 from crosstalk.tasks.table import TaskEntry, TaskTable, obligation_record
 
 log = logging.getLogger(__name__)
+
+CLOSE_TIMEOUT_S = 10.0  # a cancelled dispatch gives up its harness call at once; more is a bug, logged
 
 
 class DispatchWorker:
@@ -40,10 +41,13 @@ class DispatchWorker:
         self._task = asyncio.create_task(self._work(), name="task-dispatch")
 
     async def close(self) -> None:
+        """Cancel the worker and wait for it, bounded (asyncio.wait: the worker's end is not the caller's, so a
+        cancel of the caller itself still reaches the caller)."""
         if self._task is not None:
             self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await self._task
+            _done, pending = await asyncio.wait({self._task}, timeout=CLOSE_TIMEOUT_S)
+            if pending:
+                log.error("the dispatch worker did not end within %g s of its cancel", CLOSE_TIMEOUT_S)
             self._task = None
 
     @property
@@ -62,7 +66,12 @@ class DispatchWorker:
         return self._settled.get(message_id)
 
     async def _work(self) -> None:
+        me = asyncio.current_task()
         while True:
+            if me is not None and me.cancelling():
+                # Asked to end while a dispatch ran, and the request was lost on the way (Python 3.11's wait_for
+                # returns a result that came in with the cancel, dropping it): end now, not at the next message.
+                raise asyncio.CancelledError
             tid, inbound, claimed = await self._queue.get()
             task = self.table.get(tid)
             mid = inbound.message.message_id

@@ -261,7 +261,8 @@ class FakeHarness:
         if step == "block":
             self.blocked.set()
             try:
-                await asyncio.wait_for(self._release.wait(), BLOCK_TIMEOUT_S)
+                async with asyncio.timeout(BLOCK_TIMEOUT_S):
+                    await self._release.wait()
             finally:
                 self.blocked.clear()
             step = "accept"
