@@ -10,10 +10,7 @@ from __future__ import annotations
 import asyncio
 import json
 import socket
-from collections.abc import Iterator
 from typing import Any
-
-import pytest
 
 from crosstalk.core.message import new_message
 from crosstalk.ingress.frames import encode_auth
@@ -24,26 +21,12 @@ from crosstalk.relay.config import RelayConfig
 from crosstalk.relay.link import Link
 from crosstalk.relay.send import request_on
 from crosstalk.shim.tools import ShimRouter
-from tests.support.nats_relay import NatsServer, join_and_serve, nats_server
+from tests.support.nats_relay import NatsServer, join_and_serve
 from tests.support.procs import Procs, one_error_line, procs
 from tests.support.shim_tools import ALICE, BOB, call, until
 
 SEND_BOUND_S = 30.0  # every CLI send below ends by itself well within this (the subprocess timeout enforces it)
 TEST_S = 60.0
-
-
-@pytest.fixture
-def relay() -> Iterator[NatsServer]:
-    with nats_server("laptop", "gpu", "evil") as server:
-        yield server
-
-
-@pytest.fixture
-def machines(relay: NatsServer) -> Iterator[tuple[Procs, Procs]]:
-    with procs() as laptop, procs() as gpu:
-        join_and_serve(laptop, relay, "laptop")
-        join_and_serve(gpu, relay, "gpu")
-        yield laptop, gpu
 
 
 def a2a(machine: Procs, *args: str) -> tuple[int, Any, str]:

@@ -13,7 +13,6 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -26,25 +25,13 @@ from crosstalk.ingress.uds_kept import Conn
 from crosstalk.relay.deliver import Deliverer
 from crosstalk.relay.wire import decode_answer, encode_request
 from tests.support.loaded_modules import command_modules, hits
-from tests.support.nats_relay import NatsServer, join_and_serve, nats_server
-from tests.support.procs import Agent, Procs, one_error_line, procs
+from tests.support.nats_relay import NatsServer, join_and_serve
+from tests.support.procs import Agent, Procs, one_error_line
 
 pytestmark = pytest.mark.integration
 
 SEND_BOUND_S = 10.0
 TEST_S = 30.0
-
-
-@pytest.fixture
-def laptop() -> Iterator[Procs]:
-    with procs() as p:
-        yield p
-
-
-@pytest.fixture
-def gpu() -> Iterator[Procs]:
-    with procs() as p:
-        yield p
 
 
 def _pose_as_relay_process(machine: Procs) -> FileLock:
@@ -98,12 +85,6 @@ def test_a_kept_connection_that_breaks_is_retried_once_and_delivers_once(
     assert opened == 2  # the kept one, then one fresh one for the retry
     assert alice.inbox_ids() == [first.message_id, second.message_id]  # each delivered once
     assert [x["from"] for x in alice.inbox_lines()] == ["@relay:gpu/cli:bob"] * 2
-
-
-@pytest.fixture
-def relay() -> Iterator[NatsServer]:
-    with nats_server("laptop", "gpu") as server:
-        yield server
 
 
 @pytest.fixture

@@ -11,26 +11,12 @@ import signal
 from collections.abc import Iterator
 from typing import Any
 
-import pytest
-
 from crosstalk.fs.procinfo import is_same_process
-from tests.support.nats_relay import NatsServer, nats_server, relay_status, serving_state
-from tests.support.procs import Procs, one_error_line, procs
+from tests.support.nats_relay import NatsServer, relay_status, serving_state
+from tests.support.procs import Procs, one_error_line
 from tests.support.waiting import until
 
 BOUND_S = 15.0
-
-
-@pytest.fixture
-def relay() -> Iterator[NatsServer]:
-    with nats_server("laptop") as server:
-        yield server
-
-
-@pytest.fixture
-def laptop() -> Iterator[Procs]:
-    with procs() as p:
-        yield p
 
 
 def alive(pid: int) -> bool:

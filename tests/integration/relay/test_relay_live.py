@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import subprocess
-from collections.abc import Iterator
 
 import pytest
 
@@ -15,29 +14,11 @@ from crosstalk.core.message import new_message
 from crosstalk.fs.procinfo import login_name
 from crosstalk.relay.config import RelayConfig, load
 from crosstalk.relay.send import send_remote
-from tests.support.nats_relay import NatsServer, join_and_serve, nats_server, relay_status, serving_state
+from tests.support.nats_relay import NatsServer, join_and_serve, relay_status, serving_state
 from tests.support.procs import Agent, Procs, one_error_line, procs
 from tests.support.waiting import until
 
 SEND_BOUND_S = 10.0  # every send below must end by itself well within this (the subprocess timeout enforces it)
-
-
-@pytest.fixture
-def relay() -> Iterator[NatsServer]:
-    with nats_server("laptop", "gpu", "evil") as server:
-        yield server
-
-
-@pytest.fixture
-def laptop() -> Iterator[Procs]:
-    with procs() as p:
-        yield p
-
-
-@pytest.fixture
-def gpu() -> Iterator[Procs]:
-    with procs() as p:
-        yield p
 
 
 @pytest.fixture

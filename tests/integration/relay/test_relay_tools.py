@@ -12,7 +12,7 @@ import asyncio
 import json
 import os
 import stat
-from collections.abc import Callable, Coroutine, Iterator
+from collections.abc import Callable, Coroutine
 from typing import Any
 
 import pytest
@@ -26,27 +26,12 @@ from crosstalk.relay.local import local_socket_path, send_via_local_relay
 from crosstalk.relay.send import send_remote_async
 from crosstalk.relay.wire import decode_answer, encode_request, msg_subject
 from crosstalk.shim.tools import ShimRouter
-from tests.support.nats_relay import NatsServer, join_and_serve, nats_server
-from tests.support.procs import Procs, one_error_line, procs
+from tests.support.nats_relay import NatsServer
+from tests.support.procs import Procs, one_error_line
 from tests.support.shim_tools import ALICE, BOB, call, ctx, until
 
 TEST_S = 60.0
 SEND_BOUND_S = 10.0
-
-
-@pytest.fixture
-def relay() -> Iterator[NatsServer]:
-    with nats_server("laptop", "gpu", "evil") as server:
-        yield server
-
-
-@pytest.fixture
-def machines(relay: NatsServer) -> Iterator[tuple[Procs, Procs]]:
-    """laptop and gpu, each joined with its own credentials and its relay process serving."""
-    with procs() as laptop, procs() as gpu:
-        join_and_serve(laptop, relay, "laptop")
-        join_and_serve(gpu, relay, "gpu")
-        yield laptop, gpu
 
 
 def router(machine: Procs) -> ShimRouter:
