@@ -14,8 +14,6 @@ agent as before: the `@relay:` tag in the frame, checked against this connection
 
 from __future__ import annotations
 
-import asyncio
-
 from crosstalk.ingress.errors import FrameError as WireFrameError
 from crosstalk.ingress.errors import KeptBroken, KeptUnreachable
 from crosstalk.ingress.frames import MAX_LINE_BYTES, encode_auth, encode_crosstalk_user, parse_answer
@@ -42,15 +40,16 @@ class Deliverer:
         from crosstalk.registry.discovery import resolve
         from crosstalk.registry.errors import AmbiguousName, KeyFileError, NoSuchAgent, RegistryError
 
+        task = None
         try:
             frame = parse_frame(data)
             if "task" in frame:  # A2A across the relay: a task for the named agent (relay/a2a_in.py), seldom
-                from crosstalk.relay.a2a_in import deliver_task
                 from crosstalk.relay.a2a_wire import task_request_of
 
-                req = task_request_of(frame, own_alias, from_alias)
-                return await asyncio.to_thread(deliver_task, self.paths, req)
-            msg = request_of(frame, own_alias, from_alias)
+                task = task_request_of(frame, own_alias, from_alias)
+                msg = task.message
+            else:
+                msg = request_of(frame, own_alias, from_alias)
         except FrameError as exc:
             return encode_error("bad_frame", str(exc))
         try:
@@ -62,6 +61,10 @@ class Deliverer:
             return encode_error("unreachable", f"agent {msg.to!r} has no usable key: {exc}")
         except RegistryError as exc:
             return encode_error("unreachable", f"this machine's registry cannot be read: {exc}")
+        if task is not None:
+            from crosstalk.relay.a2a_in import deliver_task
+
+            return await deliver_task(conns, target, task, self.timeout)
         line = encode_crosstalk_user(msg, keep=True)
         if len(line) > MAX_LINE_BYTES:
             return encode_error("bad_frame", f"the message frame is {len(line)} bytes, over the socket's line")
