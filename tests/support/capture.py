@@ -6,6 +6,7 @@ import json
 import os
 import select
 import subprocess
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -14,11 +15,18 @@ START_S = 15.0
 END_S = 30.0
 
 
+# The command starts with SIGINT ignored, as a background job of a non-interactive shell does: Ctrl-C (SIGINT)
+# must stop a capture all the same. exec keeps the ignored disposition and the pid.
+IGNORING_SIGINT = (
+    "import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_IGN); os.execv(sys.argv[1], sys.argv[1:])"
+)
+
+
 def start_capture(cmd: list[str], env: dict[str, str], cwd: Path) -> subprocess.Popen[bytes]:
     """`crosstalk capture …`, returned once it says it is capturing (every process of the agent has seen the
     request by then)."""
-    proc = subprocess.Popen(cmd, env=env, cwd=cwd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE)  # fmt: skip
+    proc = subprocess.Popen([sys.executable, "-c", IGNORING_SIGINT, *cmd], env=env, cwd=cwd, stdin=subprocess.DEVNULL,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)  # fmt: skip
     try:
         line = _stderr_line(proc, START_S)
         assert line.startswith(b"capturing "), line

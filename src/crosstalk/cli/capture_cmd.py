@@ -73,7 +73,10 @@ def run(args: Any) -> int:
     def stop(_sig: int, _frame: Any) -> None:
         raise KeyboardInterrupt
 
+    # SIGINT too, not left to Python's default: a capture started in the background by a non-interactive shell
+    # inherits SIGINT ignored, and Ctrl-C (or `kill -INT`) is how a capture is stopped early.
     previous = signal.signal(signal.SIGTERM, stop)
+    previous_int = signal.signal(signal.SIGINT, stop)
     ended = "time"
     try:
         deadline = time.monotonic() + args.seconds
@@ -88,6 +91,7 @@ def run(args: Any) -> int:
         ended = "interrupted"
     finally:
         signal.signal(signal.SIGTERM, previous)
+        signal.signal(signal.SIGINT, previous_int)
         records, notes = running.collect()
     data = collect.document(running, records, notes, ended)
     try:
