@@ -4,6 +4,7 @@ import errno
 import os
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -15,6 +16,15 @@ from crosstalk.fs.procinfo import is_same_process, pid_alive, proc_start_time
 def _unused_pid() -> int:
     # Above pid_max no process can exist.
     return int(Path("/proc/sys/kernel/pid_max").read_text()) + 1
+
+
+@pytest.fixture(autouse=True)
+def own_kept(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """Each test its own kept pidfds: earlier tests in this process may have kept some (the shims they ran in it)."""
+    monkeypatch.setattr(procinfo, "_kept", {})
+    yield
+    for key in list(procinfo._kept):
+        procinfo._forget(key)
 
 
 def test_own_process() -> None:
@@ -99,5 +109,3 @@ def test_kept_pidfds_are_capped(monkeypatch: pytest.MonkeyPatch) -> None:
         for child in children:
             child.kill()
             child.wait(timeout=10)
-        for key in list(procinfo._kept):
-            procinfo._forget(key)
