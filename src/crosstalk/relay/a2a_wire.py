@@ -17,7 +17,7 @@ from typing import Any
 from crosstalk.core.errors import MessageError
 from crosstalk.core.message import Message
 from crosstalk.relay.errors import FrameError
-from crosstalk.relay.wire import MAX_FRAME_BYTES, VERSION, relayed_agent, sender_label, split_remote
+from crosstalk.relay.wire import MAX_FRAME_BYTES, VERSION, addressed, relayed_agent
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,19 +42,14 @@ def task_request_of(obj: dict[str, Any], own_alias: str, from_alias: str) -> Tas
     raw = task.get("message") if isinstance(task, dict) else None
     if not isinstance(task, dict) or not isinstance(raw, dict):
         raise FrameError("a task request carries task.message, an object")
-    to = raw.get("to")
-    remote = split_remote(to) if isinstance(to, str) else None
-    if remote is None or remote[1] != own_alias:
-        raise FrameError(f"the message is addressed to {to!r}, not to NAME@{own_alias}")
-    claimed = raw.get("from")
-    label = sender_label(from_alias, claimed if isinstance(claimed, str) else None)
+    name, label = addressed(raw, own_alias, from_alias)
     if relayed_agent(label) is None:
         raise FrameError("a task's sender must be an agent of the sending machine (from: its name)")
     tid, immediately = task.get("task_id"), task.get("return_immediately", False)
     if (tid is not None and (not isinstance(tid, str) or not tid)) or not isinstance(immediately, bool):
         raise FrameError("task.task_id is a non-empty string or null, task.return_immediately a boolean")
     try:
-        msg = Message.from_dict({**raw, "to": remote[0], "from": label, "task_id": None})
+        msg = Message.from_dict({**raw, "to": name, "from": label, "task_id": None})
     except MessageError as exc:
         raise FrameError(f"invalid message: {exc}") from None
     return TaskRequest(msg, immediately, tid)

@@ -121,17 +121,24 @@ def parse_frame(data: bytes) -> dict[str, Any]:
     return _object(data)
 
 
-def request_of(obj: dict[str, Any], own_alias: str, from_alias: str) -> Message:
-    """decode_request on a parsed frame."""
-    raw = obj.get("message")
-    if not isinstance(raw, dict):
-        raise FrameError("the request carries no message object")
+def addressed(raw: dict[str, Any], own_alias: str, from_alias: str) -> tuple[str, str]:
+    """A relayed message's (local agent name, sender label): `to` must be NAME@<this machine>, and who sent it is
+    the sending machine's word (sender_label), never the frame's alone. FrameError otherwise."""
     to = raw.get("to")
     remote = split_remote(to) if isinstance(to, str) else None
     if remote is None or remote[1] != own_alias:
         raise FrameError(f"the message is addressed to {to!r}, not to NAME@{own_alias}")
     claimed = raw.get("from")
-    local = {**raw, "to": remote[0], "from": sender_label(from_alias, claimed if isinstance(claimed, str) else None)}
+    return remote[0], sender_label(from_alias, claimed if isinstance(claimed, str) else None)
+
+
+def request_of(obj: dict[str, Any], own_alias: str, from_alias: str) -> Message:
+    """decode_request on a parsed frame."""
+    raw = obj.get("message")
+    if not isinstance(raw, dict):
+        raise FrameError("the request carries no message object")
+    name, label = addressed(raw, own_alias, from_alias)
+    local = {**raw, "to": name, "from": label}
     if "ask" in obj:
         ask = obj["ask"]
         deadline = ask.get("deadline_seconds") if isinstance(ask, dict) else None
