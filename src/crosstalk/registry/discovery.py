@@ -157,5 +157,7 @@ def find_by_peer(paths: StatePaths, pid: int) -> Descriptor | None:
     started_at = proc_start_time(pid)
     if started_at is None:
         return None
-    matches = [d for d in _read_all(paths) if d.served_by(pid, started_at) and is_live(paths, d)]
+    # The descriptors as last read while the registry is unchanged (a one-off sender's pid is asked about once per
+    # message); liveness is checked every time.
+    matches = [d for d in _read_settled(paths) if d.served_by(pid, started_at) and is_live(paths, d)]
     return matches[0] if len(matches) == 1 else None
