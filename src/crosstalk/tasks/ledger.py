@@ -116,34 +116,35 @@ class TaskLedger:
         return task
 
     # ------------------------------------------------------------------ the creator's side
-    async def cancel(self, task: TaskEntry) -> bool:
-        """The creator cancels its task: one waiting for its input (nothing queued or in flight, nothing written to
-        the session), or one still queued, before the worker claimed it (True: its journaled messages are to be
-        withdrawn). Otherwise NOT_CANCELABLE."""
+    async def cancel(self, task: TaskEntry) -> None:
+        """The creator cancels its task: one still queued, before the worker claimed it, or one waiting for its
+        input, in both cases with none of its messages being written to the session (`sending`). Its messages still
+        queued are never written (the worker skips a canceled task's); the caller withdraws them. Otherwise
+        NOT_CANCELABLE."""
         async with task.lock:  # decided on the task as the change before this one left it
+            waiting = task.view.state is TaskState.INPUT_REQUIRED
+            queued = task.view.state is TaskState.SUBMITTED and not task.claimed
+            if task.sending is not None or not (waiting or queued):
+                why = "a message of it is being written to the session" if task.sending else "dispatched or finished"
+                raise TaskError(
+                    TaskError.NOT_CANCELABLE,
+                    f"task {task.view.task_id} is {task.view.state.value} and {why}; it cannot be canceled",
+                )
+            first, tid = task.messages[0], task.view.task_id
+            extra = [obligation_record(first, tid, "closed", "canceled")] if waiting and is_ask(task) else []
             canceled = self.answer(task, State.CANCELED, Reason.CANCELED_BY_CREATOR)
-            if task.view.state is TaskState.INPUT_REQUIRED:
-                first, tid = task.messages[0], task.view.task_id
-                extra = [obligation_record(first, tid, "closed", "canceled")] if is_ask(task) else []
+            # In this same step: the worker claims none of its messages until this record is durable (then it skips
+            # them) or has failed (then it takes them as before).
+            claimed, task.claimed, task.canceling = task.claimed, True, True
+            try:
                 await self.record_held(
                     task, state=TaskState.CANCELED, reason=Reason.CANCELED_BY_CREATOR, answer=canceled, extra=extra
                 )
-                return False
-            if task.view.terminal or task.claimed or task.view.state is not TaskState.SUBMITTED:
-                raise TaskError(
-                    TaskError.NOT_CANCELABLE,
-                    f"task {task.view.task_id} is {task.view.state.value} and already dispatched or finished; "
-                    "it cannot be canceled",
-                )
-            task.claimed = True  # in this same step: the worker now skips it
-            try:
-                await self.record_held(
-                    task, state=TaskState.CANCELED, reason=Reason.CANCELED_BY_CREATOR, answer=canceled
-                )
             except JournalError:
-                task.claimed = False
+                task.claimed = claimed
                 raise
-            return True
+            finally:
+                task.canceling = False
 
     # ------------------------------------------------------------------ durable changes
     async def record(

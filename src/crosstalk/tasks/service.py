@@ -4,6 +4,8 @@ A new message from a verified sender becomes a task: checked (hop, policy, admis
 its task record, then dispatched in order by one worker (tasks/worker.py). Until the worker claims it, its creator
 may cancel it; from the claim on it is not cancelable, and the claim happens in the same event-loop step as the
 dequeue, so a cancel in the dequeue-to-write window either wins with zero harness writes or loses with exactly one.
+The same holds for a task waiting for its creator's input: cancelable unless one of its messages is being written
+to the session; its continuations still queued are withdrawn, never written.
 When its creator waits for the outcome and nothing is queued or dispatching, the claim is journaled with the task
 itself.
 
@@ -174,11 +176,11 @@ class TaskService(TaskApi):
 
     async def cancel(self, sender_agent_id: str, task_id: str) -> TaskView:
         task = self.table.own(sender_agent_id, task_id)
-        if await self.ledger.cancel(task):  # it was still queued: its journaled messages are withdrawn
-            for mid in task.messages:
-                entry = self.state.messages.get(mid)
-                if entry is not None and entry.state is State.SUBMITTED:
-                    await self.receiver.withdraw(_inbound_of(entry), "canceled")
+        await self.ledger.cancel(task)
+        for mid in task.messages:  # journaled, still queued (the first, or a continuation): settled, never written
+            entry = self.state.messages.get(mid)
+            if entry is not None and entry.state is State.SUBMITTED:
+                await self.receiver.withdraw(_inbound_of(entry), "canceled")
         return task.view
 
     # ------------------------------------------------------------------ the receiving side (tasks/ledger.py)

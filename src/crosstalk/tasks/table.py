@@ -28,13 +28,16 @@ from crosstalk.journal.window import MAX_SETTLED, trim_settled
 @dataclass(slots=True)
 class TaskEntry:
     view: TaskView
-    claimed: bool = False  # the worker took it: from here on not cancelable
+    claimed: bool = False  # the worker took its first message: from here on cancelable only while input_required
     messages: list[str] = field(default_factory=list)  # every message id of the task (first + continuations)
     _changed: asyncio.Event | None = None  # made when someone waits: a kept terminal task holds none
     deadline: asyncio.TimerHandle | None = None
     awaiting: bool = False  # the receiving side said it will answer (expect_answer): delivery does not complete it
     input_turn: str | None = None  # the continuation that answered an input request: it settles like a first message
     _lock: asyncio.Lock | None = None  # made on the first record: a kept terminal task holds none
+    # The message of it the worker took from its queue, until the harness call is over: a cancel now is refused.
+    sending: str | None = None
+    canceling: bool = False  # a cancel is being made durable: the worker waits for its end before taking a message
 
     @property
     def lock(self) -> asyncio.Lock:

@@ -73,27 +73,17 @@ class DispatchWorker:
                 # returns a result that came in with the cancel, dropping it): end now, not at the next message.
                 raise asyncio.CancelledError
             tid, inbound, claimed = await self._queue.get()
-            task = self.table.get(tid)
             mid = inbound.message.message_id
-            first = bool(task and task.messages and task.messages[0] == mid)
-            stale = (
-                task is not None
-                and first
-                and not claimed
-                and (task.claimed or task.view.state is not TaskState.SUBMITTED)
-            )
-            if task is None or stale:
-                self._settle(mid)
-                continue  # canceled (or settled) while queued: nothing is written to the session
-            if first and not claimed:
-                # Same event-loop step as the dequeue: a cancel from now on is refused. Working from here; the
-                # journal's dispatch record says the same, so a restart reads it back as working (unknown).
-                task.claimed = True
-                task.view = replace(task.view, state=TaskState.WORKING, updated_at=time.time())
             self._running = True
             try:
-                outcome = await self.receiver.dispatch(inbound, claimed=claimed)
-                await self._after_dispatch(task, inbound, outcome, first)
+                task = await self._take(tid, mid, claimed)
+                if task is None:
+                    continue  # canceled (or settled) while queued: nothing is written to the session
+                try:
+                    outcome = await self.receiver.dispatch(inbound, claimed=claimed)
+                finally:
+                    task.sending = None  # the harness call is over: a cancel may apply again
+                await self._after_dispatch(task, inbound, outcome)
                 trace.mark("task_recorded")
             except Exception:
                 log.exception("dispatch of task %s failed", tid)
@@ -101,28 +91,41 @@ class DispatchWorker:
                 self._running = False
                 self._settle(mid)
 
-    async def _after_dispatch(self, task: TaskEntry, inbound: Inbound, outcome: Outcome, first: bool) -> None:
+    async def _take(self, tid: str, mid: str, claimed: bool) -> TaskEntry | None:
+        """The task of a message just taken from the queue, the message marked as being written (`sending`, and a
+        first message claimed) in the same event-loop step as the decision, so a cancel either wins before it, with
+        zero harness writes, or is refused after it. None: nothing is to be written (its task is gone or canceled,
+        or its first message was claimed or settled while queued)."""
+        task = self.table.get(tid)
+        if task is not None and task.canceling:
+            async with task.lock:  # a cancel being made durable (bounded by its journal write): its end decides
+                pass
+        if task is None or task.view.state is TaskState.CANCELED:
+            return None
+        if task.messages and task.messages[0] == mid and not claimed:
+            if task.claimed or task.view.state is not TaskState.SUBMITTED:
+                return None
+            # Working from here; the journal's dispatch record says the same, so a restart reads it back as working
+            # (unknown).
+            task.claimed = True
+            task.view = replace(task.view, state=TaskState.WORKING, updated_at=time.time())
+        task.sending = mid
+        return task
+
+    async def _after_dispatch(self, task: TaskEntry, inbound: Inbound, outcome: Outcome) -> None:
         # Decided under the task's lock, after any change under way (the session's answer may be durable but not yet
         # applied): a move built from the state before that answer would overwrite it.
         async with task.lock:
-            if task.view.terminal or task.view.state is TaskState.INPUT_REQUIRED:
-                # The session answered (or asked for input) before the harness call returned: that settled it.
+            if not _moves(task, inbound.message.message_id):
                 task.changed.set()
                 return
-            if not first and inbound.message.message_id != task.input_turn:
-                task.changed.set()
-                return
-            await self.move(task, inbound.message.message_id, outcome, first)
+            await self.move(task, inbound.message.message_id, outcome, task.input_turn is None)
 
     async def late(self, task: TaskEntry, message_id: str, outcome: Outcome) -> None:
         """The harness's later word on a task's message it held: the task moves as it would have at dispatch."""
-        first = bool(task.messages and task.messages[0] == message_id)
         async with task.lock:
-            if task.view.terminal or task.view.state is TaskState.INPUT_REQUIRED:
-                return
-            if not first and message_id != task.input_turn:
-                return
-            await self.move(task, message_id, outcome, first)
+            if _moves(task, message_id):
+                await self.move(task, message_id, outcome, task.input_turn is None)
 
     async def move(self, task: TaskEntry, message_id: str, outcome: Outcome, first: bool) -> None:
         """The task's state from its message's delivery: an ask stays working until its reply, an inform completes,
@@ -148,3 +151,13 @@ class DispatchWorker:
         event = self._settled.pop(message_id, None)
         if event is not None:
             event.set()
+
+
+def _moves(task: TaskEntry, message_id: str) -> bool:
+    """Whether this message's delivery moves its task now (the caller holds `task.lock`): the task is open and not
+    waiting for its creator (the session answered, or asked for input, before the harness call returned: that
+    settled it), and the message is its turn: the input its receiver asked for last, else its first message. The
+    first message's outcome arriving after its creator's input resumed the task is not that input's."""
+    if task.view.terminal or task.view.state is TaskState.INPUT_REQUIRED:
+        return False
+    return message_id == (task.input_turn or (task.messages[0] if task.messages else None))
