@@ -89,6 +89,7 @@ def send_all(agent: FakeAgent, n: int, threads: int, on_progress: Any = None) ->
     errors: list[BaseException] = []
 
     def worker() -> None:
+        i = None
         try:
             while True:
                 with lock:
@@ -102,6 +103,7 @@ def send_all(agent: FakeAgent, n: int, threads: int, on_progress: Any = None) ->
                 if on_progress is not None and done % max(1, n // SAMPLES) == 0:
                     on_progress(done)
         except BaseException as exc:
+            exc.add_note(f"sending soak message {i}; {agent_report(agent)}")
             errors.append(exc)
 
     ts = [threading.Thread(target=worker, daemon=True) for _ in range(threads)]
@@ -115,6 +117,15 @@ def send_all(agent: FakeAgent, n: int, threads: int, on_progress: Any = None) ->
     if any(t.is_alive() for t in ts):
         raise RuntimeError(f"{n} sends did not finish in time")
     return states
+
+
+def agent_report(agent: FakeAgent) -> str:
+    """Whether the agent still runs, and the end of its stderr: what a failed send is read with (soak() removes
+    the temp dir that holds the log)."""
+    rc = agent.proc.poll() if agent.proc is not None else None
+    log_path = agent.root / f"{agent.name}.stderr"
+    tail = log_path.read_text(errors="replace")[-2000:].strip() if log_path.exists() else ""
+    return f"the agent {'runs' if rc is None else f'exited with {rc}'}; its stderr ends: {tail or '(empty)'}"
 
 
 def injections(inbox: Path) -> tuple[int, int]:
@@ -154,6 +165,7 @@ def soak(n: int, threads: int, tmp: Path, *, log: Any = print) -> dict[str, Any]
         states = send_all(agent, n, threads, progress)
         out["send_s"] = time.perf_counter() - t0
         out["states"] = states
+        out["agent_log"] = agent_report(agent)  # what a state other than accepted is read with
         out["rss_samples"] = samples
         out["rss_mb"] = rss_mb(agent.pid)
         out["journal_mb"] = journal_size(tmp, agent.ready["agent_id"]) / 1e6

@@ -14,9 +14,7 @@ import hmac
 import logging
 import os
 import socket
-import struct
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +25,7 @@ from crosstalk.core.kinds import Kind
 from crosstalk.core.message import Message, TextPart
 from crosstalk.core.sender import Sender, SenderClass
 from crosstalk.core.states import Outcome, State
-from crosstalk.fs.procinfo import login_name, proc_start_time
+from crosstalk.fs.procinfo import login_name
 from crosstalk.ingress import taps
 from crosstalk.ingress.errors import FrameError
 from crosstalk.ingress.frames import (
@@ -45,6 +43,7 @@ from crosstalk.ingress.relay_peer import claims_relay_tag, is_relay_process, nam
 from crosstalk.ingress.task_frames import encode_error
 from crosstalk.ingress.uds_keeping import IdleKept, user_keeps
 from crosstalk.ingress.uds_keeping import serve_kept as serve_kept_lines
+from crosstalk.ingress.uds_peers import PeerCache, PeerResolver, peer_credentials
 from crosstalk.ingress.uds_tasks import TaskDesk, serve_kept
 from crosstalk.policy.transport import RELAY_TRANSPORT
 from crosstalk.receiver import Inbound, Receiver
@@ -56,44 +55,8 @@ LINE_TIMEOUT_S = 10.0
 MAX_CONNECTIONS = 256  # served at once; past it the longest-idle kept connection is shed, or the new one refused busy
 ACCEPT_BACKOFF_S = 0.1  # out of descriptors: wait this long before accepting again
 LOG_INTERVAL_S = 30.0  # a repeated failure is logged at most once per interval
+INTERNAL = "internal"  # the evidence key of an answer the chain could not give (_receive): what failed
 _RETRY_AT_ONCE_ERRNOS = frozenset({errno.ECONNABORTED, errno.EAGAIN, errno.EINTR, errno.EPROTO})
-_PEERCRED = struct.Struct("3i")
-PeerResolver = Callable[[int], Descriptor | None]
-
-
-def peer_credentials(sock: socket.socket) -> tuple[int, int]:
-    """(pid, uid) of the process on the other end of a unix socket (Linux SO_PEERCRED)."""
-    pid, uid, _gid = _PEERCRED.unpack(sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, _PEERCRED.size))
-    return pid, uid
-
-
-class _PeerCache:
-    """Map a peer pid to its descriptor, briefly cached: one connection per message must not rescan the registry
-    each time, but a registration that ends must stop verifying soon after."""
-
-    def __init__(self, resolve: PeerResolver, ttl_s: float = 2.0) -> None:
-        self._resolve = resolve
-        self._ttl = ttl_s
-        self._cache: dict[int, tuple[float, Descriptor | None]] = {}
-
-    def get(self, pid: int) -> Descriptor | None:
-        now = time.monotonic()
-        hit = self._cache.get(pid)
-        if hit and now - hit[0] < self._ttl:
-            desc = hit[1]
-            # The pid may have been reused since: the resolver checks start times, the cache must too.
-            if desc is None or _still_same(desc, pid):
-                return desc
-        desc = self._resolve(pid)
-        if len(self._cache) > 1024:
-            self._cache.clear()
-        self._cache[pid] = (now, desc)
-        return desc
-
-
-def _still_same(desc: Descriptor, pid: int) -> bool:
-    start = proc_start_time(pid)
-    return start is not None and desc.served_by(pid, start)
 
 
 class UdsIngress:
@@ -116,7 +79,7 @@ class UdsIngress:
             tasks.relay_peer = self._from_relay_process  # a task for another machine's agent (uds_tasks.py)
         self._token = token
         self._receiver = receiver
-        self._peers = _PeerCache(resolve_peer)
+        self._peers = PeerCache(resolve_peer)
         self._listener: socket.socket | None = None
         self._accepting: asyncio.Task[None] | None = None
         self._handlers: set[asyncio.Task[None]] = set()
@@ -177,7 +140,10 @@ class UdsIngress:
                 continue
             if not self._admit():
                 self._warn("busy", "uds ingress %s has %d connections open; refusing more", self.path, MAX_CONNECTIONS)
-                _refuse(conn, f"busy: {MAX_CONNECTIONS} connections already open to this agent; try again")
+                _refuse(
+                    conn,
+                    encode_error_answer(f"busy: {MAX_CONNECTIONS} connections already open to this agent; try again"),
+                )
                 continue
             task = asyncio.create_task(self._handle(conn))
             self._handlers.add(task)
@@ -194,47 +160,71 @@ class UdsIngress:
         shed.add_done_callback(self._shedding.discard)
         return True
 
-    def _warn(self, key: str, fmt: str, *args: object) -> None:
+    def _warn(self, key: str, fmt: str, *args: object, exc_info: BaseException | bool = False) -> None:
         """A warning at most once per LOG_INTERVAL_S for each key: a flood must not become a log flood."""
         now = time.monotonic()
         if now - self._warned.get(key, -LOG_INTERVAL_S) >= LOG_INTERVAL_S:
             self._warned[key] = now
-            log.warning(fmt, *args)
+            log.warning(fmt, *args, exc_info=exc_info or None)
 
     async def _handle(self, conn: socket.socket) -> None:
         try:
             reader, writer = await asyncio.open_unix_connection(sock=conn, limit=MAX_LINE_BYTES + 2)
-        except OSError as exc:
-            conn.close()
+        except Exception as exc:  # not only OSError: an exception ending this task would leave the socket to the GC
             self._warn("connect", "uds connection on %s could not start: %s", self.path, exc)
+            _refuse(conn, encode_answer(Outcome("", State.UNREACHABLE, f"internal: {type(exc).__name__}: {exc}")))
             return
         await self._on_connect(reader, writer)
 
     async def _on_connect(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        """Serve one connection and write its answer. Every frame read gets one: the chain's outcome, `unknown` when
+        the chain failed or was cancelled under it (_receive), `unreachable` when serving failed before the chain.
+        Closed without one only when there is nobody to tell: the peer closed or reset the connection, or it was a
+        kept connection shed while it waited for a frame (uds_keeping.py)."""
         taps.tap_connection(reader, writer, self.path)  # `crosstalk capture`: costs a clock read when off
         try:
             try:
                 answer = await self._serve(reader, writer)
-            except (TimeoutError, ConnectionError, asyncio.CancelledError):
-                raise
+            except ConnectionError:
+                return  # the peer closed or reset it while a frame was read: nothing to answer on
             except Exception as exc:
-                # Not a frame problem: the outcome may be anything, so say unknown, and keep the log to one
-                # traceback per interval (a resource shortage fails every connection the same way).
-                if self._warned.get("internal", -LOG_INTERVAL_S) + LOG_INTERVAL_S <= time.monotonic():
-                    self._warned["internal"] = time.monotonic()
-                    log.exception("uds connection failed")
-                answer = encode_answer(Outcome("", State.UNKNOWN, f"internal: {type(exc).__name__}: {exc}"))
+                # Not a frame problem, and not the chain's (_receive answers those), so the message never reached the
+                # session: unreachable. TimeoutError too: the connection's own timeouts are handled where they run.
+                self._warn("internal", "uds connection on %s failed before the chain", self.path, exc_info=True)
+                answer = encode_answer(Outcome("", State.UNREACHABLE, f"internal: {type(exc).__name__}: {exc}"))
             if answer:
                 writer.write(answer)
-                await asyncio.wait_for(writer.drain(), LINE_TIMEOUT_S)
-        except (TimeoutError, ConnectionError, asyncio.CancelledError):
-            pass
-        except Exception:
-            log.debug("uds connection failed while answering", exc_info=True)
+                async with asyncio.timeout(LINE_TIMEOUT_S):
+                    await writer.drain()
+        except asyncio.CancelledError:
+            pass  # shed waiting for a frame (none read), or the agent closing (a frame in the chain: _receive told it)
+        except Exception as exc:  # TimeoutError, ConnectionError: the peer does not take its answer
+            self._warn("unanswered", "uds connection on %s: the answer could not be written (%r)", self.path, exc)
         finally:
             writer.close()
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(writer.wait_closed(), 1)
+
+    async def _receive(self, inbound: Inbound, writer: asyncio.StreamWriter) -> Outcome:
+        """The chain's outcome for a frame that was read, always: the sender cannot otherwise tell delivered from
+        lost. The chain answers its own journal and harness failures (receiver/chain.py); anything that still
+        escapes it (TimeoutError, ConnectionError: raised inside the agent, not by this connection) is answered
+        `unknown`, as the message may have reached the session. So is a cancellation that is not this connection's
+        (a future inside the chain). The agent closing cancels this connection mid-chain: `unknown` is written
+        before the cancellation goes on."""
+        mid = inbound.message.message_id
+        try:
+            return await self._receiver.receive(inbound)
+        except asyncio.CancelledError as exc:
+            task = asyncio.current_task()
+            if task is not None and task.cancelling():
+                writer.write(encode_answer(_internal(mid, exc)))
+                raise
+            failure: BaseException = exc
+        except Exception as exc:
+            failure = exc
+        self._warn("chain", "uds frame %s: the receiver chain failed; answered unknown", mid, exc_info=failure)
+        return _internal(mid, failure)
 
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> bytes | None:
         """Handle one connection; return the bytes to answer with (None = bare EOF)."""
@@ -263,17 +253,18 @@ class UdsIngress:
             if user.is_native and (user.claude_frame or not authed):
                 if not (authed or peer):
                     return None  # a native frame from an unregistered process: closed with no state
-                await self._receive_native(user, peer, pid)
-                return None  # Claude's sender reads any bytes as failure: EOF is the answer
+                outcome = await self._receive_native(user, peer, pid, writer)
+                # Claude's sender reads EOF as taken and any bytes as failure: the chain failing is not taken.
+                return encode_answer(outcome) if INTERNAL in outcome.evidence else None
             if not (authed or peer):
                 return encode_error_answer("auth: send an auth line with the agent's key first")
             if user.is_native:
                 # The key, then a plain user line (frames.py's shape (a) from a script): a crosstalk client.
-                return encode_answer(await self._receive_plain(user, peer))
+                return encode_answer(await self._receive_plain(user, peer, writer))
             if authed and user_keeps(user):  # the relay process's hop: one connection, many messages
-                answer = lambda u: self._answer_crosstalk(u, pid)  # noqa: E731
+                answer = lambda u: self._answer_crosstalk(u, pid, writer)  # noqa: E731
                 return await serve_kept_lines(user, answer, reader, writer, self._idle_kept)
-            return encode_answer(await self._receive_crosstalk(user, peer, pid))
+            return encode_answer(await self._receive_crosstalk(user, peer, pid, writer))
         except FrameError as exc:
             return encode_error_answer(f"frame: {exc}")
 
@@ -286,7 +277,9 @@ class UdsIngress:
             return encode_error("unsupported_operation", "this agent serves no tasks (it was started without A2A)")
         return await serve_kept(self._tasks, line, pid, self._receiver.identity.name, reader, writer, self._idle_kept)
 
-    async def _receive_crosstalk(self, user: UserLine, peer: Descriptor | None, pid: int) -> Outcome:
+    async def _receive_crosstalk(
+        self, user: UserLine, peer: Descriptor | None, pid: int, writer: asyncio.StreamWriter
+    ) -> Outcome:
         claimed = user.crosstalk.get("from") if user.crosstalk else None
         mid = user.crosstalk.get("message_id") if user.crosstalk else None
         try:
@@ -298,16 +291,16 @@ class UdsIngress:
             if not self._from_relay_process(pid):
                 return self._receiver.reject(Inbound(msg, sender, "uds"), RELAY_TAG_REFUSED)
             if msg.kind is Kind.ASK and names_relayed_agent(claimed):  # another machine's agent asks (policy/transport)
-                return await self._receiver.receive(Inbound(msg, sender, RELAY_TRANSPORT))
-        return await self._receiver.receive(Inbound(msg, sender, "uds"))
+                return await self._receive(Inbound(msg, sender, RELAY_TRANSPORT), writer)
+        return await self._receive(Inbound(msg, sender, "uds"), writer)
 
-    async def _answer_crosstalk(self, user: UserLine, pid: int) -> bytes:
-        return encode_answer(await self._receive_crosstalk(user, self._peers.get(pid), pid))
+    async def _answer_crosstalk(self, user: UserLine, pid: int, writer: asyncio.StreamWriter) -> bytes:
+        return encode_answer(await self._receive_crosstalk(user, self._peers.get(pid), pid, writer))
 
     def _from_relay_process(self, pid: int) -> bool:
         return self._relay_root is not None and is_relay_process(self._relay_root, pid)
 
-    async def _receive_plain(self, user: UserLine, peer: Descriptor | None) -> Outcome:
+    async def _receive_plain(self, user: UserLine, peer: Descriptor | None, writer: asyncio.StreamWriter) -> Outcome:
         """A keyed user line without crosstalk metadata. The key proves only that the sender runs as this user, so
         unless its pid matches a registered agent it is an unverified inform, named @uds:<user> the
         way `crosstalk send` names itself @cli:<user>. The content is the body; an envelope in it asking to be
@@ -324,9 +317,11 @@ class UdsIngress:
         inbound = Inbound(msg, sender, "uds")
         if kind not in (None, "", "inform"):
             return self._receiver.reject(inbound, "kind:not_on_uds")
-        return await self._receiver.receive(inbound)
+        return await self._receive(inbound, writer)
 
-    async def _receive_native(self, user: UserLine, peer: Descriptor | None, pid: int) -> Outcome:
+    async def _receive_native(
+        self, user: UserLine, peer: Descriptor | None, pid: int, writer: asyncio.StreamWriter
+    ) -> Outcome:
         text, claimed_name, kind = user.content, None, None
         if envelope.looks_like_envelope(text):
             try:
@@ -345,7 +340,7 @@ class UdsIngress:
             # A native frame is an inform; one that asks to be anything else is refused, whatever the sender.
             return self._receiver.reject(inbound, "kind:native_inform_only")
         # Our own session answering natively names no message: the chain bounces it back, never forwards it.
-        return await self._receiver.receive(inbound)
+        return await self._receive(inbound, writer)
 
 
 def _user_name() -> str:
@@ -357,12 +352,17 @@ async def _accept(loop: asyncio.AbstractEventLoop, listener: socket.socket) -> t
     return await loop.sock_accept(listener)
 
 
-def _refuse(conn: socket.socket, reason: str) -> None:
-    """Answer one error line without waiting (a fresh socket's buffer takes it) and close."""
+def _refuse(conn: socket.socket, answer: bytes) -> None:
+    """Answer one line without waiting (a fresh socket's buffer takes it) and close."""
     with contextlib.suppress(OSError):
         conn.setblocking(False)
-        conn.send(encode_error_answer(reason))
+        conn.send(answer)
     conn.close()
+
+
+def _internal(message_id: str, exc: BaseException) -> Outcome:
+    """The answer for a frame the chain failed on: unknown (it may have reached the session), marked INTERNAL."""
+    return Outcome(message_id, State.UNKNOWN, f"internal: {type(exc).__name__}: {exc}", {INTERNAL: type(exc).__name__})
 
 
 def _verified(desc: Descriptor) -> Sender:
@@ -371,7 +371,8 @@ def _verified(desc: Descriptor) -> Sender:
 
 async def _read_line(reader: asyncio.StreamReader) -> bytes:
     try:
-        line = await asyncio.wait_for(reader.readuntil(b"\n"), LINE_TIMEOUT_S)
+        async with asyncio.timeout(LINE_TIMEOUT_S):  # not wait_for: on 3.11 it can swallow a cancel (the agent closing)
+            line = await reader.readuntil(b"\n")
     except asyncio.IncompleteReadError as exc:
         if not exc.partial.strip():
             raise FrameError("connection closed before a complete frame") from None

@@ -69,8 +69,9 @@ async def serve_kept(
     """Answer frames on one authenticated connection: `line`, then, while each asks to keep the connection, the
     next one of the same kind, up to MAX_FRAMES. Each answer but the last is written here with `"kept": true`; the
     last (a frame without keep, the cap reached, a bad line) is returned for the caller to write before it closes;
-    None: the peer closed, or sent nothing for KEEP_IDLE_S (closed without a word). `idle`: where this connection
-    is listed while it waits for its next frame (the socket may shed it then: CancelledError)."""
+    None: the peer closed, sent nothing for KEEP_IDLE_S or did not take an answer within WRITE_TIMEOUT_S (closed
+    without a word; every frame read was answered). `idle`: where this connection is listed while it waits for its
+    next frame (the socket may shed it then: CancelledError)."""
     keeps: Callable[[Any], bool] = task_keeps if isinstance(line, TaskLine) else user_keeps
     me = asyncio.current_task()
     for _ in range(MAX_FRAMES - 1):
@@ -80,8 +81,11 @@ async def serve_kept(
         writer.write(out[:-2] + KEPT_TAIL)  # every answer is one JSON object and a newline: `}\n`
         # asyncio.timeout, not wait_for: wait_for runs the read as a task of its own, two event-loop steps more
         # between the frame's bytes and its answer (a drain that need not wait: one).
-        async with asyncio.timeout(WRITE_TIMEOUT_S):
-            await writer.drain()
+        try:
+            async with asyncio.timeout(WRITE_TIMEOUT_S):
+                await writer.drain()
+        except (TimeoutError, ConnectionError):
+            return None  # the peer does not take its answers, or is gone: nothing more is served here
         if idle is not None and me is not None:
             idle.add(me)
         try:

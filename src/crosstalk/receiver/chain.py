@@ -126,11 +126,11 @@ class Receiver:
             if inbound.default_wait:
                 self.begin_default_wait()
             outcome = await self._run(inbound, records, defer, claim)
-        except BaseException:
+        except BaseException as exc:
             if key is not None:
                 fut = self._inflight.pop(key)
-                if not fut.done():
-                    fut.cancel()  # a waiting duplicate sees the failure too; nothing was acknowledged
+                if not fut.done():  # a waiting duplicate is answered, not cancelled: the first copy may have reached
+                    fut.set_result(Outcome(msg.message_id, State.UNKNOWN, f"first copy failed: {type(exc).__name__}"))
             raise
         finally:
             if inbound.default_wait:

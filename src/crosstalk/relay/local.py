@@ -101,7 +101,7 @@ class LocalDesk:
     async def _on_connect(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         """One connection: requests one at a time, each answered before the next is read, while each asks to keep
         it (`"keep": true`, answered `"kept": true`); the sender's proof is checked once per connection."""
-        from crosstalk.ingress.uds import peer_credentials
+        from crosstalk.ingress.uds_peers import peer_credentials
 
         try:
             pid, uid = peer_credentials(writer.get_extra_info("socket"))

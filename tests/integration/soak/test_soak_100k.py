@@ -30,7 +30,7 @@ def test_an_agent_receiving_100k_messages_stays_flat_in_memory_and_time() -> Non
     finally:
         remove_tmp(tmp)  # soak() has stopped every agent it started, by pid
     print(r)
-    assert r["states"] == {"accepted": MESSAGES}
+    assert r["states"] == {"accepted": MESSAGES}, r["agent_log"]
     assert (r["lost"], r["injected_twice"]) == (0, 0)
     half = next(s for s in r["rss_samples"] if s[0] >= MESSAGES // 2)
     assert r["rss_mb"] - half[1] <= SECOND_HALF_GROWTH_MB, r["rss_samples"]

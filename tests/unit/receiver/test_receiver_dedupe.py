@@ -11,6 +11,7 @@ from crosstalk.core.sender import Sender, SenderClass
 from crosstalk.core.states import SEND_STATES, State
 from crosstalk.journal import records as R
 from tests.support.receiver import ALICE, CAROL, CI, inbound, msg, run, settle, wait_for
+from tests.support.waiting import until_async
 
 
 def test_second_delivery_returns_prior_state_without_injection(make_rig):
@@ -106,6 +107,29 @@ def test_duplicates_arriving_while_the_first_is_blocked_wait_for_its_answer(make
     assert all(d == first.with_(evidence={**first.evidence, "duplicate": True}) for d in dups)
     assert len(rig.fake.writes) == 1 and rig.fake.attempts == 1
     assert rig.receiver.stats.duplicates == 10
+
+
+def test_a_duplicate_waiting_on_a_first_copy_that_fails_is_answered_unknown(make_rig):
+    """The first copy ends in an exception (here: its connection cancelled as the agent closes) after it may have
+    reached the session: a duplicate waiting for its answer is answered unknown, never handed a CancelledError that
+    its ingress would take for its own cancellation (and close its sender's connection without a word)."""
+    rig = make_rig(default="block")
+    m = msg("first copy fails")
+
+    async def body():
+        first = asyncio.create_task(rig.receiver.receive(inbound(m)))
+        await wait_for(rig.fake.blocked)
+        dup = asyncio.create_task(rig.receiver.receive(inbound(m)))
+        # Counted in the same event-loop step in which it starts waiting for the first copy's answer.
+        await until_async(lambda: rig.receiver.stats.duplicates == 1, "the duplicate waiting")
+        first.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await first
+        return await settle(dup)
+
+    out = run(body())
+    assert (out.message_id, out.state) == (m.message_id, State.UNKNOWN)
+    assert out.evidence == {"duplicate": True} and out.reason == "first copy failed: CancelledError"
 
 
 def test_same_message_id_from_another_sender_is_rejected(make_rig):
