@@ -40,6 +40,7 @@ from crosstalk.policy import Limits, Role
 from crosstalk.registry.credentials import read_key
 from crosstalk.registry.paths import StatePaths
 from tests.support import waiting
+from tests.support.bounded import run_bounded
 
 T = TypeVar("T")
 
@@ -60,12 +61,8 @@ def rm_root(path: Path) -> None:
 def run(coro_fn: Callable[[Path], Coroutine[Any, Any, T]], timeout: float = TEST_S) -> T:
     """Run `coro_fn(root)` in a fresh event loop with a fresh state root; the root is removed afterwards."""
     root = make_root()
-
-    async def bounded() -> T:
-        return await asyncio.wait_for(coro_fn(root), timeout)
-
     try:
-        return asyncio.run(bounded())
+        return run_bounded(lambda: coro_fn(root), timeout, what=getattr(coro_fn, "__qualname__", None))
     finally:
         rm_root(root)
 

@@ -12,6 +12,7 @@ from a2a.client import ClientCallContext
 from crosstalk.ingress.a2a.server import A2AServer
 from tests.support.a2a_agents import sdk
 from tests.support.a2a_fake_tasks import FakeTasks, authenticate
+from tests.support.bounded import run_bounded
 
 WAIT_S = 30.0
 V1 = {"A2A-Version": "1.0"}
@@ -20,10 +21,7 @@ BOB_AUTH = {"Authorization": "Bearer tok-bob", **V1}
 
 
 def run(coro: Any, timeout: float = WAIT_S) -> Any:
-    async def bounded() -> Any:
-        return await asyncio.wait_for(coro, timeout)
-
-    return asyncio.run(bounded())
+    return run_bounded(coro, timeout)
 
 
 @asynccontextmanager

@@ -21,6 +21,7 @@ from crosstalk.journal.codec import read_journal
 from crosstalk.journal.writer import FsOps
 from crosstalk.policy import Limits, ReceiverView, Role
 from crosstalk.receiver import AgentIdentity, Inbound, Receiver
+from tests.support.bounded import run_bounded
 
 T = TypeVar("T")
 
@@ -156,17 +157,9 @@ class Rig:
         self.journal.close()
 
 
-def run(coro: Coroutine[Any, Any, T], timeout: float = 60.0) -> T:
-    """Run one async test body with an overall timeout."""
-
-    async def bounded() -> T:
-        async with asyncio.timeout(timeout) as bound:
-            result = await coro
-        if bound.expired():  # a body that swallowed the cancel must not pass for having returned
-            raise TimeoutError(f"the test body ran past {timeout:g} s")
-        return result
-
-    return asyncio.run(bounded())
+def run(coro: Coroutine[Any, Any, T], timeout: float = 60.0, what: str | None = None) -> T:
+    """Run one async test body in a fresh loop, failing it when it runs past `timeout` (tests/support/bounded.py)."""
+    return run_bounded(coro, timeout, what=what)
 
 
 async def wait_for(event_or_pred: asyncio.Event | Callable[[], bool], timeout: float = WAIT_S) -> None:

@@ -17,6 +17,7 @@ from crosstalk.receiver import Inbound
 from crosstalk.registry.paths import StatePaths
 from crosstalk.shim.router import CallContext
 from crosstalk.shim.tools import ShimRouter
+from tests.support.bounded import run_bounded
 from tests.support.waiting import until_async
 
 T = TypeVar("T")
@@ -26,12 +27,8 @@ WAIT_S = 10.0
 
 def run(coro_fn: Callable[[Path], Coroutine[Any, Any, T]], timeout: float = TEST_S) -> T:
     root = Path(tempfile.mkdtemp(prefix="xt", dir="/tmp"))
-
-    async def bounded() -> T:
-        return await asyncio.wait_for(coro_fn(root), timeout)
-
     try:
-        return asyncio.run(bounded())
+        return run_bounded(lambda: coro_fn(root), timeout, what=getattr(coro_fn, "__qualname__", None))
     finally:
         shutil.rmtree(root, ignore_errors=True)
 

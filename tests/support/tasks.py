@@ -32,6 +32,6 @@ def run_with_service(
             await svc.close()
 
     try:
-        run(scaffold())
+        run(scaffold(), what=getattr(body, "__qualname__", None))
     finally:
         rig.close()

@@ -4,7 +4,6 @@ session sees a verified sender with the right name; a forged token is refused.""
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 import stat
@@ -15,6 +14,7 @@ from a2a.types import a2a_pb2 as pb
 from crosstalk.core.ids import new_message_id
 from crosstalk.registry.discovery import resolve
 from tests.support.a2a_agents import WAIT_S, ct_meta, rpc, sdk, send_request, text_message, until_token_refused
+from tests.support.bounded import run_bounded
 from tests.support.procs import procs, wait_for
 
 
@@ -112,7 +112,7 @@ def test_cli_agent_refuses_a_forged_token_and_accepts_the_sdk_client_with_a_real
                 task = await client.send_task(send_request("from the SDK, as alice", message_id=new_message_id()))
                 assert task.status.state == pb.TASK_STATE_COMPLETED and ct_meta(task)["completion"] == "delivered"
 
-        asyncio.run(asyncio.wait_for(main(), 60))
+        run_bounded(main(), 60)
         wait_for(lambda: len(bob.inbox_lines()) == 1, WAIT_S, "bob's inbox")
         [line] = bob.inbox_lines()
         assert (line["text"], line["from"], line["sender_class"]) == ("from the SDK, as alice", "alice", "verified")
@@ -127,7 +127,7 @@ def test_cli_agent_refuses_a_forged_token_and_accepts_the_sdk_client_with_a_real
                 msg = {"message": text_message("after alice stopped", new_message_id())}
                 return (await rpc(http, url, "SendMessage", msg, token=token)).status_code
 
-        assert asyncio.run(asyncio.wait_for(stale(), 60)) == 401
+        assert run_bounded(stale(), 60) == 401
         assert len(bob.inbox_lines()) == 1
 
 

@@ -4,8 +4,6 @@ bearer auth and SendMessage exactly as from an eagerly started server. Real `cro
 
 from __future__ import annotations
 
-import asyncio
-
 import pytest
 
 from crosstalk.core.message import new_message
@@ -13,6 +11,7 @@ from crosstalk.ingress.a2a.client import A2AClient, fetch_card
 from crosstalk.ingress.errors import A2AAuthError
 from crosstalk.registry.credentials import read_key
 from tests.support.a2a_agents import WAIT_S
+from tests.support.bounded import run_bounded
 from tests.support.procs import procs, wait_for
 
 pytestmark = pytest.mark.integration
@@ -53,7 +52,7 @@ def test_the_a2a_stack_loads_on_the_first_client_and_then_serves_card_auth_and_m
             assert view.state.value == "completed" and view.answer is not None
             assert view.answer.state.value == "accepted"
 
-        asyncio.run(asyncio.wait_for(client(), 60))
+        run_bounded(client(), 60)
         wait_for(lambda: len(bob.inbox_lines()) == 1, WAIT_S, "bob's inbox")
         line = bob.inbox_lines()[0]
         assert (line["text"], line["from"], line["sender_class"]) == ("hello over A2A", "alice", "verified")

@@ -5,13 +5,12 @@ receiver chain, journal and tasks; the official SDK client sends them with alice
 
 from __future__ import annotations
 
-import asyncio
-
 from a2a.types import a2a_pb2 as pb
 from google.protobuf.json_format import MessageToDict
 
 from crosstalk.core.ids import new_message_id
 from tests.support.a2a_agents import WAIT_S, ct_meta, history_roles, sdk, send_request
+from tests.support.bounded import run_bounded
 from tests.support.procs import procs, wait_for
 
 
@@ -86,7 +85,7 @@ def test_conformance_profile_answers_every_magic_prefix_over_a2a():
                 plain = await client.send_task(send_request("hello", message_id=new_message_id()))
                 assert plain.status.state == pb.TASK_STATE_COMPLETED and ct_meta(plain)["completion"] == "delivered"
 
-        asyncio.run(asyncio.wait_for(main(), 60))
+        run_bounded(main(), 60)
         # Everything but the rejected one reached bob's "session" once, through the receiver chain.
         wait_for(lambda: len(bob.inbox_lines()) == 10, WAIT_S, "bob's inbox")
         ids = bob.inbox_ids()
@@ -109,4 +108,4 @@ def test_without_the_profile_magic_ids_are_ordinary_messages():
                     assert task.status.state == pb.TASK_STATE_COMPLETED and not task.artifacts
                     assert ct_meta(task)["completion"] == "delivered"
 
-        asyncio.run(asyncio.wait_for(main(), 60))
+        run_bounded(main(), 60)

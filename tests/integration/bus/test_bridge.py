@@ -19,6 +19,7 @@ import pytest
 
 from crosstalk.registry.paths import StatePaths
 from crosstalk.shim.tools import ShimRouter
+from tests.support.bounded import run_bounded
 from tests.support.bridge import ALICE, WAIT_S, until
 from tests.support.bus_dispatch import (
     Daemon,
@@ -70,11 +71,11 @@ def with_alice(a, body) -> Any:
         try:
             res = await router.call("list_agents", {}, ALICE)  # binds alice: she is live from here on
             assert not res.is_error, res.data
-            return await asyncio.wait_for(body(router, inbox), WAIT_S * 2)
+            return await body(router, inbox)
         finally:
             await router.close()
 
-    return asyncio.run(main())
+    return run_bounded(main, WAIT_S * 3, what=getattr(body, "__qualname__", None))
 
 
 def test_a_live_agent_asks_a_model_on_another_machine_and_gets_the_reply_live(bridged):

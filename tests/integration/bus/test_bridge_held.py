@@ -5,7 +5,6 @@ once the test lets it, so alice is surely down when the reply lands)."""
 
 from __future__ import annotations
 
-import asyncio
 import json
 import time
 from typing import Any
@@ -14,6 +13,7 @@ import pytest
 
 from crosstalk.registry.paths import StatePaths
 from crosstalk.shim.tools import ShimRouter
+from tests.support.bounded import run_bounded
 from tests.support.bridge import ALICE, WAIT_S, until
 from tests.support.bus_dispatch import (
     GIT_ID,
@@ -74,11 +74,11 @@ def as_alice(a, body) -> Any:
         try:
             res = await router.call("list_agents", {}, ALICE)  # binds alice
             assert not res.is_error, res.data
-            return await asyncio.wait_for(body(router), WAIT_S * 2)
+            return await body(router)
         finally:
             await router.close()
 
-    return asyncio.run(main())
+    return run_bounded(main, WAIT_S * 3, what=getattr(body, "__qualname__", None))
 
 
 def task_for_alice_down(a, b, text: str) -> str:

@@ -30,6 +30,7 @@ from crosstalk.core.tasks import TERMINAL, TaskState, TaskView
 from crosstalk.ingress.a2a.client import A2AClient
 from crosstalk.journal.codec import read_journal
 from crosstalk.registry.credentials import read_key
+from tests.support.bounded import run_bounded
 from tests.support.crash import by_type
 from tests.support.procs import Agent, Procs
 
@@ -81,7 +82,7 @@ class Stream:
 
     def _run(self, n: int) -> None:
         try:
-            asyncio.run(asyncio.wait_for(self._loop(n, random.Random(self.rng_seed * 31 + n)), 120))
+            run_bounded(self._loop(n, random.Random(self.rng_seed * 31 + n)), 120)
         except BaseException as exc:  # anything but a delivery error is a test failure, reported by join()
             with self.lock:
                 self.crashes.append(exc)
@@ -142,7 +143,7 @@ def check_after_restart(
     for ack in acks:
         if ack.task_id not in best or rank(ack.state) > rank(best[ack.task_id].state):
             best[ack.task_id] = ack
-    views = asyncio.run(asyncio.wait_for(get_all(agent.ready["a2a_url"], token, sorted(best)), 120))
+    views = run_bounded(get_all(agent.ready["a2a_url"], token, sorted(best)), 120)
     for tid, ack in best.items():
         now = views[tid]
         assert now.task_id == tid

@@ -21,6 +21,7 @@ from crosstalk.relay.config import RelayConfig
 from crosstalk.relay.link import Link
 from crosstalk.relay.send import request_on
 from crosstalk.shim.tools import ShimRouter
+from tests.support.bounded import run_bounded
 from tests.support.nats_relay import NatsServer, join_and_serve
 from tests.support.procs import Procs, one_error_line, procs
 from tests.support.shim_tools import ALICE, BOB, call, until
@@ -148,7 +149,7 @@ def test_a_tool_reply_completes_the_task_and_reaches_the_askers_session(machines
             await a.close()
             await b.close()
 
-    asyncio.run(asyncio.wait_for(main(), TEST_S))
+    run_bounded(main(), TEST_S)
 
 
 def test_without_this_machines_relay_process_the_task_is_unreachable_at_once(relay: NatsServer) -> None:
@@ -186,7 +187,7 @@ def test_a_hostile_machine_can_neither_own_nor_continue_another_machines_task(
         finally:
             await link.close()
 
-    own, theirs = asyncio.run(asyncio.wait_for(as_evil(), TEST_S))
+    own, theirs = run_bounded(as_evil(), TEST_S)
     assert own.task is not None and own.task["state"] == "completed", own
     assert theirs.task is None and theirs.outcome.reason == "relay:task_refused", theirs
     assert theirs.task_error is not None and theirs.task_error["kind"] == "task_not_found", theirs

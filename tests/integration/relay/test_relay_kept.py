@@ -10,7 +10,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 from pathlib import Path
@@ -24,6 +23,7 @@ from crosstalk.ingress.errors import KeptBroken
 from crosstalk.ingress.uds_kept import Conn
 from crosstalk.relay.deliver import Deliverer
 from crosstalk.relay.wire import decode_answer, encode_request
+from tests.support.bounded import run_bounded
 from tests.support.loaded_modules import command_modules, hits
 from tests.support.nats_relay import NatsServer, join_and_serve
 from tests.support.procs import Agent, Procs, one_error_line
@@ -76,7 +76,7 @@ def test_a_kept_connection_that_breaks_is_retried_once_and_delivers_once(
             await hands.close()
 
     try:
-        answers, opened = asyncio.run(asyncio.wait_for(main(), TEST_S))
+        answers, opened = run_bounded(main(), TEST_S)
     finally:
         lock.release()
     assert broke, "the second message rode the first one's kept connection"

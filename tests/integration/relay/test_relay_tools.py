@@ -26,6 +26,7 @@ from crosstalk.relay.local import local_socket_path, send_via_local_relay
 from crosstalk.relay.send import send_remote_async
 from crosstalk.relay.wire import decode_answer, encode_request, msg_subject
 from crosstalk.shim.tools import ShimRouter
+from tests.support.bounded import run_bounded
 from tests.support.nats_relay import NatsServer
 from tests.support.procs import Procs, one_error_line
 from tests.support.shim_tools import ALICE, BOB, call, ctx, until
@@ -64,7 +65,7 @@ def run_pair(laptop: Procs, gpu: Procs, body: Body, adapters: Any = None) -> Non
             await a.close()
             await b.close()
 
-    asyncio.run(asyncio.wait_for(main(), TEST_S))
+    run_bounded(main(), TEST_S)
 
 
 def test_send_message_crosses_and_the_reply_comes_back_by_tool(machines: tuple[Procs, Procs]) -> None:

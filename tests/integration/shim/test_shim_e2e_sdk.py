@@ -16,6 +16,7 @@ import pytest
 
 from crosstalk.journal.codec import read_journal
 from crosstalk.registry.paths import StatePaths
+from tests.support.bounded import run_bounded
 from tests.support.shim_e2e import CROSSTALK, Root, meta, rows
 from tests.support.shim_tools import until
 
@@ -33,11 +34,11 @@ def run(test: Callable[[Root], Coroutine[Any, Any, None]], timeout: float = 100)
     async def main() -> None:
         root = Root()
         try:
-            await asyncio.wait_for(test(root), timeout)
+            await test(root)
         finally:
             await root.close()
 
-    asyncio.run(main())
+    run_bounded(main, timeout, what=test.__qualname__)
 
 
 def test_every_tool_over_the_wire_between_three_shims() -> None:

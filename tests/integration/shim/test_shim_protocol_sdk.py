@@ -19,9 +19,11 @@ pytestmark = pytest.mark.timeout(60)
 mcp = pytest.importorskip("mcp")
 from mcp import MCPError
 
+from tests.support.bounded import run_bounded
+
 
 def run(coro) -> None:
-    asyncio.run(asyncio.wait_for(coro, 45))
+    run_bounded(coro, 45)
 
 
 def test_initialize_list_call_ping(tmp_path: Path) -> None:

@@ -22,15 +22,13 @@ from crosstalk.ingress.a2a.gate import CARD_PATH, EdgeGate
 from crosstalk.ingress.a2a.handler import SENDER_STATE_KEY, A2ARequestHandler
 from crosstalk.ingress.a2a.server import build_card
 from tests.support.a2a_fake_tasks import ALICE, BOB, FakeTasks, authenticate
+from tests.support.bounded import run_bounded
 
 WAIT_S = 10.0
 
 
 def run(coro):
-    async def bounded():
-        return await asyncio.wait_for(coro, WAIT_S)
-
-    return asyncio.run(bounded())
+    return run_bounded(coro, WAIT_S)
 
 
 def ctx(sender: Sender | None = ALICE) -> ServerCallContext:

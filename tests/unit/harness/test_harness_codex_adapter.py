@@ -21,6 +21,7 @@ from crosstalk.harness.codex.adapter import CodexAdapter
 from crosstalk.harness.codex.endpoints import control_socket, endpoints, parent_listen_socket
 from crosstalk.harness.codex.endpoints import parent_control_socket as real_parent_control_socket
 from crosstalk.harness.errors import HarnessDisconnected, HarnessRefused, PreSendFailure
+from tests.support.bounded import run_bounded
 
 THREAD = "01a2-thread"
 ALICE = Sender(SenderClass.VERIFIED, "a11ce0a11ce0a11c", "alice", "a2a")
@@ -85,11 +86,11 @@ def run(tmp_path: Path, server: FakeAppServer, body: Any) -> None:
         async with unix_serve(server.handler, str(path)):
             adapter = CodexAdapter(SessionIdentity("codex", THREAD), env)
             try:
-                await asyncio.wait_for(body(adapter), 20)
+                await body(adapter)
             finally:
                 await adapter.close()
 
-    asyncio.run(main())
+    run_bounded(main, 20, what=getattr(body, "__qualname__", None))
 
 
 def test_bound_when_the_control_socket_has_the_thread_and_deliveries_map_to_methods(tmp_path: Path):

@@ -19,6 +19,7 @@ from crosstalk.core.message import new_message
 from crosstalk.ingress import uds_kept
 from crosstalk.ingress.errors import A2AOutcomeUnknown
 from crosstalk.ingress.uds_task_client import UdsTaskClient
+from tests.support.bounded import run_bounded
 from tests.support.waiting import until_async as until
 
 pytestmark = pytest.mark.unit
@@ -90,7 +91,7 @@ class Peer:
 def run(body: Callable[[str], Awaitable[None]]) -> None:
     root = Path(tempfile.mkdtemp(prefix="xk", dir="/tmp"))
     try:
-        asyncio.run(asyncio.wait_for(body(str(root / "p.sock")), TEST_S))
+        run_bounded(body(str(root / "p.sock")), TEST_S)
     finally:
         shutil.rmtree(root, ignore_errors=True)
 

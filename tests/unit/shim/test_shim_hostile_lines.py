@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 from crosstalk.shim.protocol import serve_stdio
 from crosstalk.shim.router import CallContext, ToolResult
 from crosstalk.shim.schemas import check_arguments, tool_definitions
+from tests.support.bounded import run_bounded
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -95,7 +96,7 @@ class Shim:
 
 
 def run(coro: Any) -> None:
-    asyncio.run(asyncio.wait_for(coro, 30))
+    run_bounded(coro, 30)
 
 
 def ping(rid: Any) -> bytes:

@@ -13,6 +13,7 @@ import pytest
 from crosstalk.shim import protocol
 from crosstalk.shim.protocol import serve_stdio
 from crosstalk.shim.router import CallContext, ToolResult
+from tests.support.bounded import run_bounded
 from tests.support.waiting import until_async
 
 pytestmark = pytest.mark.timeout(30)
@@ -110,7 +111,7 @@ class Shim:
 
 
 def run(coro) -> None:
-    asyncio.run(asyncio.wait_for(coro, 20))
+    run_bounded(coro, 20)
 
 
 def err(answer: dict) -> tuple[Any, int]:

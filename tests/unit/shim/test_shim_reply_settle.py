@@ -9,6 +9,7 @@ from types import SimpleNamespace
 
 from crosstalk.core.states import State
 from crosstalk.shim import replying
+from tests.support.bounded import run_bounded
 
 
 def host_with(state: State) -> SimpleNamespace:
@@ -36,11 +37,11 @@ def test_a_reply_waits_for_the_delivery_outcome_of_a_message_still_dispatching()
 def test_a_settled_or_unknown_message_is_not_waited_for() -> None:
     for state in (State.ACCEPTED, State.QUEUED, State.UNKNOWN, State.REJECTED):
         host = host_with(state)
-        asyncio.run(asyncio.wait_for(replying.delivery_settled(host, "m1", timeout=3600), 5))  # type: ignore[arg-type]
-        asyncio.run(asyncio.wait_for(replying.delivery_settled(host, "nope", timeout=3600), 5))  # type: ignore[arg-type]
+        run_bounded(replying.delivery_settled(host, "m1", timeout=3600), 5)  # type: ignore[arg-type]
+        run_bounded(replying.delivery_settled(host, "nope", timeout=3600), 5)  # type: ignore[arg-type]
 
 
 def test_a_delivery_that_never_settles_is_waited_for_only_until_the_bound() -> None:
     host = host_with(State.DISPATCHING)
-    asyncio.run(asyncio.wait_for(replying.delivery_settled(host, "m1", timeout=0.1), 5))  # type: ignore[arg-type]
+    run_bounded(replying.delivery_settled(host, "m1", timeout=0.1), 5)  # type: ignore[arg-type]
     assert host.entry.state is State.DISPATCHING
