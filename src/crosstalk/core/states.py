@@ -74,6 +74,7 @@ class Reason(StrEnum):
     CANCELED_BY_CREATOR = "canceled_by_creator"
     RESTARTED_DURING_DISPATCH = "restarted_during_dispatch"
     UNREADABLE_RECORD = "unreadable_record"
+    TASK_ENDED = "task_ended"  # a queued message not written: its task ended before it
     # The sending side.
     NO_SUCH_AGENT = "no_such_agent"
     AMBIGUOUS_NAME = "ambiguous_name"

@@ -7,7 +7,7 @@
 - held by the harness for its user → unknown: the harness says what its user did to the process that wrote the
   message (Claude checks the reply socket's owner), which is gone.
 
-A task's submitted message is left alone: the task service resumes or keeps it (tasks/service.py).
+A task's submitted message is left alone: the task service dispatches or withdraws it (tasks/restart.py).
 """
 
 from __future__ import annotations

@@ -7,14 +7,15 @@ dequeue, so a cancel in the dequeue-to-write window either wins with zero harnes
 The same holds for a task waiting for its creator's input: cancelable unless one of its messages is being written
 to the session; its continuations still queued are withdrawn, never written.
 When its creator waits for the outcome and nothing is queued or dispatching, the claim is journaled with the task
-itself.
+itself, and the worker takes nothing else until that task is queued: a journaled claim is the message being written.
 
 An ask's task stays working after delivery until the receiving session replies (completed, the reply as the final
 message) or its deadline passes (failed). The receiving side may also mark any task as awaiting its answer
 (`expect_answer`, before the dispatch settles), answer with artifacts or a direct message, or ask the creator for
 input (input_required: the creator's next message on the task resumes it). Everything is rebuilt from the journal on
-start: open tasks are resumed (re-checked, then dispatched), claimed-but-unsettled ones stay working with delivery
-unknown, deadlines re-armed.
+start (tasks/restart.py): every task message journaled but never written, a first message or a continuation, is
+re-checked and dispatched again in journal order, or withdrawn; claimed-but-unsettled ones stay working with delivery
+unknown; deadlines re-armed.
 """
 
 from __future__ import annotations
@@ -42,10 +43,10 @@ from crosstalk.core.tasks import (
 from crosstalk.fs import trace
 from crosstalk.journal import MessageEntry
 from crosstalk.journal import records as R
-from crosstalk.policy import Load
 from crosstalk.receiver import Inbound, Receiver
 from crosstalk.tasks.ledger import TaskLedger, is_ask
 from crosstalk.tasks.owners import task_owner, via
+from crosstalk.tasks.restart import inbound_of, resume
 from crosstalk.tasks.table import TaskEntry, TaskTable, meta_of, page_of, task_record
 from crosstalk.tasks.worker import DispatchWorker
 
@@ -65,7 +66,6 @@ class TaskService(TaskApi):
         self.table = TaskTable(self._text_of)
         self.ledger = TaskLedger(receiver, self.table)
         self.worker = DispatchWorker(receiver, self.table, self.ledger)
-        self._claiming = False  # a new task is being journaled with its claim
         self._late_moves: set[asyncio.Task[None]] = set()
         receiver.add_late_listener(self._late)
 
@@ -77,28 +77,9 @@ class TaskService(TaskApi):
                 self.table.apply(rec)
 
     async def start(self) -> None:
-        """Start the dispatch worker, re-arm deadlines and resume the tasks a restart interrupted."""
-        self.worker.start()
-        now = time.time()
-        for task in self.table.tasks.values():
-            if task.view.terminal:
-                continue
-            if task.view.deadline_at is not None:
-                self.ledger.arm_deadline(task, max(0.0, task.view.deadline_at - now))
-            first = task.messages[0] if task.messages else None
-            entry = self.state.messages.get(first) if first else None
-            if entry is None:
-                continue
-            if entry.state is State.SUBMITTED and task.view.state is TaskState.SUBMITTED:
-                await self._resume(task, entry)
-            elif entry.state in (State.DISPATCHING, State.UNKNOWN) and task.view.state is TaskState.SUBMITTED:
-                why = Reason.RESTARTED_DURING_DISPATCH
-                answer = self.ledger.answer(task, State.UNKNOWN, why)
-                await self.ledger.record(task, state=TaskState.WORKING, answer=answer, reason=why)
-            elif entry.state is not State.HELD and task.view.delivery == State.HELD.value:
-                # Held when the agent stopped: its message's outcome since (reconciled, or settled) moves the task.
-                outcome = Outcome(entry.message_id, entry.state, entry.reason, entry.evidence)
-                await self.worker.late(task, entry.message_id, outcome)
+        """Re-arm deadlines, settle or queue again what a restart interrupted (tasks/restart.py), then start the
+        dispatch worker, those messages first."""
+        self.worker.start(await resume(self.receiver, self.table, self.ledger, self.worker))
 
     async def close(self) -> None:
         await self.worker.close()
@@ -180,7 +161,7 @@ class TaskService(TaskApi):
         for mid in task.messages:  # journaled, still queued (the first, or a continuation): settled, never written
             entry = self.state.messages.get(mid)
             if entry is not None and entry.state is State.SUBMITTED:
-                await self.receiver.withdraw(_inbound_of(entry), "canceled")
+                await self.worker.withdraw(inbound_of(entry), "canceled")
         return task.view
 
     # ------------------------------------------------------------------ the receiving side (tasks/ledger.py)
@@ -216,27 +197,29 @@ class TaskService(TaskApi):
         rec = task_record(view, msg.message_id, sender, entry_ref="user", meta=meta_of(msg))
         inbound = Inbound(msg, sender, via(sender), new_task=True, default_wait=waiting)
         # A creator waiting for the outcome, and nothing queued or dispatching: the worker would claim this task in
-        # its next step, so the claim is journaled with it (one durable write before the harness, not two). One
-        # answered at once (return_immediately) stays submitted, cancelable, until the worker claims it.
-        idle = self.worker.idle and not self._claiming
-        claim = waiting and idle
-        self._claiming = self._claiming or claim
+        # its next step, so the claim is journaled with it (one durable write before the harness, not two), and the
+        # worker takes nothing else until it is queued (`reserve`). One answered at once (return_immediately) stays
+        # submitted, cancelable, until the worker claims it.
+        claim = waiting and self.worker.reserve()
+        held = claim  # the reservation is still open
         try:
             outcome = await self.receiver.receive(inbound, records=[rec], defer=True, claim=claim)
-            if outcome.state is not State.SUBMITTED:
-                return await self._not_submitted(outcome, view, msg, sender)
-            trace.mark("journaled")  # received, the task and (idle) the claim, durable: the chain's checks passed
-            # Applied in the same event-loop step as the chain's answer: a duplicate woken by it finds the task.
-            task = self.table.apply(rec)
-            if claim:
-                task.claimed = True
-                task.view = replace(task.view, state=TaskState.WORKING, updated_at=time.time())
-            if deadline_at is not None:
-                self.ledger.arm_deadline(task, msg.deadline_seconds)
-            self.worker.enqueue(tid, inbound, claimed=claim)
+            if outcome.state is State.SUBMITTED:
+                trace.mark("journaled")  # received, the task and (idle) the claim, durable: the chain's checks passed
+                # Applied in the same event-loop step as the chain's answer: a duplicate woken by it finds the task.
+                task = self.table.apply(rec)
+                if claim:
+                    task.claimed = True
+                    task.view = replace(task.view, state=TaskState.WORKING, updated_at=time.time())
+                if deadline_at is not None:
+                    self.ledger.arm_deadline(task, msg.deadline_seconds)
+                self.worker.enqueue(tid, inbound, claimed=claim)
+                held = False
         finally:
-            if claim:
-                self._claiming = False
+            if held:
+                self.worker.release()
+        if outcome.state is not State.SUBMITTED:
+            return await self._not_submitted(outcome, view, msg, sender)
         return tid
 
     async def _not_submitted(self, outcome: Outcome, view: TaskView, msg: Message, sender: Sender) -> str:
@@ -307,29 +290,10 @@ class TaskService(TaskApi):
                 return task_id
             raise TaskError(TaskError.INTERNAL, f"not accepted: {_why_not(outcome)}")
         if resumes:
-            task.input_turn, task.awaiting = msg.message_id, False
-        self.table.apply(rec)
+            task.awaiting = False
+        self.table.apply(rec)  # resumed: the input is its turn (table.apply)
         self.worker.enqueue(task_id, inbound)
         return task_id
-
-    async def _resume(self, task: TaskEntry, entry: Any) -> None:
-        """A task journaled before a restart and never claimed: check it again, then dispatch it."""
-        try:
-            msg = Message.from_dict(entry.message, check_size=False)
-            sender = Sender.from_dict(entry.sender)
-        except (ValueError, KeyError):
-            why = Reason.UNREADABLE_RECORD
-            answer = self.ledger.answer(task, State.REJECTED, why)
-            await self.ledger.record(task, state=TaskState.FAILED, reason=why, answer=answer)
-            return
-        inbound = Inbound(msg, sender, via(sender))
-        reason, _ = self.receiver.check(inbound, load=Load())  # admitted before the restart: never evicted by load
-        if reason is not None:
-            await self.receiver.withdraw(inbound, reason, reconciled=True)
-            answer = self.ledger.answer(task, State.REJECTED, reason)
-            await self.ledger.record(task, state=TaskState.FAILED, reason=reason, answer=answer)
-            return
-        self.worker.enqueue(task.view.task_id, inbound)
 
     # ------------------------------------------------------------------ internals: waiting and answering
     async def _answer(self, tid: str, message_id: str, return_immediately: bool) -> TaskView:
@@ -367,12 +331,6 @@ class TaskService(TaskApi):
         if is_ask(task) or task.awaiting:
             return view.delivery == State.UNKNOWN.value  # waits for its reply (or deadline)
         return view.delivery is not None  # delivered, failed, or unknown: the dispatch is over
-
-
-def _inbound_of(entry: MessageEntry) -> Inbound:
-    """A journaled task message as the chain was handed it (its record was checked when it was written)."""
-    sender = Sender.from_dict(entry.sender)
-    return Inbound(Message.from_dict(entry.message, check_size=False), sender, via(sender))
 
 
 def _why_not(outcome: Outcome) -> str:

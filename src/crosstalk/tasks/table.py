@@ -146,6 +146,11 @@ class TaskTable:
             history = task.view.history
             if entry is not None and all(h.message_id != entry.message_id for h in history):
                 history = (*history, entry)
+            resumed = task.view.state is TaskState.INPUT_REQUIRED and state is TaskState.WORKING
+            if resumed and entry is not None and entry.role == "user" and mid not in task.messages:
+                # The input its receiver asked for (journaled with the task working again): it settles the task like
+                # a first message, after a restart as before it.
+                task.input_turn = mid
             if task.view.terminal and state not in TERMINAL:
                 # A finished task never reopens: a change computed before it finished (a dispatch outcome racing
                 # the session's reply) may still add history, but not undo the ending.

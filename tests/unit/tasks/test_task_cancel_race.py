@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
@@ -28,40 +27,13 @@ from crosstalk.journal import records as R
 from crosstalk.receiver import Inbound
 from crosstalk.tasks.service import TaskService
 from tests.support.receiver import CAROL, Rig, msg, settle, wait_for
-from tests.support.tasks import run_with_service
+from tests.support.tasks import hold_records, run_with_service
 
 Records = list[dict[str, Any]]
 
 
 def _texts(rig: Rig) -> list[str]:
     return [w["text"] for w in rig.fake.writes]
-
-
-@dataclass
-class Hold:
-    """A journal write held before it is written: `reached` once it is, then written when the test sets `go`, or
-    failed when it set `fail` first."""
-
-    reached: asyncio.Event = field(default_factory=asyncio.Event)
-    go: asyncio.Event = field(default_factory=asyncio.Event)
-    fail: bool = False
-
-
-def _hold_records(rig: Rig, which: Callable[[Records], bool]) -> Hold:
-    """Hold the first journal write that `which` picks."""
-    record = rig.receiver.record
-    hold = Hold()
-
-    async def held_record(records: Records) -> None:
-        if not hold.reached.is_set() and which(records):
-            hold.reached.set()
-            await settle(hold.go.wait())
-            if hold.fail:
-                raise JournalError("injected: the cancel's record is not durable")
-        await record(records)
-
-    rig.receiver.record = held_record  # type: ignore[method-assign]
-    return hold
 
 
 async def _asked_twice(rig: Rig, svc: TaskService, answer: Message, other: Message | None = None) -> str:
@@ -130,7 +102,7 @@ def test_a_cancel_while_the_worker_claims_the_continuation_is_refused_and_it_is_
 
     async def body(rig: Rig, svc: TaskService) -> None:
         answer = msg("main")
-        claim = _hold_records(
+        claim = hold_records(
             rig, lambda recs: any(r["type"] == R.DISPATCH and r["message_id"] == answer.message_id for r in recs)
         )
         tid = await _asked_twice(rig, svc, answer)
@@ -155,7 +127,7 @@ def _cancel_held_while_the_worker_dequeues(fail: bool) -> Callable[[Rig, TaskSer
 
     async def body(rig: Rig, svc: TaskService) -> None:
         answer, other = msg("main"), msg("other")
-        cancel = _hold_records(
+        cancel = hold_records(
             rig, lambda recs: any(r["type"] == R.TASK and r["state"] == TaskState.CANCELED.value for r in recs)
         )
         tid = await _asked_twice(rig, svc, answer, other)

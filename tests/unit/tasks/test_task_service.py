@@ -13,14 +13,11 @@ from crosstalk.core.errors import TaskError
 from crosstalk.core.kinds import Kind
 from crosstalk.core.sender import Sender, SenderClass
 from crosstalk.core.tasks import TaskState
-from crosstalk.journal import JournalState
 from crosstalk.journal import records as R
-from crosstalk.receiver import Receiver
 from crosstalk.tasks.ledger import ReplyError
 from crosstalk.tasks.service import TaskService
-from crosstalk.tasks.worker import DispatchWorker
 from tests.support.receiver import CAROL, Rig, msg, run, wait_for
-from tests.support.tasks import run_with_service
+from tests.support.tasks import crash, restarted, run_with_service
 
 DAVE = Sender(SenderClass.VERIFIED, "da7eda7eda7eda7e", "dave", "a2a")
 
@@ -31,24 +28,8 @@ async def _service(rig: Rig, **kw: Any) -> TaskService:
     return svc
 
 
-def crash(worker: DispatchWorker) -> None:
-    """Stop the worker at once, whatever it is dispatching: a crash without the outcome written."""
-    if worker._task is not None:
-        worker._task.cancel()
-
-
 def _rig(root: Path, **kw: Any) -> Rig:
     return Rig(root, **kw)
-
-
-async def restarted(rig: Rig, records: list[dict[str, Any]]) -> TaskService:
-    """A task service started as an agent restarts: the journal replayed and reconciled, then the tasks loaded."""
-    receiver = Receiver(rig.identity, rig.journal, JournalState.replay(records), rig.fake, rig.view)
-    receiver.reconcile()
-    svc = TaskService(receiver)
-    svc.load(records)
-    await svc.start()
-    return svc
 
 
 def test_default_wait_returns_completed_delivered_after_one_write(root: Path) -> None:
