@@ -35,17 +35,29 @@ def deliver(uds_path: str | Path, token: str, msg: Message, *, timeout: float = 
             raise AgentUnreachable(f"nothing listens on {uds_path} ({exc.strerror})") from None
         except OSError as exc:
             raise AgentUnreachable(f"cannot connect to {uds_path}: {exc.strerror or exc}") from None
+        broke: OSError | None = None
         try:
             sock.sendall(payload)
             sock.shutdown(_socket.SHUT_WR)
-            answer = read_line(sock, MAX_LINE_BYTES)
+        except (BrokenPipeError, ConnectionResetError) as exc:
+            # The agent closed before it read the whole frame, so it did not take the message; it may have said why
+            # first (`busy` at its connection cap), and that line is still ours to read.
+            broke = exc
         except TimeoutError:
             raise WireError(f"no answer from {uds_path} within {timeout:.0f} s") from None
         except OSError as exc:
             raise WireError(f"connection to {uds_path} failed: {exc.strerror or exc}") from None
+        try:
+            answer = read_line(sock, MAX_LINE_BYTES)
+        except TimeoutError:
+            raise WireError(f"no answer from {uds_path} within {timeout:.0f} s") from None
+        except OSError as exc:
+            raise WireError(f"connection to {uds_path} failed: {(broke or exc).strerror or exc}") from None
     finally:
         sock.close()
     if not answer.strip():
+        if broke is not None:
+            raise WireError(f"connection to {uds_path} failed: {broke.strerror or broke}")
         raise WireError("the agent closed the connection without an answer")
     try:
         return parse_answer(answer)

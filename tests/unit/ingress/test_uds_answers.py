@@ -23,6 +23,7 @@ from crosstalk.ingress.uds import UdsIngress
 from crosstalk.ingress.uds_client import deliver
 from crosstalk.ingress.uds_keeping import serve_kept
 from crosstalk.receiver import AgentIdentity, Inbound
+from tests.support.bounded import run_bounded
 from tests.support.uds import auth_line, native_line
 
 pytestmark = pytest.mark.unit
@@ -80,7 +81,7 @@ def run(behaviour: Behaviour, body: Callable[[UdsIngress, StubReceiver, Path], A
             await ingress.close()
 
     try:
-        asyncio.run(asyncio.wait_for(main(), TEST_S))
+        run_bounded(main, TEST_S)
     finally:
         shutil.rmtree(root, ignore_errors=True)
 
@@ -204,4 +205,35 @@ def test_a_kept_connection_whose_peer_takes_no_answer_ends_without_raising() -> 
         reader = asyncio.StreamReader()
         assert await serve_kept(line, answer, reader, Writer()) is None  # type: ignore[arg-type]
 
-    asyncio.run(asyncio.wait_for(main(), TEST_S))
+    run_bounded(main, TEST_S)
+
+
+def test_an_answer_written_before_the_agent_closed_is_read_though_the_send_broke() -> None:
+    """An agent that answers and closes without reading the frame (`busy` at its connection cap) breaks the sender's
+    write once the frame outgrows the socket buffer; the sender still reads the answer that came first."""
+    import socket
+    import threading
+
+    root = Path(tempfile.mkdtemp(prefix="xt"))
+    path = root / "busy.sock"
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(str(path))
+    listener.listen(1)
+    busy = b'{"state": "unreachable", "reason": "busy: 256 connections already open to this agent; try again"}\n'
+
+    def serve() -> None:
+        conn, _ = listener.accept()
+        conn.recv(1024)  # the frame is under way (the sender is blocked on a full buffer), then refused unread
+        conn.sendall(busy)
+        conn.close()
+
+    server = threading.Thread(target=serve, daemon=True)
+    server.start()
+    try:
+        text = "\x01" * (64 * 1024 - 1)  # escapes to ~384 KiB: more than the socket buffers hold
+        out = deliver(path, TOKEN, new_message("bob", text, from_="@test:x"), timeout=TEST_S)
+        assert out.state is State.UNREACHABLE and (out.reason or "").startswith("busy:")
+    finally:
+        server.join(TEST_S)
+        listener.close()
+        shutil.rmtree(root, ignore_errors=True)
