@@ -157,7 +157,10 @@ class Journal:
                 self._cv.notify()
         if inline:
             return self._write_inline(Pending(data, durable))
-        return await asyncio.wait_for(fut, APPEND_TIMEOUT_S)
+        # asyncio.timeout, not wait_for: on 3.11 wait_for drops a cancel that arrives with the result (an agent
+        # closing would not stop this caller).
+        async with asyncio.timeout(APPEND_TIMEOUT_S):
+            return await fut
 
     def _inline_ok(self) -> bool:
         """Under the lock: may this append be written and fsynced by the caller itself, skipping the two thread

@@ -157,3 +157,33 @@ def test_a_failed_inline_write_is_undone_and_raised(
     assert fs.fsync_threads == [threading.main_thread().name] * 2
     assert [r["i"] for r in read_journal(j.path).records] == [1, 3]  # the torn bytes of 2 were truncated back
     assert fs.truncates == [len(encode(rec(1)))]
+
+
+def test_a_caller_cancelled_as_the_flusher_answers_it_ends_cancelled(
+    journal: tuple[Journal, Recording], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The agent closing cancels a handler whose append the flusher answers in the same loop step: the cancel is
+    kept (on 3.11, `wait_for` returned the result and dropped it, so the handler ran on past its close)."""
+    from crosstalk.journal import batch
+
+    j, _fs = journal
+    monkeypatch.setattr(W, "INLINE_QUIET_S", 60.0)
+    j.append(rec(0))  # the journal was just written: the next append goes to the flusher
+    caller: asyncio.Task[int] | None = None
+    answer = batch.settle_async
+
+    def cancel_then_answer(futures: list[asyncio.Future[int]], end: int, error: BaseException | None) -> None:
+        assert caller is not None
+        caller.cancel()
+        answer(futures, end, error)
+
+    monkeypatch.setattr(batch, "settle_async", cancel_then_answer)
+
+    async def main() -> None:
+        nonlocal caller
+        caller = asyncio.ensure_future(j.append_async(rec(1)))
+        done, _ = await asyncio.wait({caller}, timeout=WAIT_S)
+        assert done, "the append never ended"
+        assert caller.cancelled()
+
+    asyncio.run(main())
