@@ -35,6 +35,9 @@ MESSAGE_KEYS = ("message_id", "from", "kind", "delivery", "in_reply_to", "contex
                 "hop_chain", "parts")  # fmt: skip
 AUTH_KIND = "unauthenticated"  # error kinds besides the task kinds (ErrorKind values)
 PROTOCOL_KIND = "failed"
+# The agent stopped while it took the frame: the message may be journaled (and then delivered once it is back), or
+# not. The sender is told the outcome is unknown, never that nothing arrived.
+STOPPED_KIND = "agent_stopped"
 
 
 # ------------------------------------------------------------------ requests

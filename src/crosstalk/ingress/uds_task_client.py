@@ -30,6 +30,7 @@ from crosstalk.ingress.errors import (
 from crosstalk.ingress.frames import MAX_LINE_BYTES, encode_auth
 from crosstalk.ingress.task_frames import (
     AUTH_KIND,
+    STOPPED_KIND,
     encode_task_get,
     encode_task_send,
     error_of,
@@ -121,6 +122,8 @@ def _view_of(data: dict[str, Any], sent: Message | None, where: str) -> TaskView
             raise A2AProtocolError(f"the task {where} answered is malformed: {exc}") from None
     if "error" in data:
         kind, text = error_of(data)
+        if kind == STOPPED_KIND:
+            raise A2AOutcomeUnknown(f"{where}: {text}")
         if kind == AUTH_KIND:
             raise A2AAuthError(f"{where} refused the sender: {text}", 401)
         err = task_error(kind, text)

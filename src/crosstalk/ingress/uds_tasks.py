@@ -31,6 +31,7 @@ from crosstalk.ingress.task_frames import (
     AUTH_KIND,
     OPS,
     PROTOCOL_KIND,
+    STOPPED_KIND,
     encode_error,
     encode_view,
     message_of,
@@ -40,6 +41,7 @@ from crosstalk.registry.descriptor import Descriptor
 
 log = logging.getLogger(__name__)
 
+STOPPED_TEXT = "the agent stopped while it took this frame: the message may be kept, and delivered once it is back"
 TRANSPORT = "uds"  # the Sender's transport: how its identity was proven (the message itself travels as a task)
 OpHandler = Callable[[str, Sender, Message], Awaitable[tuple[TaskView, dict[str, Any]]]]
 
@@ -68,9 +70,17 @@ async def serve_kept(
     """Task frames on one authenticated connection, `line` first, while each asks to keep it (uds_keeping.py): the
     last answer is returned for the caller to write before it closes, None when the peer closed or went idle."""
     started = proc_start_time(pid)  # the peer is fixed when it connects: read once per connection
-    return await keeping.serve_kept(
-        line, lambda frame: serve_task(desk, frame, pid, to, started=started), reader, writer, idle
-    )
+
+    async def answer(frame: TaskLine) -> bytes:
+        try:
+            return await serve_task(desk, frame, pid, to, started=started)
+        except asyncio.CancelledError:
+            me = asyncio.current_task()
+            if me is not None and me.cancelling():  # the agent is closing under a frame it read: say so first
+                writer.write(encode_error(STOPPED_KIND, STOPPED_TEXT))
+            raise
+
+    return await keeping.serve_kept(line, answer, reader, writer, idle)
 
 
 async def serve_task(desk: TaskDesk, line: TaskLine, pid: int, to: str, *, started: str | None = None) -> bytes:

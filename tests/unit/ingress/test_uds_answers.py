@@ -237,3 +237,70 @@ def test_an_answer_written_before_the_agent_closed_is_read_though_the_send_broke
         server.join(TEST_S)
         listener.close()
         shutil.rmtree(root, ignore_errors=True)
+
+
+class _BlockingTasks:
+    """The task service's SendMessage, as a test drives it: the first refused (the connection stays kept), the
+    second held until the agent closes under it."""
+
+    def __init__(self) -> None:
+        self.calls = 0
+        self.holding = asyncio.Event()
+
+    async def send(self, sender: Any, message: Any, *, task_id: str | None, return_immediately: bool) -> Any:
+        from crosstalk.core.errors import TaskError
+
+        self.calls += 1
+        if self.calls == 1:
+            raise TaskError(TaskError.INVALID, "refused, to open the kept connection")
+        self.holding.set()
+        await asyncio.Event().wait()  # until the agent closes
+        raise AssertionError("unreachable")
+
+
+def test_a_task_frame_cut_by_the_agent_stopping_is_answered_outcome_unknown_not_unreachable() -> None:
+    """The agent closes while its task service holds a frame that came on a kept connection. Before, the connection
+    closed without a word; the sender retried on a fresh connection, found nothing listening and said `unreachable`,
+    though the message may have been journaled (and would be delivered once the agent is back)."""
+    import os
+
+    from crosstalk.core.errors import TaskError
+    from crosstalk.fs.procinfo import proc_start_time
+    from crosstalk.ingress.errors import A2AOutcomeUnknown, A2AUnreachable
+    from crosstalk.ingress.uds_task_client import UdsTaskClient
+    from crosstalk.ingress.uds_tasks import TaskDesk
+    from crosstalk.registry.descriptor import Descriptor
+
+    started = proc_start_time(os.getpid())
+    assert started is not None
+    alice = Descriptor(
+        agent_id="a1a1a1a1a1a1a1a1", name="alice", harness="fake", pid=os.getpid(), started_at=started, cwd="/",
+        session_ref="alice", uds_path="/nowhere", instance_id="i", registered_at="2026-01-01T00:00:00Z",
+    )  # fmt: skip
+    tasks = _BlockingTasks()
+    root = Path(tempfile.mkdtemp(prefix="xt", dir="/tmp"))
+
+    async def main() -> None:
+        desk = TaskDesk(tasks=tasks, lookup=lambda bearer: alice if bearer == "alice-token" else None)  # type: ignore[arg-type]
+        receiver = StubReceiver(never)
+        ingress = UdsIngress(root / "bob.sock", TOKEN, receiver, lambda pid: None, desk)  # type: ignore[arg-type]
+        await ingress.start()
+        client = UdsTaskClient(root / "bob.sock", TOKEN, "alice-token", keep=True, timeout=TEST_S)
+        try:
+            with pytest.raises(TaskError):
+                await client.send(new_message("bob", "first", from_="alice"))
+            second = asyncio.ensure_future(client.send(new_message("bob", "second", from_="alice")))
+            await asyncio.wait_for(tasks.holding.wait(), TEST_S)
+            await ingress.close()
+            with pytest.raises(A2AUnreachable) as told:
+                await second
+            assert isinstance(told.value, A2AOutcomeUnknown), told.value
+            assert "stopped" in str(told.value)
+        finally:
+            await client.close()
+            await ingress.close()
+
+    try:
+        run_bounded(main, TEST_S)
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
