@@ -1,4 +1,4 @@
-"""A cancel and a continuation on one task end one way or the other, never both (found 2026-12-05): either the
+"""A cancel and a continuation on one task end one way or the other, never both (found 2026-12-04): either the
 cancel wins and the continuation is withdrawn, never written to the session, or the continuation is being written
 and the cancel is refused. Before, the worker checked only a task's first message against a cancel: a continuation
 queued behind another task's write, or taken by the worker and waiting for its dispatch record, was written to the

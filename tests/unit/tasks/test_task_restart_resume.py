@@ -1,5 +1,5 @@
 """What a restart finds queued is written after it, in order, or settled, never left journaled and open (found
-2026-12-05). Before, start() resumed a task's first message only: a continuation journaled but not yet written when
+2026-12-04). Before, start() resumed a task's first message only: a continuation journaled but not yet written when
 the agent stopped (the creator's answer to an input request, queued behind another task's write) stayed submitted
 for good, its task working, the message neither written nor failed (and counted against the pending limit).
 
