@@ -41,7 +41,7 @@ from crosstalk.ingress.frames import (
 from crosstalk.ingress.relay_peer import REFUSED as RELAY_TAG_REFUSED
 from crosstalk.ingress.relay_peer import claims_relay_tag, is_relay_process, names_relayed_agent
 from crosstalk.ingress.task_frames import encode_error
-from crosstalk.ingress.uds_keeping import IdleKept, user_keeps
+from crosstalk.ingress.uds_keeping import IdleKept, cancelled_here, user_keeps
 from crosstalk.ingress.uds_keeping import serve_kept as serve_kept_lines
 from crosstalk.ingress.uds_peers import PeerCache, PeerResolver, peer_credentials
 from crosstalk.ingress.uds_tasks import TaskDesk, serve_kept
@@ -216,8 +216,7 @@ class UdsIngress:
         try:
             return await self._receiver.receive(inbound)
         except asyncio.CancelledError as exc:
-            task = asyncio.current_task()
-            if task is not None and task.cancelling():
+            if cancelled_here():
                 writer.write(encode_answer(_internal(mid, exc)))
                 raise
             failure: BaseException = exc

@@ -51,6 +51,13 @@ class IdleKept:
         return None
 
 
+def cancelled_here() -> bool:
+    """Whether the running handler itself is being cancelled (the agent closing, or its connection shed), as against
+    a CancelledError from a future inside what it awaited."""
+    me = asyncio.current_task()
+    return me is not None and me.cancelling() > 0
+
+
 def task_keeps(line: TaskLine) -> bool:
     return line.params.get("keep") is True
 
@@ -98,7 +105,7 @@ async def serve_kept(
         finally:
             if idle is not None and me is not None:
                 idle.discard(me)
-        if me is not None and me.cancelling():
+        if cancelled_here():
             raise asyncio.CancelledError  # shed as its frame came in: unread, never served
         try:
             next_line = parse_line(raw)

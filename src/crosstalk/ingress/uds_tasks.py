@@ -75,8 +75,7 @@ async def serve_kept(
         try:
             return await serve_task(desk, frame, pid, to, started=started)
         except asyncio.CancelledError:
-            me = asyncio.current_task()
-            if me is not None and me.cancelling():  # the agent is closing under a frame it read: say so first
+            if keeping.cancelled_here():  # the agent is closing under a frame it read: say so first
                 writer.write(encode_error(STOPPED_KIND, STOPPED_TEXT))
             raise
 
