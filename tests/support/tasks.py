@@ -51,12 +51,17 @@ def crash(worker: DispatchWorker) -> None:
         worker._task.cancel()
 
 
-async def restarted(rig: Rig, records: Records) -> TaskService:
-    """A task service started as an agent restarts: the journal replayed and reconciled, then the tasks loaded."""
+async def restarted(
+    rig: Rig, records: Records, before_start: Callable[[TaskService], Awaitable[None]] | None = None
+) -> TaskService:
+    """A task service started as an agent restarts: the journal replayed and reconciled, then the tasks loaded.
+    `before_start`: what happens after the load and before the start (the agent's socket answers by then)."""
     receiver = Receiver(rig.identity, rig.journal, JournalState.replay(records), rig.fake, rig.view)
     receiver.reconcile()
     svc = TaskService(receiver)
     svc.load(records)
+    if before_start is not None:
+        await before_start(svc)
     await svc.start()
     return svc
 

@@ -22,10 +22,8 @@ from crosstalk.core.message import Message
 from crosstalk.core.states import State
 from crosstalk.core.tasks import TaskState
 from crosstalk.harness.base import InjectRequest, InjectResult
-from crosstalk.journal import JournalState
 from crosstalk.journal import records as R
 from crosstalk.policy import Role
-from crosstalk.receiver import Receiver
 from crosstalk.tasks.service import TaskService
 from tests.support.receiver import CAROL, Rig, msg, run, settle, wait_for
 from tests.support.tasks import Records, crash, hold_records, restarted, run_with_service
@@ -64,11 +62,17 @@ def _crashed(root: Path, before: Phase) -> Records:
         rig.close()
 
 
-def _after_restart(root: Path, records: Records, after: Phase, **rig_kw: Any) -> None:
+def _after_restart(
+    root: Path,
+    records: Records,
+    after: Phase,
+    before_start: Callable[[TaskService], Awaitable[None]] | None = None,
+    **rig_kw: Any,
+) -> None:
     rig = Rig(root, **rig_kw)
 
     async def second_run() -> None:
-        svc = await restarted(rig, records)
+        svc = await restarted(rig, records, before_start)
         try:
             await after(rig, svc)
         finally:
@@ -149,26 +153,14 @@ def test_a_message_arriving_while_the_agent_starts_is_written_after_what_the_res
         await settle(rig.fake.blocked.wait())
         ids["task"] = (await svc.send(CAROL, first, task_id=None, return_immediately=True)).task_id
 
-    records = _crashed(root, before)
-    rig = Rig(root)
+    async def while_starting(svc: TaskService) -> None:
+        await svc.send(CAROL, later, task_id=ids["task"], return_immediately=True)
 
-    async def second_run() -> None:
-        receiver = Receiver(rig.identity, rig.journal, JournalState.replay(records), rig.fake, rig.view)
-        receiver.reconcile()
-        svc = TaskService(receiver)
-        svc.load(records)
-        try:
-            await svc.send(CAROL, later, task_id=ids["task"], return_immediately=True)
-            await svc.start()
-            await _settled(svc, later)
-            assert _texts(rig) == ["start", "sent during the restart"]
-        finally:
-            await svc.close()
+    async def after(rig: Rig, svc: TaskService) -> None:
+        await _settled(svc, later)
+        assert _texts(rig) == ["start", "sent during the restart"]
 
-    try:
-        run(second_run())
-    finally:
-        rig.close()
+    _after_restart(root, _crashed(root, before), after, while_starting)
 
 
 def test_the_queued_messages_of_a_task_canceled_just_before_a_crash_are_withdrawn_never_written(root: Path) -> None:
