@@ -9,6 +9,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from crosstalk.journal import records as R
+from crosstalk.journal import shape
 from crosstalk.journal.codec import MAX_RECORD_BYTES, encode, read_journal
 
 
@@ -80,9 +82,12 @@ def test_crlf_lines_still_parse(tmp_path: Path) -> None:
     assert [r["type"] for r in read_journal(p).records] == ["a", "b"]
 
 
+# The codec's round trip, for records of no type the reader checks the shape of (journal/shape.py): a generated
+# `{"type": "received"}` is rightly dropped as malformed (it has no message), which is shape's test, not this one's.
+SHAPED = frozenset({R.RECEIVED, R.OUTCOME, R.DISPATCH, R.TASK, *shape._STR_OR_NONE, *shape._DICT_OR_NONE})
 records_st = st.lists(
     st.fixed_dictionaries(
-        {"type": st.text(max_size=8)},
+        {"type": st.text(max_size=8).filter(lambda t: t not in SHAPED)},
         optional={"text": st.text(), "n": st.integers() | st.floats(allow_nan=False, allow_infinity=False)},
     ),
     max_size=20,
